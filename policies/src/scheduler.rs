@@ -1,0 +1,461 @@
+//! The scheduling cycle: queue order → queue limits → cell selection → gang placement, once
+//! per call of [`Scheduler::schedule`].
+//!
+//! # Queueing strategies (Kueue semantics)
+//! * [`QueueingStrategy::StrictFifo`]: when a queue's head cannot start, no later job *of that
+//!   queue* is tried in this pass. Other queues are not held (field case B06).
+//! * [`QueueingStrategy::BestEffortFifo`]: a job that cannot start is skipped and later jobs
+//!   are tried.
+//!
+//! # Submit-time rejection
+//! [`Scheduler::submit`] refuses, with a [`RejectReason`], a job that could never start: a
+//! task larger than any node of its allowed cells, a gang larger than any allowed cell, or a
+//! gang above its queue's hard maximum (field case B17). Such a job never enters a queue.
+//!
+//! # Cost
+//! The pending set is one ordered map keyed by the queue-order key: insertion and removal
+//! `O(log n)`, a pass `O(p log n)` for `p` jobs tried. Within a pass nothing is released, so a
+//! job whose exact requirements already failed is skipped, and a single task that fit nowhere
+//! rules out every larger single- or multi-task request with the same constraints.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::str::FromStr;
+
+use crate::cell_select::{CellSelect, FirstCell, LeastLoaded};
+use crate::decision::{Decision, PendingReason, RejectReason};
+use crate::ids::{CellId, JobId, QueueId};
+use crate::job::PendingJob;
+use crate::placement::{place_gang, BestFit, FirstFit, Placement, WorstFit};
+use crate::queue_order::{Fifo, OrderKey, Priority, QueueOrder};
+use crate::resources::{ModelSet, TaskShape};
+use crate::state::FleetState;
+
+macro_rules! named_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident => $s:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+        #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+        pub enum $name {
+            $($(#[$vm])* #[cfg_attr(feature = "serde", serde(rename = $s))] $variant),+
+        }
+
+        impl $name {
+            /// Every valid name, in declaration order.
+            pub const NAMES: &'static [&'static str] = &[$($s),+];
+            /// The name scenarios use.
+            pub fn as_str(&self) -> &'static str {
+                match self { $($name::$variant => $s),+ }
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = String;
+            /// # Errors
+            /// A message listing the valid names.
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $($s => Ok($name::$variant),)+
+                    _ => Err(format!(
+                        "unknown {} `{}`; valid names: {}",
+                        stringify!($name), s, Self::NAMES.join(", ")
+                    )),
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+named_enum!(
+    /// A queue-order policy by name.
+    QueueOrderKind {
+        /// [`Fifo`].
+        #[default]
+        Fifo => "fifo",
+        /// [`Priority`].
+        Priority => "priority",
+    }
+);
+
+named_enum!(
+    /// What a queue does when its head cannot start (Kueue `queueingStrategy`).
+    QueueingStrategy {
+        /// The head blocks later jobs of its own queue.
+        #[default]
+        StrictFifo => "strict-fifo",
+        /// Later jobs are tried past a blocked head.
+        BestEffortFifo => "best-effort-fifo",
+    }
+);
+
+named_enum!(
+    /// A placement policy by name.
+    PlacementKind {
+        /// [`FirstFit`].
+        FirstFit => "first-fit",
+        /// [`BestFit`].
+        #[default]
+        BestFit => "best-fit",
+        /// [`WorstFit`].
+        WorstFit => "worst-fit",
+    }
+);
+
+named_enum!(
+    /// A cell-selection policy by name.
+    CellSelectKind {
+        /// [`FirstCell`].
+        #[default]
+        FirstFit => "first-fit",
+        /// [`LeastLoaded`].
+        LeastLoaded => "least-loaded",
+    }
+);
+
+impl QueueOrderKind {
+    /// The policy object.
+    pub fn build(self) -> Box<dyn QueueOrder> {
+        match self {
+            QueueOrderKind::Fifo => Box::new(Fifo),
+            QueueOrderKind::Priority => Box::new(Priority),
+        }
+    }
+}
+
+impl PlacementKind {
+    /// The policy object.
+    pub fn build(self) -> Box<dyn Placement> {
+        match self {
+            PlacementKind::FirstFit => Box::new(FirstFit),
+            PlacementKind::BestFit => Box::new(BestFit),
+            PlacementKind::WorstFit => Box::new(WorstFit),
+        }
+    }
+}
+
+impl CellSelectKind {
+    /// The policy object.
+    pub fn build(self) -> Box<dyn CellSelect> {
+        match self {
+            CellSelectKind::FirstFit => Box::new(FirstCell),
+            CellSelectKind::LeastLoaded => Box::new(LeastLoaded),
+        }
+    }
+}
+
+/// Per-queue settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct QueueConfig {
+    /// What the queue does when its head cannot start.
+    pub strategy: QueueingStrategy,
+    /// Hard maximum of GPU-milli the queue's running jobs may hold (`None` = unlimited).
+    pub max_gpu_milli: Option<u64>,
+}
+
+/// The policy choices that make up a scheduler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct SchedulerConfig {
+    /// Queue order.
+    pub queue_order: QueueOrderKind,
+    /// Placement.
+    pub placement: PlacementKind,
+    /// Cell selection.
+    pub cell_selection: CellSelectKind,
+}
+
+/// Why a job is pending after the last pass, and since when counted by the caller.
+pub type PendingReasons = BTreeMap<JobId, PendingReason>;
+
+/// A queue manager plus the scheduling cycle. Owns the pending jobs; the caller owns running
+/// jobs and tells the scheduler when one ends ([`Scheduler::on_job_end`]).
+pub struct Scheduler {
+    order: Box<dyn QueueOrder>,
+    placement: Box<dyn Placement>,
+    cell_select: Box<dyn CellSelect>,
+    queues: Vec<QueueConfig>,
+    queue_usage: Vec<u64>,
+    pending: BTreeMap<(OrderKey, JobId), PendingJob>,
+    last_reasons: PendingReasons,
+    cells_buf: Vec<CellId>,
+}
+
+impl Scheduler {
+    /// A scheduler with the given policies and queue settings (indexed by [`QueueId`]; a job
+    /// naming a queue beyond the table gets [`QueueConfig::default`]).
+    pub fn new(config: SchedulerConfig, queues: Vec<QueueConfig>) -> Scheduler {
+        Scheduler {
+            order: config.queue_order.build(),
+            placement: config.placement.build(),
+            cell_select: config.cell_selection.build(),
+            queue_usage: vec![0; queues.len()],
+            queues,
+            pending: BTreeMap::new(),
+            last_reasons: BTreeMap::new(),
+            cells_buf: Vec::new(),
+        }
+    }
+
+    fn queue(&self, q: QueueId) -> QueueConfig {
+        self.queues.get(q.index()).copied().unwrap_or_default()
+    }
+
+    fn usage(&self, q: QueueId) -> u64 {
+        self.queue_usage.get(q.index()).copied().unwrap_or(0)
+    }
+
+    fn usage_mut(&mut self, q: QueueId) -> &mut u64 {
+        if q.index() >= self.queue_usage.len() {
+            self.queue_usage.resize(q.index() + 1, 0);
+        }
+        &mut self.queue_usage[q.index()]
+    }
+
+    /// Checks whether `job` could ever start, without enqueueing it.
+    ///
+    /// # Errors
+    /// The [`RejectReason`] when it never could.
+    pub fn check_resolvable(&self, fleet: &FleetState, job: &PendingJob) -> Result<(), RejectReason> {
+        if job.tasks == 0 {
+            return Err(RejectReason::EmptyGang);
+        }
+        let cells: Vec<CellId> = (0..fleet.cells().len())
+            .map(|c| CellId(c as u16))
+            .filter(|&c| job.allows_cell(c))
+            .collect();
+        if cells.is_empty() {
+            return Err(RejectReason::NoAllowedCell);
+        }
+        if !cells
+            .iter()
+            .any(|&c| fleet.task_fits_some_node(c, &job.shape, job.models))
+        {
+            return Err(RejectReason::TaskLargerThanAnyNode);
+        }
+        if !cells
+            .iter()
+            .any(|&c| fleet.can_ever_fit(c, &job.shape, job.models, job.tasks))
+        {
+            return Err(RejectReason::GangLargerThanCell);
+        }
+        if let Some(max) = self.queue(job.queue).max_gpu_milli {
+            if job.total_gpu_milli() > max {
+                return Err(RejectReason::OverQueueMax);
+            }
+        }
+        Ok(())
+    }
+
+    /// Enqueues a job, or refuses it for good.
+    ///
+    /// # Errors
+    /// The [`RejectReason`] from [`Scheduler::check_resolvable`]; the job is not enqueued.
+    pub fn submit(&mut self, fleet: &FleetState, job: PendingJob) -> Result<(), RejectReason> {
+        self.check_resolvable(fleet, &job)?;
+        let key = self.order.key(&job);
+        self.pending.insert((key, job.id), job);
+        Ok(())
+    }
+
+    /// Number of pending jobs.
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Pending jobs in queue order.
+    pub fn pending(&self) -> impl Iterator<Item = &PendingJob> {
+        self.pending.values()
+    }
+
+    /// Why each job still pending after the last pass could not start.
+    pub fn pending_reasons(&self) -> &PendingReasons {
+        &self.last_reasons
+    }
+
+    /// GPU-milli held by a queue's running jobs.
+    pub fn queue_usage(&self, q: QueueId) -> u64 {
+        self.usage(q)
+    }
+
+    /// Tells the scheduler a started job has ended (finished, failed or preempted) and its
+    /// `gpu_milli` no longer counts against its queue.
+    ///
+    /// # Panics
+    /// If the queue holds less than `gpu_milli`: the caller's accounting is broken.
+    pub fn on_job_end(&mut self, queue: QueueId, gpu_milli: u64) {
+        let u = self.usage_mut(queue);
+        *u = u
+            .checked_sub(gpu_milli)
+            .expect("queue usage would go negative: a job ended that was never started");
+    }
+
+    /// One scheduling pass over every pending job in queue order. Started jobs are reserved
+    /// in `fleet`, removed from the pending set and returned as [`Decision::Start`], in the
+    /// order they were decided.
+    pub fn schedule(&mut self, fleet: &mut FleetState) -> Vec<Decision> {
+        let mut decisions = Vec::new();
+        let mut started: Vec<(OrderKey, JobId)> = Vec::new();
+        let mut blocked: BTreeSet<QueueId> = BTreeSet::new();
+        let mut failed_exact: BTreeSet<(TaskShape, u32, ModelSet, Vec<CellId>)> = BTreeSet::new();
+        let mut failed_single: Vec<(TaskShape, ModelSet, Vec<CellId>)> = Vec::new();
+        self.last_reasons.clear();
+        let mut cells = std::mem::take(&mut self.cells_buf);
+        for (&(key, id), job) in &self.pending {
+            let qc = self.queues.get(job.queue.index()).copied().unwrap_or_default();
+            if blocked.contains(&job.queue) {
+                self.last_reasons.insert(id, PendingReason::StrictFifoHead);
+                continue;
+            }
+            let reason = 'try_job: {
+                if let Some(max) = qc.max_gpu_milli {
+                    let used = self.queue_usage.get(job.queue.index()).copied().unwrap_or(0);
+                    if used + job.total_gpu_milli() > max {
+                        break 'try_job Some(PendingReason::QueueMax);
+                    }
+                }
+                let dominated = failed_single.iter().any(|(s, m, c)| {
+                    *m == job.models
+                        && *c == job.cells
+                        && s.num_gpu <= job.shape.num_gpu
+                        && s.gpu_milli <= job.shape.gpu_milli
+                        && s.cpu_milli <= job.shape.cpu_milli
+                        && s.mem_mib <= job.shape.mem_mib
+                });
+                let exact = (job.shape, job.tasks, job.models, job.cells.clone());
+                if dominated || failed_exact.contains(&exact) {
+                    break 'try_job Some(PendingReason::NoCapacity);
+                }
+                self.cell_select.candidates(fleet, job, &mut cells);
+                for &cell in &cells {
+                    if let Some(tasks) = place_gang(self.placement.as_ref(), fleet, cell, job) {
+                        decisions.push(Decision::Start { job: id, cell, tasks });
+                        started.push((key, id));
+                        let q = job.queue.index();
+                        if q >= self.queue_usage.len() {
+                            self.queue_usage.resize(q + 1, 0);
+                        }
+                        self.queue_usage[q] += job.total_gpu_milli();
+                        break 'try_job None;
+                    }
+                }
+                if job.tasks == 1 {
+                    failed_single.push((job.shape, job.models, job.cells.clone()));
+                }
+                failed_exact.insert(exact);
+                Some(PendingReason::NoCapacity)
+            };
+            if let Some(r) = reason {
+                self.last_reasons.insert(id, r);
+                if qc.strategy == QueueingStrategy::StrictFifo {
+                    blocked.insert(job.queue);
+                }
+            }
+        }
+        self.cells_buf = cells;
+        for k in started {
+            self.pending.remove(&k);
+        }
+        decisions
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{ModelId, TenantId};
+    use crate::state::NodeSpec;
+    use crate::time::SimTime;
+
+    fn fleet(gpus: &[u32]) -> FleetState {
+        let nodes = gpus
+            .iter()
+            .enumerate()
+            .map(|(i, &g)| NodeSpec {
+                name: format!("n{}", i + 1),
+                cell: CellId(0),
+                block: 0,
+                domain: i as u32,
+                model: Some(ModelId(0)),
+                gpus: g,
+                cpu_milli: 1000,
+                mem_mib: 1000,
+            })
+            .collect();
+        FleetState::new(vec!["c".into()], vec!["G".into()], nodes).unwrap()
+    }
+
+    fn job(id: u32, queue: u32, submit: u64, gpus: u32, tasks: u32) -> PendingJob {
+        PendingJob {
+            id: JobId(id),
+            tenant: TenantId(queue),
+            queue: QueueId(queue),
+            priority: 0,
+            submit: SimTime(submit),
+            seq: id as u64,
+            shape: TaskShape::whole_gpus(gpus),
+            tasks,
+            models: ModelSet::ANY,
+            cells: vec![],
+            runtime_estimate: None,
+        }
+    }
+
+    fn started(d: &[Decision]) -> Vec<u32> {
+        d.iter()
+            .filter_map(|d| match d {
+                Decision::Start { job, .. } => Some(job.0),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn strict_head_blocks_only_its_queue() {
+        let mut f = fleet(&[2]);
+        let strict = QueueConfig { strategy: QueueingStrategy::StrictFifo, max_gpu_milli: None };
+        let mut s = Scheduler::new(SchedulerConfig::default(), vec![strict, strict]);
+        s.submit(&f, job(0, 0, 0, 1, 1)).unwrap();
+        assert_eq!(started(&s.schedule(&mut f)), vec![0]);
+        s.submit(&f, job(1, 0, 10, 2, 1)).unwrap(); // blocked head of queue 0
+        s.submit(&f, job(2, 0, 15, 1, 1)).unwrap(); // behind it
+        s.submit(&f, job(3, 1, 20, 1, 1)).unwrap(); // another queue
+        assert_eq!(started(&s.schedule(&mut f)), vec![3]);
+        assert_eq!(s.pending_reasons()[&JobId(2)], PendingReason::StrictFifoHead);
+        assert_eq!(s.pending_reasons()[&JobId(1)], PendingReason::NoCapacity);
+    }
+
+    #[test]
+    fn best_effort_skips_blocked_head() {
+        let mut f = fleet(&[2]);
+        let be = QueueConfig { strategy: QueueingStrategy::BestEffortFifo, max_gpu_milli: None };
+        let mut s = Scheduler::new(SchedulerConfig::default(), vec![be]);
+        s.submit(&f, job(0, 0, 0, 1, 1)).unwrap();
+        s.schedule(&mut f);
+        s.submit(&f, job(1, 0, 10, 2, 1)).unwrap();
+        s.submit(&f, job(2, 0, 15, 1, 1)).unwrap();
+        assert_eq!(started(&s.schedule(&mut f)), vec![2]);
+    }
+
+    #[test]
+    fn oversize_jobs_are_rejected_at_submit() {
+        let f = fleet(&[8, 8]);
+        let q = QueueConfig { strategy: QueueingStrategy::StrictFifo, max_gpu_milli: Some(12_000) };
+        let mut s = Scheduler::new(SchedulerConfig::default(), vec![q]);
+        assert_eq!(s.submit(&f, job(0, 0, 0, 16, 1)), Err(RejectReason::TaskLargerThanAnyNode));
+        assert_eq!(s.submit(&f, job(1, 0, 1, 8, 2)), Err(RejectReason::OverQueueMax));
+        assert_eq!(s.submit(&f, job(2, 0, 1, 8, 3)), Err(RejectReason::GangLargerThanCell));
+        assert_eq!(s.pending_len(), 0);
+    }
+
+    #[test]
+    fn names_parse_and_list_valid_ones() {
+        assert_eq!("best-fit".parse::<PlacementKind>(), Ok(PlacementKind::BestFit));
+        let e = "bestfit".parse::<PlacementKind>().unwrap_err();
+        assert!(e.contains("first-fit, best-fit, worst-fit"), "{e}");
+    }
+}

@@ -1,0 +1,751 @@
+//! The fleet state a policy reads and reserves into: nodes with per-accelerator free shares,
+//! CPU and memory, grouped into cells, with a capacity index per cell.
+//!
+//! # Topology
+//! node → NVLink/ICI domain (an NVL72 rack, an HGX board) → block → cell. Domains and blocks are
+//! fleet-wide dense ids; a node belongs to exactly one of each.
+//!
+//! # Reservation ("assume") semantics
+//! As in the Kubernetes scheduler cache, a policy that decides to start a task reserves it in
+//! this state at once ([`FleetState::allocate`]), so later decisions of the same pass see it; a
+//! gang that cannot be completed is rolled back with [`FleetState::release`]. Every mutation is
+//! checked: nothing is ever allocated beyond a node's capacity in any dimension, and a release
+//! that does not match an allocation is an error, not a silent wrap.
+//!
+//! # Capacity index
+//! Per cell and accelerator model, nodes that are up and schedulable are kept in a `BTreeSet`
+//! keyed by `(free GPU-milli, node id)`, and per cell by `(free CPU-milli, node id)`. Best-fit and
+//! worst-fit find candidates in `O(log n)` plus the candidates they reject; see
+//! [`FleetState::gpu_candidates`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use crate::ids::{CellId, ModelId, NodeId};
+use crate::resources::{ModelSet, TaskShape, MAX_GPUS_PER_NODE, WHOLE_GPU_MILLI};
+
+/// How to declare one node when building a [`FleetState`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeSpec {
+    /// Unique node name (e.g. `openb-node-0001`, `hopper/r03/n07`).
+    pub name: String,
+    /// The cell the node belongs to.
+    pub cell: CellId,
+    /// Fleet-wide block id.
+    pub block: u32,
+    /// Fleet-wide NVLink/ICI domain (rack) id.
+    pub domain: u32,
+    /// Accelerator model; `None` for a CPU-only node (then `gpus` must be 0).
+    pub model: Option<ModelId>,
+    /// Number of accelerators, `0..=64`.
+    pub gpus: u32,
+    /// CPU capacity, milli-cores.
+    pub cpu_milli: u64,
+    /// Memory capacity, MiB.
+    pub mem_mib: u64,
+}
+
+/// Errors from building or mutating a [`FleetState`]. All are fatal for the operation that
+/// returned them and leave the state unchanged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StateError {
+    /// A node spec is inconsistent (zero capacity, too many GPUs, GPUs without a model…).
+    InvalidNode {
+        /// The node's name.
+        node: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A cell id in a node spec has no declared cell.
+    UnknownCell(CellId),
+    /// The allocation does not fit the node (it would over-allocate a dimension).
+    DoesNotFit {
+        /// The node.
+        node: NodeId,
+        /// The dimension that would be exceeded.
+        dimension: &'static str,
+    },
+    /// A release names more than was allocated on the node.
+    ReleaseMismatch {
+        /// The node.
+        node: NodeId,
+        /// The dimension that would go above capacity.
+        dimension: &'static str,
+    },
+}
+
+impl fmt::Display for StateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StateError::InvalidNode { node, reason } => write!(f, "node {node}: {reason}"),
+            StateError::UnknownCell(c) => write!(f, "unknown cell id {c}"),
+            StateError::DoesNotFit { node, dimension } => {
+                write!(f, "allocation on node {node} exceeds its free {dimension}")
+            }
+            StateError::ReleaseMismatch { node, dimension } => {
+                write!(f, "release on node {node} frees more {dimension} than was allocated")
+            }
+        }
+    }
+}
+
+impl std::error::Error for StateError {}
+
+/// One task's binding to one node: which accelerators and how much of each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct TaskAlloc {
+    /// The node.
+    pub node: NodeId,
+    /// Bit `i` set = accelerator `i` of the node is bound.
+    pub gpu_mask: u64,
+    /// GPU-milli taken on each bound accelerator (`1..=1000`; 0 when no GPU is bound).
+    pub gpu_milli: u32,
+    /// CPU taken, milli-cores.
+    pub cpu_milli: u64,
+    /// Memory taken, MiB.
+    pub mem_mib: u64,
+}
+
+impl TaskAlloc {
+    /// Total GPU-milli bound by this task.
+    pub fn total_gpu_milli(&self) -> u64 {
+        self.gpu_mask.count_ones() as u64 * self.gpu_milli as u64
+    }
+}
+
+/// One node's live state.
+#[derive(Clone, Debug)]
+pub struct NodeState {
+    /// The node's cell.
+    pub cell: CellId,
+    /// Fleet-wide block id.
+    pub block: u32,
+    /// Fleet-wide NVLink/ICI domain id.
+    pub domain: u32,
+    /// Accelerator model (`None` for CPU-only).
+    pub model: Option<ModelId>,
+    /// Accelerators on the node.
+    pub gpus: u32,
+    gpu_offset: u32,
+    /// Sum of free GPU-milli over the node's accelerators.
+    pub free_gpu_milli: u32,
+    /// Accelerators that are wholly free (1000 GPU-milli).
+    pub free_whole: u32,
+    /// CPU capacity, milli-cores.
+    pub cpu_milli: u64,
+    /// Free CPU, milli-cores.
+    pub free_cpu_milli: u64,
+    /// Memory capacity, MiB.
+    pub mem_mib: u64,
+    /// Free memory, MiB.
+    pub free_mem_mib: u64,
+    /// False while the node is down or drained: it takes no new work and, for the occupancy
+    /// metric, is not available.
+    pub schedulable: bool,
+}
+
+/// Per-cell totals and index.
+#[derive(Clone, Debug, Default)]
+pub struct CellState {
+    /// The cell's name.
+    pub name: String,
+    /// The cell's nodes in id order.
+    pub nodes: Vec<NodeId>,
+    /// GPU-milli on schedulable nodes.
+    pub available_gpu_milli: u64,
+    /// GPU-milli bound to tasks (on any node of the cell).
+    pub allocated_gpu_milli: u64,
+    gpu_index: BTreeMap<ModelId, BTreeSet<(u32, NodeId)>>,
+    cpu_index: BTreeSet<(u64, NodeId)>,
+    /// Distinct empty-node capacities `(model, gpus, cpu_milli, mem_mib)` with node counts;
+    /// answers "could this job ever fit here" without scanning nodes.
+    capacity_classes: BTreeMap<(Option<ModelId>, u32, u64, u64), u32>,
+}
+
+/// The whole fleet: nodes, cells, accelerator model names.
+#[derive(Clone, Debug)]
+pub struct FleetState {
+    nodes: Vec<NodeState>,
+    names: Vec<String>,
+    gpu_free: Vec<u16>,
+    cells: Vec<CellState>,
+    models: Vec<String>,
+}
+
+impl FleetState {
+    /// Builds a fleet from cell names, model names and node specs. Node ids are assigned in
+    /// the order of `nodes`; this order is the final tie-break of every placement policy.
+    ///
+    /// # Errors
+    /// [`StateError::UnknownCell`] for a node naming an undeclared cell;
+    /// [`StateError::InvalidNode`] for a node with zero capacity (no GPU, CPU or memory), more
+    /// than 64 accelerators, accelerators without a model or a model without accelerators, or
+    /// a model id outside `models`.
+    pub fn new(
+        cell_names: Vec<String>,
+        models: Vec<String>,
+        nodes: Vec<NodeSpec>,
+    ) -> Result<FleetState, StateError> {
+        let mut cells: Vec<CellState> = cell_names
+            .into_iter()
+            .map(|name| CellState {
+                name,
+                ..CellState::default()
+            })
+            .collect();
+        let mut out_nodes = Vec::with_capacity(nodes.len());
+        let mut names = Vec::with_capacity(nodes.len());
+        let mut gpu_free = Vec::new();
+        for (i, spec) in nodes.into_iter().enumerate() {
+            let invalid = |reason: String| StateError::InvalidNode {
+                node: spec.name.clone(),
+                reason,
+            };
+            if spec.cell.index() >= cells.len() {
+                return Err(StateError::UnknownCell(spec.cell));
+            }
+            if spec.gpus == 0 && spec.cpu_milli == 0 && spec.mem_mib == 0 {
+                return Err(invalid("zero capacity in every dimension".into()));
+            }
+            if spec.gpus > MAX_GPUS_PER_NODE {
+                return Err(invalid(format!(
+                    "{} accelerators exceed the maximum of {MAX_GPUS_PER_NODE}",
+                    spec.gpus
+                )));
+            }
+            match spec.model {
+                None if spec.gpus > 0 => {
+                    return Err(invalid("accelerators given without a model".into()))
+                }
+                Some(_) if spec.gpus == 0 => {
+                    return Err(invalid("a model given with 0 accelerators".into()))
+                }
+                Some(m) if m.index() >= models.len() => {
+                    return Err(invalid(format!("model id {m} is not in the model table")))
+                }
+                _ => {}
+            }
+            let id = NodeId(i as u32);
+            let node = NodeState {
+                cell: spec.cell,
+                block: spec.block,
+                domain: spec.domain,
+                model: spec.model,
+                gpus: spec.gpus,
+                gpu_offset: gpu_free.len() as u32,
+                free_gpu_milli: spec.gpus * WHOLE_GPU_MILLI,
+                free_whole: spec.gpus,
+                cpu_milli: spec.cpu_milli,
+                free_cpu_milli: spec.cpu_milli,
+                mem_mib: spec.mem_mib,
+                free_mem_mib: spec.mem_mib,
+                schedulable: true,
+            };
+            gpu_free.extend(std::iter::repeat_n(WHOLE_GPU_MILLI as u16, spec.gpus as usize));
+            let cell = &mut cells[spec.cell.index()];
+            cell.nodes.push(id);
+            *cell
+                .capacity_classes
+                .entry((spec.model, spec.gpus, spec.cpu_milli, spec.mem_mib))
+                .or_insert(0) += 1;
+            out_nodes.push(node);
+            names.push(spec.name);
+        }
+        let mut fleet = FleetState {
+            nodes: out_nodes,
+            names,
+            gpu_free,
+            cells,
+            models,
+        };
+        for i in 0..fleet.nodes.len() {
+            let id = NodeId(i as u32);
+            fleet.index_insert(id);
+            let n = &fleet.nodes[i];
+            fleet.cells[n.cell.index()].available_gpu_milli += n.gpus as u64 * 1000;
+        }
+        Ok(fleet)
+    }
+
+    /// All nodes, indexed by [`NodeId`].
+    pub fn nodes(&self) -> &[NodeState] {
+        &self.nodes
+    }
+
+    /// One node.
+    ///
+    /// # Panics
+    /// If `id` is not a node of this fleet.
+    pub fn node(&self, id: NodeId) -> &NodeState {
+        &self.nodes[id.index()]
+    }
+
+    /// A node's name.
+    pub fn node_name(&self, id: NodeId) -> &str {
+        &self.names[id.index()]
+    }
+
+    /// All cells, indexed by [`CellId`].
+    pub fn cells(&self) -> &[CellState] {
+        &self.cells
+    }
+
+    /// Accelerator model names, indexed by [`ModelId`].
+    pub fn models(&self) -> &[String] {
+        &self.models
+    }
+
+    /// Free GPU-milli of each accelerator of a node, in accelerator order.
+    pub fn gpu_free(&self, id: NodeId) -> &[u16] {
+        let n = &self.nodes[id.index()];
+        &self.gpu_free[n.gpu_offset as usize..(n.gpu_offset + n.gpus) as usize]
+    }
+
+    /// GPU-milli on schedulable nodes, fleet-wide.
+    pub fn available_gpu_milli(&self) -> u64 {
+        self.cells.iter().map(|c| c.available_gpu_milli).sum()
+    }
+
+    /// GPU-milli bound to tasks, fleet-wide.
+    pub fn allocated_gpu_milli(&self) -> u64 {
+        self.cells.iter().map(|c| c.allocated_gpu_milli).sum()
+    }
+
+    /// True when `shape` fits the node's free resources now, on an allowed model.
+    pub fn fits(&self, id: NodeId, shape: &TaskShape, models: ModelSet) -> bool {
+        let n = &self.nodes[id.index()];
+        if !n.schedulable || n.free_cpu_milli < shape.cpu_milli || n.free_mem_mib < shape.mem_mib
+        {
+            return false;
+        }
+        if shape.num_gpu == 0 {
+            return true;
+        }
+        let Some(model) = n.model else { return false };
+        if !models.allows(model) || n.free_gpu_milli < shape.total_gpu_milli() as u32 {
+            return false;
+        }
+        if shape.gpu_milli >= WHOLE_GPU_MILLI {
+            return n.free_whole >= shape.num_gpu;
+        }
+        let usable = self
+            .gpu_free(id)
+            .iter()
+            .filter(|&&f| f as u32 >= shape.gpu_milli)
+            .count();
+        usable as u32 >= shape.num_gpu
+    }
+
+    /// Which accelerators of the node a task of `shape` takes: for whole accelerators the
+    /// lowest-indexed free ones; for a share, the accelerators with the least free GPU-milli
+    /// that still fit (tightest fit), ties to the lowest index. `None` if it does not fit.
+    pub fn choose_gpus(&self, id: NodeId, shape: &TaskShape) -> Option<u64> {
+        if shape.num_gpu == 0 {
+            return Some(0);
+        }
+        let free = self.gpu_free(id);
+        let mut picked: Vec<(u16, usize)> = free
+            .iter()
+            .enumerate()
+            .filter(|(_, &f)| f as u32 >= shape.gpu_milli)
+            .map(|(i, &f)| (if shape.is_fractional() { f } else { 0 }, i))
+            .collect();
+        if (picked.len() as u32) < shape.num_gpu {
+            return None;
+        }
+        picked.sort_unstable();
+        Some(
+            picked[..shape.num_gpu as usize]
+                .iter()
+                .fold(0u64, |m, &(_, i)| m | (1u64 << i)),
+        )
+    }
+
+    /// Reserves one task of `shape` on a node, choosing accelerators by
+    /// [`FleetState::choose_gpus`].
+    ///
+    /// # Errors
+    /// [`StateError::DoesNotFit`] when the node cannot take the task (also when it is not
+    /// schedulable); the state is unchanged.
+    pub fn allocate(
+        &mut self,
+        id: NodeId,
+        shape: &TaskShape,
+        models: ModelSet,
+    ) -> Result<TaskAlloc, StateError> {
+        if !self.fits(id, shape, models) {
+            return Err(StateError::DoesNotFit {
+                node: id,
+                dimension: "capacity",
+            });
+        }
+        let mask = self.choose_gpus(id, shape).ok_or(StateError::DoesNotFit {
+            node: id,
+            dimension: "gpu",
+        })?;
+        let alloc = TaskAlloc {
+            node: id,
+            gpu_mask: mask,
+            gpu_milli: if mask == 0 { 0 } else { shape.gpu_milli },
+            cpu_milli: shape.cpu_milli,
+            mem_mib: shape.mem_mib,
+        };
+        self.apply(&alloc)?;
+        Ok(alloc)
+    }
+
+    /// Applies an exact allocation (as a production adapter would on a bind).
+    ///
+    /// # Errors
+    /// [`StateError::DoesNotFit`] naming the first dimension that would be over-allocated
+    /// (`cpu`, `memory`, `gpu`, or `gpu index` for a bit beyond the node's accelerators).
+    /// The state is unchanged on error.
+    pub fn apply(&mut self, a: &TaskAlloc) -> Result<(), StateError> {
+        let id = a.node;
+        let n = &self.nodes[id.index()];
+        let err = |dimension| StateError::DoesNotFit { node: id, dimension };
+        if n.free_cpu_milli < a.cpu_milli {
+            return Err(err("cpu"));
+        }
+        if n.free_mem_mib < a.mem_mib {
+            return Err(err("memory"));
+        }
+        if n.gpus < 64 && a.gpu_mask >> n.gpus != 0 {
+            return Err(err("gpu index"));
+        }
+        let off = n.gpu_offset as usize;
+        for i in bits(a.gpu_mask) {
+            if (self.gpu_free[off + i] as u32) < a.gpu_milli {
+                return Err(err("gpu"));
+            }
+        }
+        self.index_remove(id);
+        let n = &mut self.nodes[id.index()];
+        n.free_cpu_milli -= a.cpu_milli;
+        n.free_mem_mib -= a.mem_mib;
+        for i in bits(a.gpu_mask) {
+            let f = &mut self.gpu_free[off + i];
+            if *f as u32 == WHOLE_GPU_MILLI {
+                n.free_whole -= 1;
+            }
+            *f -= a.gpu_milli as u16;
+        }
+        let total = a.total_gpu_milli();
+        n.free_gpu_milli -= total as u32;
+        let cell = n.cell;
+        self.cells[cell.index()].allocated_gpu_milli += total;
+        self.index_insert(id);
+        Ok(())
+    }
+
+    /// Releases an allocation made by [`FleetState::allocate`] or [`FleetState::apply`].
+    ///
+    /// # Errors
+    /// [`StateError::ReleaseMismatch`] when the release would free more than the node's
+    /// capacity in some dimension; the state is unchanged.
+    pub fn release(&mut self, a: &TaskAlloc) -> Result<(), StateError> {
+        let id = a.node;
+        let n = &self.nodes[id.index()];
+        let err = |dimension| StateError::ReleaseMismatch { node: id, dimension };
+        if n.free_cpu_milli + a.cpu_milli > n.cpu_milli {
+            return Err(err("cpu"));
+        }
+        if n.free_mem_mib + a.mem_mib > n.mem_mib {
+            return Err(err("memory"));
+        }
+        if n.gpus < 64 && a.gpu_mask >> n.gpus != 0 {
+            return Err(err("gpu index"));
+        }
+        let off = n.gpu_offset as usize;
+        for i in bits(a.gpu_mask) {
+            if self.gpu_free[off + i] as u32 + a.gpu_milli > WHOLE_GPU_MILLI {
+                return Err(err("gpu"));
+            }
+        }
+        self.index_remove(id);
+        let n = &mut self.nodes[id.index()];
+        n.free_cpu_milli += a.cpu_milli;
+        n.free_mem_mib += a.mem_mib;
+        for i in bits(a.gpu_mask) {
+            let f = &mut self.gpu_free[off + i];
+            *f += a.gpu_milli as u16;
+            if *f as u32 == WHOLE_GPU_MILLI {
+                n.free_whole += 1;
+            }
+        }
+        let total = a.total_gpu_milli();
+        n.free_gpu_milli += total as u32;
+        let cell = n.cell;
+        self.cells[cell.index()].allocated_gpu_milli -= total;
+        self.index_insert(id);
+        Ok(())
+    }
+
+    /// Marks a node schedulable (up) or not (down, drained). An unschedulable node takes no
+    /// new work, leaves the capacity index and stops counting as available; tasks already on
+    /// it are the caller's to release.
+    pub fn set_schedulable(&mut self, id: NodeId, schedulable: bool) {
+        let n = &self.nodes[id.index()];
+        if n.schedulable == schedulable {
+            return;
+        }
+        self.index_remove(id);
+        let n = &mut self.nodes[id.index()];
+        n.schedulable = schedulable;
+        let gpu = n.gpus as u64 * 1000;
+        let cell = &mut self.cells[n.cell.index()];
+        if schedulable {
+            cell.available_gpu_milli += gpu;
+        } else {
+            cell.available_gpu_milli -= gpu;
+        }
+        self.index_insert(id);
+    }
+
+    /// Nodes of `cell` with accelerator `model` that are schedulable and have at least
+    /// `min_free_gpu_milli` free, ascending by `(free GPU-milli, node id)`. Iterate with `.rev()`
+    /// for descending order. A candidate may still fail [`FleetState::fits`] (CPU, memory, or
+    /// a share that is spread over several accelerators).
+    pub fn gpu_candidates(
+        &self,
+        cell: CellId,
+        model: ModelId,
+        min_free_gpu_milli: u32,
+    ) -> impl DoubleEndedIterator<Item = NodeId> + '_ {
+        self.cells[cell.index()]
+            .gpu_index
+            .get(&model)
+            .into_iter()
+            .flat_map(move |set| set.range((min_free_gpu_milli, NodeId(0))..))
+            .map(|&(_, n)| n)
+    }
+
+    /// Schedulable nodes of `cell` (with or without accelerators) having at least
+    /// `min_free_cpu_milli` free CPU, ascending by `(free CPU, node id)`.
+    pub fn cpu_candidates(
+        &self,
+        cell: CellId,
+        min_free_cpu_milli: u64,
+    ) -> impl DoubleEndedIterator<Item = NodeId> + '_ {
+        self.cells[cell.index()]
+            .cpu_index
+            .range((min_free_cpu_milli, NodeId(0))..)
+            .map(|&(_, n)| n)
+    }
+
+    /// Accelerator models present in `cell` (ascending id).
+    pub fn cell_models(&self, cell: CellId) -> impl Iterator<Item = ModelId> + '_ {
+        self.cells[cell.index()].gpu_index.keys().copied()
+    }
+
+    /// The most tasks of `shape` one empty node of this capacity class can hold.
+    fn tasks_per_empty_node(shape: &TaskShape, gpus: u32, cpu: u64, mem: u64) -> u64 {
+        let mut k = u64::MAX;
+        if shape.num_gpu > 0 {
+            let per_gpu = if shape.is_fractional() {
+                (WHOLE_GPU_MILLI / shape.gpu_milli) as u64
+            } else {
+                1
+            };
+            k = k.min(gpus as u64 * per_gpu / shape.num_gpu as u64);
+        }
+        if shape.cpu_milli > 0 {
+            k = k.min(cpu / shape.cpu_milli);
+        }
+        if shape.mem_mib > 0 {
+            k = k.min(mem / shape.mem_mib);
+        }
+        k
+    }
+
+    /// Could a gang of `tasks` tasks of `shape` ever run in `cell`, on an empty cell with
+    /// every node up? Uses the cell's capacity classes: `O(classes)`, not `O(nodes)`.
+    pub fn can_ever_fit(&self, cell: CellId, shape: &TaskShape, models: ModelSet, tasks: u32) -> bool {
+        let mut room: u64 = 0;
+        for (&(model, gpus, cpu, mem), &count) in &self.cells[cell.index()].capacity_classes {
+            if shape.num_gpu > 0 && !model.is_some_and(|m| models.allows(m)) {
+                continue;
+            }
+            let k = Self::tasks_per_empty_node(shape, gpus, cpu, mem);
+            room = room.saturating_add(k.saturating_mul(count as u64));
+            if room >= tasks as u64 {
+                return true;
+            }
+        }
+        room >= tasks as u64
+    }
+
+    /// True when one task of `shape` fits some empty node of `cell`.
+    pub fn task_fits_some_node(&self, cell: CellId, shape: &TaskShape, models: ModelSet) -> bool {
+        self.can_ever_fit(cell, shape, models, 1)
+    }
+
+    /// Recomputes every node's free resources from `allocs` (the tasks the caller believes
+    /// are running) and compares with the state.
+    ///
+    /// # Errors
+    /// A message naming the first node whose free CPU, memory or per-accelerator GPU-milli
+    /// disagrees, or a cell whose allocated total disagrees.
+    pub fn audit<'a>(&self, allocs: impl IntoIterator<Item = &'a TaskAlloc>) -> Result<(), String> {
+        let mut cpu: Vec<u64> = self.nodes.iter().map(|n| n.cpu_milli).collect();
+        let mut mem: Vec<u64> = self.nodes.iter().map(|n| n.mem_mib).collect();
+        let mut gpu: Vec<u32> = vec![WHOLE_GPU_MILLI; self.gpu_free.len()];
+        let mut cell_alloc = vec![0u64; self.cells.len()];
+        for a in allocs {
+            let n = &self.nodes[a.node.index()];
+            let i = a.node.index();
+            cpu[i] = cpu[i]
+                .checked_sub(a.cpu_milli)
+                .ok_or_else(|| format!("node {}: cpu over-allocated", self.names[i]))?;
+            mem[i] = mem[i]
+                .checked_sub(a.mem_mib)
+                .ok_or_else(|| format!("node {}: memory over-allocated", self.names[i]))?;
+            for g in bits(a.gpu_mask) {
+                let slot = &mut gpu[n.gpu_offset as usize + g];
+                *slot = slot
+                    .checked_sub(a.gpu_milli)
+                    .ok_or_else(|| format!("node {}: gpu {g} over-allocated", self.names[i]))?;
+            }
+            cell_alloc[n.cell.index()] += a.total_gpu_milli();
+        }
+        for (i, n) in self.nodes.iter().enumerate() {
+            if cpu[i] != n.free_cpu_milli || mem[i] != n.free_mem_mib {
+                return Err(format!("node {}: free cpu/memory disagree with running tasks", self.names[i]));
+            }
+            let off = n.gpu_offset as usize;
+            for g in 0..n.gpus as usize {
+                if gpu[off + g] != self.gpu_free[off + g] as u32 {
+                    return Err(format!("node {}: gpu {g} free share disagrees with running tasks", self.names[i]));
+                }
+            }
+        }
+        for (c, cell) in self.cells.iter().enumerate() {
+            if cell.allocated_gpu_milli != cell_alloc[c] {
+                return Err(format!("cell {}: allocated GPU-milli disagrees with running tasks", cell.name));
+            }
+        }
+        Ok(())
+    }
+
+    fn index_remove(&mut self, id: NodeId) {
+        let n = &self.nodes[id.index()];
+        if !n.schedulable {
+            return;
+        }
+        let cell = &mut self.cells[n.cell.index()];
+        if let Some(m) = n.model {
+            if let Some(set) = cell.gpu_index.get_mut(&m) {
+                set.remove(&(n.free_gpu_milli, id));
+            }
+        }
+        cell.cpu_index.remove(&(n.free_cpu_milli, id));
+    }
+
+    fn index_insert(&mut self, id: NodeId) {
+        let n = &self.nodes[id.index()];
+        if !n.schedulable {
+            return;
+        }
+        let cell = &mut self.cells[n.cell.index()];
+        if let Some(m) = n.model {
+            cell.gpu_index
+                .entry(m)
+                .or_default()
+                .insert((n.free_gpu_milli, id));
+        }
+        cell.cpu_index.insert((n.free_cpu_milli, id));
+    }
+}
+
+/// Indices of the set bits of `mask`, ascending.
+pub fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        if mask == 0 {
+            None
+        } else {
+            let i = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            Some(i)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two_nodes() -> FleetState {
+        let spec = |name: &str, gpus| NodeSpec {
+            name: name.into(),
+            cell: CellId(0),
+            block: 0,
+            domain: 0,
+            model: Some(ModelId(0)),
+            gpus,
+            cpu_milli: 8000,
+            mem_mib: 1024,
+        };
+        FleetState::new(vec!["c".into()], vec!["H100".into()], vec![spec("n1", 2), spec("n2", 1)])
+            .unwrap()
+    }
+
+    #[test]
+    fn fractional_share_takes_tightest_gpu() {
+        let mut f = two_nodes();
+        let half = TaskShape { num_gpu: 1, gpu_milli: 500, cpu_milli: 0, mem_mib: 0 };
+        let quarter = TaskShape { num_gpu: 1, gpu_milli: 250, ..half };
+        let a = f.allocate(NodeId(0), &half, ModelSet::ANY).unwrap();
+        assert_eq!(a.gpu_mask, 0b01);
+        // 500 free on gpu0, 1000 on gpu1: the tightest fit is gpu0.
+        let b = f.allocate(NodeId(0), &quarter, ModelSet::ANY).unwrap();
+        assert_eq!(b.gpu_mask, 0b01);
+        assert_eq!(f.gpu_free(NodeId(0)), &[250, 1000]);
+        assert_eq!(f.node(NodeId(0)).free_whole, 1);
+        let two = TaskShape::whole_gpus(2);
+        assert!(!f.fits(NodeId(0), &two, ModelSet::ANY));
+        f.release(&a).unwrap();
+        f.release(&b).unwrap();
+        assert!(f.fits(NodeId(0), &two, ModelSet::ANY));
+        assert!(f.release(&b).is_err(), "double release must be refused");
+        f.audit(std::iter::empty()).unwrap();
+    }
+
+    #[test]
+    fn index_orders_by_free_then_id() {
+        let mut f = two_nodes();
+        let one = TaskShape::whole_gpus(1);
+        let got: Vec<_> = f.gpu_candidates(CellId(0), ModelId(0), 1000).collect();
+        assert_eq!(got, vec![NodeId(1), NodeId(0)]);
+        let a = f.allocate(NodeId(1), &one, ModelSet::ANY).unwrap();
+        let got: Vec<_> = f.gpu_candidates(CellId(0), ModelId(0), 1000).collect();
+        assert_eq!(got, vec![NodeId(0)]);
+        assert_eq!(f.cells()[0].allocated_gpu_milli, 1000);
+        f.audit([&a]).unwrap();
+        assert!(f.audit(std::iter::empty()).is_err());
+    }
+
+    #[test]
+    fn ever_fit_uses_capacity_classes() {
+        let f = two_nodes();
+        assert!(f.can_ever_fit(CellId(0), &TaskShape::whole_gpus(1), ModelSet::ANY, 3));
+        assert!(!f.can_ever_fit(CellId(0), &TaskShape::whole_gpus(1), ModelSet::ANY, 4));
+        assert!(!f.task_fits_some_node(CellId(0), &TaskShape::whole_gpus(3), ModelSet::ANY));
+    }
+
+    #[test]
+    fn zero_capacity_node_is_refused() {
+        let spec = NodeSpec {
+            name: "z".into(),
+            cell: CellId(0),
+            block: 0,
+            domain: 0,
+            model: None,
+            gpus: 0,
+            cpu_milli: 0,
+            mem_mib: 0,
+        };
+        let e = FleetState::new(vec!["c".into()], vec![], vec![spec]).unwrap_err();
+        assert!(e.to_string().contains("zero capacity"));
+    }
+}
