@@ -1,0 +1,13 @@
+//! # fleetsim
+//!
+//! A deterministic discrete-event simulator that replays workload traces against a modeled
+//! multi-cell accelerator fleet under pluggable scheduling policies (`fleetsim-policies`), and
+//! reports occupancy, wait time, JCT, bounded slowdown and more.
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod fleet;
+pub mod rng;
+pub mod workload;
+
+pub use fleetsim_policies as policies;
