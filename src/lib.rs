@@ -11,3 +11,9 @@ pub mod rng;
 pub mod workload;
 
 pub use fleetsim_policies as policies;
+pub mod cli;
+pub mod engine;
+pub mod metrics;
+pub mod report;
+pub mod run;
+pub mod scenario;

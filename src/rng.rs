@@ -47,14 +47,18 @@ mod tests {
 
     #[test]
     fn streams_are_fixed_and_independent() {
-        let a: Vec<u64> = (0..3).map({
-            let mut r = stream(42, "arrivals");
-            move |_| r.next_u64()
-        }).collect();
-        let b: Vec<u64> = (0..3).map({
-            let mut r = stream(42, "arrivals");
-            move |_| r.next_u64()
-        }).collect();
+        let a: Vec<u64> = (0..3)
+            .map({
+                let mut r = stream(42, "arrivals");
+                move |_| r.next_u64()
+            })
+            .collect();
+        let b: Vec<u64> = (0..3)
+            .map({
+                let mut r = stream(42, "arrivals");
+                move |_| r.next_u64()
+            })
+            .collect();
         assert_eq!(a, b);
         assert_ne!(stream(42, "runtimes").next_u64(), a[0]);
         assert_ne!(stream(43, "arrivals").next_u64(), a[0]);

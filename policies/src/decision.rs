@@ -19,6 +19,8 @@ pub enum RejectReason {
     OverQueueMax,
     /// No cell the job allows exists in the fleet.
     NoAllowedCell,
+    /// No accelerator model the job allows exists in the fleet.
+    NoAllowedModel,
     /// The time limit is invalid (e.g. none given and the queue's default is 0).
     InvalidTimeLimit,
     /// The job asks for zero tasks.
@@ -33,6 +35,7 @@ impl RejectReason {
             RejectReason::GangLargerThanCell => "gang_larger_than_cell",
             RejectReason::OverQueueMax => "over_queue_max",
             RejectReason::NoAllowedCell => "no_allowed_cell",
+            RejectReason::NoAllowedModel => "no_allowed_model",
             RejectReason::InvalidTimeLimit => "invalid_time_limit",
             RejectReason::EmptyGang => "empty_gang",
         }

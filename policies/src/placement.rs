@@ -227,13 +227,33 @@ mod tests {
         let f = b13();
         let one = TaskShape::whole_gpus(1);
         let c = CellId(0);
-        assert_eq!(FirstFit.select_node(&f, c, &one, ModelSet::ANY), Some(NodeId(0)));
-        assert_eq!(BestFit.select_node(&f, c, &one, ModelSet::ANY), Some(NodeId(1)));
-        assert_eq!(WorstFit.select_node(&f, c, &one, ModelSet::ANY), Some(NodeId(0)));
+        assert_eq!(
+            FirstFit.select_node(&f, c, &one, ModelSet::ANY),
+            Some(NodeId(0))
+        );
+        assert_eq!(
+            BestFit.select_node(&f, c, &one, ModelSet::ANY),
+            Some(NodeId(1))
+        );
+        assert_eq!(
+            WorstFit.select_node(&f, c, &one, ModelSet::ANY),
+            Some(NodeId(0))
+        );
         let two = TaskShape::whole_gpus(2);
-        assert_eq!(BestFit.select_node(&f, c, &two, ModelSet::ANY), Some(NodeId(0)));
-        let cpu_only = TaskShape { num_gpu: 0, gpu_milli: 0, cpu_milli: 500, mem_mib: 0 };
-        assert_eq!(WorstFit.select_node(&f, c, &cpu_only, ModelSet::ANY), Some(NodeId(0)));
+        assert_eq!(
+            BestFit.select_node(&f, c, &two, ModelSet::ANY),
+            Some(NodeId(0))
+        );
+        let cpu_only = TaskShape {
+            num_gpu: 0,
+            gpu_milli: 0,
+            cpu_milli: 500,
+            mem_mib: 0,
+        };
+        assert_eq!(
+            WorstFit.select_node(&f, c, &cpu_only, ModelSet::ANY),
+            Some(NodeId(0))
+        );
     }
 
     #[test]
@@ -253,10 +273,21 @@ mod tests {
             runtime_estimate: None,
         };
         assert!(place_gang(&BestFit, &mut f, CellId(0), &job).is_none());
-        assert_eq!(f.allocated_gpu_milli(), 0, "a failed gang must hold nothing");
-        let wa = PendingJob { shape: TaskShape::whole_gpus(1), ..job };
+        assert_eq!(
+            f.allocated_gpu_milli(),
+            0,
+            "a failed gang must hold nothing"
+        );
+        let wa = PendingJob {
+            shape: TaskShape::whole_gpus(1),
+            ..job
+        };
         let got = place_gang(&BestFit, &mut f, CellId(0), &wa).unwrap();
         let nodes: Vec<_> = got.iter().map(|a| a.node).collect();
-        assert_eq!(nodes, vec![NodeId(1), NodeId(2)], "B13: small pods avoid the big node");
+        assert_eq!(
+            nodes,
+            vec![NodeId(1), NodeId(2)],
+            "B13: small pods avoid the big node"
+        );
     }
 }

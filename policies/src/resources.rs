@@ -60,10 +60,7 @@ impl TaskShape {
             ));
         }
         if self.num_gpu == 0 && self.gpu_milli != 0 {
-            return Err(format!(
-                "gpu_milli {} given with num_gpu 0",
-                self.gpu_milli
-            ));
+            return Err(format!("gpu_milli {} given with num_gpu 0", self.gpu_milli));
         }
         if self.num_gpu > 0 && (self.gpu_milli == 0 || self.gpu_milli > WHOLE_GPU_MILLI) {
             return Err(format!(

@@ -167,6 +167,8 @@ pub struct SchedulerConfig {
     pub placement: PlacementKind,
     /// Cell selection.
     pub cell_selection: CellSelectKind,
+    /// Strategy of queues beyond the queue table passed to [`Scheduler::new`].
+    pub queueing_strategy: QueueingStrategy,
 }
 
 /// Why a job is pending after the last pass, and since when counted by the caller.
@@ -179,6 +181,7 @@ pub struct Scheduler {
     placement: Box<dyn Placement>,
     cell_select: Box<dyn CellSelect>,
     queues: Vec<QueueConfig>,
+    default_queue: QueueConfig,
     queue_usage: Vec<u64>,
     pending: BTreeMap<(OrderKey, JobId), PendingJob>,
     last_reasons: PendingReasons,
@@ -187,7 +190,7 @@ pub struct Scheduler {
 
 impl Scheduler {
     /// A scheduler with the given policies and queue settings (indexed by [`QueueId`]; a job
-    /// naming a queue beyond the table gets [`QueueConfig::default`]).
+    /// naming a queue beyond the table gets `config.queueing_strategy` and no maximum).
     pub fn new(config: SchedulerConfig, queues: Vec<QueueConfig>) -> Scheduler {
         Scheduler {
             order: config.queue_order.build(),
@@ -195,6 +198,10 @@ impl Scheduler {
             cell_select: config.cell_selection.build(),
             queue_usage: vec![0; queues.len()],
             queues,
+            default_queue: QueueConfig {
+                strategy: config.queueing_strategy,
+                max_gpu_milli: None,
+            },
             pending: BTreeMap::new(),
             last_reasons: BTreeMap::new(),
             cells_buf: Vec::new(),
@@ -202,7 +209,10 @@ impl Scheduler {
     }
 
     fn queue(&self, q: QueueId) -> QueueConfig {
-        self.queues.get(q.index()).copied().unwrap_or_default()
+        self.queues
+            .get(q.index())
+            .copied()
+            .unwrap_or(self.default_queue)
     }
 
     fn usage(&self, q: QueueId) -> u64 {
@@ -220,7 +230,11 @@ impl Scheduler {
     ///
     /// # Errors
     /// The [`RejectReason`] when it never could.
-    pub fn check_resolvable(&self, fleet: &FleetState, job: &PendingJob) -> Result<(), RejectReason> {
+    pub fn check_resolvable(
+        &self,
+        fleet: &FleetState,
+        job: &PendingJob,
+    ) -> Result<(), RejectReason> {
         if job.tasks == 0 {
             return Err(RejectReason::EmptyGang);
         }
@@ -294,6 +308,28 @@ impl Scheduler {
             .expect("queue usage would go negative: a job ended that was never started");
     }
 
+    /// Starts `job` now if it fits, outside the queue (replay of a recorded start, or
+    /// pre-existing load): cell selection and placement as in a pass, the queue's usage is
+    /// charged. Returns `None`, reserving nothing, when the gang does not fit anywhere now.
+    pub fn place_now(&mut self, fleet: &mut FleetState, job: &PendingJob) -> Option<Decision> {
+        let mut cells = std::mem::take(&mut self.cells_buf);
+        self.cell_select.candidates(fleet, job, &mut cells);
+        let mut out = None;
+        for &cell in &cells {
+            if let Some(tasks) = place_gang(self.placement.as_ref(), fleet, cell, job) {
+                *self.usage_mut(job.queue) += job.total_gpu_milli();
+                out = Some(Decision::Start {
+                    job: job.id,
+                    cell,
+                    tasks,
+                });
+                break;
+            }
+        }
+        self.cells_buf = cells;
+        out
+    }
+
     /// One scheduling pass over every pending job in queue order. Started jobs are reserved
     /// in `fleet`, removed from the pending set and returned as [`Decision::Start`], in the
     /// order they were decided.
@@ -306,14 +342,22 @@ impl Scheduler {
         self.last_reasons.clear();
         let mut cells = std::mem::take(&mut self.cells_buf);
         for (&(key, id), job) in &self.pending {
-            let qc = self.queues.get(job.queue.index()).copied().unwrap_or_default();
+            let qc = self
+                .queues
+                .get(job.queue.index())
+                .copied()
+                .unwrap_or(self.default_queue);
             if blocked.contains(&job.queue) {
                 self.last_reasons.insert(id, PendingReason::StrictFifoHead);
                 continue;
             }
             let reason = 'try_job: {
                 if let Some(max) = qc.max_gpu_milli {
-                    let used = self.queue_usage.get(job.queue.index()).copied().unwrap_or(0);
+                    let used = self
+                        .queue_usage
+                        .get(job.queue.index())
+                        .copied()
+                        .unwrap_or(0);
                     if used + job.total_gpu_milli() > max {
                         break 'try_job Some(PendingReason::QueueMax);
                     }
@@ -333,7 +377,11 @@ impl Scheduler {
                 self.cell_select.candidates(fleet, job, &mut cells);
                 for &cell in &cells {
                     if let Some(tasks) = place_gang(self.placement.as_ref(), fleet, cell, job) {
-                        decisions.push(Decision::Start { job: id, cell, tasks });
+                        decisions.push(Decision::Start {
+                            job: id,
+                            cell,
+                            tasks,
+                        });
                         started.push((key, id));
                         let q = job.queue.index();
                         if q >= self.queue_usage.len() {
@@ -417,7 +465,10 @@ mod tests {
     #[test]
     fn strict_head_blocks_only_its_queue() {
         let mut f = fleet(&[2]);
-        let strict = QueueConfig { strategy: QueueingStrategy::StrictFifo, max_gpu_milli: None };
+        let strict = QueueConfig {
+            strategy: QueueingStrategy::StrictFifo,
+            max_gpu_milli: None,
+        };
         let mut s = Scheduler::new(SchedulerConfig::default(), vec![strict, strict]);
         s.submit(&f, job(0, 0, 0, 1, 1)).unwrap();
         assert_eq!(started(&s.schedule(&mut f)), vec![0]);
@@ -425,14 +476,20 @@ mod tests {
         s.submit(&f, job(2, 0, 15, 1, 1)).unwrap(); // behind it
         s.submit(&f, job(3, 1, 20, 1, 1)).unwrap(); // another queue
         assert_eq!(started(&s.schedule(&mut f)), vec![3]);
-        assert_eq!(s.pending_reasons()[&JobId(2)], PendingReason::StrictFifoHead);
+        assert_eq!(
+            s.pending_reasons()[&JobId(2)],
+            PendingReason::StrictFifoHead
+        );
         assert_eq!(s.pending_reasons()[&JobId(1)], PendingReason::NoCapacity);
     }
 
     #[test]
     fn best_effort_skips_blocked_head() {
         let mut f = fleet(&[2]);
-        let be = QueueConfig { strategy: QueueingStrategy::BestEffortFifo, max_gpu_milli: None };
+        let be = QueueConfig {
+            strategy: QueueingStrategy::BestEffortFifo,
+            max_gpu_milli: None,
+        };
         let mut s = Scheduler::new(SchedulerConfig::default(), vec![be]);
         s.submit(&f, job(0, 0, 0, 1, 1)).unwrap();
         s.schedule(&mut f);
@@ -444,17 +501,32 @@ mod tests {
     #[test]
     fn oversize_jobs_are_rejected_at_submit() {
         let f = fleet(&[8, 8]);
-        let q = QueueConfig { strategy: QueueingStrategy::StrictFifo, max_gpu_milli: Some(12_000) };
+        let q = QueueConfig {
+            strategy: QueueingStrategy::StrictFifo,
+            max_gpu_milli: Some(12_000),
+        };
         let mut s = Scheduler::new(SchedulerConfig::default(), vec![q]);
-        assert_eq!(s.submit(&f, job(0, 0, 0, 16, 1)), Err(RejectReason::TaskLargerThanAnyNode));
-        assert_eq!(s.submit(&f, job(1, 0, 1, 8, 2)), Err(RejectReason::OverQueueMax));
-        assert_eq!(s.submit(&f, job(2, 0, 1, 8, 3)), Err(RejectReason::GangLargerThanCell));
+        assert_eq!(
+            s.submit(&f, job(0, 0, 0, 16, 1)),
+            Err(RejectReason::TaskLargerThanAnyNode)
+        );
+        assert_eq!(
+            s.submit(&f, job(1, 0, 1, 8, 2)),
+            Err(RejectReason::OverQueueMax)
+        );
+        assert_eq!(
+            s.submit(&f, job(2, 0, 1, 8, 3)),
+            Err(RejectReason::GangLargerThanCell)
+        );
         assert_eq!(s.pending_len(), 0);
     }
 
     #[test]
     fn names_parse_and_list_valid_ones() {
-        assert_eq!("best-fit".parse::<PlacementKind>(), Ok(PlacementKind::BestFit));
+        assert_eq!(
+            "best-fit".parse::<PlacementKind>(),
+            Ok(PlacementKind::BestFit)
+        );
         let e = "bestfit".parse::<PlacementKind>().unwrap_err();
         assert!(e.contains("first-fit, best-fit, worst-fit"), "{e}");
     }

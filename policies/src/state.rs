@@ -83,7 +83,10 @@ impl fmt::Display for StateError {
                 write!(f, "allocation on node {node} exceeds its free {dimension}")
             }
             StateError::ReleaseMismatch { node, dimension } => {
-                write!(f, "release on node {node} frees more {dimension} than was allocated")
+                write!(
+                    f,
+                    "release on node {node} frees more {dimension} than was allocated"
+                )
             }
         }
     }
@@ -242,7 +245,10 @@ impl FleetState {
                 free_mem_mib: spec.mem_mib,
                 schedulable: true,
             };
-            gpu_free.extend(std::iter::repeat_n(WHOLE_GPU_MILLI as u16, spec.gpus as usize));
+            gpu_free.extend(std::iter::repeat_n(
+                WHOLE_GPU_MILLI as u16,
+                spec.gpus as usize,
+            ));
             let cell = &mut cells[spec.cell.index()];
             cell.nodes.push(id);
             *cell
@@ -315,8 +321,7 @@ impl FleetState {
     /// True when `shape` fits the node's free resources now, on an allowed model.
     pub fn fits(&self, id: NodeId, shape: &TaskShape, models: ModelSet) -> bool {
         let n = &self.nodes[id.index()];
-        if !n.schedulable || n.free_cpu_milli < shape.cpu_milli || n.free_mem_mib < shape.mem_mib
-        {
+        if !n.schedulable || n.free_cpu_milli < shape.cpu_milli || n.free_mem_mib < shape.mem_mib {
             return false;
         }
         if shape.num_gpu == 0 {
@@ -404,7 +409,10 @@ impl FleetState {
     pub fn apply(&mut self, a: &TaskAlloc) -> Result<(), StateError> {
         let id = a.node;
         let n = &self.nodes[id.index()];
-        let err = |dimension| StateError::DoesNotFit { node: id, dimension };
+        let err = |dimension| StateError::DoesNotFit {
+            node: id,
+            dimension,
+        };
         if n.free_cpu_milli < a.cpu_milli {
             return Err(err("cpu"));
         }
@@ -447,7 +455,10 @@ impl FleetState {
     pub fn release(&mut self, a: &TaskAlloc) -> Result<(), StateError> {
         let id = a.node;
         let n = &self.nodes[id.index()];
-        let err = |dimension| StateError::ReleaseMismatch { node: id, dimension };
+        let err = |dimension| StateError::ReleaseMismatch {
+            node: id,
+            dimension,
+        };
         if n.free_cpu_milli + a.cpu_milli > n.cpu_milli {
             return Err(err("cpu"));
         }
@@ -550,18 +561,24 @@ impl FleetState {
             };
             k = k.min(gpus as u64 * per_gpu / shape.num_gpu as u64);
         }
-        if shape.cpu_milli > 0 {
-            k = k.min(cpu / shape.cpu_milli);
+        if let Some(c) = cpu.checked_div(shape.cpu_milli) {
+            k = k.min(c);
         }
-        if shape.mem_mib > 0 {
-            k = k.min(mem / shape.mem_mib);
+        if let Some(m) = mem.checked_div(shape.mem_mib) {
+            k = k.min(m);
         }
         k
     }
 
     /// Could a gang of `tasks` tasks of `shape` ever run in `cell`, on an empty cell with
     /// every node up? Uses the cell's capacity classes: `O(classes)`, not `O(nodes)`.
-    pub fn can_ever_fit(&self, cell: CellId, shape: &TaskShape, models: ModelSet, tasks: u32) -> bool {
+    pub fn can_ever_fit(
+        &self,
+        cell: CellId,
+        shape: &TaskShape,
+        models: ModelSet,
+        tasks: u32,
+    ) -> bool {
         let mut room: u64 = 0;
         for (&(model, gpus, cpu, mem), &count) in &self.cells[cell.index()].capacity_classes {
             if shape.num_gpu > 0 && !model.is_some_and(|m| models.allows(m)) {
@@ -611,18 +628,27 @@ impl FleetState {
         }
         for (i, n) in self.nodes.iter().enumerate() {
             if cpu[i] != n.free_cpu_milli || mem[i] != n.free_mem_mib {
-                return Err(format!("node {}: free cpu/memory disagree with running tasks", self.names[i]));
+                return Err(format!(
+                    "node {}: free cpu/memory disagree with running tasks",
+                    self.names[i]
+                ));
             }
             let off = n.gpu_offset as usize;
             for g in 0..n.gpus as usize {
                 if gpu[off + g] != self.gpu_free[off + g] as u32 {
-                    return Err(format!("node {}: gpu {g} free share disagrees with running tasks", self.names[i]));
+                    return Err(format!(
+                        "node {}: gpu {g} free share disagrees with running tasks",
+                        self.names[i]
+                    ));
                 }
             }
         }
         for (c, cell) in self.cells.iter().enumerate() {
             if cell.allocated_gpu_milli != cell_alloc[c] {
-                return Err(format!("cell {}: allocated GPU-milli disagrees with running tasks", cell.name));
+                return Err(format!(
+                    "cell {}: allocated GPU-milli disagrees with running tasks",
+                    cell.name
+                ));
             }
         }
         Ok(())
@@ -686,15 +712,28 @@ mod tests {
             cpu_milli: 8000,
             mem_mib: 1024,
         };
-        FleetState::new(vec!["c".into()], vec!["H100".into()], vec![spec("n1", 2), spec("n2", 1)])
-            .unwrap()
+        FleetState::new(
+            vec!["c".into()],
+            vec!["H100".into()],
+            vec![spec("n1", 2), spec("n2", 1)],
+        )
+        .unwrap()
     }
 
     #[test]
     fn fractional_share_takes_tightest_gpu() {
         let mut f = two_nodes();
-        let half = TaskShape { num_gpu: 1, gpu_milli: 500, cpu_milli: 0, mem_mib: 0 };
-        let quarter = TaskShape { num_gpu: 1, gpu_milli: 250, ..half };
+        let half = TaskShape {
+            num_gpu: 1,
+            gpu_milli: 500,
+            cpu_milli: 0,
+            mem_mib: 0,
+        };
+        let quarter = TaskShape {
+            num_gpu: 1,
+            gpu_milli: 250,
+            ..half
+        };
         let a = f.allocate(NodeId(0), &half, ModelSet::ANY).unwrap();
         assert_eq!(a.gpu_mask, 0b01);
         // 500 free on gpu0, 1000 on gpu1: the tightest fit is gpu0.

@@ -99,7 +99,10 @@ mod tests {
     fn arithmetic_saturates() {
         assert_eq!(SimTime(5) - SimTime(9), SimDuration::ZERO);
         assert_eq!(SimTime::MAX + SimDuration(1), SimTime::MAX);
-        assert_eq!(SimTime::from_secs(2) + SimDuration::from_secs(3), SimTime(5000));
+        assert_eq!(
+            SimTime::from_secs(2) + SimDuration::from_secs(3),
+            SimTime(5000)
+        );
         assert_eq!(SimTime(1500).to_string(), "1.500s");
     }
 }

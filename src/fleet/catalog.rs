@@ -82,7 +82,11 @@ mod tests {
     #[test]
     fn names_are_unique_and_lookup_lists_them() {
         for (i, a) in CATALOG.iter().enumerate() {
-            assert!(CATALOG[i + 1..].iter().all(|b| b.name != a.name), "{}", a.name);
+            assert!(
+                CATALOG[i + 1..].iter().all(|b| b.name != a.name),
+                "{}",
+                a.name
+            );
         }
         assert_eq!(lookup("GB200").unwrap().domain_size, 72);
         let e = lookup("H1000").unwrap_err();

@@ -1,1 +1,9 @@
+//! The one integration test binary: a module per behaviour.
 
+mod determinism;
+mod engine_order;
+mod field_cases;
+mod hand_computed;
+mod invariants;
+mod real_traces;
+mod support;

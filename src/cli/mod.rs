@@ -1,0 +1,182 @@
+//! The `fleetsim` command line (clap): `run` and `validate`.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+
+use crate::run::{run_scenario, RunError, RunOptions};
+use crate::scenario::{self, Loaded, TraceDir};
+
+/// fleetsim: what happens to occupancy and wait time if we schedule this way instead of that
+/// way?
+#[derive(Debug, Parser)]
+#[command(name = "fleetsim", version, about)]
+pub struct Cli {
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a scenario (the embedded default when none is given) and write summary.json,
+    /// jobs.csv and timeseries.csv.
+    Run {
+        /// Scenario file (TOML). Omit to run the embedded default scenario.
+        scenario: Option<PathBuf>,
+        /// Output directory [default: out/<scenario name>].
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Seed for every RNG stream (overrides the scenario's).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Directory of public traces [default: $FLEETSIM_TRACE_DIR, else traces/public].
+        #[arg(long)]
+        trace_dir: Option<PathBuf>,
+        /// Do not print the summary table.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Check a scenario: parse it, build its fleet and read its whole workload, reporting the
+    /// first error with file, line and field.
+    Validate {
+        /// Scenario file (TOML).
+        scenario: PathBuf,
+        /// Directory of public traces [default: $FLEETSIM_TRACE_DIR, else traces/public].
+        #[arg(long)]
+        trace_dir: Option<PathBuf>,
+    },
+}
+
+/// Exit code for bad input (scenario, trace, arguments).
+pub const EXIT_BAD_INPUT: i32 = 2;
+
+/// True when the error is the input's fault (exit code 2) rather than a failure of the run.
+pub fn is_bad_input(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<RunError>(),
+            Some(RunError::Scenario(_) | RunError::Build(_) | RunError::Trace(_))
+        ) || c.downcast_ref::<scenario::ScenarioError>().is_some()
+            || matches!(
+                c.downcast_ref::<crate::engine::EngineError>(),
+                Some(
+                    crate::engine::EngineError::Trace(_)
+                        | crate::engine::EngineError::BadJob { .. }
+                        | crate::engine::EngineError::Unsorted { .. }
+                )
+            )
+    })
+}
+
+fn load(path: Option<&PathBuf>) -> Result<Loaded> {
+    Ok(match path {
+        Some(p) => scenario::load(p)?,
+        None => scenario::parse(
+            scenario::DEFAULT_SCENARIO,
+            "<embedded default scenario>",
+            PathBuf::from("."),
+        )?,
+    })
+}
+
+/// Runs the parsed command line.
+///
+/// # Errors
+/// Any error of the command, with context naming what failed.
+pub fn main(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Run {
+            scenario,
+            out,
+            seed,
+            trace_dir,
+            quiet,
+        } => {
+            let loaded = load(scenario.as_ref())?;
+            let out = out.unwrap_or_else(|| PathBuf::from("out").join(&loaded.scenario.name));
+            let opts = RunOptions {
+                seed,
+                trace_dir: TraceDir::resolve(trace_dir),
+                out_dir: Some(out.clone()),
+            };
+            let started = Instant::now();
+            let bar = progress_bar();
+            let mut on_progress = |jobs: u64, t: fleetsim_policies::SimTime| {
+                bar.set_message(format!(
+                    "{jobs} jobs submitted, simulated {:.2} days",
+                    t.as_secs_f64() / 86_400.0
+                ));
+                bar.tick();
+            };
+            let output = run_scenario(&loaded, &opts, &mut on_progress)
+                .with_context(|| format!("running scenario `{}`", loaded.scenario.name))?;
+            bar.finish_and_clear();
+            if !quiet {
+                print!("{}", crate::report::table::render(&output.summary));
+            }
+            eprintln!(
+                "wrote {}/{{summary.json,jobs.csv,timeseries.csv}} in {:.2} s",
+                out.display(),
+                started.elapsed().as_secs_f64()
+            );
+            Ok(())
+        }
+        Command::Validate {
+            scenario,
+            trace_dir,
+        } => {
+            let loaded = load(Some(&scenario))?;
+            let trace_dir = TraceDir::resolve(trace_dir);
+            let fleet = crate::fleet::build::build_fleet(&loaded, &trace_dir)?;
+            let mut stream = crate::run::open_workload(&loaded, &trace_dir, loaded.scenario.seed)?;
+            let mut jobs = 0u64;
+            let mut previous = fleetsim_policies::SimTime::ZERO;
+            for j in stream.by_ref() {
+                let j = j?;
+                j.shape
+                    .validate()
+                    .map_err(|m| anyhow::anyhow!("job `{}` (input #{jobs}): {m}", j.name))?;
+                anyhow::ensure!(
+                    j.submit >= previous,
+                    "job `{}` (input #{jobs}) is submitted before the previous job; the trace must be sorted",
+                    j.name
+                );
+                previous = j.submit;
+                jobs += 1;
+            }
+            let skipped = stream.skipped();
+            println!(
+                "{}: ok — {} cells, {} nodes, {} GPUs; {} jobs{}",
+                scenario.display(),
+                fleet.state.cells().len(),
+                fleet.state.nodes().len(),
+                fleet.gpus_by_model.values().sum::<u64>(),
+                jobs,
+                if skipped.is_empty() {
+                    String::new()
+                } else {
+                    format!(", skipped rows {skipped:?}")
+                }
+            );
+            Ok(())
+        }
+    }
+}
+
+fn progress_bar() -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} [{elapsed}] {msg}")
+            .expect("static template"),
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar
+}

@@ -1,0 +1,870 @@
+//! The deterministic discrete-event engine.
+//!
+//! # Ordering guarantees
+//! Simulated time is integer milliseconds ([`SimTime`]). Events are ordered by the key
+//! `(time, class rank, sequence number)` ([`events::EventKey`]). At one instant `t`:
+//!
+//! 1. all completions at `t` are applied (resources released), in the order they were queued;
+//! 2. node events at `t` (fail, drain, repair, capacity change);
+//! 3. all arrivals at `t`, in trace order (the trace's order is the sequence number);
+//! 4. replay mode only: recorded starts at `t`;
+//! 5. a scheduling pass, if anything changed since the last one. A pass tries every pending
+//!    job once in queue order; since a pass only allocates, a second pass at the same state
+//!    could start nothing more. Jobs it starts with zero run time complete at `t` as well,
+//!    which re-runs steps 1–5 at `t`.
+//!
+//! So a job submitted at `t` can start at `t`, and a completion at `t` frees resources for
+//! jobs submitted at `t`. The policy is called once per instant (twice or more only when
+//! zero-length jobs end at the same instant).
+//!
+//! # Checks
+//! Every start is reserved through the policy crate's checked [`FleetState`], which refuses
+//! to over-allocate any dimension; the engine refuses a decision for a job that is not
+//! pending or whose gang is incomplete, and at the end (or after every instant, when asked)
+//! audits the fleet state against the running jobs' bindings. At the end every submitted job
+//! is accounted for: `started + rejected + censored + cancelled = submitted`.
+//!
+//! # Determinism
+//! No wall clock, no hash-map iteration, no unseeded randomness: the same scenario and seed
+//! give the same event sequence on any machine and thread count.
+
+pub mod events;
+
+use std::collections::BTreeMap;
+
+use fleetsim_policies::{
+    CellId, Decision, FleetState, JobId, ModelSet, PendingJob, PendingReason, QueueConfig, QueueId,
+    RejectReason, Scheduler, SchedulerConfig, SimDuration, SimTime, TaskAlloc, TaskShape, TenantId,
+};
+
+use crate::metrics::{Collector, Dist, Occupancy};
+use crate::scenario::{Mode, QueueMapping};
+use crate::workload::{JobStream, RecordedKind, Skipped, TraceError};
+use events::{EventKind, EventQueue};
+
+/// Settings of one named queue.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueSettings {
+    /// Queue name.
+    pub name: String,
+    /// Strategy and hard maximum.
+    pub config: QueueConfig,
+    /// Time limit for jobs that give none; `Some(0)` rejects them at submit.
+    pub default_time_limit: Option<SimDuration>,
+    /// Largest time limit; larger ones are cut to it.
+    pub max_time_limit: Option<SimDuration>,
+}
+
+/// Engine settings.
+#[derive(Clone, Debug, Default)]
+pub struct EngineConfig {
+    /// Schedule or replay.
+    pub mode: Mode,
+    /// Stop at this instant; unstarted jobs are then censored.
+    pub horizon: Option<SimTime>,
+    /// Warm-up excluded from the window, ms.
+    pub warmup_ms: u64,
+    /// Time-series interval, ms.
+    pub interval_ms: u64,
+    /// Audit the fleet after every instant.
+    pub audit_every_instant: bool,
+    /// Queue of jobs that name none.
+    pub queue_mapping: QueueMapping,
+    /// Named queues, registered first (in this order).
+    pub queues: Vec<QueueSettings>,
+}
+
+/// A job's final state, with Batsim's names where they exist.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FinalState {
+    /// Ran to completion.
+    Completed,
+    /// Killed at its time limit.
+    WalltimeReached,
+    /// Refused at submit.
+    Rejected,
+    /// Never started inside the window.
+    Censored,
+    /// Started but still running when the run stopped at its horizon.
+    RunningAtEnd,
+    /// The trace records that it never ran (field case B18).
+    Cancelled,
+}
+
+impl FinalState {
+    /// The `final_state` column value.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            FinalState::Completed => "COMPLETED_SUCCESSFULLY",
+            FinalState::WalltimeReached => "COMPLETED_WALLTIME_REACHED",
+            FinalState::Rejected => "REJECTED",
+            FinalState::Censored => "CENSORED",
+            FinalState::RunningAtEnd => "RUNNING_AT_END",
+            FinalState::Cancelled => "CANCELLED",
+        }
+    }
+}
+
+/// One job's outcome, as written to `jobs.csv`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobRow {
+    /// Engine id (input order).
+    pub id: JobId,
+    /// Trace name.
+    pub name: String,
+    /// Tenant name.
+    pub tenant: String,
+    /// Queue name.
+    pub queue: String,
+    /// QoS class, if the trace has one.
+    pub qos: Option<String>,
+    /// Priority.
+    pub priority: i32,
+    /// Submission.
+    pub submit: SimTime,
+    /// First start.
+    pub start: Option<SimTime>,
+    /// Finish.
+    pub finish: Option<SimTime>,
+    /// Time it ran (finish − start), ms.
+    pub run_ms: Option<u64>,
+    /// Time limit, if any.
+    pub requested_time: Option<SimDuration>,
+    /// Gang size.
+    pub tasks: u32,
+    /// One task's request.
+    pub shape: TaskShape,
+    /// Cell it ran in.
+    pub cell: Option<String>,
+    /// Nodes it ran on (one per task, in task order).
+    pub nodes: Vec<String>,
+    /// Times it was preempted.
+    pub preemptions: u32,
+    /// Final state.
+    pub state: FinalState,
+    /// Reject reason or, for a censored job, why it was pending at the end.
+    pub reason: Option<String>,
+    /// Left out of per-job statistics (pre-existing load or submitted during warm-up).
+    pub measured: bool,
+}
+
+/// Where per-job outcomes go, as they are decided (streaming: the engine keeps no row).
+pub trait JobSink {
+    /// Receives one row.
+    ///
+    /// # Errors
+    /// An I/O error, which stops the run.
+    fn write(&mut self, row: &JobRow) -> std::io::Result<()>;
+}
+
+impl JobSink for Vec<JobRow> {
+    fn write(&mut self, row: &JobRow) -> std::io::Result<()> {
+        self.push(row.clone());
+        Ok(())
+    }
+}
+
+/// Errors that stop a run.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The trace could not be read.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// A job from the stream is invalid.
+    #[error("job `{name}` (input #{seq}): {message}")]
+    BadJob {
+        /// Trace name.
+        name: String,
+        /// Input position.
+        seq: u64,
+        /// What is wrong.
+        message: String,
+    },
+    /// The stream's submit times went backwards.
+    #[error("job `{name}` (input #{seq}) is submitted at {submit}, before the previous job ({previous}); the trace must be sorted by submit time")]
+    Unsorted {
+        /// Trace name.
+        name: String,
+        /// Input position.
+        seq: u64,
+        /// Its submit time.
+        submit: SimTime,
+        /// The previous job's.
+        previous: SimTime,
+    },
+    /// An internal check failed: a bug, reported instead of continuing with wrong numbers.
+    #[error("invariant violated at {time}: {message}")]
+    Invariant {
+        /// When.
+        time: SimTime,
+        /// What.
+        message: String,
+    },
+    /// Writing a job row failed.
+    #[error("writing job rows: {0}")]
+    Sink(#[from] std::io::Error),
+}
+
+/// How the run ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EndReason {
+    /// Every job reached a final state.
+    Drained,
+    /// The horizon was reached with work left.
+    Horizon,
+    /// No event was left but jobs were still pending (they could not start with the fleet as
+    /// it ended); they are censored.
+    Stuck {
+        /// Jobs left pending.
+        pending: u64,
+    },
+}
+
+/// Job counts. `started + rejected + censored + cancelled = submitted`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Jobs read from the workload.
+    pub submitted: u64,
+    /// Jobs that started at least once.
+    pub started: u64,
+    /// Jobs that finished (including time-limit kills).
+    pub completed: u64,
+    /// Jobs killed at their time limit.
+    pub walltime_reached: u64,
+    /// Jobs refused at submit.
+    pub rejected: u64,
+    /// Refused jobs by reason.
+    pub rejected_by_reason: BTreeMap<String, u64>,
+    /// Jobs that never started inside the window.
+    pub censored: u64,
+    /// Censored jobs by the reason they were pending at the end.
+    pub censored_by_reason: BTreeMap<String, u64>,
+    /// Started jobs still running when the run stopped.
+    pub running_at_end: u64,
+    /// Jobs the trace records as never run.
+    pub cancelled: u64,
+    /// Pre-existing jobs (running before the trace window).
+    pub pre_existing: u64,
+    /// Replay mode: recorded starts that did not fit and were queued instead.
+    pub replay_conflicts: u64,
+}
+
+/// Everything a run measured.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// Job counts.
+    pub counts: Counts,
+    /// Rows skipped by the trace reader, by reason.
+    pub skipped_rows: Skipped,
+    /// Time-weighted results.
+    pub occupancy: Occupancy,
+    /// Waits, seconds.
+    pub wait_s: Dist,
+    /// JCTs, seconds.
+    pub jct_s: Dist,
+    /// Bounded slowdowns.
+    pub bounded_slowdown: Dist,
+    /// Last finish − first submit, ms (`None` when nothing finished).
+    pub makespan_ms: Option<u64>,
+    /// How the run ended.
+    pub end: EndReason,
+    /// Events applied (arrivals, completions, recorded starts).
+    pub events: u64,
+    /// Scheduling passes.
+    pub passes: u64,
+    /// Simulated time at the end.
+    pub end_time: SimTime,
+}
+
+#[derive(Clone, Debug)]
+struct JobRec {
+    name: Box<str>,
+    tenant: TenantId,
+    queue: QueueId,
+    priority: i32,
+    qos: Option<Box<str>>,
+    submit: SimTime,
+    runtime: SimDuration,
+    walltime_cut: bool,
+    time_limit: Option<SimDuration>,
+    tasks: u32,
+    shape: TaskShape,
+    start: Option<SimTime>,
+    cell: Option<CellId>,
+    allocs: Vec<TaskAlloc>,
+    kind: RecordedKind,
+    epoch: u32,
+    measured: bool,
+}
+
+/// Progress reports: jobs submitted so far and the simulated time.
+pub type Progress<'a> = &'a mut dyn FnMut(u64, SimTime);
+
+/// One simulation: a fleet, a scheduler, a collector.
+pub struct Simulation {
+    fleet: FleetState,
+    sched: Scheduler,
+    cfg: EngineConfig,
+    metrics: Collector,
+    events: EventQueue,
+    jobs: Vec<JobRec>,
+    awaiting_replay: BTreeMap<JobId, PendingJob>,
+    tenants: Vec<String>,
+    tenant_ids: BTreeMap<String, TenantId>,
+    queues: Vec<String>,
+    queue_ids: BTreeMap<String, QueueId>,
+    queue_limits: Vec<(Option<SimDuration>, Option<SimDuration>)>,
+    counts: Counts,
+    running: u64,
+    now: SimTime,
+    dirty: bool,
+    event_count: u64,
+    passes: u64,
+}
+
+impl Simulation {
+    /// A simulation of `fleet` under `policies`.
+    pub fn new(fleet: FleetState, policies: SchedulerConfig, cfg: EngineConfig) -> Simulation {
+        let queue_cfgs: Vec<QueueConfig> = cfg.queues.iter().map(|q| q.config).collect();
+        let sched = Scheduler::new(policies, queue_cfgs);
+        let metrics = Collector::new(&fleet, cfg.warmup_ms, cfg.interval_ms);
+        let mut sim = Simulation {
+            fleet,
+            sched,
+            metrics,
+            events: EventQueue::default(),
+            jobs: Vec::new(),
+            awaiting_replay: BTreeMap::new(),
+            tenants: Vec::new(),
+            tenant_ids: BTreeMap::new(),
+            queues: Vec::new(),
+            queue_ids: BTreeMap::new(),
+            queue_limits: Vec::new(),
+            counts: Counts::default(),
+            running: 0,
+            now: SimTime::ZERO,
+            dirty: false,
+            event_count: 0,
+            passes: 0,
+            cfg,
+        };
+        for q in sim.cfg.queues.clone() {
+            sim.queue_id(&q.name);
+            sim.queue_limits[sim.queues.len() - 1] = (q.default_time_limit, q.max_time_limit);
+        }
+        sim
+    }
+
+    /// The fleet state (after [`Simulation::run`]: at the end of the run).
+    pub fn fleet(&self) -> &FleetState {
+        &self.fleet
+    }
+
+    fn queue_id(&mut self, name: &str) -> QueueId {
+        if let Some(&q) = self.queue_ids.get(name) {
+            return q;
+        }
+        let q = QueueId(self.queues.len() as u32);
+        self.queues.push(name.to_string());
+        self.queue_ids.insert(name.to_string(), q);
+        self.queue_limits.push((None, None));
+        q
+    }
+
+    fn tenant_id(&mut self, name: &str) -> TenantId {
+        if let Some(&t) = self.tenant_ids.get(name) {
+            return t;
+        }
+        let t = TenantId(self.tenants.len() as u32);
+        self.tenants.push(name.to_string());
+        self.tenant_ids.insert(name.to_string(), t);
+        t
+    }
+
+    fn row(
+        &self,
+        id: JobId,
+        state: FinalState,
+        finish: Option<SimTime>,
+        reason: Option<String>,
+    ) -> JobRow {
+        let r = &self.jobs[id.index()];
+        JobRow {
+            id,
+            name: r.name.to_string(),
+            tenant: self.tenants[r.tenant.index()].clone(),
+            queue: self.queues[r.queue.index()].clone(),
+            qos: r.qos.as_ref().map(|q| q.to_string()),
+            priority: r.priority,
+            submit: r.submit,
+            start: r.start,
+            finish,
+            run_ms: match (r.start, finish) {
+                (Some(s), Some(f)) => Some((f - s).0),
+                _ => None,
+            },
+            requested_time: r.time_limit,
+            tasks: r.tasks,
+            shape: r.shape,
+            cell: r.cell.map(|c| self.fleet.cells()[c.index()].name.clone()),
+            nodes: r
+                .allocs
+                .iter()
+                .map(|a| self.fleet.node_name(a.node).to_string())
+                .collect(),
+            preemptions: 0,
+            state,
+            reason,
+            measured: r.measured && r.kind != RecordedKind::PreExisting,
+        }
+    }
+
+    fn reject(
+        &mut self,
+        id: JobId,
+        reason: RejectReason,
+        sink: &mut dyn JobSink,
+    ) -> Result<(), EngineError> {
+        self.counts.rejected += 1;
+        *self
+            .counts
+            .rejected_by_reason
+            .entry(reason.as_str().to_string())
+            .or_insert(0) += 1;
+        sink.write(&self.row(
+            id,
+            FinalState::Rejected,
+            None,
+            Some(reason.as_str().to_string()),
+        ))?;
+        Ok(())
+    }
+
+    /// Runs the simulation to the end of the workload (or the horizon), streaming job rows to
+    /// `sink`.
+    ///
+    /// # Errors
+    /// [`EngineError`] when the trace cannot be read, a job is invalid, submit times go
+    /// backwards, a row cannot be written, or an internal check fails. Rows already written
+    /// stay valid.
+    pub fn run(
+        &mut self,
+        stream: &mut dyn JobStream,
+        sink: &mut dyn JobSink,
+        progress: Progress<'_>,
+    ) -> Result<RunResult, EngineError> {
+        let mut next = stream.next().transpose()?;
+        let mut last_submit = SimTime::ZERO;
+        let mut stopped_at_horizon = None;
+        loop {
+            let t_arrival = next.as_ref().map(|j| j.submit);
+            let t_event = self.events.peek().map(|k| k.time);
+            let t = match (t_arrival, t_event) {
+                (None, None) => break,
+                (Some(a), None) => a,
+                (None, Some(e)) => e,
+                (Some(a), Some(e)) => a.min(e),
+            };
+            if let Some(h) = self.cfg.horizon {
+                if t > h {
+                    stopped_at_horizon = Some(h);
+                    self.metrics.advance(h);
+                    self.now = h;
+                    break;
+                }
+            }
+            self.metrics.advance(t);
+            self.now = t;
+            // (1) completions, (2) node events: everything in the heap ranked before arrivals.
+            while let Some(k) = self.events.peek() {
+                if k.time != t || k.class >= events::EventClass::Arrival {
+                    break;
+                }
+                let (_, kind) = self.events.pop().expect("peeked");
+                self.event_count += 1;
+                if let EventKind::Finish(id, epoch) = kind {
+                    self.finish(id, epoch, sink)?;
+                }
+            }
+            // (3) arrivals in trace order.
+            while next.as_ref().is_some_and(|j| j.submit == t) {
+                let spec = next.take().expect("checked");
+                if spec.submit < last_submit {
+                    return Err(EngineError::Unsorted {
+                        name: spec.name,
+                        seq: self.jobs.len() as u64,
+                        submit: spec.submit,
+                        previous: last_submit,
+                    });
+                }
+                last_submit = spec.submit;
+                self.event_count += 1;
+                self.arrive(spec, sink)?;
+                if self.counts.submitted % 4096 == 0 {
+                    progress(self.counts.submitted, t);
+                }
+                next = stream.next().transpose()?;
+                if let Some(n) = &next {
+                    if n.submit < t {
+                        return Err(EngineError::Unsorted {
+                            name: n.name.clone(),
+                            seq: self.jobs.len() as u64,
+                            submit: n.submit,
+                            previous: t,
+                        });
+                    }
+                }
+            }
+            // (4) recorded starts. A zero-length job started here queues its completion at
+            // `t`, ranked before this class: it is applied at the next turn of the loop, at `t`.
+            while let Some(k) = self.events.peek() {
+                if k.time != t || k.class != events::EventClass::ForcedStart {
+                    break;
+                }
+                let (_, kind) = self.events.pop().expect("peeked");
+                self.event_count += 1;
+                if let EventKind::ForcedStart(id) = kind {
+                    self.forced_start(id, sink)?;
+                }
+            }
+            // (5) one scheduling pass.
+            if self.dirty {
+                self.dirty = false;
+                self.passes += 1;
+                let decisions = self.sched.schedule(&mut self.fleet);
+                for d in decisions {
+                    self.apply(d)?;
+                }
+                self.metrics.set_pending(self.sched.pending_len() as u64);
+            }
+            if self.cfg.audit_every_instant {
+                self.audit()?;
+            }
+        }
+        progress(self.counts.submitted, self.now);
+        let skipped_rows = stream.skipped();
+        self.close(stopped_at_horizon, skipped_rows, sink)
+    }
+
+    fn arrive(
+        &mut self,
+        spec: crate::workload::JobSpec,
+        sink: &mut dyn JobSink,
+    ) -> Result<(), EngineError> {
+        let seq = self.jobs.len() as u64;
+        let bad = |message: String| EngineError::BadJob {
+            name: spec.name.clone(),
+            seq,
+            message,
+        };
+        spec.shape.validate().map_err(bad)?;
+        let id = JobId(u32::try_from(seq).map_err(|_| bad("more than 2^32 jobs".into()))?);
+        let t = spec.submit;
+        self.metrics.on_submit(t);
+        self.counts.submitted += 1;
+        let tenant = self.tenant_id(&spec.tenant);
+        let qname = match (&spec.queue, self.cfg.queue_mapping) {
+            (Some(q), _) => q.clone(),
+            (None, QueueMapping::PerTenant) => spec.tenant.clone(),
+            (None, QueueMapping::Single) => "default".to_string(),
+        };
+        let queue = self.queue_id(&qname);
+        let (default_limit, max_limit) = self.queue_limits[queue.index()];
+        let mut limit = spec.time_limit.or(default_limit);
+        if let (Some(l), Some(m)) = (limit, max_limit) {
+            limit = Some(l.min(m));
+        }
+        let walltime_cut = limit.is_some_and(|l| spec.runtime > l);
+        let runtime = match limit {
+            Some(l) => spec.runtime.min(l),
+            None => spec.runtime,
+        };
+        let measured = self.metrics.measured(t);
+        self.jobs.push(JobRec {
+            name: spec.name.clone().into_boxed_str(),
+            tenant,
+            queue,
+            priority: spec.priority,
+            qos: spec.qos.clone().map(String::into_boxed_str),
+            submit: t,
+            runtime,
+            walltime_cut,
+            time_limit: limit,
+            tasks: spec.tasks,
+            shape: spec.shape,
+            start: None,
+            cell: None,
+            allocs: Vec::new(),
+            kind: spec.recorded,
+            epoch: 0,
+            measured,
+        });
+        if spec.recorded == RecordedKind::NeverRan {
+            self.counts.cancelled += 1;
+            sink.write(&self.row(id, FinalState::Cancelled, None, Some("never_ran".into())))?;
+            return Ok(());
+        }
+        if limit == Some(SimDuration::ZERO) {
+            return self.reject(id, RejectReason::InvalidTimeLimit, sink);
+        }
+        let mut models = ModelSet::ANY;
+        if spec.shape.num_gpu > 0 && !spec.gpu_models.is_empty() {
+            for name in &spec.gpu_models {
+                if let Some(i) = self.fleet.models().iter().position(|m| m == name) {
+                    models.insert(fleetsim_policies::ModelId(i as u16));
+                }
+            }
+            if models.is_any() {
+                return self.reject(id, RejectReason::NoAllowedModel, sink);
+            }
+        }
+        let mut cells: Vec<CellId> = spec
+            .cells
+            .iter()
+            .filter_map(|c| {
+                self.fleet
+                    .cells()
+                    .iter()
+                    .position(|x| &x.name == c)
+                    .map(|i| CellId(i as u16))
+            })
+            .collect();
+        cells.sort_unstable();
+        cells.dedup();
+        if !spec.cells.is_empty() && cells.is_empty() {
+            return self.reject(id, RejectReason::NoAllowedCell, sink);
+        }
+        let job = PendingJob {
+            id,
+            tenant,
+            queue,
+            priority: spec.priority,
+            submit: t,
+            seq,
+            shape: spec.shape,
+            tasks: spec.tasks,
+            models,
+            cells,
+            runtime_estimate: limit,
+        };
+        let forced_at = match (spec.recorded, self.cfg.mode, spec.recorded_start) {
+            (RecordedKind::PreExisting, _, _) => Some(t),
+            (_, Mode::Replay, Some(s)) => Some(s.max(t)),
+            _ => None,
+        };
+        if spec.recorded == RecordedKind::PreExisting {
+            self.counts.pre_existing += 1;
+        }
+        match forced_at {
+            Some(at) => {
+                if let Err(reason) = self.sched.check_resolvable(&self.fleet, &job) {
+                    return self.reject(id, reason, sink);
+                }
+                self.awaiting_replay.insert(id, job);
+                self.events.push(at, EventKind::ForcedStart(id));
+            }
+            None => match self.sched.submit(&self.fleet, job) {
+                Ok(()) => self.dirty = true,
+                Err(reason) => return self.reject(id, reason, sink),
+            },
+        }
+        Ok(())
+    }
+
+    fn forced_start(&mut self, id: JobId, _sink: &mut dyn JobSink) -> Result<(), EngineError> {
+        let Some(job) = self.awaiting_replay.remove(&id) else {
+            return Err(EngineError::Invariant {
+                time: self.now,
+                message: format!("recorded start of job {id} that is not awaiting one"),
+            });
+        };
+        match self.sched.place_now(&mut self.fleet, &job) {
+            Some(d) => self.apply(d),
+            None => {
+                self.counts.replay_conflicts += 1;
+                // It cannot start as recorded: queue it like any other job.
+                self.sched
+                    .submit(&self.fleet, job)
+                    .map_err(|r| EngineError::Invariant {
+                        time: self.now,
+                        message: format!("job {id} resolvable at submit became unresolvable: {r}"),
+                    })?;
+                self.dirty = true;
+                Ok(())
+            }
+        }
+    }
+
+    fn apply(&mut self, d: Decision) -> Result<(), EngineError> {
+        let now = self.now;
+        match d {
+            Decision::Start { job, cell, tasks } => {
+                let rec = &mut self.jobs[job.index()];
+                if rec.start.is_some() || !rec.allocs.is_empty() {
+                    return Err(EngineError::Invariant {
+                        time: now,
+                        message: format!("job {job} started twice"),
+                    });
+                }
+                if tasks.len() != rec.tasks as usize {
+                    return Err(EngineError::Invariant {
+                        time: now,
+                        message: format!(
+                            "job {job}: {} of {} gang tasks placed",
+                            tasks.len(),
+                            rec.tasks
+                        ),
+                    });
+                }
+                rec.start = Some(now);
+                rec.cell = Some(cell);
+                rec.allocs = tasks;
+                let (submit, pre, epoch, runtime) = (
+                    rec.submit,
+                    rec.kind == RecordedKind::PreExisting,
+                    rec.epoch,
+                    rec.runtime,
+                );
+                self.metrics
+                    .on_allocs(&self.fleet, &self.jobs[job.index()].allocs, true);
+                self.metrics
+                    .on_start(submit, now, pre || !self.jobs[job.index()].measured);
+                self.counts.started += 1;
+                self.running += 1;
+                self.events
+                    .push(now + runtime, EventKind::Finish(job, epoch));
+            }
+            Decision::Reject { job, .. } => {
+                return Err(EngineError::Invariant {
+                    time: now,
+                    message: format!(
+                        "a scheduling pass rejected job {job}; rejection happens at submit"
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, id: JobId, epoch: u32, sink: &mut dyn JobSink) -> Result<(), EngineError> {
+        let now = self.now;
+        let rec = &self.jobs[id.index()];
+        if rec.epoch != epoch || rec.start.is_none() {
+            return Ok(()); // a stale completion of an earlier run
+        }
+        for a in &rec.allocs {
+            self.fleet.release(a).map_err(|e| EngineError::Invariant {
+                time: now,
+                message: e.to_string(),
+            })?;
+        }
+        self.metrics.on_allocs(&self.fleet, &rec.allocs, false);
+        let total = rec.shape.total_gpu_milli() * rec.tasks as u64;
+        self.sched.on_job_end(rec.queue, total);
+        let start = rec.start.expect("checked");
+        let pre = rec.kind == RecordedKind::PreExisting || !rec.measured;
+        self.metrics
+            .on_finish(rec.submit, now, (now - start).0, pre);
+        let state = if rec.walltime_cut {
+            self.counts.walltime_reached += 1;
+            FinalState::WalltimeReached
+        } else {
+            FinalState::Completed
+        };
+        self.counts.completed += 1;
+        self.running -= 1;
+        sink.write(&self.row(id, state, Some(now), None))?;
+        let rec = &mut self.jobs[id.index()];
+        rec.allocs = Vec::new();
+        rec.epoch += 1;
+        self.dirty = true;
+        Ok(())
+    }
+
+    fn audit(&self) -> Result<(), EngineError> {
+        self.fleet
+            .audit(self.jobs.iter().flat_map(|j| j.allocs.iter()))
+            .map_err(|message| EngineError::Invariant {
+                time: self.now,
+                message,
+            })
+    }
+
+    fn close(
+        &mut self,
+        stopped_at_horizon: Option<SimTime>,
+        skipped_rows: Skipped,
+        sink: &mut dyn JobSink,
+    ) -> Result<RunResult, EngineError> {
+        self.audit()?;
+        let reasons = self.sched.pending_reasons().clone();
+        let mut censored: Vec<(JobId, Option<PendingReason>)> = self
+            .sched
+            .pending()
+            .map(|j| (j.id, reasons.get(&j.id).copied()))
+            .collect();
+        censored.extend(self.awaiting_replay.keys().map(|&id| (id, None)));
+        censored.sort_by_key(|&(id, _)| id);
+        for &(id, reason) in &censored {
+            let r = reason.map_or("recorded_start_after_horizon", |r| r.as_str());
+            self.counts.censored += 1;
+            *self
+                .counts
+                .censored_by_reason
+                .entry(r.to_string())
+                .or_insert(0) += 1;
+            sink.write(&self.row(id, FinalState::Censored, None, Some(r.to_string())))?;
+        }
+        let running: Vec<JobId> = (0..self.jobs.len())
+            .map(|i| JobId(i as u32))
+            .filter(|id| !self.jobs[id.index()].allocs.is_empty())
+            .collect();
+        for id in running {
+            self.counts.running_at_end += 1;
+            sink.write(&self.row(id, FinalState::RunningAtEnd, None, None))?;
+        }
+        let c = &self.counts;
+        if c.started + c.rejected + c.censored + c.cancelled != c.submitted {
+            return Err(EngineError::Invariant {
+                time: self.now,
+                message: format!(
+                    "job accounting: started {} + rejected {} + censored {} + cancelled {} != submitted {}",
+                    c.started, c.rejected, c.censored, c.cancelled, c.submitted
+                ),
+            });
+        }
+        let end = match (stopped_at_horizon, censored.len()) {
+            (Some(_), _) => EndReason::Horizon,
+            (None, 0) => EndReason::Drained,
+            (None, n) => EndReason::Stuck { pending: n as u64 },
+        };
+        let occupancy = self.metrics.finish(stopped_at_horizon);
+        let makespan_ms = match (self.metrics.first_submit(), self.metrics.last_finish()) {
+            (Some(a), Some(b)) => Some((b - a).0),
+            _ => None,
+        };
+        Ok(RunResult {
+            counts: self.counts.clone(),
+            skipped_rows,
+            occupancy,
+            wait_s: crate::metrics::dist_ms(&mut self.metrics.waits_ms),
+            jct_s: crate::metrics::dist_ms(&mut self.metrics.jcts_ms),
+            bounded_slowdown: crate::metrics::dist_f64(&mut self.metrics.slowdowns),
+            makespan_ms,
+            end,
+            events: self.event_count,
+            passes: self.passes,
+            end_time: self.now,
+        })
+    }
+
+    /// Tenant names, indexed by [`TenantId`].
+    pub fn tenants(&self) -> &[String] {
+        &self.tenants
+    }
+
+    /// Queue names, indexed by [`QueueId`].
+    pub fn queues(&self) -> &[String] {
+        &self.queues
+    }
+}

@@ -1,0 +1,348 @@
+//! Builds a [`FleetState`] from a scenario's `[fleet]` section.
+//!
+//! Node ids follow declaration order: cells in order; within a cell, node groups in order,
+//! then the machine list's rows in file order. Domains (racks) are consecutive runs of
+//! `nodes_per_domain` nodes of a group or list; blocks are consecutive runs of
+//! `domains_per_block` domains. Accelerator model ids are assigned in first-use order.
+
+use std::collections::BTreeMap;
+
+use fleetsim_policies::{CellId, FleetState, ModelId, NodeSpec};
+
+use super::catalog;
+use super::machine_list::{self, MachineRow, PhillyMachineAssumptions};
+use crate::scenario::{Loaded, MachineListFormat, NodeGroupSpec, ScenarioError, TraceDir};
+use crate::workload::TraceError;
+
+/// Errors from building a fleet.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// The scenario's fleet section is inconsistent.
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    /// A machine list could not be read.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+}
+
+/// A building block: the node shape and rack size a preset stands for.
+#[derive(Clone, Copy, Debug)]
+pub struct Preset {
+    /// Preset name.
+    pub name: &'static str,
+    /// Accelerator model.
+    pub accelerator: &'static str,
+    /// Accelerators per node.
+    pub gpus: u32,
+    /// CPU per node, milli-cores.
+    pub cpu_milli: u64,
+    /// Memory per node, MiB.
+    pub mem_mib: u64,
+    /// Nodes per NVLink/ICI domain.
+    pub nodes_per_domain: u32,
+}
+
+/// Every preset. HGX/OAM boards are one 8-accelerator NVLink/Infinity Fabric domain per node;
+/// an NVL72 rack is 18 compute trays of 4 GPUs in one NVLink domain; a TPU v5p host has 4
+/// chips and a 4×4×4 cube (16 hosts) shares one ICI domain.
+pub const PRESETS: &[Preset] = &[
+    Preset {
+        name: "hgx-h100",
+        accelerator: "H100",
+        gpus: 8,
+        cpu_milli: 224_000,
+        mem_mib: 2_097_152,
+        nodes_per_domain: 1,
+    },
+    Preset {
+        name: "hgx-h200",
+        accelerator: "H200",
+        gpus: 8,
+        cpu_milli: 224_000,
+        mem_mib: 2_097_152,
+        nodes_per_domain: 1,
+    },
+    Preset {
+        name: "hgx-b200",
+        accelerator: "B200",
+        gpus: 8,
+        cpu_milli: 224_000,
+        mem_mib: 4_194_304,
+        nodes_per_domain: 1,
+    },
+    Preset {
+        name: "gb200-nvl72",
+        accelerator: "GB200",
+        gpus: 4,
+        cpu_milli: 144_000,
+        mem_mib: 983_040,
+        nodes_per_domain: 18,
+    },
+    Preset {
+        name: "gb300-nvl72",
+        accelerator: "GB300",
+        gpus: 4,
+        cpu_milli: 144_000,
+        mem_mib: 983_040,
+        nodes_per_domain: 18,
+    },
+    Preset {
+        name: "mi300x",
+        accelerator: "MI300X",
+        gpus: 8,
+        cpu_milli: 256_000,
+        mem_mib: 2_097_152,
+        nodes_per_domain: 1,
+    },
+    Preset {
+        name: "mi355x",
+        accelerator: "MI355X",
+        gpus: 8,
+        cpu_milli: 256_000,
+        mem_mib: 3_145_728,
+        nodes_per_domain: 1,
+    },
+    Preset {
+        name: "tpu-v5p",
+        accelerator: "TPUv5p",
+        gpus: 4,
+        cpu_milli: 208_000,
+        mem_mib: 458_752,
+        nodes_per_domain: 16,
+    },
+];
+
+const DEFAULT_DOMAINS_PER_BLOCK: u32 = 32;
+
+/// A built fleet and its descriptive tables.
+#[derive(Clone, Debug)]
+pub struct BuiltFleet {
+    /// The live state policies read.
+    pub state: FleetState,
+    /// Accelerators per model name (ascending name), whole GPUs.
+    pub gpus_by_model: BTreeMap<String, u64>,
+}
+
+struct Builder {
+    nodes: Vec<NodeSpec>,
+    models: Vec<String>,
+    domain: u32,
+    block: u32,
+}
+
+impl Builder {
+    fn model_id(&mut self, name: &str) -> ModelId {
+        match self.models.iter().position(|m| m == name) {
+            Some(i) => ModelId(i as u16),
+            None => {
+                self.models.push(name.to_string());
+                ModelId((self.models.len() - 1) as u16)
+            }
+        }
+    }
+
+    /// Adds nodes, opening a new domain every `npd` nodes and a new block every `dpb` domains.
+    fn add(&mut self, cell: CellId, rows: Vec<MachineRow>, npd: u32, dpb: u32) {
+        for (i, r) in rows.into_iter().enumerate() {
+            let i = i as u32;
+            if i > 0 && i % npd == 0 {
+                self.domain += 1;
+                if (i / npd) % dpb == 0 {
+                    self.block += 1;
+                }
+            }
+            let model = r.model.as_deref().map(|m| self.model_id(m));
+            self.nodes.push(NodeSpec {
+                name: r.name,
+                cell,
+                block: self.block,
+                domain: self.domain,
+                model,
+                gpus: r.gpus,
+                cpu_milli: r.cpu_milli,
+                mem_mib: r.mem_mib,
+            });
+        }
+        // The next group starts a fresh domain and block.
+        self.domain += 1;
+        self.block += 1;
+    }
+}
+
+fn group_rows(
+    loaded: &Loaded,
+    cell: &str,
+    field: &str,
+    g: &NodeGroupSpec,
+) -> Result<(Vec<MachineRow>, u32, u32), ScenarioError> {
+    let bad = |f: &str, message: String| ScenarioError::Invalid {
+        origin: loaded.origin.clone(),
+        field: format!("{field}.{f}"),
+        message,
+    };
+    let preset = match &g.preset {
+        Some(p) => Some(PRESETS.iter().find(|x| x.name == p).ok_or_else(|| {
+            let names: Vec<&str> = PRESETS.iter().map(|x| x.name).collect();
+            bad(
+                "preset",
+                format!("unknown preset `{p}`; known presets: {}", names.join(", ")),
+            )
+        })?),
+        None => None,
+    };
+    let accelerator = g
+        .accelerator
+        .clone()
+        .or(preset.map(|p| p.accelerator.to_string()));
+    let gpus = g.gpus.or(preset.map(|p| p.gpus)).unwrap_or(0);
+    let cpu = g.cpu_milli.or(preset.map(|p| p.cpu_milli)).unwrap_or(0);
+    let mem = g.mem_mib.or(preset.map(|p| p.mem_mib)).unwrap_or(0);
+    let npd = g
+        .nodes_per_domain
+        .or(preset.map(|p| p.nodes_per_domain))
+        .unwrap_or(1);
+    let dpb = g.domains_per_block.unwrap_or(DEFAULT_DOMAINS_PER_BLOCK);
+    if let Some(a) = &accelerator {
+        catalog::lookup(a).map_err(|m| bad("accelerator", m))?;
+        if gpus == 0 {
+            return Err(bad(
+                "gpus",
+                "an accelerator model is given but `gpus` is 0".into(),
+            ));
+        }
+    } else if gpus > 0 {
+        return Err(bad(
+            "accelerator",
+            "`gpus` > 0 needs an accelerator model".into(),
+        ));
+    }
+    if gpus == 0 && cpu == 0 && mem == 0 {
+        return Err(bad(
+            "gpus",
+            "a node with zero capacity in every dimension".into(),
+        ));
+    }
+    let count = match (g.count, g.racks, &g.names) {
+        (Some(c), _, _) => c,
+        (None, Some(r), _) => r
+            .checked_mul(npd)
+            .ok_or_else(|| bad("racks", "too many nodes".into()))?,
+        (None, None, Some(n)) => n.len() as u32,
+        (None, None, None) => unreachable!("validated: count, racks or names"),
+    };
+    let prefix = g.name_prefix.clone().unwrap_or_else(|| cell.to_string());
+    let rows = (0..count)
+        .map(|i| MachineRow {
+            name: if let Some(names) = &g.names {
+                names[i as usize].clone()
+            } else if npd > 1 {
+                format!("{prefix}-r{:03}-n{:02}", i / npd, i % npd)
+            } else {
+                format!("{prefix}-n{i:05}")
+            },
+            gpus,
+            model: accelerator.clone(),
+            cpu_milli: cpu,
+            mem_mib: mem,
+        })
+        .collect();
+    Ok((rows, npd, dpb))
+}
+
+/// Builds the fleet of a loaded scenario.
+///
+/// # Errors
+/// [`BuildError::Scenario`] for an unknown preset or accelerator, a zero-capacity group, or
+/// duplicate node names; [`BuildError::Trace`] for a machine list that cannot be read.
+pub fn build_fleet(loaded: &Loaded, trace_dir: &TraceDir) -> Result<BuiltFleet, BuildError> {
+    let spec = &loaded.scenario.fleet;
+    let mut b = Builder {
+        nodes: Vec::new(),
+        models: Vec::new(),
+        domain: 0,
+        block: 0,
+    };
+    for (ci, cell) in spec.cells.iter().enumerate() {
+        let cid = CellId(ci as u16);
+        for (gi, g) in cell.nodes.iter().enumerate() {
+            let field = format!("fleet.cells[{ci}].nodes[{gi}]");
+            let (rows, npd, dpb) = group_rows(loaded, &cell.name, &field, g)?;
+            b.add(cid, rows, npd, dpb);
+        }
+        if let Some(ml) = &cell.machine_list {
+            let field = format!("fleet.cells[{ci}].machine_list");
+            let path = loaded.resolve_path(&field, &ml.path, &ml.public_path, trace_dir)?;
+            let mut rows = match ml.format {
+                MachineListFormat::AlibabaOpenb => machine_list::read_openb_nodes(&path)?,
+                MachineListFormat::Philly => {
+                    let mut assume = PhillyMachineAssumptions::default();
+                    if let Some(map) = &ml.philly_models_by_gpu_mem_gb {
+                        assume.model_by_gpu_mem_gb.clear();
+                        for (gb, model) in map {
+                            let gb: u32 = gb.parse().map_err(|_| ScenarioError::Invalid {
+                                origin: loaded.origin.clone(),
+                                field: format!("{field}.philly_models_by_gpu_mem_gb"),
+                                message: format!("key `{gb}` is not a whole number of GB"),
+                            })?;
+                            catalog::lookup(model).map_err(|m| ScenarioError::Invalid {
+                                origin: loaded.origin.clone(),
+                                field: format!("{field}.philly_models_by_gpu_mem_gb"),
+                                message: m,
+                            })?;
+                            assume.model_by_gpu_mem_gb.push((gb, model.clone()));
+                        }
+                    }
+                    machine_list::read_philly_machines(&path, &assume)?
+                }
+            };
+            if ml.gpu_nodes_only {
+                rows.retain(|r| r.gpus > 0);
+            }
+            b.add(
+                cid,
+                rows,
+                ml.nodes_per_domain.unwrap_or(1).max(1),
+                ml.domains_per_block
+                    .unwrap_or(DEFAULT_DOMAINS_PER_BLOCK)
+                    .max(1),
+            );
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for n in &b.nodes {
+        if !seen.insert(n.name.as_str()) {
+            return Err(ScenarioError::Invalid {
+                origin: loaded.origin.clone(),
+                field: "fleet".into(),
+                message: format!("duplicate node name `{}`", n.name),
+            }
+            .into());
+        }
+    }
+    if b.models.len() > 128 {
+        return Err(ScenarioError::Invalid {
+            origin: loaded.origin.clone(),
+            field: "fleet".into(),
+            message: "more than 128 accelerator models".into(),
+        }
+        .into());
+    }
+    let mut gpus_by_model = BTreeMap::new();
+    for n in &b.nodes {
+        if let Some(m) = n.model {
+            *gpus_by_model
+                .entry(b.models[m.index()].clone())
+                .or_insert(0) += n.gpus as u64;
+        }
+    }
+    let cells = spec.cells.iter().map(|c| c.name.clone()).collect();
+    let state = FleetState::new(cells, b.models, b.nodes).map_err(|e| ScenarioError::Invalid {
+        origin: loaded.origin.clone(),
+        field: "fleet".into(),
+        message: e.to_string(),
+    })?;
+    Ok(BuiltFleet {
+        state,
+        gpus_by_model,
+    })
+}

@@ -1,0 +1,9 @@
+//! Output writers: `summary.json`, `jobs.csv`, `timeseries.csv` (all written atomically) and
+//! the readable summary table printed by `fleetsim run`.
+
+pub mod atomic;
+pub mod format;
+pub mod jobs_csv;
+pub mod summary;
+pub mod table;
+pub mod timeseries;

@@ -1,0 +1,63 @@
+//! The readable summary table `fleetsim run` prints.
+
+use std::fmt::Write;
+
+use crate::metrics::Dist;
+use crate::report::summary::Summary;
+
+fn f(v: Option<f64>, unit: &str) -> String {
+    match v {
+        Some(x) if unit == "%" => format!("{:.2} %", 100.0 * x),
+        Some(x) => format!("{x:.1}{unit}"),
+        None => "-".into(),
+    }
+}
+
+fn dist_row(out: &mut String, name: &str, d: &Dist, unit: &str) {
+    let _ = writeln!(
+        out,
+        "  {name:<18} mean {:>10}  p50 {:>10}  p90 {:>10}  p99 {:>10}  max {:>10}",
+        f(d.mean, unit),
+        f(d.p50, unit),
+        f(d.p90, unit),
+        f(d.p99, unit),
+        f(d.max, unit)
+    );
+}
+
+/// Renders the summary as a few aligned lines.
+pub fn render(s: &Summary) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "scenario {} (seed {}, {}): {} cells, {} nodes, {} GPUs",
+        s.scenario, s.seed, s.mode, s.fleet.cells, s.fleet.nodes, s.fleet.gpus
+    );
+    let policy: Vec<String> = s.policy.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let _ = writeln!(out, "policy   {}", policy.join(" "));
+    let j = &s.jobs;
+    let _ = writeln!(
+        out,
+        "jobs     {} submitted, {} started, {} completed, {} rejected, {} censored, {} cancelled ({})",
+        j.submitted, j.started, j.completed, j.rejected, j.censored, j.cancelled, s.end_reason
+    );
+    let _ = writeln!(
+        out,
+        "window   {:.0} s .. {:.0} s ({:.2} days); makespan {}",
+        s.window.start_s,
+        s.window.end_s,
+        s.window.length_s / 86_400.0,
+        f(s.makespan_s, " s")
+    );
+    let _ = writeln!(out, "occupancy {}", f(s.occupancy, "%"));
+    for (cell, o) in &s.occupancy_by_cell {
+        let _ = writeln!(out, "  cell  {cell:<14} {}", f(*o, "%"));
+    }
+    for (model, o) in &s.occupancy_by_model {
+        let _ = writeln!(out, "  model {model:<14} {}", f(*o, "%"));
+    }
+    dist_row(&mut out, "wait", &s.wait_s, " s");
+    dist_row(&mut out, "JCT", &s.jct_s, " s");
+    dist_row(&mut out, "bounded slowdown", &s.bounded_slowdown, "");
+    out
+}

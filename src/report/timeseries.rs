@@ -1,0 +1,63 @@
+//! `timeseries.csv`: one row per interval of the window with time-averaged values: allocated
+//! and available accelerators (fleet and per cell), occupancy, pending and running jobs.
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::metrics::{ratio, Occupancy};
+use crate::report::atomic::AtomicFile;
+use crate::report::format::{milli_as_units, ms_as_secs, ratio6};
+
+/// Writes the series for cells named `cells`.
+///
+/// # Errors
+/// The I/O error from writing.
+pub fn write(dest: &Path, cells: &[String], o: &Occupancy) -> std::io::Result<()> {
+    let mut w = csv::Writer::from_writer(AtomicFile::create(dest)?);
+    let mut header: Vec<String> = [
+        "time_s",
+        "interval_s",
+        "allocated_gpus",
+        "available_gpus",
+        "occupancy",
+        "pending_jobs",
+        "running_jobs",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for c in cells {
+        header.push(format!("{c}_allocated_gpus"));
+        header.push(format!("{c}_available_gpus"));
+        header.push(format!("{c}_occupancy"));
+    }
+    w.write_record(&header).map_err(std::io::Error::other)?;
+    for row in &o.series {
+        let len = row.len_ms as u128;
+        let alloc: u128 = row.allocated_milli.iter().sum();
+        let avail: u128 = row.available_milli.iter().sum();
+        let mut rec = vec![
+            ms_as_secs(row.start.0),
+            ms_as_secs(row.len_ms),
+            milli_as_units(alloc / len),
+            milli_as_units(avail / len),
+            ratio6(ratio(alloc, avail)),
+            milli_as_units(row.pending_ms * 1000 / len),
+            milli_as_units(row.running_ms * 1000 / len),
+        ];
+        for (i, _) in cells.iter().enumerate() {
+            rec.push(milli_as_units(row.allocated_milli[i] / len));
+            rec.push(milli_as_units(row.available_milli[i] / len));
+            rec.push(ratio6(ratio(
+                row.allocated_milli[i],
+                row.available_milli[i],
+            )));
+        }
+        w.write_record(&rec).map_err(std::io::Error::other)?;
+    }
+    let mut f = w
+        .into_inner()
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    f.flush()?;
+    f.commit()
+}

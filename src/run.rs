@@ -1,0 +1,210 @@
+//! One scenario, end to end: build the fleet, open the workload, run the engine, write the
+//! outputs. The CLI and the tests both go through [`run_scenario`].
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use fleetsim_policies::{QueueConfig, SchedulerConfig, SimDuration, SimTime};
+
+use crate::engine::{EngineConfig, EngineError, JobRow, QueueSettings, RunResult, Simulation};
+use crate::fleet::build::{build_fleet, BuildError, BuiltFleet};
+use crate::report::{jobs_csv::JobsCsv, summary, timeseries};
+use crate::scenario::{secs_to_ms, Loaded, Mode, ScenarioError, TraceDir, TraceFormat};
+use crate::workload::{alibaba_openb, native, philly, synthetic, JobStream, TraceError};
+
+/// Errors of a run. The message names the file, line and field where the input is at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The scenario is invalid.
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    /// The fleet could not be built.
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    /// The trace could not be opened.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// The run stopped.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// An output could not be written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Options from the command line.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Overrides the scenario's seed.
+    pub seed: Option<u64>,
+    /// Where public traces are.
+    pub trace_dir: TraceDir,
+    /// Where to write outputs (`None`: keep job rows in memory, write nothing).
+    pub out_dir: Option<PathBuf>,
+}
+
+/// What a run produced.
+#[derive(Clone, Debug)]
+pub struct RunOutput {
+    /// The summary (also in `summary.json`).
+    pub summary: summary::Summary,
+    /// The raw result.
+    pub result: RunResult,
+    /// Job rows, when no output directory was given.
+    pub jobs: Option<Vec<JobRow>>,
+}
+
+/// Opens the scenario's workload as a job stream.
+///
+/// # Errors
+/// [`RunError`] when the trace path is missing or the file cannot be opened.
+pub fn open_workload(
+    loaded: &Loaded,
+    trace_dir: &TraceDir,
+    seed: u64,
+) -> Result<Box<dyn JobStream>, RunError> {
+    let w = &loaded.scenario.workload;
+    if let Some(spec) = &w.synthetic {
+        return Ok(Box::new(synthetic::generate(spec, seed)));
+    }
+    let t = w.trace.as_ref().expect("validated: trace or synthetic");
+    let path = loaded.resolve_path("workload.trace", &t.path, &t.public_path, trace_dir)?;
+    Ok(match (t.format, t.sort) {
+        (TraceFormat::AlibabaOpenb, false) => Box::new(alibaba_openb::open(&path)?),
+        (TraceFormat::AlibabaOpenb, true) => Box::new(alibaba_openb::read_all_sorted(&path)?),
+        (TraceFormat::Philly, _) => Box::new(philly::open(&path)?),
+        (TraceFormat::Native, false) => Box::new(native::open(&path)?),
+        (TraceFormat::Native, true) => Box::new(native::read_all_sorted(&path)?),
+    })
+}
+
+/// The engine settings a scenario asks for.
+pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
+    let s = &loaded.scenario;
+    let p = &s.policy;
+    let policies = SchedulerConfig {
+        queue_order: p.queue_order,
+        placement: p.placement,
+        cell_selection: p.cell_selection,
+        queueing_strategy: p.queueing_strategy,
+    };
+    let queues = s
+        .queues
+        .iter()
+        .map(|q| QueueSettings {
+            name: q.name.clone(),
+            config: QueueConfig {
+                strategy: q.strategy.unwrap_or(p.queueing_strategy),
+                max_gpu_milli: q.max_gpus.map(|g| (g * 1000.0).round() as u64),
+            },
+            default_time_limit: q.default_time_limit_s.map(|v| SimDuration(secs_to_ms(v))),
+            max_time_limit: q.max_time_limit_s.map(|v| SimDuration(secs_to_ms(v))),
+        })
+        .collect();
+    let cfg = EngineConfig {
+        mode: s.mode,
+        horizon: s.metrics.horizon_s.map(|h| SimTime(secs_to_ms(h))),
+        warmup_ms: secs_to_ms(s.metrics.warmup_s),
+        interval_ms: secs_to_ms(s.metrics.timeseries_interval_s).max(1),
+        audit_every_instant: s.metrics.audit_every_instant,
+        queue_mapping: s.workload.queues,
+        queues,
+    };
+    (policies, cfg)
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
+    move |source| RunError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Runs a loaded scenario.
+///
+/// # Errors
+/// [`RunError`]; outputs are written atomically, so a failed run leaves no partial file.
+pub fn run_scenario(
+    loaded: &Loaded,
+    opts: &RunOptions,
+    progress: &mut dyn FnMut(u64, SimTime),
+) -> Result<RunOutput, RunError> {
+    let seed = opts.seed.unwrap_or(loaded.scenario.seed);
+    let BuiltFleet {
+        state,
+        gpus_by_model,
+    } = build_fleet(loaded, &opts.trace_dir)?;
+    let mut stream = open_workload(loaded, &opts.trace_dir, seed)?;
+    let (policies, cfg) = engine_config(loaded);
+    let cells: Vec<String> = state.cells().iter().map(|c| c.name.clone()).collect();
+    let models: Vec<String> = state.models().to_vec();
+    let nodes = state.nodes().len() as u64;
+    let mut gpus_by_cell = BTreeMap::new();
+    for (i, c) in state.cells().iter().enumerate() {
+        let g: u64 = c.nodes.iter().map(|&n| state.node(n).gpus as u64).sum();
+        gpus_by_cell.insert(cells[i].clone(), g);
+    }
+    let mut sim = Simulation::new(state, policies, cfg);
+    let (result, jobs) = match &opts.out_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+            let path = dir.join("jobs.csv");
+            let mut sink = JobsCsv::create(&path).map_err(io_err(&path))?;
+            let r = sim.run(stream.as_mut(), &mut sink, progress)?;
+            sink.commit().map_err(io_err(&path))?;
+            (r, None)
+        }
+        None => {
+            let mut rows = Vec::new();
+            let r = sim.run(stream.as_mut(), &mut rows, progress)?;
+            (r, Some(rows))
+        }
+    };
+    let p = &loaded.scenario.policy;
+    let policy: BTreeMap<String, String> = [
+        ("queue_order", p.queue_order.as_str()),
+        ("queueing_strategy", p.queueing_strategy.as_str()),
+        ("placement", p.placement.as_str()),
+        ("cell_selection", p.cell_selection.as_str()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let summary = summary::build(
+        summary::SummaryInput {
+            scenario: &loaded.scenario.name,
+            description: &loaded.scenario.description,
+            seed,
+            mode: match loaded.scenario.mode {
+                Mode::Schedule => "schedule",
+                Mode::Replay => "replay",
+            },
+            policy,
+            cells: cells.clone(),
+            models,
+            nodes,
+            gpus_by_model,
+            gpus_by_cell,
+        },
+        &result,
+    );
+    if let Some(dir) = &opts.out_dir {
+        let path = dir.join("timeseries.csv");
+        timeseries::write(&path, &cells, &result.occupancy).map_err(io_err(&path))?;
+        let path = dir.join("summary.json");
+        let mut text = serde_json::to_string_pretty(&summary).expect("summary serializes");
+        text.push('\n');
+        crate::report::atomic::write_atomic(&path, text.as_bytes()).map_err(io_err(&path))?;
+    }
+    Ok(RunOutput {
+        summary,
+        result,
+        jobs,
+    })
+}

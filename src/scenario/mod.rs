@@ -1,0 +1,33 @@
+//! Scenario files (TOML): the fleet, the workload, the policies, the metric window, output
+//! options. Every table denies unknown keys, so a typo is an error naming the key.
+//!
+//! ```toml
+//! name = "example"
+//! seed = 42
+//!
+//! [fleet]
+//! [[fleet.cells]]
+//! name = "hopper"
+//! [[fleet.cells.nodes]]
+//! preset = "hgx-h100"
+//! count = 32
+//!
+//! [workload]
+//! trace = { format = "philly", public_path = "philly/philly_jobs_pollux.csv" }
+//!
+//! [policy]
+//! queue_order = "fifo"
+//! queueing_strategy = "strict-fifo"
+//! placement = "best-fit"
+//! cell_selection = "first-fit"
+//! ```
+
+mod schema;
+mod validate;
+
+pub use schema::*;
+pub use validate::{load, parse, secs_to_ms, Loaded, ScenarioError, TraceDir};
+
+/// The embedded default scenario (`scenarios/default.toml`): two cells of different
+/// accelerator generations, four tenants, a synthetic week of work.
+pub const DEFAULT_SCENARIO: &str = include_str!("../../scenarios/default.toml");

@@ -1,0 +1,279 @@
+//! The scenario schema. Field names carry their unit (`_s` seconds, `_milli`, `_mib`).
+
+use serde::Deserialize;
+
+use fleetsim_policies::{CellSelectKind, PlacementKind, QueueOrderKind, QueueingStrategy};
+
+use crate::workload::synthetic::SyntheticSpec;
+
+/// A whole scenario.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Scenario name, echoed in every output.
+    pub name: String,
+    /// Free text.
+    #[serde(default)]
+    pub description: String,
+    /// Seed of every RNG stream (overridden by `--seed`).
+    #[serde(default)]
+    pub seed: u64,
+    /// `schedule` (default): policies decide start times. `replay`: jobs with a recorded
+    /// start in the trace start exactly then (placement still chooses nodes).
+    #[serde(default)]
+    pub mode: Mode,
+    /// The fleet.
+    pub fleet: FleetSpec,
+    /// The workload.
+    pub workload: WorkloadSpec,
+    /// Per-queue settings (queues not listed use the `[policy]` defaults).
+    #[serde(default)]
+    pub queues: Vec<QueueSpec>,
+    /// Policy choices.
+    #[serde(default)]
+    pub policy: PolicySpec,
+    /// Measurement window and time series.
+    #[serde(default)]
+    pub metrics: MetricsSpec,
+}
+
+/// Simulation mode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Policies decide when jobs start.
+    #[default]
+    Schedule,
+    /// Jobs start at their recorded start times (field case B18).
+    Replay,
+}
+
+/// The fleet: cells in declaration order (cell ids follow it).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FleetSpec {
+    /// The cells.
+    pub cells: Vec<CellSpec>,
+}
+
+/// One cell: node groups and/or a machine list.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CellSpec {
+    /// Unique cell name.
+    pub name: String,
+    /// Declared node groups, in order.
+    #[serde(default)]
+    pub nodes: Vec<NodeGroupSpec>,
+    /// A machine list file whose rows become this cell's nodes (after the groups).
+    #[serde(default)]
+    pub machine_list: Option<MachineListSpec>,
+}
+
+/// A group of identical nodes.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeGroupSpec {
+    /// A building block that fills the other fields: `hgx-h100`, `hgx-h200`, `hgx-b200`,
+    /// `gb200-nvl72`, `gb300-nvl72`, `mi300x`, `mi355x`, `tpu-v5p`. Explicit fields override it.
+    #[serde(default)]
+    pub preset: Option<String>,
+    /// Number of nodes (or use `racks` with a rack preset).
+    #[serde(default)]
+    pub count: Option<u32>,
+    /// Number of racks/domains; nodes = racks × nodes_per_domain.
+    #[serde(default)]
+    pub racks: Option<u32>,
+    /// Accelerator model (catalog name).
+    #[serde(default)]
+    pub accelerator: Option<String>,
+    /// Accelerators per node.
+    #[serde(default)]
+    pub gpus: Option<u32>,
+    /// CPU per node, milli-cores.
+    #[serde(default)]
+    pub cpu_milli: Option<u64>,
+    /// Memory per node, MiB.
+    #[serde(default)]
+    pub mem_mib: Option<u64>,
+    /// Nodes per NVLink/ICI domain (rack); default 1.
+    #[serde(default)]
+    pub nodes_per_domain: Option<u32>,
+    /// Domains per block; default 32.
+    #[serde(default)]
+    pub domains_per_block: Option<u32>,
+    /// Node name prefix; default the cell name.
+    #[serde(default)]
+    pub name_prefix: Option<String>,
+    /// Explicit node names, one per node (then `count` may be left out).
+    #[serde(default)]
+    pub names: Option<Vec<String>>,
+}
+
+/// A machine list as a cell's nodes.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineListSpec {
+    /// `alibaba-openb` (openb_node_list_*.csv) or `philly` (cluster_machine_list.csv).
+    pub format: MachineListFormat,
+    /// A path relative to the scenario file.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// A path under the public trace directory.
+    #[serde(default)]
+    pub public_path: Option<String>,
+    /// Leave out nodes without accelerators (default false).
+    #[serde(default)]
+    pub gpu_nodes_only: bool,
+    /// Nodes per domain; default 1.
+    #[serde(default)]
+    pub nodes_per_domain: Option<u32>,
+    /// Domains per block; default 32.
+    #[serde(default)]
+    pub domains_per_block: Option<u32>,
+    /// Philly only: accelerator model assumed for each per-GPU memory size, e.g.
+    /// `{ 12 = "K80", 24 = "P40" }` (the trace does not name models).
+    #[serde(default)]
+    pub philly_models_by_gpu_mem_gb: Option<std::collections::BTreeMap<String, String>>,
+}
+
+/// Machine-list formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MachineListFormat {
+    /// Alibaba openb node list.
+    AlibabaOpenb,
+    /// Philly cluster_machine_list.
+    Philly,
+}
+
+/// Where jobs come from.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    /// A trace file.
+    #[serde(default)]
+    pub trace: Option<TraceSpec>,
+    /// A synthetic generator.
+    #[serde(default)]
+    pub synthetic: Option<SyntheticSpec>,
+    /// How jobs without a queue of their own are queued: `per-tenant` (default; the queue is
+    /// the tenant's name) or `single` (one queue named `default`).
+    #[serde(default)]
+    pub queues: QueueMapping,
+}
+
+/// Queue mapping for jobs that name none.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum QueueMapping {
+    /// One queue per tenant.
+    #[default]
+    PerTenant,
+    /// Every job in the queue `default`.
+    Single,
+}
+
+/// A trace file.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceSpec {
+    /// The reader.
+    pub format: TraceFormat,
+    /// A path relative to the scenario file.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// A path under the public trace directory.
+    #[serde(default)]
+    pub public_path: Option<String>,
+    /// Load the whole file and sort it by submit time (stable), for traces not sorted by
+    /// submission; default false: stream it and fail at the first row out of order.
+    #[serde(default)]
+    pub sort: bool,
+}
+
+/// Trace formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TraceFormat {
+    /// Alibaba openb pod list.
+    AlibabaOpenb,
+    /// Philly per-job table (`philly_jobs_pollux.csv`).
+    Philly,
+    /// fleetsim native CSV or JSON Lines (by extension; `.gz` allowed).
+    Native,
+}
+
+/// One queue's settings.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueSpec {
+    /// Queue name.
+    pub name: String,
+    /// Strict or best-effort FIFO; default from `[policy]`.
+    #[serde(default)]
+    pub strategy: Option<QueueingStrategy>,
+    /// Hard maximum of accelerators held by running jobs (GPU-milli / 1000, may be
+    /// fractional); jobs whose gang exceeds it are rejected at submit.
+    #[serde(default)]
+    pub max_gpus: Option<f64>,
+    /// Time limit given to jobs that state none, seconds; exactly 0 means such jobs are
+    /// rejected at submit (Slurm semantics, field case B16).
+    #[serde(default)]
+    pub default_time_limit_s: Option<f64>,
+    /// Largest time limit a job may ask for, seconds; larger limits are cut to it.
+    #[serde(default)]
+    pub max_time_limit_s: Option<f64>,
+}
+
+/// Policy choices, by name.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySpec {
+    /// `fifo` or `priority`.
+    #[serde(default)]
+    pub queue_order: QueueOrderKind,
+    /// Default queueing strategy: `strict-fifo` or `best-effort-fifo`.
+    #[serde(default)]
+    pub queueing_strategy: QueueingStrategy,
+    /// `first-fit`, `best-fit` or `worst-fit`.
+    #[serde(default)]
+    pub placement: PlacementKind,
+    /// `first-fit` or `least-loaded`.
+    #[serde(default)]
+    pub cell_selection: CellSelectKind,
+}
+
+/// The measurement window and time series.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsSpec {
+    /// Time after the first submission excluded from the window, seconds.
+    #[serde(default)]
+    pub warmup_s: f64,
+    /// Simulation stops here (seconds after t = 0); jobs not started by then are censored.
+    #[serde(default)]
+    pub horizon_s: Option<f64>,
+    /// Width of one `timeseries.csv` interval, seconds.
+    #[serde(default = "default_interval")]
+    pub timeseries_interval_s: f64,
+    /// Audit the fleet state against running jobs after every instant (slow; default: only
+    /// at the end).
+    #[serde(default)]
+    pub audit_every_instant: bool,
+}
+
+fn default_interval() -> f64 {
+    3600.0
+}
+
+impl Default for MetricsSpec {
+    fn default() -> Self {
+        MetricsSpec {
+            warmup_s: 0.0,
+            horizon_s: None,
+            timeseries_interval_s: default_interval(),
+            audit_every_instant: false,
+        }
+    }
+}

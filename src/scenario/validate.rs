@@ -1,0 +1,251 @@
+//! Loading and validating scenario files.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use super::schema::*;
+
+/// Errors from loading a scenario. All are fatal: the run does not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The TOML does not parse or does not match the schema (unknown key, wrong type,
+    /// unknown policy name); the message names the line, column and key.
+    #[error("{origin}: {message}")]
+    Parse {
+        /// The file (or `<embedded default>`).
+        origin: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// A value is out of range or inconsistent.
+    #[error("{origin}: `{field}`: {message}")]
+    Invalid {
+        /// The file.
+        origin: String,
+        /// The dotted path of the field (e.g. `fleet.cells[1].nodes[0].count`).
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The directory holding public traces: `--trace-dir`, else `FLEETSIM_TRACE_DIR`, else
+/// `traces/public/`.
+#[derive(Clone, Debug)]
+pub struct TraceDir(pub PathBuf);
+
+impl TraceDir {
+    /// Resolves the directory from a flag value and the environment.
+    pub fn resolve(flag: Option<PathBuf>) -> TraceDir {
+        TraceDir(
+            flag.or_else(|| std::env::var_os("FLEETSIM_TRACE_DIR").map(PathBuf::from))
+                .unwrap_or_else(|| PathBuf::from("traces/public")),
+        )
+    }
+}
+
+/// A scenario with where it came from, for resolving relative paths.
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    /// The parsed scenario.
+    pub scenario: Scenario,
+    /// The file's name for messages (`<embedded default>` for the default).
+    pub origin: String,
+    /// Directory that `path = …` entries are relative to.
+    pub base_dir: PathBuf,
+}
+
+impl Loaded {
+    /// Resolves a `path` / `public_path` pair.
+    ///
+    /// # Errors
+    /// [`ScenarioError::Invalid`] when neither or both are given.
+    pub fn resolve_path(
+        &self,
+        field: &str,
+        path: &Option<String>,
+        public_path: &Option<String>,
+        trace_dir: &TraceDir,
+    ) -> Result<PathBuf, ScenarioError> {
+        match (path, public_path) {
+            (Some(p), None) => Ok(self.base_dir.join(p)),
+            (None, Some(p)) => Ok(trace_dir.0.join(p)),
+            _ => Err(ScenarioError::Invalid {
+                origin: self.origin.clone(),
+                field: field.to_string(),
+                message: "give exactly one of `path` (relative to the scenario) and `public_path` (under the trace directory)".into(),
+            }),
+        }
+    }
+}
+
+/// Reads and validates a scenario file.
+///
+/// # Errors
+/// [`ScenarioError`] naming the file and the offending key.
+pub fn load(path: &Path) -> Result<Loaded, ScenarioError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    parse(&text, &path.display().to_string(), base)
+}
+
+/// Parses and validates scenario text.
+///
+/// # Errors
+/// [`ScenarioError::Parse`] or [`ScenarioError::Invalid`], naming `origin`.
+pub fn parse(text: &str, origin: &str, base_dir: PathBuf) -> Result<Loaded, ScenarioError> {
+    let scenario: Scenario = toml::from_str(text).map_err(|e| ScenarioError::Parse {
+        origin: origin.to_string(),
+        message: e.to_string(),
+    })?;
+    validate(&scenario, origin)?;
+    Ok(Loaded {
+        scenario,
+        origin: origin.to_string(),
+        base_dir,
+    })
+}
+
+fn finite_nonneg(v: f64) -> bool {
+    v.is_finite() && v >= 0.0
+}
+
+fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
+    let bad = |field: String, message: &str| ScenarioError::Invalid {
+        origin: origin.to_string(),
+        field,
+        message: message.to_string(),
+    };
+    if s.name.trim().is_empty() {
+        return Err(bad("name".into(), "must not be empty"));
+    }
+    if s.fleet.cells.is_empty() {
+        return Err(bad("fleet.cells".into(), "at least one cell is required"));
+    }
+    if s.fleet.cells.len() > u16::MAX as usize {
+        return Err(bad("fleet.cells".into(), "too many cells"));
+    }
+    let mut names = BTreeSet::new();
+    for (i, c) in s.fleet.cells.iter().enumerate() {
+        let f = format!("fleet.cells[{i}]");
+        if c.name.trim().is_empty() {
+            return Err(bad(format!("{f}.name"), "must not be empty"));
+        }
+        if !names.insert(c.name.clone()) {
+            return Err(bad(
+                format!("{f}.name"),
+                &format!("duplicate cell name `{}`", c.name),
+            ));
+        }
+        if c.nodes.is_empty() && c.machine_list.is_none() {
+            return Err(bad(f, "a cell needs `nodes` groups or a `machine_list`"));
+        }
+        for (g, grp) in c.nodes.iter().enumerate() {
+            let f = format!("{f}.nodes[{g}]");
+            let given = [
+                grp.count.is_some(),
+                grp.racks.is_some(),
+                grp.names.is_some(),
+            ];
+            if given.iter().filter(|&&g| g).count() != 1 {
+                return Err(bad(f, "give exactly one of `count`, `racks` and `names`"));
+            }
+            if grp.names.as_ref().is_some_and(|n| n.is_empty()) {
+                return Err(bad(f, "`names` must not be empty"));
+            }
+            if grp.count == Some(0) || grp.racks == Some(0) {
+                return Err(bad(f, "a node group needs at least one node"));
+            }
+            if grp.nodes_per_domain == Some(0) || grp.domains_per_block == Some(0) {
+                return Err(bad(
+                    f,
+                    "`nodes_per_domain` and `domains_per_block` must be ≥ 1",
+                ));
+            }
+        }
+        if let Some(ml) = &c.machine_list {
+            if ml.path.is_some() == ml.public_path.is_some() {
+                return Err(bad(
+                    format!("{f}.machine_list"),
+                    "give exactly one of `path` and `public_path`",
+                ));
+            }
+        }
+    }
+    match (&s.workload.trace, &s.workload.synthetic) {
+        (Some(t), None) => {
+            if t.path.is_some() == t.public_path.is_some() {
+                return Err(bad(
+                    "workload.trace".into(),
+                    "give exactly one of `path` and `public_path`",
+                ));
+            }
+        }
+        (None, Some(syn)) => syn
+            .validate()
+            .map_err(|m: String| bad("workload.synthetic".into(), &m))?,
+        _ => {
+            return Err(bad(
+                "workload".into(),
+                "give exactly one of `[workload.trace]` and `[workload.synthetic]`",
+            ))
+        }
+    }
+    let mut qnames = BTreeSet::new();
+    for (i, q) in s.queues.iter().enumerate() {
+        let f = format!("queues[{i}]");
+        if !qnames.insert(q.name.clone()) {
+            return Err(bad(
+                format!("{f}.name"),
+                &format!("duplicate queue `{}`", q.name),
+            ));
+        }
+        for (k, v) in [
+            ("max_gpus", q.max_gpus),
+            ("default_time_limit_s", q.default_time_limit_s),
+            ("max_time_limit_s", q.max_time_limit_s),
+        ] {
+            if let Some(v) = v {
+                if !finite_nonneg(v) {
+                    return Err(bad(
+                        format!("{f}.{k}"),
+                        &format!("must be a number ≥ 0, got {v}"),
+                    ));
+                }
+            }
+        }
+    }
+    let m = &s.metrics;
+    if !finite_nonneg(m.warmup_s) {
+        return Err(bad("metrics.warmup_s".into(), "must be a number ≥ 0"));
+    }
+    if let Some(h) = m.horizon_s {
+        if !(h.is_finite() && h > 0.0) {
+            return Err(bad("metrics.horizon_s".into(), "must be a number > 0"));
+        }
+    }
+    if !(m.timeseries_interval_s.is_finite() && m.timeseries_interval_s >= 0.001) {
+        return Err(bad(
+            "metrics.timeseries_interval_s".into(),
+            "must be at least 0.001 s",
+        ));
+    }
+    Ok(())
+}
+
+/// Seconds (float, from a scenario) to milliseconds, rounding half away from zero.
+pub fn secs_to_ms(s: f64) -> u64 {
+    (s * 1000.0).round() as u64
+}

@@ -1,0 +1,140 @@
+//! Small scenarios whose every number is worked out by hand in the comments.
+
+use crate::support::{occupancy, run, span};
+
+const ONE_NODE_4_GPUS: &str = r#"
+[[fleet.cells]]
+name = "c"
+[[fleet.cells.nodes]]
+names = ["n1"]
+accelerator = "H100"
+gpus = 4
+[workload]
+trace = { format = "native", path = "jobs.csv" }
+queues = "single"
+"#;
+
+const JOBS: &str = "id,submit_s,tenant,num_gpu,runtime_s
+J1,0,a,2,100
+J2,0,b,4,50
+J3,10,a,1,20
+";
+
+/// Strict FIFO, one queue, one 4-GPU node:
+/// t=0 J1 (2 GPUs) starts; J2 (4) does not fit and blocks the queue.
+/// t=10 J3 (1) would fit but is behind J2.
+/// t=100 J1 ends; J2 starts (100–150); J3 still does not fit.
+/// t=150 J3 runs 150–170.
+/// Waits 0, 100, 140 → mean 80, p50 100, max 140.
+/// Occupancy [0,170] = (2·100 + 4·50 + 1·20) / (4·170) = 420/680.
+#[test]
+fn strict_fifo_head_blocks_its_queue() {
+    let toml = format!(
+        "name = \"strict\"\n[policy]\nqueueing_strategy = \"strict-fifo\"\n{ONE_NODE_4_GPUS}"
+    );
+    let out = run(&toml, &[("jobs.csv", JOBS)]);
+    assert_eq!(span(&out, "J1"), (Some(0), Some(100)));
+    assert_eq!(span(&out, "J2"), (Some(100), Some(150)));
+    assert_eq!(span(&out, "J3"), (Some(150), Some(170)));
+    let w = &out.summary.wait_s;
+    assert_eq!(
+        (w.mean, w.p50, w.max),
+        (Some(80.0), Some(100.0), Some(140.0))
+    );
+    assert_eq!(occupancy(&out), 420.0 / 680.0);
+    assert_eq!(out.summary.makespan_s, Some(170.0));
+    // JCTs 100, 150, 160 → mean 136.666…; bounded slowdowns 1, 3, 8.
+    assert_eq!(out.summary.jct_s.max, Some(160.0));
+    assert_eq!(out.summary.bounded_slowdown.max, Some(8.0));
+    assert_eq!(out.summary.bounded_slowdown.p50, Some(3.0));
+}
+
+/// Best-effort FIFO: J3 passes the blocked J2.
+/// t=10 J3 runs 10–30 on a free GPU. t=100 J2 runs 100–150.
+/// Waits 0, 100, 0. Occupancy [0,150] = (200 + 200 + 20) / (4·150) = 420/600 = 70 %.
+#[test]
+fn best_effort_fifo_lets_later_jobs_pass() {
+    let toml = format!("name = \"best-effort\"\n[policy]\nqueueing_strategy = \"best-effort-fifo\"\n{ONE_NODE_4_GPUS}");
+    let out = run(&toml, &[("jobs.csv", JOBS)]);
+    assert_eq!(span(&out, "J3"), (Some(10), Some(30)));
+    assert_eq!(span(&out, "J2"), (Some(100), Some(150)));
+    assert_eq!(occupancy(&out), 0.7);
+    assert_eq!(out.summary.wait_s.max, Some(100.0));
+}
+
+/// Two cells, least-loaded cell selection: a: 1 node × 8 GPUs, b: 1 node × 8 GPUs.
+/// A (t=0, 4 GPUs) → a (both empty, tie → lower id). B (t=1, 2 GPUs) → b (a at 50 %).
+/// C (t=2, 2 GPUs) → b (a 50 %, b 25 %). With first-fit cells, B and C both go to a.
+#[test]
+fn cell_selection_least_loaded_vs_first_fit() {
+    let fleet = r#"
+[[fleet.cells]]
+name = "a"
+[[fleet.cells.nodes]]
+names = ["a1"]
+accelerator = "H100"
+gpus = 8
+[[fleet.cells]]
+name = "b"
+[[fleet.cells.nodes]]
+names = ["b1"]
+accelerator = "B200"
+gpus = 8
+[workload]
+trace = { format = "native", path = "jobs.csv" }
+"#;
+    let jobs = "id,submit_s,tenant,num_gpu,runtime_s
+A,0,t,4,100
+B,1,t,2,100
+C,2,t,2,100
+";
+    let ll = run(
+        &format!("name = \"ll\"\n[policy]\ncell_selection = \"least-loaded\"\n{fleet}"),
+        &[("jobs.csv", jobs)],
+    );
+    let cells = |out: &fleetsim::run::RunOutput| -> Vec<String> {
+        ["A", "B", "C"]
+            .iter()
+            .map(|n| crate::support::job(out, n).cell.clone().unwrap())
+            .collect()
+    };
+    assert_eq!(cells(&ll), vec!["a", "b", "b"]);
+    let ff = run(
+        &format!("name = \"ff\"\n[policy]\ncell_selection = \"first-fit\"\n{fleet}"),
+        &[("jobs.csv", jobs)],
+    );
+    assert_eq!(cells(&ff), vec!["a", "a", "a"]);
+    // Per-model occupancy, least-loaded, window [0,102]:
+    // H100: 4·100 / (8·102); B200: 2·100·2 / (8·102).
+    let by_model = &ll.summary.occupancy_by_model;
+    assert_eq!(by_model["H100"], Some(400.0 / 816.0));
+    assert_eq!(by_model["B200"], Some(400.0 / 816.0));
+}
+
+/// Fractional GPUs: two 0.5-GPU tasks share one GPU; occupancy counts GPU-milli.
+/// Node 1 × 2 GPUs; P1, P2 (500 milli each, 100 s) at t=0 → both on GPU 0.
+/// W (1 whole GPU, 100 s) at t=0 → GPU 1. Occupancy [0,100] = (0.5+0.5+1)·100 / (2·100) = 100 %.
+#[test]
+fn fractional_tasks_share_one_gpu() {
+    let toml = r#"
+name = "frac"
+[[fleet.cells]]
+name = "c"
+[[fleet.cells.nodes]]
+names = ["n1"]
+accelerator = "T4"
+gpus = 2
+[workload]
+trace = { format = "native", path = "jobs.csv" }
+"#;
+    let jobs = "id,submit_s,tenant,num_gpu,gpu_milli,runtime_s
+P1,0,t,1,500,100
+P2,0,t,1,500,100
+W,0,t,1,1000,100
+";
+    let out = run(toml, &[("jobs.csv", jobs)]);
+    for j in ["P1", "P2", "W"] {
+        assert_eq!(span(&out, j), (Some(0), Some(100)), "{j}");
+    }
+    assert_eq!(occupancy(&out), 1.0);
+}

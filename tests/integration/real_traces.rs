@@ -1,0 +1,68 @@
+//! The committed scenarios on the real public traces in `../shared/traces`: counts match the
+//! traces' SOURCE.md figures and every job is accounted for. Skipped (with a message) when
+//! the traces are not there.
+
+use std::path::PathBuf;
+
+use fleetsim::run::{run_scenario, RunOptions};
+use fleetsim::scenario::{self, TraceDir};
+
+use crate::support::public_traces;
+
+fn run_committed(name: &str) -> Option<fleetsim::run::RunOutput> {
+    let traces = public_traces();
+    if !traces.join("philly").exists() {
+        eprintln!("skipping {name}: no public traces at {}", traces.display());
+        return None;
+    }
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join(name);
+    let loaded = scenario::load(&path).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let opts = RunOptions {
+        seed: None,
+        trace_dir: TraceDir(traces),
+        out_dir: Some(out.path().to_path_buf()),
+    };
+    Some(run_scenario(&loaded, &opts, &mut |_, _| {}).unwrap())
+}
+
+#[test]
+fn openb_replay_counts_match_the_trace() {
+    let Some(out) = run_committed("openb-replay.toml") else {
+        return;
+    };
+    let s = &out.summary;
+    assert_eq!(s.fleet.gpus, 6212);
+    assert_eq!(s.fleet.nodes, 1213);
+    assert_eq!(s.jobs.submitted, 8152);
+    let j = &s.jobs;
+    assert_eq!(
+        j.started + j.rejected + j.censored + j.cancelled,
+        j.submitted
+    );
+    assert_eq!(s.fleet.gpus_by_model["G2"], 4392);
+    assert!(
+        s.occupancy.unwrap() < 0.05,
+        "the replayed timeline is nearly empty (quirk 1)"
+    );
+}
+
+#[test]
+fn philly_fifo_counts_match_the_trace() {
+    let Some(out) = run_committed("philly-fifo.toml") else {
+        return;
+    };
+    let s = &out.summary;
+    assert_eq!(s.fleet.gpus, 2490);
+    assert_eq!(s.fleet.nodes, 552);
+    assert_eq!(s.jobs.submitted, 82_247);
+    let j = &s.jobs;
+    assert_eq!(
+        j.started + j.rejected + j.censored + j.cancelled,
+        j.submitted
+    );
+    assert_eq!(j.rejected, 0, "every Philly job fits the 2,490-GPU fleet");
+    assert_eq!(j.completed, 82_247);
+}

@@ -1,0 +1,59 @@
+//! Helpers: write a scenario and its trace files into a temporary directory and run it.
+
+use std::path::PathBuf;
+
+use fleetsim::engine::{FinalState, JobRow};
+use fleetsim::run::{run_scenario, RunOptions, RunOutput};
+use fleetsim::scenario::{self, TraceDir};
+
+/// Writes `files` (name, contents) and `scenario.toml` into a fresh directory, runs it with
+/// every-instant audits on, and returns the output with job rows in memory.
+pub fn run(scenario_toml: &str, files: &[(&str, &str)]) -> RunOutput {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let path = dir.path().join("scenario.toml");
+    std::fs::write(&path, scenario_toml).unwrap();
+    let mut loaded = scenario::load(&path).unwrap();
+    loaded.scenario.metrics.audit_every_instant = true;
+    let opts = RunOptions {
+        seed: None,
+        trace_dir: TraceDir(public_traces()),
+        out_dir: None,
+    };
+    run_scenario(&loaded, &opts, &mut |_, _| {}).unwrap()
+}
+
+/// The public traces beside the checkout (`../shared/traces`).
+pub fn public_traces() -> PathBuf {
+    std::env::var_os("FLEETSIM_TRACE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/traces"))
+}
+
+/// The row of job `name`.
+pub fn job<'a>(out: &'a RunOutput, name: &str) -> &'a JobRow {
+    out.jobs
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|r| r.name == name)
+        .unwrap_or_else(|| panic!("no job {name}"))
+}
+
+/// (start s, finish s) of a job, with milliseconds as integers divided exactly.
+pub fn span(out: &RunOutput, name: &str) -> (Option<u64>, Option<u64>) {
+    let r = job(out, name);
+    (r.start.map(|t| t.0 / 1000), r.finish.map(|t| t.0 / 1000))
+}
+
+/// Final state of a job.
+pub fn state(out: &RunOutput, name: &str) -> FinalState {
+    job(out, name).state
+}
+
+/// Fleet occupancy as a fraction.
+pub fn occupancy(out: &RunOutput) -> f64 {
+    out.summary.occupancy.expect("defined")
+}
