@@ -144,6 +144,7 @@ pub fn run_scenario(
     let (policies, cfg) = engine_config(loaded);
     let cells: Vec<String> = state.cells().iter().map(|c| c.name.clone()).collect();
     let models: Vec<String> = state.models().to_vec();
+    let models_for_series = models.clone();
     let nodes = state.nodes().len() as u64;
     let mut gpus_by_cell = BTreeMap::new();
     for (i, c) in state.cells().iter().enumerate() {
@@ -196,7 +197,8 @@ pub fn run_scenario(
     );
     if let Some(dir) = &opts.out_dir {
         let path = dir.join("timeseries.csv");
-        timeseries::write(&path, &cells, &result.occupancy).map_err(io_err(&path))?;
+        timeseries::write(&path, &cells, &models_for_series, &result.occupancy)
+            .map_err(io_err(&path))?;
         let path = dir.join("summary.json");
         let mut text = serde_json::to_string_pretty(&summary).expect("summary serializes");
         text.push('\n');

@@ -57,19 +57,24 @@ pub const EXIT_BAD_INPUT: i32 = 2;
 
 /// True when the error is the input's fault (exit code 2) rather than a failure of the run.
 pub fn is_bad_input(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
+    use crate::engine::EngineError;
+    let engine_input = |e: &EngineError| {
         matches!(
-            c.downcast_ref::<RunError>(),
-            Some(RunError::Scenario(_) | RunError::Build(_) | RunError::Trace(_))
-        ) || c.downcast_ref::<scenario::ScenarioError>().is_some()
-            || matches!(
-                c.downcast_ref::<crate::engine::EngineError>(),
-                Some(
-                    crate::engine::EngineError::Trace(_)
-                        | crate::engine::EngineError::BadJob { .. }
-                        | crate::engine::EngineError::Unsorted { .. }
-                )
-            )
+            e,
+            EngineError::Trace(_) | EngineError::BadJob { .. } | EngineError::Unsorted { .. }
+        )
+    };
+    e.chain().any(|c| {
+        match c.downcast_ref::<RunError>() {
+            Some(RunError::Scenario(_) | RunError::Build(_) | RunError::Trace(_)) => return true,
+            Some(RunError::Engine(inner)) if engine_input(inner) => return true,
+            _ => {}
+        }
+        c.downcast_ref::<scenario::ScenarioError>().is_some()
+            || c.downcast_ref::<crate::fleet::build::BuildError>()
+                .is_some()
+            || c.downcast_ref::<crate::workload::TraceError>().is_some()
+            || c.downcast_ref::<EngineError>().is_some_and(engine_input)
     })
 }
 

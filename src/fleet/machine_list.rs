@@ -218,3 +218,174 @@ pub fn read_philly_machines(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    const OPENB_H: &str = "sn,cpu_milli,memory_mib,gpu,model\n";
+
+    #[test]
+    fn openb_nodes() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            &dir,
+            "nodes.csv",
+            &format!("{OPENB_H}n0,32000,262144,0,\nn1,96000,786432,8,G2\nn2,64000,262144,2,T4\n"),
+        );
+        let rows = read_openb_nodes(&p).unwrap();
+        assert_eq!(rows.len(), 3);
+        assert_eq!(rows[0].model, None);
+        assert_eq!(
+            rows[1],
+            MachineRow {
+                name: "n1".into(),
+                gpus: 8,
+                model: Some("G2".into()),
+                cpu_milli: 96_000,
+                mem_mib: 786_432
+            }
+        );
+    }
+
+    #[test]
+    fn openb_bad_rows() {
+        let cases = [
+            ("n1,96000,786432,8,H9000\n", "model"),
+            ("n1,96000,786432,8,\n", "model"),
+            ("n1,96000,786432,0,T4\n", "model"),
+            ("n1,0,0,0,\n", "gpu"),
+            ("n1,-1,0,0,\n", "cpu_milli"),
+            ("n1,1,x,0,\n", "memory_mib"),
+            ("n1,1,1,65,G2\n", "gpu"),
+            ("n0,1,1,0,\n", "sn"),
+            (",1,1,0,\n", "sn"),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        for (i, (row, field)) in cases.iter().enumerate() {
+            let name = format!("bad{i}.csv");
+            let p = write(&dir, &name, &format!("{OPENB_H}n0,1,1,0,\n{row}"));
+            let e = read_openb_nodes(&p).expect_err(row).to_string();
+            assert!(
+                e.contains(&name) && e.contains("line 3:") && e.contains(&format!("`{field}`")),
+                "{e}"
+            );
+        }
+        let p = write(&dir, "short.csv", "sn,cpu_milli,memory_mib,gpu\n");
+        assert!(matches!(
+            read_openb_nodes(&p),
+            Err(TraceError::MissingColumn { column, .. }) if column == "model"
+        ));
+    }
+
+    const PHILLY_H: &str = "machineId, number of GPUs, single GPU mem\n";
+
+    #[test]
+    fn philly_machines() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            &dir,
+            "m.csv",
+            &format!("{PHILLY_H}m0,2, 12GB\nm1,8, 24GB\n"),
+        );
+        let rows = read_philly_machines(&p, &PhillyMachineAssumptions::default()).unwrap();
+        assert_eq!(
+            rows,
+            [
+                MachineRow {
+                    name: "m0".into(),
+                    gpus: 2,
+                    model: Some("K80".into()),
+                    cpu_milli: 8000,
+                    mem_mib: 131_072
+                },
+                MachineRow {
+                    name: "m1".into(),
+                    gpus: 8,
+                    model: Some("P40".into()),
+                    cpu_milli: 32_000,
+                    mem_mib: 524_288
+                },
+            ]
+        );
+        for (row, field) in [
+            ("m2,8, 16GB\n", "single GPU mem"),
+            ("m2,8, 24\n", "single GPU mem"),
+            ("m2,0, 24GB\n", "number of GPUs"),
+            ("m2,x, 24GB\n", "number of GPUs"),
+            ("m0,2, 12GB\n", "machineId"),
+        ] {
+            let p = write(&dir, "bad.csv", &format!("{PHILLY_H}m0,2, 12GB\n{row}"));
+            let e = read_philly_machines(&p, &PhillyMachineAssumptions::default())
+                .expect_err(row)
+                .to_string();
+            assert!(
+                e.contains("bad.csv") && e.contains("line 3:") && e.contains(&format!("`{field}`")),
+                "{e}"
+            );
+        }
+        let mut bad_model = PhillyMachineAssumptions::default();
+        bad_model.model_by_gpu_mem_gb[0].1 = "K8000".into();
+        assert!(read_philly_machines(&p, &bad_model).is_err());
+    }
+
+    fn public(rel: &str) -> Option<PathBuf> {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/traces")
+            .join(rel);
+        if p.exists() {
+            Some(p)
+        } else {
+            eprintln!("skipping: {} not found", p.display());
+            None
+        }
+    }
+
+    #[test]
+    fn public_machine_lists() {
+        if let Some(p) = public("alibaba-gpu-2023/openb_node_list_gpu_node.csv") {
+            let rows = read_openb_nodes(&p).unwrap();
+            assert_eq!(rows.len(), 1213);
+            assert_eq!(rows.iter().map(|r| u64::from(r.gpus)).sum::<u64>(), 6212);
+            assert!(rows.iter().all(|r| r.gpus > 0));
+            let g2: u32 = rows
+                .iter()
+                .filter(|r| r.model.as_deref() == Some("G2"))
+                .map(|r| r.gpus)
+                .sum();
+            assert_eq!(g2, 4392);
+        }
+        if let Some(p) = public("alibaba-gpu-2023/openb_node_list_all_node.csv") {
+            let rows = read_openb_nodes(&p).unwrap();
+            assert_eq!(rows.len(), 1523);
+            assert_eq!(rows.iter().filter(|r| r.gpus == 0).count(), 310);
+            assert_eq!(rows.iter().map(|r| u64::from(r.gpus)).sum::<u64>(), 6212);
+        }
+        if let Some(p) = public("philly/cluster_machine_list.csv") {
+            let rows = read_philly_machines(&p, &PhillyMachineAssumptions::default()).unwrap();
+            assert_eq!(rows.len(), 552);
+            assert_eq!(rows.iter().filter(|r| r.gpus == 2).count(), 321);
+            assert_eq!(rows.iter().filter(|r| r.gpus == 8).count(), 231);
+            assert_eq!(rows.iter().map(|r| u64::from(r.gpus)).sum::<u64>(), 2490);
+            assert!(rows
+                .iter()
+                .all(|r| (r.gpus == 2) == (r.model.as_deref() == Some("K80"))));
+        }
+    }
+
+    #[test]
+    fn assumptions_deserialize_from_toml() {
+        let a: PhillyMachineAssumptions =
+            toml::from_str("model_by_gpu_mem_gb = [[12, \"K80\"], [16, \"P100\"]]").unwrap();
+        assert_eq!(a.model_by_gpu_mem_gb[1], (16, "P100".to_string()));
+        assert_eq!(a.cpu_milli_per_gpu, 4000);
+        assert!(toml::from_str::<PhillyMachineAssumptions>("cpus = 3").is_err());
+    }
+}

@@ -26,10 +26,15 @@ pub struct SeriesRow {
     pub start: SimTime,
     /// Interval length, ms (the last interval may be shorter).
     pub len_ms: u64,
-    /// Mean allocated accelerators per cell (GPU-milli·ms / len, in GPU-milli).
+    /// Time-integrated allocated accelerators per cell (GPU-milli·ms; divide by `len_ms`
+    /// for the mean).
     pub allocated_milli: Vec<u128>,
-    /// Mean available accelerators per cell, GPU-milli.
+    /// Time-integrated available accelerators per cell (GPU-milli·ms).
     pub available_milli: Vec<u128>,
+    /// Time-integrated allocated accelerators per model (GPU-milli·ms).
+    pub allocated_model_milli: Vec<u128>,
+    /// Time-integrated available accelerators per model (GPU-milli·ms).
+    pub available_model_milli: Vec<u128>,
     /// Time-integrated pending jobs (job·ms).
     pub pending_ms: u128,
     /// Time-integrated running jobs (job·ms).
@@ -40,6 +45,8 @@ pub struct SeriesRow {
 struct Bucket {
     alloc: Vec<u128>,
     avail: Vec<u128>,
+    alloc_model: Vec<u128>,
+    avail_model: Vec<u128>,
     pending: u128,
     running: u128,
 }
@@ -180,11 +187,14 @@ impl Collector {
             let d = (e - s) as u128;
             if self.buckets.len() <= k {
                 let cells = self.alloc_cell.len();
+                let models = self.alloc_model.len();
                 self.buckets.resize(
                     k + 1,
                     Bucket {
                         alloc: vec![0; cells],
                         avail: vec![0; cells],
+                        alloc_model: vec![0; models],
+                        avail_model: vec![0; models],
                         ..Bucket::default()
                     },
                 );
@@ -195,6 +205,12 @@ impl Collector {
             }
             for (i, &v) in self.avail_cell.iter().enumerate() {
                 b.avail[i] += v as u128 * d;
+            }
+            for (i, &v) in self.alloc_model.iter().enumerate() {
+                b.alloc_model[i] += v as u128 * d;
+            }
+            for (i, &v) in self.avail_model.iter().enumerate() {
+                b.avail_model[i] += v as u128 * d;
             }
             b.pending += self.pending as u128 * d;
             b.running += self.running as u128 * d;
@@ -319,6 +335,8 @@ impl Collector {
                     len_ms: len,
                     allocated_milli: b.alloc.clone(),
                     available_milli: b.avail.clone(),
+                    allocated_model_milli: b.alloc_model.clone(),
+                    available_model_milli: b.avail_model.clone(),
                     pending_ms: b.pending,
                     running_ms: b.running,
                 }

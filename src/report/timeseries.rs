@@ -1,5 +1,6 @@
 //! `timeseries.csv`: one row per interval of the window with time-averaged values: allocated
-//! and available accelerators (fleet and per cell), occupancy, pending and running jobs.
+//! and available accelerators (fleet and per cell), occupancy (fleet, per cell, per
+//! accelerator model), pending and running jobs.
 
 use std::io::Write;
 use std::path::Path;
@@ -8,11 +9,16 @@ use crate::metrics::{ratio, Occupancy};
 use crate::report::atomic::AtomicFile;
 use crate::report::format::{milli_as_units, ms_as_secs, ratio6};
 
-/// Writes the series for cells named `cells`.
+/// Writes the series for cells named `cells` and accelerator models named `models`.
 ///
 /// # Errors
 /// The I/O error from writing.
-pub fn write(dest: &Path, cells: &[String], o: &Occupancy) -> std::io::Result<()> {
+pub fn write(
+    dest: &Path,
+    cells: &[String],
+    models: &[String],
+    o: &Occupancy,
+) -> std::io::Result<()> {
     let mut w = csv::Writer::from_writer(AtomicFile::create(dest)?);
     let mut header: Vec<String> = [
         "time_s",
@@ -30,6 +36,10 @@ pub fn write(dest: &Path, cells: &[String], o: &Occupancy) -> std::io::Result<()
         header.push(format!("{c}_allocated_gpus"));
         header.push(format!("{c}_available_gpus"));
         header.push(format!("{c}_occupancy"));
+    }
+    for m in models {
+        header.push(format!("model_{m}_allocated_gpus"));
+        header.push(format!("model_{m}_occupancy"));
     }
     w.write_record(&header).map_err(std::io::Error::other)?;
     for row in &o.series {
@@ -51,6 +61,13 @@ pub fn write(dest: &Path, cells: &[String], o: &Occupancy) -> std::io::Result<()
             rec.push(ratio6(ratio(
                 row.allocated_milli[i],
                 row.available_milli[i],
+            )));
+        }
+        for (i, _) in models.iter().enumerate() {
+            rec.push(milli_as_units(row.allocated_model_milli[i] / len));
+            rec.push(ratio6(ratio(
+                row.allocated_model_milli[i],
+                row.available_model_milli[i],
             )));
         }
         w.write_record(&rec).map_err(std::io::Error::other)?;

@@ -1462,4 +1462,26 @@ b,0.0004,t,0,,,,0.0,0
             Some(NativeFormat::Csv)
         );
     }
+
+    #[test]
+    fn shipped_samples_parse_to_identical_jobs() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces");
+        let csv = all(&dir.join("sample-small.csv")).unwrap();
+        let jsonl = all(&dir.join("sample-small.jsonl")).unwrap();
+        assert_eq!(csv, jsonl);
+        assert_eq!(csv.len(), 20);
+        assert!(csv.iter().any(|j| j.tasks > 1), "gangs");
+        assert!(
+            csv.iter().any(|j| j.shape.is_fractional()),
+            "fractional GPUs"
+        );
+        assert!(csv.iter().any(|j| j.shape.num_gpu == 0), "CPU-only");
+        assert!(
+            csv.iter().any(|j| j.gpu_models.len() > 1),
+            "model alternatives"
+        );
+        assert!(csv.iter().any(|j| j.cells.len() > 1), "cell alternatives");
+        assert_eq!(csv[7].submit, SimTime(150_250));
+        assert_eq!(csv[7].runtime, SimDuration(300_500));
+    }
 }

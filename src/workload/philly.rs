@@ -279,7 +279,10 @@ mod tests {
         let t = |s: &str| parse_naive_timestamp(s).unwrap();
         // DST ended 2017-11-05 in US Pacific: deliberately not applied.
         assert_eq!(t("2017-11-05 02:30:00") - t("2017-11-05 01:30:00"), 3600);
-        assert_eq!(t("2017-12-22 08:02:11") - t("2017-09-04 10:30:41"), 9_408_690);
+        assert_eq!(
+            t("2017-12-22 08:02:11") - t("2017-09-04 10:30:41"),
+            9_408_690
+        );
         assert_eq!(t("2016-02-29 00:00:00") - t("2016-02-28 00:00:00"), 86_400);
         for bad in [
             "2017-02-29 00:00:00",
@@ -336,7 +339,9 @@ mod tests {
                 ("4", 2_932_000, 3, 4, 10_000, "vc1"),
             ]
         );
-        assert!(jobs.iter().all(|j| j.shape.gpu_milli == 1000 && j.queue.is_none()));
+        assert!(jobs
+            .iter()
+            .all(|j| j.shape.gpu_milli == 1000 && j.queue.is_none()));
     }
 
     #[test]
@@ -364,7 +369,9 @@ mod tests {
             );
         }
         let p = write(&dir, "cols.csv", "timestamp,duration,num_gpus,cluster\n");
-        assert!(matches!(read(&p), Err(TraceError::MissingColumn { column, .. }) if column == "gpu_time"));
+        assert!(
+            matches!(read(&p), Err(TraceError::MissingColumn { column, .. }) if column == "gpu_time")
+        );
         let p = write(&dir, "empty.csv", H);
         assert!(read(&p).unwrap().is_empty());
     }
@@ -405,7 +412,10 @@ mod tests {
         assert_eq!(hist, want);
         assert_eq!(jobs[0].submit, SimTime::ZERO);
         // 2017-12-22 08:02:11 − 2017-09-04 10:30:41 = 109 days − 2 h 28 min 30 s.
-        assert_eq!(jobs.last().unwrap().submit, SimTime::from_secs(109 * 86_400 - 8_910));
+        assert_eq!(
+            jobs.last().unwrap().submit,
+            SimTime::from_secs(109 * 86_400 - 8_910)
+        );
         assert!(jobs.windows(2).all(|w| w[0].submit <= w[1].submit));
         assert!(jobs.iter().all(|j| j.shape.num_gpu <= 8));
         let per_vc = jobs.iter().filter(|j| j.tenant == "6214e9").count();

@@ -564,3 +564,320 @@ impl JobStream for SyntheticStream {
         Skipped::new()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> SyntheticSpec {
+        toml::from_str(
+            r#"
+            jobs = 2000
+            arrival_rate_per_hour = 60
+            tenants = [{ name = "a", weight = 3 }, { name = "b", weight = 1 }]
+            sizes = [
+                { gpus = 1, weight = 6 },
+                { gpus = 1, gpu_milli = 250, weight = 1 },
+                { gpus = 8, weight = 1 },
+                { gpus = 12, weight = 1 },
+                { gpus = 16, weight = 1 },
+            ]
+            runtime = { dist = "lognormal", median_s = 600, sigma = 2.0, min_s = 30, max_s = 7200 }
+            cpu_milli_per_gpu = 4000
+            mem_mib_per_gpu = 65536
+            priorities = [{ priority = 0, weight = 1 }, { priority = 5, weight = 1 }]
+            "#,
+        )
+        .unwrap()
+    }
+
+    fn jobs(spec: &SyntheticSpec, seed: u64) -> Vec<JobSpec> {
+        generate(spec, seed).map(Result::unwrap).collect()
+    }
+
+    #[test]
+    fn deterministic_per_seed() {
+        let s = spec();
+        s.validate().unwrap();
+        let a = jobs(&s, 7);
+        assert_eq!(a.len(), 2000);
+        assert_eq!(a, jobs(&s, 7));
+        assert_ne!(a, jobs(&s, 8));
+        assert!(a.windows(2).all(|w| w[0].submit <= w[1].submit));
+        assert_eq!(a[0].name, "syn-1");
+        assert!(a.iter().any(|j| j.priority == 5) && a.iter().any(|j| j.priority == 0));
+        assert!(a.iter().any(|j| j.tenant == "b"));
+    }
+
+    #[test]
+    fn dimensions_use_independent_streams() {
+        let s = spec();
+        let mut t = spec();
+        t.tenants = vec![TenantMix {
+            name: "only".into(),
+            weight: 1.0,
+        }];
+        let (a, b) = (jobs(&s, 3), jobs(&t, 3));
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(
+                (x.submit, x.tasks, x.shape, x.runtime),
+                (y.submit, y.tasks, y.shape, y.runtime)
+            );
+        }
+    }
+
+    #[test]
+    fn arrival_count_matches_rate() {
+        for rate in [10.0, 60.0, 250.0] {
+            let mut s = spec();
+            s.jobs = None;
+            s.duration_s = Some(7 * 24 * 3600);
+            s.arrival_rate_per_hour = rate;
+            let n = generate(&s, 11).count() as f64;
+            let want = rate * 168.0;
+            assert!(
+                (n - want).abs() <= 0.05 * want,
+                "rate {rate}: {n} vs {want}"
+            );
+            let last = jobs(&s, 11).last().unwrap().submit;
+            assert!(last < SimTime::from_secs(7 * 24 * 3600));
+        }
+        // jobs stops first when it comes first.
+        let mut s = spec();
+        s.jobs = Some(10);
+        s.duration_s = Some(7 * 24 * 3600);
+        assert_eq!(generate(&s, 1).count(), 10);
+    }
+
+    #[test]
+    fn caps_and_gangs() {
+        let s = spec();
+        let all = jobs(&s, 5);
+        for j in &all {
+            assert!(
+                j.runtime >= SimDuration::from_secs(30)
+                    && j.runtime <= SimDuration::from_secs(7200)
+            );
+            let total = j.total_gpu_milli();
+            match total {
+                250 => assert_eq!(
+                    (
+                        j.tasks,
+                        j.shape.num_gpu,
+                        j.shape.gpu_milli,
+                        j.shape.cpu_milli
+                    ),
+                    (1, 1, 250, 1000)
+                ),
+                1000 => assert_eq!((j.tasks, j.shape.num_gpu, j.shape.cpu_milli), (1, 1, 4000)),
+                8000 => assert_eq!((j.tasks, j.shape.num_gpu), (1, 8)),
+                12000 => assert_eq!(
+                    (j.tasks, j.shape.num_gpu, j.shape.cpu_milli),
+                    (3, 4, 16_000)
+                ),
+                16000 => assert_eq!(
+                    (j.tasks, j.shape.num_gpu, j.shape.mem_mib),
+                    (2, 8, 8 * 65536)
+                ),
+                other => panic!("unexpected size {other}"),
+            }
+        }
+        assert!(all.iter().any(|j| j.runtime == SimDuration::from_secs(30)));
+        assert!(all
+            .iter()
+            .any(|j| j.runtime == SimDuration::from_secs(7200)));
+    }
+
+    /// Monte-Carlo mean of the clamped distribution, to check the closed forms.
+    fn mc_mean(d: &RuntimeDist) -> f64 {
+        let mut s = spec();
+        s.runtime = d.clone();
+        s.jobs = Some(200_000);
+        let total: f64 = generate(&s, 99)
+            .map(|j| j.unwrap().runtime.as_secs_f64())
+            .sum();
+        total / 200_000.0
+    }
+
+    #[test]
+    fn closed_form_means_match_sampling() {
+        let dists = [
+            RuntimeDist::Lognormal {
+                median_s: 600.0,
+                sigma: 1.5,
+                min_s: 1.0,
+                max_s: None,
+            },
+            RuntimeDist::Lognormal {
+                median_s: 600.0,
+                sigma: 2.0,
+                min_s: 60.0,
+                max_s: Some(7200.0),
+            },
+            RuntimeDist::Lognormal {
+                median_s: 600.0,
+                sigma: 0.0,
+                min_s: 1.0,
+                max_s: Some(300.0),
+            },
+            RuntimeDist::Pareto {
+                scale_s: 100.0,
+                shape: 1.5,
+                min_s: 1.0,
+                max_s: Some(1e5),
+            },
+            RuntimeDist::Pareto {
+                scale_s: 100.0,
+                shape: 2.5,
+                min_s: 150.0,
+                max_s: None,
+            },
+            RuntimeDist::Pareto {
+                scale_s: 100.0,
+                shape: 1.0,
+                min_s: 0.0,
+                max_s: Some(1e4),
+            },
+            RuntimeDist::Exponential {
+                mean_s: 900.0,
+                min_s: 60.0,
+                max_s: Some(3000.0),
+            },
+            RuntimeDist::Exponential {
+                mean_s: 900.0,
+                min_s: 1.0,
+                max_s: None,
+            },
+        ];
+        for d in &dists {
+            let (analytic, sampled) = (d.mean_s(), mc_mean(d));
+            assert!(
+                (analytic - sampled).abs() <= 0.03 * analytic,
+                "{d:?}: {analytic} vs {sampled}"
+            );
+        }
+        let s = spec();
+        let load = s.offered_load_gpus();
+        let expect = 60.0 / 3600.0 * s.mean_gpus() * s.runtime.mean_s();
+        assert!((load - expect).abs() < 1e-9);
+        assert!((s.mean_gpus() - (6.0 + 0.25 + 8.0 + 12.0 + 16.0) / 10.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn lazily_generated() {
+        let mut s = spec();
+        s.jobs = Some(u64::MAX);
+        assert_eq!(generate(&s, 1).take(3).count(), 3);
+    }
+
+    #[test]
+    fn validation() {
+        let bad = |f: &dyn Fn(&mut SyntheticSpec), needle: &str| {
+            let mut s = spec();
+            f(&mut s);
+            let e = s.validate().unwrap_err();
+            assert!(e.contains(needle), "{e}");
+            let mut g = generate(&s, 1);
+            assert!(g.next().unwrap().is_err());
+            assert!(g.next().is_none());
+        };
+        bad(&|s| s.jobs = None, "duration_s");
+        bad(&|s| s.jobs = Some(0), "jobs");
+        bad(&|s| s.arrival_rate_per_hour = 0.0, "arrival_rate_per_hour");
+        bad(
+            &|s| s.arrival_rate_per_hour = f64::NAN,
+            "arrival_rate_per_hour",
+        );
+        bad(&|s| s.tenants.clear(), "tenants");
+        bad(&|s| s.tenants[1].name = "a".into(), "tenants[1].name");
+        bad(&|s| s.tenants[0].weight = -1.0, "tenants[0].weight");
+        bad(&|s| s.sizes.clear(), "sizes");
+        bad(&|s| s.sizes[0].gpus = 0, "sizes[0].gpus");
+        bad(&|s| s.sizes[2].gpu_milli = 500, "sizes[2].gpu_milli");
+        bad(&|s| s.sizes[0].gpu_milli = 0, "sizes[0].gpu_milli");
+        bad(&|s| s.priorities[1].weight = 0.0, "priorities[1].weight");
+        bad(&|s| s.max_gpus_per_task = 0, "max_gpus_per_task");
+        bad(
+            &|s| {
+                s.runtime = RuntimeDist::Lognormal {
+                    median_s: 1.0,
+                    sigma: -1.0,
+                    min_s: 1.0,
+                    max_s: None,
+                }
+            },
+            "sigma",
+        );
+        bad(
+            &|s| {
+                s.runtime = RuntimeDist::Pareto {
+                    scale_s: 1.0,
+                    shape: 0.9,
+                    min_s: 1.0,
+                    max_s: None,
+                }
+            },
+            "max_s",
+        );
+        bad(
+            &|s| {
+                s.runtime = RuntimeDist::Exponential {
+                    mean_s: 10.0,
+                    min_s: 5.0,
+                    max_s: Some(4.0),
+                }
+            },
+            "max_s",
+        );
+        bad(
+            &|s| {
+                s.runtime = RuntimeDist::Exponential {
+                    mean_s: 0.0,
+                    min_s: 5.0,
+                    max_s: None,
+                }
+            },
+            "mean_s",
+        );
+    }
+
+    #[test]
+    fn serde_defaults_and_unknown_fields() {
+        let s: SyntheticSpec = toml::from_str(
+            r#"
+            duration_s = 3600
+            arrival_rate_per_hour = 1.5
+            tenants = [{ name = "a", weight = 1 }]
+            sizes = [{ gpus = 2, weight = 1 }]
+            runtime = { dist = "pareto", scale_s = 10, shape = 2 }
+            "#,
+        )
+        .unwrap();
+        assert_eq!(s.max_gpus_per_task, 8);
+        assert_eq!(s.sizes[0].gpu_milli, 1000);
+        assert_eq!(s.cpu_milli_per_gpu, 0);
+        assert!(s.priorities.is_empty());
+        assert_eq!(
+            s.runtime,
+            RuntimeDist::Pareto {
+                scale_s: 10.0,
+                shape: 2.0,
+                min_s: 1.0,
+                max_s: None
+            }
+        );
+        s.validate().unwrap();
+        let base = "arrival_rate_per_hour = 1\njobs = 1\ntenants = []\nsizes = []\n";
+        let err = |extra: &str| {
+            toml::from_str::<SyntheticSpec>(&format!("{base}{extra}"))
+                .unwrap_err()
+                .to_string()
+        };
+        let e = err("runtime = { dist = \"exponential\", mean_s = 1, median_s = 2 }");
+        assert!(e.contains("median_s"), "{e}");
+        let e = err("runtime = { dist = \"weibull\", mean_s = 1 }");
+        assert!(e.contains("weibull"), "{e}");
+        let e = err("colour = 1\nruntime = { dist = \"exponential\", mean_s = 1 }");
+        assert!(e.contains("colour"), "{e}");
+    }
+}
