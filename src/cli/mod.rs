@@ -28,13 +28,13 @@ pub enum Command {
     Run {
         /// Scenario file (TOML). Omit to run the embedded default scenario.
         scenario: Option<PathBuf>,
-        /// Output directory [default: out/<scenario name>].
+        /// Output directory (default: out/NAME, NAME being the scenario name).
         #[arg(long)]
         out: Option<PathBuf>,
         /// Seed for every RNG stream (overrides the scenario's).
         #[arg(long)]
         seed: Option<u64>,
-        /// Directory of public traces [default: $FLEETSIM_TRACE_DIR, else traces/public].
+        /// Directory of public traces (default: $FLEETSIM_TRACE_DIR, else traces/public).
         #[arg(long)]
         trace_dir: Option<PathBuf>,
         /// Do not print the summary table.
@@ -46,7 +46,7 @@ pub enum Command {
     Validate {
         /// Scenario file (TOML).
         scenario: PathBuf,
-        /// Directory of public traces [default: $FLEETSIM_TRACE_DIR, else traces/public].
+        /// Directory of public traces (default: $FLEETSIM_TRACE_DIR, else traces/public).
         #[arg(long)]
         trace_dir: Option<PathBuf>,
     },

@@ -7,4 +7,5 @@ mod field_cases;
 mod hand_computed;
 mod invariants;
 mod real_traces;
+mod snapshots;
 mod support;
