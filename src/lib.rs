@@ -11,6 +11,7 @@ pub mod rng;
 pub mod workload;
 
 pub use fleetsim_policies as policies;
+pub mod benchmarks;
 pub mod cli;
 pub mod engine;
 pub mod metrics;

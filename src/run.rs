@@ -45,8 +45,10 @@ pub struct RunOptions {
     pub seed: Option<u64>,
     /// Where public traces are.
     pub trace_dir: TraceDir,
-    /// Where to write outputs (`None`: keep job rows in memory, write nothing).
+    /// Where to write outputs (`None`: write nothing).
     pub out_dir: Option<PathBuf>,
+    /// Without `out_dir`: keep job rows in memory ([`RunOutput::jobs`]) or build none.
+    pub keep_rows: bool,
 }
 
 /// What a run produced.
@@ -56,7 +58,7 @@ pub struct RunOutput {
     pub summary: summary::Summary,
     /// The raw result.
     pub result: RunResult,
-    /// Job rows, when no output directory was given.
+    /// Job rows, when kept in memory.
     pub jobs: Option<Vec<JobRow>>,
 }
 
@@ -161,11 +163,15 @@ pub fn run_scenario(
             sink.commit().map_err(io_err(&path))?;
             (r, None)
         }
-        None => {
+        None if opts.keep_rows => {
             let mut rows = Vec::new();
             let r = sim.run(stream.as_mut(), &mut rows, progress)?;
             (r, Some(rows))
         }
+        None => (
+            sim.run(stream.as_mut(), &mut crate::engine::DiscardRows, progress)?,
+            None,
+        ),
     };
     let p = &loaded.scenario.policy;
     let policy: BTreeMap<String, String> = [

@@ -48,7 +48,7 @@
 //!     cells: vec![],
 //!     runtime_estimate: None,
 //! };
-//! sched.submit(&fleet, job).unwrap();
+//! sched.submit(&mut fleet, job).unwrap();
 //! let decisions = sched.schedule(&mut fleet);
 //! assert!(matches!(&decisions[0], Decision::Start { tasks, .. } if tasks.len() == 2));
 //! assert_eq!(fleet.allocated_gpu_milli(), 16_000);

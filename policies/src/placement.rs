@@ -224,7 +224,8 @@ mod tests {
 
     #[test]
     fn policies_pick_as_documented() {
-        let f = b13();
+        let mut f = b13();
+        f.enable_cpu_index();
         let one = TaskShape::whole_gpus(1);
         let c = CellId(0);
         assert_eq!(

@@ -265,12 +265,15 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Enqueues a job, or refuses it for good.
+    /// Enqueues a job, or refuses it for good. A CPU-only job turns the fleet's CPU index on.
     ///
     /// # Errors
     /// The [`RejectReason`] from [`Scheduler::check_resolvable`]; the job is not enqueued.
-    pub fn submit(&mut self, fleet: &FleetState, job: PendingJob) -> Result<(), RejectReason> {
+    pub fn submit(&mut self, fleet: &mut FleetState, job: PendingJob) -> Result<(), RejectReason> {
         self.check_resolvable(fleet, &job)?;
+        if job.shape.num_gpu == 0 {
+            fleet.enable_cpu_index();
+        }
         let key = self.order.key(&job);
         self.pending.insert((key, job.id), job);
         Ok(())
@@ -312,6 +315,9 @@ impl Scheduler {
     /// pre-existing load): cell selection and placement as in a pass, the queue's usage is
     /// charged. Returns `None`, reserving nothing, when the gang does not fit anywhere now.
     pub fn place_now(&mut self, fleet: &mut FleetState, job: &PendingJob) -> Option<Decision> {
+        if job.shape.num_gpu == 0 {
+            fleet.enable_cpu_index();
+        }
         let mut cells = std::mem::take(&mut self.cells_buf);
         self.cell_select.candidates(fleet, job, &mut cells);
         let mut out = None;
@@ -470,11 +476,11 @@ mod tests {
             max_gpu_milli: None,
         };
         let mut s = Scheduler::new(SchedulerConfig::default(), vec![strict, strict]);
-        s.submit(&f, job(0, 0, 0, 1, 1)).unwrap();
+        s.submit(&mut f, job(0, 0, 0, 1, 1)).unwrap();
         assert_eq!(started(&s.schedule(&mut f)), vec![0]);
-        s.submit(&f, job(1, 0, 10, 2, 1)).unwrap(); // blocked head of queue 0
-        s.submit(&f, job(2, 0, 15, 1, 1)).unwrap(); // behind it
-        s.submit(&f, job(3, 1, 20, 1, 1)).unwrap(); // another queue
+        s.submit(&mut f, job(1, 0, 10, 2, 1)).unwrap(); // blocked head of queue 0
+        s.submit(&mut f, job(2, 0, 15, 1, 1)).unwrap(); // behind it
+        s.submit(&mut f, job(3, 1, 20, 1, 1)).unwrap(); // another queue
         assert_eq!(started(&s.schedule(&mut f)), vec![3]);
         assert_eq!(
             s.pending_reasons()[&JobId(2)],
@@ -491,31 +497,31 @@ mod tests {
             max_gpu_milli: None,
         };
         let mut s = Scheduler::new(SchedulerConfig::default(), vec![be]);
-        s.submit(&f, job(0, 0, 0, 1, 1)).unwrap();
+        s.submit(&mut f, job(0, 0, 0, 1, 1)).unwrap();
         s.schedule(&mut f);
-        s.submit(&f, job(1, 0, 10, 2, 1)).unwrap();
-        s.submit(&f, job(2, 0, 15, 1, 1)).unwrap();
+        s.submit(&mut f, job(1, 0, 10, 2, 1)).unwrap();
+        s.submit(&mut f, job(2, 0, 15, 1, 1)).unwrap();
         assert_eq!(started(&s.schedule(&mut f)), vec![2]);
     }
 
     #[test]
     fn oversize_jobs_are_rejected_at_submit() {
-        let f = fleet(&[8, 8]);
+        let mut f = fleet(&[8, 8]);
         let q = QueueConfig {
             strategy: QueueingStrategy::StrictFifo,
             max_gpu_milli: Some(12_000),
         };
         let mut s = Scheduler::new(SchedulerConfig::default(), vec![q]);
         assert_eq!(
-            s.submit(&f, job(0, 0, 0, 16, 1)),
+            s.submit(&mut f, job(0, 0, 0, 16, 1)),
             Err(RejectReason::TaskLargerThanAnyNode)
         );
         assert_eq!(
-            s.submit(&f, job(1, 0, 1, 8, 2)),
+            s.submit(&mut f, job(1, 0, 1, 8, 2)),
             Err(RejectReason::OverQueueMax)
         );
         assert_eq!(
-            s.submit(&f, job(2, 0, 1, 8, 3)),
+            s.submit(&mut f, job(2, 0, 1, 8, 3)),
             Err(RejectReason::GangLargerThanCell)
         );
         assert_eq!(s.pending_len(), 0);

@@ -14,9 +14,11 @@
 //!
 //! # Capacity index
 //! Per cell and accelerator model, nodes that are up and schedulable are kept in a `BTreeSet`
-//! keyed by `(free GPU-milli, node id)`, and per cell by `(free CPU-milli, node id)`. Best-fit and
+//! keyed by `(free GPU-milli, node id)`; per cell, once a CPU-only task has been seen
+//! ([`FleetState::enable_cpu_index`]), also by `(free CPU-milli, node id)`. Best-fit and
 //! worst-fit find candidates in `O(log n)` plus the candidates they reject; see
-//! [`FleetState::gpu_candidates`].
+//! [`FleetState::gpu_candidates`]. Each index update is a `BTreeSet` remove + insert, so the
+//! CPU index is only kept when some task needs it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -174,6 +176,7 @@ pub struct FleetState {
     gpu_free: Vec<u16>,
     cells: Vec<CellState>,
     models: Vec<String>,
+    cpu_index: bool,
 }
 
 impl FleetState {
@@ -264,6 +267,7 @@ impl FleetState {
             gpu_free,
             cells,
             models,
+            cpu_index: false,
         };
         for i in 0..fleet.nodes.len() {
             let id = NodeId(i as u32);
@@ -532,13 +536,38 @@ impl FleetState {
             .map(|&(_, n)| n)
     }
 
+    /// Starts maintaining the per-cell CPU index (idempotent). Call before placing CPU-only
+    /// tasks; [`crate::Scheduler::submit`] does so when such a job arrives.
+    pub fn enable_cpu_index(&mut self) {
+        if self.cpu_index {
+            return;
+        }
+        self.cpu_index = true;
+        for (i, n) in self.nodes.iter().enumerate() {
+            if n.schedulable {
+                self.cells[n.cell.index()]
+                    .cpu_index
+                    .insert((n.free_cpu_milli, NodeId(i as u32)));
+            }
+        }
+    }
+
+    /// True once [`FleetState::enable_cpu_index`] has been called.
+    pub fn has_cpu_index(&self) -> bool {
+        self.cpu_index
+    }
+
     /// Schedulable nodes of `cell` (with or without accelerators) having at least
     /// `min_free_cpu_milli` free CPU, ascending by `(free CPU, node id)`.
+    ///
+    /// # Panics
+    /// If the CPU index is not enabled ([`FleetState::enable_cpu_index`]).
     pub fn cpu_candidates(
         &self,
         cell: CellId,
         min_free_cpu_milli: u64,
     ) -> impl DoubleEndedIterator<Item = NodeId> + '_ {
+        assert!(self.cpu_index, "the CPU index is not enabled");
         self.cells[cell.index()]
             .cpu_index
             .range((min_free_cpu_milli, NodeId(0))..)
@@ -665,7 +694,9 @@ impl FleetState {
                 set.remove(&(n.free_gpu_milli, id));
             }
         }
-        cell.cpu_index.remove(&(n.free_cpu_milli, id));
+        if self.cpu_index {
+            cell.cpu_index.remove(&(n.free_cpu_milli, id));
+        }
     }
 
     fn index_insert(&mut self, id: NodeId) {
@@ -680,7 +711,9 @@ impl FleetState {
                 .or_default()
                 .insert((n.free_gpu_milli, id));
         }
-        cell.cpu_index.insert((n.free_cpu_milli, id));
+        if self.cpu_index {
+            cell.cpu_index.insert((n.free_cpu_milli, id));
+        }
     }
 }
 

@@ -1,4 +1,6 @@
-//! The `fleetsim` command line (clap): `run` and `validate`.
+//! The `fleetsim` command line (clap): `run`, `validate`, `bench`.
+
+pub mod bench;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -40,6 +42,22 @@ pub enum Command {
         /// Do not print the summary table.
         #[arg(long, short)]
         quiet: bool,
+    },
+    /// Run the bench workloads once each and print wall time, jobs/s, events/s, peak memory
+    /// and time per job, with growth curves over job count and fleet size.
+    Bench {
+        /// Smaller sizes (100k jobs), for a quick look.
+        #[arg(long)]
+        quick: bool,
+        /// Internal: measure one workload in this process and print it as JSON.
+        #[arg(long, hide = true)]
+        child: Option<String>,
+        /// Internal: jobs for --child.
+        #[arg(long, hide = true, default_value_t = 1_000_000)]
+        jobs: u64,
+        /// Internal: nodes for --child.
+        #[arg(long, hide = true, default_value_t = 16_384)]
+        nodes: u32,
     },
     /// Check a scenario: parse it, build its fleet and read its whole workload, reporting the
     /// first error with file, line and field.
@@ -108,6 +126,7 @@ pub fn main(cli: Cli) -> Result<()> {
                 seed,
                 trace_dir: TraceDir::resolve(trace_dir),
                 out_dir: Some(out.clone()),
+                keep_rows: true,
             };
             let started = Instant::now();
             let bar = progress_bar();
@@ -131,6 +150,12 @@ pub fn main(cli: Cli) -> Result<()> {
             );
             Ok(())
         }
+        Command::Bench {
+            quick,
+            child,
+            jobs,
+            nodes,
+        } => bench::main(child, jobs, nodes, quick),
         Command::Validate {
             scenario,
             trace_dir,

@@ -1,10 +1,10 @@
-//! The event queue: a binary heap keyed by `(time, class rank, sequence number)`.
+//! The event queue: a 4-ary min-heap keyed by `(time, class rank, sequence number)`.
 //!
-//! Cost: push and pop `O(log n)` for `n` queued events. Arrivals are not queued here: they are
-//! streamed from the trace (see [`super::Simulation`]), so the heap holds only in-flight work.
-
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+//! Entries are three packed `u64`s (24 bytes): the time, then `class << 56 | seq`, then the
+//! payload. A 4-ary heap is half as deep as a binary one and touches fewer cache lines per
+//! pop, which matters with ~10⁵ jobs in flight. Cost: push `O(log₄ n)`, pop `O(4 log₄ n)`.
+//! Arrivals are not queued here: they are streamed from the trace (see
+//! [`super::Simulation`]), so the heap holds only in-flight work.
 
 use fleetsim_policies::{JobId, SimTime};
 
@@ -20,6 +20,17 @@ pub enum EventClass {
     Arrival = 2,
     /// Replay mode: a job starts at its recorded start time.
     ForcedStart = 3,
+}
+
+impl EventClass {
+    fn from_bits(b: u64) -> EventClass {
+        match b {
+            0 => EventClass::Finish,
+            1 => EventClass::Node,
+            2 => EventClass::Arrival,
+            _ => EventClass::ForcedStart,
+        }
+    }
 }
 
 /// What happens.
@@ -39,6 +50,21 @@ impl EventKind {
             EventKind::ForcedStart(_) => EventClass::ForcedStart,
         }
     }
+
+    fn pack(&self) -> u64 {
+        match *self {
+            EventKind::Finish(j, e) => (j.0 as u64) << 32 | e as u64,
+            EventKind::ForcedStart(j) => (j.0 as u64) << 32,
+        }
+    }
+
+    fn unpack(class: EventClass, p: u64) -> EventKind {
+        let job = JobId((p >> 32) as u32);
+        match class {
+            EventClass::ForcedStart => EventKind::ForcedStart(job),
+            _ => EventKind::Finish(job, p as u32),
+        }
+    }
 }
 
 /// The total order key of an event.
@@ -52,33 +78,96 @@ pub struct EventKey {
     pub seq: u64,
 }
 
+const SEQ_BITS: u32 = 56;
+const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Entry {
+    time: u64,
+    tie: u64,
+    payload: u64,
+}
+
+impl Entry {
+    fn key(&self) -> (u64, u64) {
+        (self.time, self.tie)
+    }
+    fn event_key(&self) -> EventKey {
+        EventKey {
+            time: SimTime(self.time),
+            class: EventClass::from_bits(self.tie >> SEQ_BITS),
+            seq: self.tie & SEQ_MASK,
+        }
+    }
+}
+
 /// A min-heap of events.
 #[derive(Debug, Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Reverse<(EventKey, EventKind)>>,
+    heap: Vec<Entry>,
     seq: u64,
 }
 
 impl EventQueue {
     /// Queues an event.
+    ///
+    /// # Panics
+    /// After 2⁵⁶ pushes (sequence numbers would wrap).
     pub fn push(&mut self, time: SimTime, kind: EventKind) {
-        let key = EventKey {
-            time,
-            class: kind.class(),
-            seq: self.seq,
+        assert!(self.seq < SEQ_MASK, "event sequence numbers exhausted");
+        let e = Entry {
+            time: time.0,
+            tie: (kind.class() as u64) << SEQ_BITS | self.seq,
+            payload: kind.pack(),
         };
         self.seq += 1;
-        self.heap.push(Reverse((key, kind)));
+        self.heap.push(e);
+        let mut i = self.heap.len() - 1;
+        while i > 0 {
+            let parent = (i - 1) / 4;
+            if self.heap[parent].key() <= e.key() {
+                break;
+            }
+            self.heap[i] = self.heap[parent];
+            i = parent;
+        }
+        self.heap[i] = e;
     }
 
     /// The next key without removing it.
     pub fn peek(&self) -> Option<EventKey> {
-        self.heap.peek().map(|Reverse((k, _))| *k)
+        self.heap.first().map(Entry::event_key)
     }
 
     /// Removes and returns the next event.
     pub fn pop(&mut self) -> Option<(EventKey, EventKind)> {
-        self.heap.pop().map(|Reverse(e)| e)
+        let top = *self.heap.first()?;
+        let last = self.heap.pop().expect("non-empty");
+        let n = self.heap.len();
+        if n > 0 {
+            let mut i = 0;
+            loop {
+                let first = 4 * i + 1;
+                if first >= n {
+                    break;
+                }
+                let end = (first + 4).min(n);
+                let mut child = first;
+                for c in first + 1..end {
+                    if self.heap[c].key() < self.heap[child].key() {
+                        child = c;
+                    }
+                }
+                if self.heap[child].key() >= last.key() {
+                    break;
+                }
+                self.heap[i] = self.heap[child];
+                i = child;
+            }
+            self.heap[i] = last;
+        }
+        let k = top.event_key();
+        Some((k, EventKind::unpack(k.class, top.payload)))
     }
 
     /// Queued events.
@@ -95,13 +184,14 @@ impl EventQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn order_is_time_then_class_then_fifo() {
         let mut q = EventQueue::default();
         q.push(SimTime(5), EventKind::ForcedStart(JobId(1)));
         q.push(SimTime(5), EventKind::Finish(JobId(2), 0));
-        q.push(SimTime(5), EventKind::Finish(JobId(3), 0));
+        q.push(SimTime(5), EventKind::Finish(JobId(3), 7));
         q.push(SimTime(4), EventKind::ForcedStart(JobId(4)));
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).map(|(_, k)| k).collect();
         assert_eq!(
@@ -109,9 +199,26 @@ mod tests {
             vec![
                 EventKind::ForcedStart(JobId(4)),
                 EventKind::Finish(JobId(2), 0),
-                EventKind::Finish(JobId(3), 0),
+                EventKind::Finish(JobId(3), 7),
                 EventKind::ForcedStart(JobId(1)),
             ]
         );
+    }
+
+    proptest! {
+        /// The heap pops exactly what a sort by (time, class, insertion order) gives.
+        #[test]
+        fn pops_in_sorted_order(ops in proptest::collection::vec((0u64..50, any::<bool>(), 0u32..1000), 0..300)) {
+            let mut q = EventQueue::default();
+            let mut expect = Vec::new();
+            for (i, &(t, fin, j)) in ops.iter().enumerate() {
+                let kind = if fin { EventKind::Finish(JobId(j), j / 3) } else { EventKind::ForcedStart(JobId(j)) };
+                q.push(SimTime(t), kind);
+                expect.push(((t, kind.class(), i), kind));
+            }
+            expect.sort_by_key(|e| e.0);
+            let got: Vec<_> = std::iter::from_fn(|| q.pop()).map(|(k, e)| ((k.time.0, k.class, k.seq as usize), e)).collect();
+            prop_assert_eq!(got, expect);
+        }
     }
 }

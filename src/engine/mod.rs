@@ -155,6 +155,24 @@ pub trait JobSink {
     /// # Errors
     /// An I/O error, which stops the run.
     fn write(&mut self, row: &JobRow) -> std::io::Result<()>;
+
+    /// False when rows are not wanted at all (the engine then builds none).
+    fn wants_rows(&self) -> bool {
+        true
+    }
+}
+
+/// A sink that keeps nothing (benchmarks).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DiscardRows;
+
+impl JobSink for DiscardRows {
+    fn write(&mut self, _row: &JobRow) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn wants_rows(&self) -> bool {
+        false
+    }
 }
 
 impl JobSink for Vec<JobRow> {
@@ -300,6 +318,15 @@ struct JobRec {
 /// Progress reports: jobs submitted so far and the simulated time.
 pub type Progress<'a> = &'a mut dyn FnMut(u64, SimTime);
 
+/// Builds and writes a row only when the sink wants rows.
+fn emit(sink: &mut dyn JobSink, row: impl FnOnce() -> JobRow) -> std::io::Result<()> {
+    if sink.wants_rows() {
+        sink.write(&row())
+    } else {
+        Ok(())
+    }
+}
+
 /// One simulation: a fleet, a scheduler, a collector.
 pub struct Simulation {
     fleet: FleetState,
@@ -431,12 +458,14 @@ impl Simulation {
             .rejected_by_reason
             .entry(reason.as_str().to_string())
             .or_insert(0) += 1;
-        sink.write(&self.row(
-            id,
-            FinalState::Rejected,
-            None,
-            Some(reason.as_str().to_string()),
-        ))?;
+        emit(sink, || {
+            self.row(
+                id,
+                FinalState::Rejected,
+                None,
+                Some(reason.as_str().to_string()),
+            )
+        })?;
         Ok(())
     }
 
@@ -601,7 +630,9 @@ impl Simulation {
         });
         if spec.recorded == RecordedKind::NeverRan {
             self.counts.cancelled += 1;
-            sink.write(&self.row(id, FinalState::Cancelled, None, Some("never_ran".into())))?;
+            emit(sink, || {
+                self.row(id, FinalState::Cancelled, None, Some("never_ran".into()))
+            })?;
             return Ok(());
         }
         if limit == Some(SimDuration::ZERO) {
@@ -663,7 +694,7 @@ impl Simulation {
                 self.awaiting_replay.insert(id, job);
                 self.events.push(at, EventKind::ForcedStart(id));
             }
-            None => match self.sched.submit(&self.fleet, job) {
+            None => match self.sched.submit(&mut self.fleet, job) {
                 Ok(()) => self.dirty = true,
                 Err(reason) => return self.reject(id, reason, sink),
             },
@@ -684,7 +715,7 @@ impl Simulation {
                 self.counts.replay_conflicts += 1;
                 // It cannot start as recorded: queue it like any other job.
                 self.sched
-                    .submit(&self.fleet, job)
+                    .submit(&mut self.fleet, job)
                     .map_err(|r| EngineError::Invariant {
                         time: self.now,
                         message: format!("job {id} resolvable at submit became unresolvable: {r}"),
@@ -773,7 +804,7 @@ impl Simulation {
         };
         self.counts.completed += 1;
         self.running -= 1;
-        sink.write(&self.row(id, state, Some(now), None))?;
+        emit(sink, || self.row(id, state, Some(now), None))?;
         let rec = &mut self.jobs[id.index()];
         rec.allocs = Vec::new();
         rec.epoch += 1;
@@ -813,7 +844,9 @@ impl Simulation {
                 .censored_by_reason
                 .entry(r.to_string())
                 .or_insert(0) += 1;
-            sink.write(&self.row(id, FinalState::Censored, None, Some(r.to_string())))?;
+            emit(sink, || {
+                self.row(id, FinalState::Censored, None, Some(r.to_string()))
+            })?;
         }
         let running: Vec<JobId> = (0..self.jobs.len())
             .map(|i| JobId(i as u32))
@@ -821,7 +854,7 @@ impl Simulation {
             .collect();
         for id in running {
             self.counts.running_at_end += 1;
-            sink.write(&self.row(id, FinalState::RunningAtEnd, None, None))?;
+            emit(sink, || self.row(id, FinalState::RunningAtEnd, None, None))?;
         }
         let c = &self.counts;
         if c.started + c.rejected + c.censored + c.cancelled != c.submitted {

@@ -24,6 +24,7 @@ fn run_committed(name: &str) -> Option<fleetsim::run::RunOutput> {
         seed: None,
         trace_dir: TraceDir(traces),
         out_dir: Some(out.path().to_path_buf()),
+        keep_rows: true,
     };
     Some(run_scenario(&loaded, &opts, &mut |_, _| {}).unwrap())
 }

@@ -16,6 +16,7 @@ fn sample_small_outputs() {
         seed: None,
         trace_dir: TraceDir(PathBuf::from("unused")),
         out_dir: Some(out.path().to_path_buf()),
+        keep_rows: true,
     };
     run_scenario(&loaded, &opts, &mut |_, _| {}).unwrap();
     let read = |f: &str| std::fs::read_to_string(out.path().join(f)).unwrap();

@@ -21,6 +21,7 @@ pub fn run(scenario_toml: &str, files: &[(&str, &str)]) -> RunOutput {
         seed: None,
         trace_dir: TraceDir(public_traces()),
         out_dir: None,
+        keep_rows: true,
     };
     run_scenario(&loaded, &opts, &mut |_, _| {}).unwrap()
 }

@@ -1,0 +1,81 @@
+//! The fixed, seeded workloads of the benches (`benches/`) and of `fleetsim bench`, named after
+//! the scenario they stand for.
+//!
+//! `replay_1m_fifo_bestfit`: 1,000,000 jobs with a Philly-like size mix (93.2 % one GPU; 2, 4,
+//! 8, 16, 32, 64, 128 GPUs in the proportions of `philly_jobs_pollux.csv`; above 8 GPUs, gangs
+//! of 8-GPU tasks), log-normal run times with Philly's median (1,144 s) and a heavy tail
+//! (σ = 1.5, capped at 4,628,226 s, Philly’s longest job), Poisson arrivals at 90 % offered
+//! load, onto 16,384 HGX H100 nodes (131,072 GPUs) in 4 cells; one strict-FIFO queue,
+//! best-fit placement, first-fit cell selection.
+
+use crate::scenario::{self, Loaded};
+
+/// Philly's job-size histogram (GPUs, jobs): `philly_jobs_pollux.csv`, SOURCE.md.
+pub const PHILLY_SIZES: &[(u32, u64)] = &[
+    (1, 76_627),
+    (2, 1_818),
+    (4, 1_870),
+    (8, 1_643),
+    (12, 7),
+    (16, 199),
+    (24, 7),
+    (32, 67),
+    (64, 6),
+    (128, 3),
+];
+
+/// Median run time of Philly jobs, seconds (SOURCE.md).
+pub const PHILLY_MEDIAN_S: f64 = 1144.0;
+/// Log-normal σ: a heavy tail (mean ≈ 3.1 × median) that still lets a 1M-job run reach
+/// steady state at 90 % load.
+pub const SIGMA: f64 = 1.5;
+/// Longest Philly job, seconds.
+pub const MAX_S: f64 = 4_628_226.0;
+
+/// Scenario TOML for `jobs` jobs on `nodes` 8-GPU nodes split over 4 cells, at `load` offered
+/// load (fraction of GPUs), with the given policy table.
+pub fn replay_toml(name: &str, jobs: u64, nodes: u32, load: f64, policy: &str) -> String {
+    let cells = 4u32;
+    let mut s = format!("name = \"{name}\"\nseed = 1\n");
+    for c in 0..cells {
+        let n = nodes / cells + u32::from(c < nodes % cells);
+        s.push_str(&format!(
+            "[[fleet.cells]]\nname = \"cell{c}\"\n[[fleet.cells.nodes]]\npreset = \"hgx-h100\"\ncount = {n}\n"
+        ));
+    }
+    let total_jobs: u64 = PHILLY_SIZES.iter().map(|&(_, n)| n).sum();
+    let mean_gpus: f64 = PHILLY_SIZES
+        .iter()
+        .map(|&(g, n)| g as f64 * n as f64)
+        .sum::<f64>()
+        / total_jobs as f64;
+    // Mean of a log-normal capped far in its tail: median × exp(σ²/2) (the cap moves it < 1 %).
+    let mean_runtime = PHILLY_MEDIAN_S * (SIGMA * SIGMA / 2.0).exp();
+    let gpus = nodes as f64 * 8.0;
+    let rate_per_hour = load * gpus / (mean_gpus * mean_runtime) * 3600.0;
+    let sizes: Vec<String> = PHILLY_SIZES
+        .iter()
+        .map(|&(g, n)| format!("{{ gpus = {g}, weight = {n}.0 }}"))
+        .collect();
+    s.push_str(&format!(
+        "[workload]\nqueues = \"single\"\n[workload.synthetic]\njobs = {jobs}\narrival_rate_per_hour = {rate_per_hour}\n\
+         tenants = [{{ name = \"t0\", weight = 1.0 }}, {{ name = \"t1\", weight = 1.0 }}, {{ name = \"t2\", weight = 1.0 }}, {{ name = \"t3\", weight = 1.0 }}]\n\
+         sizes = [{}]\n\
+         runtime = {{ dist = \"lognormal\", median_s = {PHILLY_MEDIAN_S}, sigma = {SIGMA}, min_s = 1.0, max_s = {MAX_S} }}\n\
+         {policy}\n[metrics]\ntimeseries_interval_s = 3600\n",
+        sizes.join(", ")
+    ));
+    s
+}
+
+/// FIFO (strict, one queue) + best-fit + first-fit cells.
+pub const FIFO_BESTFIT: &str = "[policy]\nqueue_order = \"fifo\"\nqueueing_strategy = \"strict-fifo\"\nplacement = \"best-fit\"\ncell_selection = \"first-fit\"";
+
+/// The `replay_1m_fifo_bestfit` scenario at a given size.
+///
+/// # Panics
+/// Never for the sizes used here: the generated TOML is valid by construction.
+pub fn replay_fifo_bestfit(jobs: u64, nodes: u32) -> Loaded {
+    let text = replay_toml("replay_1m_fifo_bestfit", jobs, nodes, 0.9, FIFO_BESTFIT);
+    scenario::parse(&text, "<bench>", std::path::PathBuf::from(".")).expect("valid bench scenario")
+}

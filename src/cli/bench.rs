@@ -1,0 +1,167 @@
+//! `fleetsim bench`: runs the bench workloads once each, in a fresh child process per workload
+//! (so each peak-memory figure is its own), and prints wall time, jobs/s, events/s, peak
+//! memory and time per job, plus growth curves over job count and fleet size.
+
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+use crate::benchmarks;
+use crate::run::{run_scenario, RunOptions};
+use crate::scenario::TraceDir;
+
+/// One measured run.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Measurement {
+    /// Workload name.
+    pub workload: String,
+    /// Jobs submitted.
+    pub jobs: u64,
+    /// Nodes.
+    pub nodes: u64,
+    /// Events applied.
+    pub events: u64,
+    /// Wall time of the simulation (fleet build, generation, run), seconds.
+    pub wall_s: f64,
+    /// Peak resident memory of the process, MiB (`VmHWM`).
+    pub peak_mib: f64,
+    /// Occupancy reached (a sanity check that the load is as intended).
+    pub occupancy: f64,
+    /// Mean wait, seconds.
+    pub mean_wait_s: f64,
+}
+
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
+        })
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// Runs one workload in this process and returns its measurement.
+///
+/// # Errors
+/// An unknown workload name, or a failed run.
+pub fn measure(workload: &str, jobs: u64, nodes: u32) -> Result<Measurement> {
+    let loaded = match workload {
+        "replay_1m_fifo_bestfit" => benchmarks::replay_fifo_bestfit(jobs, nodes),
+        other => bail!("unknown bench workload `{other}`; known: replay_1m_fifo_bestfit"),
+    };
+    let opts = RunOptions {
+        seed: None,
+        trace_dir: TraceDir(std::path::PathBuf::from("unused")),
+        out_dir: None,
+        keep_rows: false,
+    };
+    let t = Instant::now();
+    let out = run_scenario(&loaded, &opts, &mut |_, _| {})?;
+    let wall_s = t.elapsed().as_secs_f64();
+    Ok(Measurement {
+        workload: workload.to_string(),
+        jobs: out.result.counts.submitted,
+        nodes: out.summary.fleet.nodes,
+        events: out.result.events,
+        wall_s,
+        peak_mib: peak_rss_mib(),
+        occupancy: out.summary.occupancy.unwrap_or(0.0),
+        mean_wait_s: out.summary.wait_s.mean.unwrap_or(0.0),
+    })
+}
+
+fn in_child(workload: &str, jobs: u64, nodes: u32) -> Result<Measurement> {
+    let exe = std::env::current_exe().context("locating the fleetsim binary")?;
+    let out = Command::new(exe)
+        .args(["bench", "--child", workload, "--jobs"])
+        .arg(jobs.to_string())
+        .arg("--nodes")
+        .arg(nodes.to_string())
+        .output()
+        .context("starting a bench child process")?;
+    if !out.status.success() {
+        bail!(
+            "bench child for {workload} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(serde_json::from_slice(&out.stdout).context("reading the child's measurement")?)
+}
+
+fn row(m: &Measurement) -> String {
+    format!(
+        "{:<24} {:>9} {:>7} {:>8.3} {:>11.0} {:>11.0} {:>9.1} {:>9.3} {:>7.1}% {:>9.0}",
+        m.workload,
+        m.jobs,
+        m.nodes,
+        m.wall_s,
+        m.jobs as f64 / m.wall_s,
+        m.events as f64 / m.wall_s,
+        m.peak_mib,
+        m.wall_s / m.jobs as f64 * 1e6,
+        100.0 * m.occupancy,
+        m.mean_wait_s,
+    )
+}
+
+/// The `fleetsim bench` command.
+///
+/// # Errors
+/// A failed child run.
+pub fn main(child: Option<String>, jobs: u64, nodes: u32, quick: bool) -> Result<()> {
+    if let Some(w) = child {
+        let m = measure(&w, jobs, nodes)?;
+        println!("{}", serde_json::to_string(&m)?);
+        return Ok(());
+    }
+    println!(
+        "{:<24} {:>9} {:>7} {:>8} {:>11} {:>11} {:>9} {:>9} {:>8} {:>9}",
+        "workload",
+        "jobs",
+        "nodes",
+        "wall_s",
+        "jobs/s",
+        "events/s",
+        "peak_MiB",
+        "us/job",
+        "occ",
+        "wait_s"
+    );
+    let (j, n) = if quick {
+        (100_000, 16_384)
+    } else {
+        (1_000_000, 16_384)
+    };
+    println!("{}", row(&in_child("replay_1m_fifo_bestfit", j, n)?));
+    println!("growth over jobs (16,384 nodes):");
+    let sizes: &[u64] = if quick {
+        &[10_000, 100_000]
+    } else {
+        &[10_000, 100_000, 1_000_000]
+    };
+    for &jobs in sizes {
+        println!(
+            "{}",
+            row(&in_child("replay_1m_fifo_bestfit", jobs, 16_384)?)
+        );
+    }
+    println!(
+        "growth over nodes ({} jobs):",
+        if quick { 100_000 } else { 1_000_000 }
+    );
+    for nodes in [1_024u32, 16_384, 65_536] {
+        println!(
+            "{}",
+            row(&in_child(
+                "replay_1m_fifo_bestfit",
+                if quick { 100_000 } else { 1_000_000 },
+                nodes
+            )?)
+        );
+    }
+    Ok(())
+}
