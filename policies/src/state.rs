@@ -137,6 +137,8 @@ pub struct NodeState {
     pub free_gpu_milli: u32,
     /// Accelerators that are wholly free (1000 GPU-milli).
     pub free_whole: u32,
+    /// Bit `i` set = accelerator `i` is wholly free (`free_whole` bits are set).
+    pub whole_mask: u64,
     /// CPU capacity, milli-cores.
     pub cpu_milli: u64,
     /// Free CPU, milli-cores.
@@ -242,6 +244,11 @@ impl FleetState {
                 gpu_offset: gpu_free.len() as u32,
                 free_gpu_milli: spec.gpus * WHOLE_GPU_MILLI,
                 free_whole: spec.gpus,
+                whole_mask: if spec.gpus == 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << spec.gpus) - 1
+                },
                 cpu_milli: spec.cpu_milli,
                 free_cpu_milli: spec.cpu_milli,
                 mem_mib: spec.mem_mib,
@@ -353,22 +360,37 @@ impl FleetState {
         if shape.num_gpu == 0 {
             return Some(0);
         }
-        let free = self.gpu_free(id);
-        let mut picked: Vec<(u16, usize)> = free
-            .iter()
-            .enumerate()
-            .filter(|(_, &f)| f as u32 >= shape.gpu_milli)
-            .map(|(i, &f)| (if shape.is_fractional() { f } else { 0 }, i))
-            .collect();
-        if (picked.len() as u32) < shape.num_gpu {
-            return None;
+        if !shape.is_fractional() {
+            // The lowest-indexed wholly free accelerators: no allocation, a bit per step.
+            let n = &self.nodes[id.index()];
+            if n.free_whole < shape.num_gpu {
+                return None;
+            }
+            let mut rest = n.whole_mask;
+            let mut mask = 0u64;
+            for _ in 0..shape.num_gpu {
+                let low = rest & rest.wrapping_neg();
+                mask |= low;
+                rest &= !low;
+            }
+            return Some(mask);
         }
-        picked.sort_unstable();
-        Some(
-            picked[..shape.num_gpu as usize]
-                .iter()
-                .fold(0u64, |m, &(_, i)| m | (1u64 << i)),
-        )
+        // Shares: repeatedly the tightest accelerator that still fits, ties to the lowest index.
+        let free = self.gpu_free(id);
+        let mut mask = 0u64;
+        for _ in 0..shape.num_gpu {
+            let mut best: Option<(u16, usize)> = None;
+            for (i, &f) in free.iter().enumerate() {
+                if mask >> i & 1 == 1 || (f as u32) < shape.gpu_milli {
+                    continue;
+                }
+                if best.is_none_or(|b| (f, i) < b) {
+                    best = Some((f, i));
+                }
+            }
+            mask |= 1u64 << best?.1;
+        }
+        Some(mask)
     }
 
     /// Reserves one task of `shape` on a node, choosing accelerators by
@@ -440,6 +462,7 @@ impl FleetState {
             let f = &mut self.gpu_free[off + i];
             if *f as u32 == WHOLE_GPU_MILLI {
                 n.free_whole -= 1;
+                n.whole_mask &= !(1u64 << i);
             }
             *f -= a.gpu_milli as u16;
         }
@@ -487,6 +510,7 @@ impl FleetState {
             *f += a.gpu_milli as u16;
             if *f as u32 == WHOLE_GPU_MILLI {
                 n.free_whole += 1;
+                n.whole_mask |= 1u64 << i;
             }
         }
         let total = a.total_gpu_milli();
@@ -663,6 +687,22 @@ impl FleetState {
                 ));
             }
             let off = n.gpu_offset as usize;
+            let free = &self.gpu_free[off..off + n.gpus as usize];
+            let whole = free
+                .iter()
+                .enumerate()
+                .filter(|(_, &f)| f as u32 == WHOLE_GPU_MILLI)
+                .fold(0u64, |m, (g, _)| m | 1u64 << g);
+            let sum: u32 = free.iter().map(|&f| f as u32).sum();
+            if whole != n.whole_mask
+                || whole.count_ones() != n.free_whole
+                || sum != n.free_gpu_milli
+            {
+                return Err(format!(
+                    "node {}: free-accelerator summaries disagree with the shares",
+                    self.names[i]
+                ));
+            }
             for g in 0..n.gpus as usize {
                 if gpu[off + g] != self.gpu_free[off + g] as u32 {
                     return Err(format!(
