@@ -13,14 +13,17 @@
 //! that does not match an allocation is an error, not a silent wrap.
 //!
 //! # Capacity index
-//! Per cell and accelerator model, nodes that are up and schedulable are kept in a `BTreeSet`
-//! keyed by `(free GPU-milli, node id)`; per cell, once a CPU-only task has been seen
+//! Per cell and accelerator model, nodes that are up and schedulable are kept in a
+//! [`BucketIndex`] ordered by `(free GPU-milli, node id)`; per cell, once a CPU-only task has been seen
 //! ([`FleetState::enable_cpu_index`]), also by `(free CPU-milli, node id)`. Best-fit and
 //! worst-fit find candidates in `O(log n)` plus the candidates they reject; see
-//! [`FleetState::gpu_candidates`]. Each index update is a `BTreeSet` remove + insert, so the
-//! CPU index is only kept when some task needs it.
+//! [`FleetState::gpu_candidates`]. Each index update is a remove + insert (a lookup among the
+//! distinct free amounts and a bit flip), and the CPU index is only kept when some task needs
+//! it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+
+use crate::bucket_index::BucketIndex;
 use std::fmt;
 
 use crate::ids::{CellId, ModelId, NodeId};
@@ -124,6 +127,8 @@ impl TaskAlloc {
 pub struct NodeState {
     /// The node's cell.
     pub cell: CellId,
+    /// The node's position in its cell's node list (`CellState::nodes`).
+    pub pos: u32,
     /// Fleet-wide block id.
     pub block: u32,
     /// Fleet-wide NVLink/ICI domain id.
@@ -163,8 +168,8 @@ pub struct CellState {
     pub available_gpu_milli: u64,
     /// GPU-milli bound to tasks (on any node of the cell).
     pub allocated_gpu_milli: u64,
-    gpu_index: BTreeMap<ModelId, BTreeSet<(u32, NodeId)>>,
-    cpu_index: BTreeSet<(u64, NodeId)>,
+    gpu_index: BTreeMap<ModelId, BucketIndex>,
+    cpu_index: BucketIndex,
     /// Distinct empty-node capacities `(model, gpus, cpu_milli, mem_mib)` with node counts;
     /// answers "could this job ever fit here" without scanning nodes.
     capacity_classes: BTreeMap<(Option<ModelId>, u32, u64, u64), u32>,
@@ -237,6 +242,7 @@ impl FleetState {
             let id = NodeId(i as u32);
             let node = NodeState {
                 cell: spec.cell,
+                pos: cells[spec.cell.index()].nodes.len() as u32,
                 block: spec.block,
                 domain: spec.domain,
                 model: spec.model,
@@ -543,21 +549,36 @@ impl FleetState {
     }
 
     /// Nodes of `cell` with accelerator `model` that are schedulable and have at least
-    /// `min_free_gpu_milli` free, ascending by `(free GPU-milli, node id)`. Iterate with `.rev()`
-    /// for descending order. A candidate may still fail [`FleetState::fits`] (CPU, memory, or
-    /// a share that is spread over several accelerators).
+    /// `min_free_gpu_milli` free, ascending by `(free GPU-milli, node id)`. A candidate may still
+    /// fail [`FleetState::fits`] (CPU, memory, or a share that is spread over several
+    /// accelerators).
     pub fn gpu_candidates(
         &self,
         cell: CellId,
         model: ModelId,
         min_free_gpu_milli: u32,
-    ) -> impl DoubleEndedIterator<Item = NodeId> + '_ {
-        self.cells[cell.index()]
-            .gpu_index
+    ) -> impl Iterator<Item = NodeId> + '_ {
+        let c = &self.cells[cell.index()];
+        c.gpu_index
             .get(&model)
             .into_iter()
-            .flat_map(move |set| set.range((min_free_gpu_milli, NodeId(0))..))
-            .map(|&(_, n)| n)
+            .flat_map(move |idx| idx.ascending(min_free_gpu_milli as u64))
+            .map(move |(_, pos)| c.nodes[pos as usize])
+    }
+
+    /// As [`FleetState::gpu_candidates`], descending by `(free GPU-milli, node id)`.
+    pub fn gpu_candidates_desc(
+        &self,
+        cell: CellId,
+        model: ModelId,
+        min_free_gpu_milli: u32,
+    ) -> impl Iterator<Item = NodeId> + '_ {
+        let c = &self.cells[cell.index()];
+        c.gpu_index
+            .get(&model)
+            .into_iter()
+            .flat_map(move |idx| idx.descending(min_free_gpu_milli as u64))
+            .map(move |(_, pos)| c.nodes[pos as usize])
     }
 
     /// Starts maintaining the per-cell CPU index (idempotent). Call before placing CPU-only
@@ -567,11 +588,14 @@ impl FleetState {
             return;
         }
         self.cpu_index = true;
-        for (i, n) in self.nodes.iter().enumerate() {
+        for c in &mut self.cells {
+            c.cpu_index = BucketIndex::new(c.nodes.len());
+        }
+        for n in &self.nodes {
             if n.schedulable {
                 self.cells[n.cell.index()]
                     .cpu_index
-                    .insert((n.free_cpu_milli, NodeId(i as u32)));
+                    .insert(n.free_cpu_milli, n.pos);
             }
         }
     }
@@ -590,12 +614,28 @@ impl FleetState {
         &self,
         cell: CellId,
         min_free_cpu_milli: u64,
-    ) -> impl DoubleEndedIterator<Item = NodeId> + '_ {
+    ) -> impl Iterator<Item = NodeId> + '_ {
         assert!(self.cpu_index, "the CPU index is not enabled");
-        self.cells[cell.index()]
-            .cpu_index
-            .range((min_free_cpu_milli, NodeId(0))..)
-            .map(|&(_, n)| n)
+        let c = &self.cells[cell.index()];
+        c.cpu_index
+            .ascending(min_free_cpu_milli)
+            .map(move |(_, pos)| c.nodes[pos as usize])
+    }
+
+    /// As [`FleetState::cpu_candidates`], descending by `(free CPU, node id)`.
+    ///
+    /// # Panics
+    /// If the CPU index is not enabled ([`FleetState::enable_cpu_index`]).
+    pub fn cpu_candidates_desc(
+        &self,
+        cell: CellId,
+        min_free_cpu_milli: u64,
+    ) -> impl Iterator<Item = NodeId> + '_ {
+        assert!(self.cpu_index, "the CPU index is not enabled");
+        let c = &self.cells[cell.index()];
+        c.cpu_index
+            .descending(min_free_cpu_milli)
+            .map(move |(_, pos)| c.nodes[pos as usize])
     }
 
     /// Accelerator models present in `cell` (ascending id).
@@ -730,12 +770,12 @@ impl FleetState {
         }
         let cell = &mut self.cells[n.cell.index()];
         if let Some(m) = n.model {
-            if let Some(set) = cell.gpu_index.get_mut(&m) {
-                set.remove(&(n.free_gpu_milli, id));
+            if let Some(idx) = cell.gpu_index.get_mut(&m) {
+                idx.remove(n.free_gpu_milli as u64, n.pos);
             }
         }
         if self.cpu_index {
-            cell.cpu_index.remove(&(n.free_cpu_milli, id));
+            cell.cpu_index.remove(n.free_cpu_milli, n.pos);
         }
     }
 
@@ -745,14 +785,15 @@ impl FleetState {
             return;
         }
         let cell = &mut self.cells[n.cell.index()];
+        let len = cell.nodes.len();
         if let Some(m) = n.model {
             cell.gpu_index
                 .entry(m)
-                .or_default()
-                .insert((n.free_gpu_milli, id));
+                .or_insert_with(|| BucketIndex::new(len))
+                .insert(n.free_gpu_milli as u64, n.pos);
         }
         if self.cpu_index {
-            cell.cpu_index.insert((n.free_cpu_milli, id));
+            cell.cpu_index.insert(n.free_cpu_milli, n.pos);
         }
     }
 }
