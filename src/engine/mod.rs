@@ -357,6 +357,12 @@ impl Allocs {
     }
 }
 
+/// Bytes of engine state per job in flight (the slab record; a job's name and a gang's
+/// task list beyond one task are on the heap besides). Reported by `fleetsim bench`.
+pub const fn job_record_bytes() -> usize {
+    std::mem::size_of::<JobRec>()
+}
+
 /// Progress reports: jobs submitted so far and the simulated time.
 pub type Progress<'a> = &'a mut dyn FnMut(u64, SimTime);
 
