@@ -2,6 +2,7 @@
 //! (see `fleetsim::benchmarks`). CI only builds them (`cargo bench --no-run`): 2 noisy cores
 //! make timings there meaningless. Run locally with `cargo bench`; `fleetsim bench` prints
 //! the same workloads' figures without criterion.
+#![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use fleetsim::benchmarks;
