@@ -93,6 +93,7 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
         placement: p.placement,
         cell_selection: p.cell_selection,
         queueing_strategy: p.queueing_strategy,
+        topology: p.topology.as_ref().map(|t| t.to_spec()),
     };
     let queues = s
         .queues

@@ -26,10 +26,14 @@ use crate::cell_select::{CellSelect, FirstCell, LeastLoaded};
 use crate::decision::{Decision, PendingReason, RejectReason};
 use crate::ids::{CellId, JobId, QueueId};
 use crate::job::PendingJob;
-use crate::placement::{place_gang, BestFit, FirstFit, Placement, WorstFit};
+use crate::placement::{
+    place_gang, BestFit, DotProd, Fgd, FgdBestFit, FirstFit, GpuClustering, GpuPacking, PlaceCtx,
+    Placement, RandomFit, TopologyAware, WorstFit,
+};
 use crate::queue_order::{Fifo, OrderKey, Priority, QueueOrder};
 use crate::resources::{ModelSet, TaskShape};
 use crate::state::FleetState;
+use crate::topology::TopologySpec;
 
 macro_rules! named_enum {
     ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident => $s:literal),+ $(,)? }) => {
@@ -104,6 +108,20 @@ named_enum!(
         BestFit => "best-fit",
         /// [`WorstFit`].
         WorstFit => "worst-fit",
+        /// [`RandomFit`].
+        Random => "random",
+        /// [`DotProd`].
+        DotProd => "dot-prod",
+        /// [`GpuClustering`].
+        GpuClustering => "gpu-clustering",
+        /// [`GpuPacking`].
+        GpuPacking => "gpu-packing",
+        /// [`FgdBestFit`].
+        FgdBestFit => "fgd-best-fit",
+        /// [`Fgd`].
+        Fgd => "fgd",
+        /// [`TopologyAware`].
+        TopologyAware => "topology-aware",
     }
 );
 
@@ -135,6 +153,13 @@ impl PlacementKind {
             PlacementKind::FirstFit => Box::new(FirstFit),
             PlacementKind::BestFit => Box::new(BestFit),
             PlacementKind::WorstFit => Box::new(WorstFit),
+            PlacementKind::Random => Box::new(RandomFit),
+            PlacementKind::DotProd => Box::new(DotProd),
+            PlacementKind::GpuClustering => Box::new(GpuClustering),
+            PlacementKind::GpuPacking => Box::new(GpuPacking),
+            PlacementKind::FgdBestFit => Box::new(FgdBestFit),
+            PlacementKind::Fgd => Box::new(Fgd),
+            PlacementKind::TopologyAware => Box::new(TopologyAware),
         }
     }
 }
@@ -169,6 +194,9 @@ pub struct SchedulerConfig {
     pub cell_selection: CellSelectKind,
     /// Strategy of queues beyond the queue table passed to [`Scheduler::new`].
     pub queueing_strategy: QueueingStrategy,
+    /// Topology constraint of gangs (jobs of more than one task) that carry none; when
+    /// `None`, the placement policy's default ([`Placement::default_topology`]).
+    pub topology: Option<TopologySpec>,
 }
 
 /// Why a job is pending after the last pass, and since when counted by the caller.
@@ -186,15 +214,21 @@ pub struct Scheduler {
     pending: BTreeMap<(OrderKey, JobId), PendingJob>,
     last_reasons: PendingReasons,
     cells_buf: Vec<CellId>,
+    ctx: PlaceCtx,
+    default_topology: Option<TopologySpec>,
 }
 
 impl Scheduler {
     /// A scheduler with the given policies and queue settings (indexed by [`QueueId`]; a job
     /// naming a queue beyond the table gets `config.queueing_strategy` and no maximum).
     pub fn new(config: SchedulerConfig, queues: Vec<QueueConfig>) -> Scheduler {
+        let placement = config.placement.build();
+        let default_topology = config.topology.or(placement.default_topology());
         Scheduler {
             order: config.queue_order.build(),
-            placement: config.placement.build(),
+            placement,
+            ctx: PlaceCtx::new(),
+            default_topology,
             cell_select: config.cell_selection.build(),
             queue_usage: vec![0; queues.len()],
             queues,
@@ -269,11 +303,20 @@ impl Scheduler {
     ///
     /// # Errors
     /// The [`RejectReason`] from [`Scheduler::check_resolvable`]; the job is not enqueued.
-    pub fn submit(&mut self, fleet: &FleetState, job: PendingJob) -> Result<(), RejectReason> {
+    pub fn submit(&mut self, fleet: &FleetState, mut job: PendingJob) -> Result<(), RejectReason> {
         self.check_resolvable(fleet, &job)?;
+        if job.topology.is_none() && job.tasks > 1 {
+            job.topology = self.default_topology;
+        }
         let key = self.order.key(&job);
         self.pending.insert((key, job.id), job);
         Ok(())
+    }
+
+    /// The placement context (node rank, seeded generator, FGD's typical tasks), to set up
+    /// before the first pass.
+    pub fn placement_ctx_mut(&mut self) -> &mut PlaceCtx {
+        &mut self.ctx
     }
 
     /// Number of pending jobs.
@@ -316,7 +359,9 @@ impl Scheduler {
         self.cell_select.candidates(fleet, job, &mut cells);
         let mut out = None;
         for &cell in &cells {
-            if let Some(tasks) = place_gang(self.placement.as_ref(), fleet, cell, job) {
+            if let Some(tasks) =
+                place_gang(self.placement.as_ref(), &mut self.ctx, fleet, cell, job)
+            {
                 *self.usage_mut(job.queue) += job.total_gpu_milli();
                 out = Some(Decision::Start {
                     job: job.id,
@@ -376,7 +421,9 @@ impl Scheduler {
                 }
                 self.cell_select.candidates(fleet, job, &mut cells);
                 for &cell in &cells {
-                    if let Some(tasks) = place_gang(self.placement.as_ref(), fleet, cell, job) {
+                    if let Some(tasks) =
+                        place_gang(self.placement.as_ref(), &mut self.ctx, fleet, cell, job)
+                    {
                         decisions.push(Decision::Start {
                             job: id,
                             cell,
@@ -450,6 +497,7 @@ mod tests {
             models: ModelSet::ANY,
             cells: vec![],
             runtime_estimate: None,
+            topology: None,
         }
     }
 
@@ -528,6 +576,6 @@ mod tests {
             Ok(PlacementKind::BestFit)
         );
         let e = "bestfit".parse::<PlacementKind>().unwrap_err();
-        assert!(e.contains("first-fit, best-fit, worst-fit"), "{e}");
+        assert!(e.contains("first-fit, best-fit, worst-fit, random"), "{e}");
     }
 }

@@ -2,7 +2,10 @@
 
 use serde::Deserialize;
 
-use fleetsim_policies::{CellSelectKind, PlacementKind, QueueOrderKind, QueueingStrategy};
+use fleetsim_policies::{
+    CellSelectKind, Level, PlacementKind, QueueOrderKind, QueueingStrategy, RayStrategy,
+    TopologyMode, TopologySpec,
+};
 
 use crate::workload::synthetic::SyntheticSpec;
 
@@ -236,12 +239,59 @@ pub struct PolicySpec {
     /// Default queueing strategy: `strict-fifo` or `best-effort-fifo`.
     #[serde(default)]
     pub queueing_strategy: QueueingStrategy,
-    /// `first-fit`, `best-fit` or `worst-fit`.
+    /// `first-fit`, `best-fit`, `worst-fit`, `random`, `dot-prod`, `gpu-clustering`,
+    /// `gpu-packing`, `fgd-best-fit`, `fgd` or `topology-aware`.
     #[serde(default)]
     pub placement: PlacementKind,
     /// `first-fit` or `least-loaded`.
     #[serde(default)]
     pub cell_selection: CellSelectKind,
+    /// Topology constraint given to every gang (job of more than one task).
+    #[serde(default)]
+    pub topology: Option<TopologyToml>,
+}
+
+/// `[policy.topology]`: a gang topology constraint (see `fleetsim_policies::topology`).
+/// Levels: `node`, `domain` (NVLink domain / rack), `block`, `cell`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopologyToml {
+    /// All tasks inside one group of this level, or the gang waits (Kueue
+    /// `podset-required-topology`, Volcano `hard`).
+    #[serde(default)]
+    pub required: Option<Level>,
+    /// As few groups of this level as possible (Kueue `podset-preferred-topology`, Volcano
+    /// `soft`).
+    #[serde(default)]
+    pub preferred: Option<Level>,
+    /// Cut gangs into slices of this many tasks, each inside one group of `slice_level`
+    /// (Kueue `podset-slice-size`, Slurm `--segment`).
+    #[serde(default)]
+    pub slice_size: Option<u32>,
+    /// The level a slice stays in (default `domain`).
+    #[serde(default)]
+    pub slice_level: Option<Level>,
+    /// A Ray placement-group strategy: `PACK`, `SPREAD`, `STRICT_PACK`, `STRICT_SPREAD`.
+    #[serde(default)]
+    pub ray_strategy: Option<RayStrategy>,
+}
+
+impl TopologyToml {
+    /// The policy crate's spec.
+    pub fn to_spec(&self) -> TopologySpec {
+        let (level, mode) = match (self.required, self.preferred) {
+            (Some(l), _) => (Some(l), TopologyMode::Required),
+            (None, Some(l)) => (Some(l), TopologyMode::Preferred),
+            (None, None) => (None, TopologyMode::Preferred),
+        };
+        TopologySpec {
+            level,
+            mode,
+            slice_size: self.slice_size,
+            slice_level: self.slice_level.unwrap_or(Level::Domain),
+            ray: self.ray_strategy,
+        }
+    }
 }
 
 /// The measurement window and time series.

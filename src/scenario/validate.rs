@@ -227,6 +227,17 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
             }
         }
     }
+    if let Some(t) = &s.policy.topology {
+        if t.required.is_some() && t.preferred.is_some() {
+            return Err(bad(
+                "policy.topology".into(),
+                "give at most one of `required` and `preferred`",
+            ));
+        }
+        if t.slice_size == Some(0) {
+            return Err(bad("policy.topology.slice_size".into(), "must be ≥ 1"));
+        }
+    }
     let m = &s.metrics;
     if !finite_nonneg(m.warmup_s) {
         return Err(bad("metrics.warmup_s".into(), "must be a number ≥ 0"));

@@ -6,6 +6,7 @@ mod engine_order;
 mod field_cases;
 mod hand_computed;
 mod invariants;
+mod placement_props;
 mod real_traces;
 mod snapshots;
 mod support;
