@@ -13,6 +13,7 @@ pub mod workload;
 pub use fleetsim_policies as policies;
 pub mod cli;
 pub mod engine;
+pub mod inflation;
 pub mod metrics;
 pub mod report;
 pub mod run;

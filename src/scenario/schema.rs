@@ -22,7 +22,8 @@ pub struct Scenario {
     #[serde(default)]
     pub seed: u64,
     /// `schedule` (default): policies decide start times. `replay`: jobs with a recorded
-    /// start in the trace start exactly then (placement still chooses nodes).
+    /// start in the trace start exactly then (placement still chooses nodes). `inflation`:
+    /// the FGD experiment of `[inflation]` (no clock).
     #[serde(default)]
     pub mode: Mode,
     /// The fleet.
@@ -38,6 +39,64 @@ pub struct Scenario {
     /// Measurement window and time series.
     #[serde(default)]
     pub metrics: MetricsSpec,
+    /// The FGD inflation experiment (`mode = "inflation"` only).
+    #[serde(default)]
+    pub inflation: Option<InflationSpec>,
+}
+
+/// `[inflation]`: the FGD paper's workload-inflation experiment (Weng et al., ATC'23, §6;
+/// see `src/inflation/`): the pod list (`[workload.trace]`, format `alibaba-openb`) in a
+/// seeded shuffled order, extra pods drawn with replacement until arrived GPU demand reaches
+/// `target_pct` % of capacity, each offered once, nothing departing; every policy and seed
+/// is one independent run from an empty fleet.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InflationSpec {
+    /// Arrived GPU demand to stop at, % of the fleet's GPU capacity (the paper: 130).
+    #[serde(default = "default_target_pct")]
+    pub target_pct: u32,
+    /// Seeds, one run each (or give `seed_count`).
+    #[serde(default)]
+    pub seeds: Vec<u64>,
+    /// Seeds `seed, seed + 1, …` (the scenario seed first) when `seeds` is empty.
+    #[serde(default)]
+    pub seed_count: Option<u32>,
+    /// Placement policies to compare, in report order.
+    pub policies: Vec<PlacementKind>,
+    /// FGD's typical-pod coverage, % of the pod list (the artifact's 95).
+    #[serde(default = "default_typical_pct")]
+    pub typical_threshold_pct: u32,
+    /// Arrived demand (% of capacity) where `summary.json` reports each policy (default 100).
+    #[serde(default = "default_at_pct")]
+    pub report_at_pct: u32,
+    /// Published numbers to compare with, if any.
+    #[serde(default)]
+    pub reference: Option<InflationReference>,
+}
+
+/// Published median unallocated GPU % at `report_at_pct`, to check a reproduction against.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InflationReference {
+    /// Where the numbers come from.
+    #[serde(default)]
+    pub source: String,
+    /// Largest accepted |measured − published|, percentage points.
+    pub tolerance_pp: f64,
+    /// Published median unallocated %, by policy name.
+    pub unallocated_pct: std::collections::BTreeMap<String, f64>,
+}
+
+fn default_target_pct() -> u32 {
+    130
+}
+
+fn default_typical_pct() -> u32 {
+    95
+}
+
+fn default_at_pct() -> u32 {
+    100
 }
 
 /// Simulation mode.
@@ -49,6 +108,9 @@ pub enum Mode {
     Schedule,
     /// Jobs start at their recorded start times (field case B18).
     Replay,
+    /// The FGD inflation experiment: time-free, pods placed one at a time, no departures
+    /// (`[inflation]`).
+    Inflation,
 }
 
 /// The fleet: cells in declaration order (cell ids follow it).

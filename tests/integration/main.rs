@@ -5,6 +5,7 @@ mod determinism;
 mod engine_order;
 mod field_cases;
 mod hand_computed;
+mod inflation;
 mod invariants;
 mod placement_props;
 mod real_traces;
