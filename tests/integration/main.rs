@@ -11,3 +11,4 @@ mod placement_props;
 mod real_traces;
 mod snapshots;
 mod support;
+mod topology;

@@ -201,19 +201,24 @@ impl TypicalTasks {
             return 0;
         }
         let Some(model) = model else { return 0 };
-        // Per distinct share m: accelerators with free ≥ m, and free GPU-milli below m.
+        // Per distinct share m (ascending): accelerators with free ≥ m and free GPU-milli
+        // below m, by one sweep over the accelerators sorted by free.
         let nm = self.distinct_m.len().min(MAX_DISTINCT);
+        let g = free.len().min(64);
+        let mut sorted = [0u16; 64];
+        sorted[..g].copy_from_slice(&free[..g]);
+        sorted[..g].sort_unstable();
         let mut cnt_ge = [0u32; MAX_DISTINCT];
         let mut s_lt = [0u64; MAX_DISTINCT];
-        for &f in free {
-            let f32_ = u32::from(f);
-            for j in 0..nm {
-                if f32_ >= self.distinct_m[j] {
-                    cnt_ge[j] += 1;
-                } else {
-                    s_lt[j] += u64::from(f);
-                }
+        let (mut k, mut below) = (0usize, 0u64);
+        for j in 0..nm {
+            let m = self.distinct_m[j];
+            while k < g && u32::from(sorted[k]) < m {
+                below += u64::from(sorted[k]);
+                k += 1;
             }
+            cnt_ge[j] = (g - k) as u32;
+            s_lt[j] = below;
         }
         let mut total = 0u64;
         for t in &self.tasks {

@@ -28,16 +28,19 @@
 
 use std::collections::BTreeMap;
 
-use super::{place_tasks, unreserve, BestFit, Choice, PlaceCtx, Placement};
+use super::{place_tasks, unreserve, Choice, PlaceCtx, Placement};
 use crate::ids::CellId;
 use crate::job::PendingJob;
 use crate::resources::{ModelSet, TaskShape};
 use crate::state::{FleetState, TaskAlloc};
 use crate::topology::{Level, RayStrategy, TopologyMode, TopologySpec};
 
-/// `topology-aware`: best-fit nodes ([`BestFit`]) and, for gangs that carry no constraint,
-/// [`TopologySpec::PREFER_DOMAIN`]: the whole gang in the tightest NVLink domain that holds
-/// it, else as few domains as possible inside the tightest block.
+/// `topology-aware`: for gangs that carry no constraint, [`TopologySpec::PREFER_DOMAIN`] —
+/// the whole gang in the tightest NVLink domain that holds it, else as few domains as
+/// possible inside the tightest block. Each task goes to the fitting node with the least
+/// free GPU-milli (CPU for CPU-only tasks), ties to the node in the domain, then the block,
+/// with the least free GPU-milli, then the lowest node id: small tasks fill busy racks and
+/// leave whole racks free for the gangs that need them. `O(nodes)` per task.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TopologyAware;
 
@@ -53,7 +56,30 @@ impl Placement for TopologyAware {
         shape: &TaskShape,
         models: ModelSet,
     ) -> Option<Choice> {
-        BestFit.select(ctx, fleet, cell, shape, models)
+        let nodes = &fleet.cells()[cell.index()].nodes;
+        let mut dom: BTreeMap<u32, u64> = BTreeMap::new();
+        let mut blk: BTreeMap<u32, u64> = BTreeMap::new();
+        for &n in nodes {
+            let node = fleet.node(n);
+            if node.schedulable {
+                *dom.entry(node.domain).or_insert(0) += u64::from(node.free_gpu_milli);
+                *blk.entry(node.block).or_insert(0) += u64::from(node.free_gpu_milli);
+            }
+        }
+        nodes
+            .iter()
+            .copied()
+            .filter(|&n| fleet.fits(n, shape, models) && ctx.allowed(fleet, n))
+            .min_by_key(|&n| {
+                let node = fleet.node(n);
+                let own = if shape.num_gpu == 0 {
+                    node.free_cpu_milli
+                } else {
+                    u64::from(node.free_gpu_milli)
+                };
+                (own, dom[&node.domain], blk[&node.block], n)
+            })
+            .map(Choice::node)
     }
     fn default_topology(&self) -> Option<TopologySpec> {
         Some(TopologySpec::PREFER_DOMAIN)
@@ -343,7 +369,7 @@ pub fn largest_gang(
 mod tests {
     use super::*;
     use crate::ids::{JobId, ModelId, NodeId, QueueId, TenantId};
-    use crate::placement::place_gang;
+    use crate::placement::{place_gang, BestFit};
     use crate::state::NodeSpec;
     use crate::time::SimTime;
 
