@@ -308,6 +308,7 @@ impl Scheduler {
         if job.topology.is_none() && job.tasks > 1 {
             job.topology = self.default_topology;
         }
+        self.ctx.observe(&job.shape, job.models, job.tasks);
         let key = self.order.key(&job);
         self.pending.insert((key, job.id), job);
         Ok(())

@@ -137,6 +137,10 @@ pub struct PolicyResult {
     pub tied_decision_share: f64,
     /// Allocated % at the end of the runs (median).
     pub median_final_allocated_pct: f64,
+    /// Fragmented GPUs at the end of the runs, % of capacity (median).
+    pub median_final_fragmented_pct: f64,
+    /// Fragmented GPUs at the end of the runs, % of idle GPUs (median).
+    pub median_final_frag_of_idle_pct: f64,
 }
 
 /// Measured vs published.
@@ -203,6 +207,27 @@ pub fn summary(name: &str, description: &str, r: &Results, m: &Medians) -> Infla
                 .map(|t| 100.0 * t.events.last().map_or(0, |e| e.allocated_milli) as f64 / cap)
                 .collect::<Vec<_>>(),
         );
+        let final_frag = |of_idle: bool| {
+            median(
+                &mut runs
+                    .iter()
+                    .map(|t| {
+                        let e = t.events.last().copied().unwrap_or_default();
+                        let frag = e.frag_scaled as f64 / w;
+                        let base = if of_idle {
+                            cap - e.allocated_milli as f64
+                        } else {
+                            cap
+                        };
+                        if base > 0.0 {
+                            100.0 * frag / base
+                        } else {
+                            0.0
+                        }
+                    })
+                    .collect::<Vec<_>>(),
+            )
+        };
         let decided: u64 = runs.iter().map(|t| t.decided).sum();
         let tied: u64 = runs.iter().map(|t| t.tied).sum();
         let alloc = point.map_or(f64::NAN, |q| q.allocated_pct);
@@ -220,6 +245,8 @@ pub fn summary(name: &str, description: &str, r: &Results, m: &Medians) -> Infla
                 round4(tied as f64 / decided as f64)
             },
             median_final_allocated_pct: round4(final_alloc),
+            median_final_fragmented_pct: round4(final_frag(false)),
+            median_final_frag_of_idle_pct: round4(final_frag(true)),
         });
     }
     let reference = r.spec.reference.as_ref().map(|refr| {

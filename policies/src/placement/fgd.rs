@@ -285,7 +285,10 @@ pub fn fleet_frag_scaled(ctx: &mut PlaceCtx, fleet: &FleetState) -> Option<u128>
 }
 
 /// FGD placement (see the module docs). Score range `0..=100`; ties to the lowest rank.
-/// Without typical tasks in the context every node scores 50 (ties decide).
+/// The typical tasks come from the context: a table set by the caller (the inflation
+/// experiment builds it from the whole pod list), else the tasks observed so far
+/// ([`PlaceCtx::observe`]; the scheduler records every submitted job); with neither, every
+/// node scores 50 and the rank decides.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Fgd;
 
@@ -375,6 +378,7 @@ impl Placement for Fgd {
         shape: &TaskShape,
         models: ModelSet,
     ) -> Option<Choice> {
+        ctx.refresh_observed_typical();
         let Some(typical) = ctx.typical.take() else {
             return argmax_by_rank(ctx, fleet, cell, shape, models, |_, _| Some((50, None)));
         };

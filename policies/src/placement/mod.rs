@@ -121,6 +121,9 @@ pub struct PlaceCtx {
     pub(crate) frag_cache: Vec<(u64, u64)>,
     restrict: Vec<(Level, u32)>,
     exclude: Vec<NodeId>,
+    observed: std::collections::BTreeMap<(TaskShape, ModelSet), u64>,
+    observed_total: u64,
+    observed_at_build: u64,
     /// Placements decided (tasks), for statistics.
     pub decisions: u64,
     /// Placements where more than one node had the top score (the rank decided).
@@ -143,6 +146,9 @@ impl PlaceCtx {
             frag_cache: Vec::new(),
             restrict: Vec::new(),
             exclude: Vec::new(),
+            observed: std::collections::BTreeMap::new(),
+            observed_total: 0,
+            observed_at_build: 0,
             decisions: 0,
             tied_decisions: 0,
         }
@@ -172,6 +178,44 @@ impl PlaceCtx {
     pub fn set_typical(&mut self, typical: TypicalTasks) {
         self.typical = Some(typical);
         self.frag_cache.clear();
+        self.observed_at_build = 0;
+    }
+
+    /// Records `tasks` submitted tasks of `shape` (online typical tasks). When no table was
+    /// set with [`PlaceCtx::set_typical`], FGD builds its table from the tasks observed so
+    /// far (95 % coverage), rebuilding it whenever the observed count has grown by 5 % since
+    /// the last build — the workload's distribution as a production scheduler learns it.
+    pub fn observe(&mut self, shape: &TaskShape, models: ModelSet, tasks: u32) {
+        *self.observed.entry((*shape, models)).or_insert(0) += u64::from(tasks);
+        self.observed_total += u64::from(tasks);
+    }
+
+    /// Rebuilds the typical table from observed tasks when due (see [`PlaceCtx::observe`]).
+    pub(crate) fn refresh_observed_typical(&mut self) {
+        if self.observed_total == 0
+            || (self.typical.is_some()
+                && (self.observed_at_build == 0
+                    || self.observed_total * 100 < self.observed_at_build * 105))
+        {
+            return;
+        }
+        let samples = self.observed.iter().flat_map(|(&(shape, models), &k)| {
+            std::iter::repeat_n(
+                fgd::TaskSample {
+                    shape,
+                    models,
+                    type_key: if models.is_any() {
+                        String::new()
+                    } else {
+                        format!("{:x}", models.0)
+                    },
+                },
+                k as usize,
+            )
+        });
+        self.typical = Some(TypicalTasks::build(samples, 95));
+        self.frag_cache.clear();
+        self.observed_at_build = self.observed_total;
     }
 
     /// The typical tasks, if set.
