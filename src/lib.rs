@@ -14,6 +14,7 @@ pub use fleetsim_policies as policies;
 pub mod benchmarks;
 pub mod cli;
 pub mod engine;
+pub mod inflation;
 pub mod metrics;
 pub mod report;
 pub mod run;

@@ -95,6 +95,7 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
         placement: p.placement,
         cell_selection: p.cell_selection,
         queueing_strategy: p.queueing_strategy,
+        topology: p.topology.as_ref().map(|t| t.to_spec()),
     };
     let queues = s
         .queues
@@ -191,6 +192,7 @@ pub fn run_scenario(
             mode: match loaded.scenario.mode {
                 Mode::Schedule => "schedule",
                 Mode::Replay => "replay",
+                Mode::Inflation => "inflation",
             },
             policy,
             cells: cells.clone(),
@@ -215,4 +217,36 @@ pub fn run_scenario(
         result,
         jobs,
     })
+}
+
+/// Runs an inflation scenario (`mode = "inflation"`) and, with an output directory, writes
+/// `summary.json`, `curves.csv` and `allocation.svg` there.
+///
+/// # Errors
+/// [`RunError`] when the fleet or pod list cannot be read or an output cannot be written.
+pub fn run_inflation(
+    loaded: &Loaded,
+    opts: &RunOptions,
+) -> Result<crate::inflation::report::InflationSummary, RunError> {
+    use crate::inflation::{self, report};
+    let results = inflation::run(loaded, opts)?;
+    let medians = report::medians(&results);
+    let s = &loaded.scenario;
+    let summary = report::summary(&s.name, &s.description, &results, &medians);
+    if let Some(dir) = &opts.out_dir {
+        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let path = dir.join("curves.csv");
+        report::write_curves(&path, &medians).map_err(io_err(&path))?;
+        let path = dir.join("allocation.svg");
+        let title = format!(
+            "{}: allocated vs arrived GPUs (median of {} seeds)",
+            s.name,
+            results.seeds.len()
+        );
+        report::write_plot(&path, &title, &medians, results.spec.target_pct)
+            .map_err(io_err(&path))?;
+        let path = dir.join("summary.json");
+        report::write_summary(&path, &summary).map_err(io_err(&path))?;
+    }
+    Ok(summary)
 }

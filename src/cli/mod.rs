@@ -146,6 +146,19 @@ pub fn main(cli: Cli) -> Result<()> {
                 keep_rows: true,
             };
             let started = Instant::now();
+            if loaded.scenario.mode == scenario::Mode::Inflation {
+                let summary = crate::run::run_inflation(&loaded, &opts)
+                    .with_context(|| format!("running scenario `{}`", loaded.scenario.name))?;
+                if !quiet {
+                    print!("{}", crate::inflation::report::table(&summary));
+                }
+                eprintln!(
+                    "wrote {}/{{summary.json,curves.csv,allocation.svg}} in {:.2} s",
+                    out.display(),
+                    started.elapsed().as_secs_f64()
+                );
+                return Ok(());
+            }
             let bar = progress_bar();
             let mut on_progress = |jobs: u64, t: fleetsim_policies::SimTime| {
                 bar.set_message(format!(
@@ -180,6 +193,25 @@ pub fn main(cli: Cli) -> Result<()> {
             let loaded = load(Some(&scenario))?;
             let trace_dir = TraceDir::resolve(trace_dir);
             let fleet = crate::fleet::build::build_fleet(&loaded, &trace_dir)?;
+            if loaded.scenario.mode == scenario::Mode::Inflation {
+                let t = loaded
+                    .scenario
+                    .workload
+                    .trace
+                    .as_ref()
+                    .expect("validated: a pod list");
+                let path =
+                    loaded.resolve_path("workload.trace", &t.path, &t.public_path, &trace_dir)?;
+                let pods = crate::workload::alibaba_openb::read_pod_shapes(&path)?;
+                println!(
+                    "{}: ok — {} nodes, {} GPUs; {} pods (inflation)",
+                    scenario.display(),
+                    fleet.state.nodes().len(),
+                    fleet.gpus_by_model.values().sum::<u64>(),
+                    pods.len()
+                );
+                return Ok(());
+            }
             let mut stream = crate::run::open_workload(&loaded, &trace_dir, loaded.scenario.seed)?;
             let mut jobs = 0u64;
             let mut previous = fleetsim_policies::SimTime::ZERO;
