@@ -1,4 +1,6 @@
-//! The `fleetsim` command line (clap): `run` and `validate`.
+//! The `fleetsim` command line (clap): `run`, `validate` and `trace` (in [`trace`]).
+
+pub mod trace;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -50,6 +52,9 @@ pub enum Command {
         #[arg(long)]
         trace_dir: Option<PathBuf>,
     },
+    /// Inspect or convert a trace file.
+    #[command(subcommand)]
+    Trace(trace::TraceCommand),
 }
 
 /// Exit code for bad input (scenario, trace, arguments).
@@ -95,6 +100,7 @@ fn load(path: Option<&PathBuf>) -> Result<Loaded> {
 /// Any error of the command, with context naming what failed.
 pub fn main(cli: Cli) -> Result<()> {
     match cli.command {
+        Command::Trace(cmd) => trace::run(cmd),
         Command::Run {
             scenario,
             out,

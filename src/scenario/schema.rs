@@ -202,6 +202,8 @@ pub enum TraceFormat {
     Philly,
     /// fleetsim native CSV or JSON Lines (by extension; `.gz` allowed).
     Native,
+    /// Standard Workload Format (Parallel Workloads Archive), plain or `.gz`.
+    Swf,
 }
 
 /// One queue's settings.
