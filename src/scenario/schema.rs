@@ -204,6 +204,10 @@ pub enum TraceFormat {
     Native,
     /// Standard Workload Format (Parallel Workloads Archive), plain or `.gz`.
     Swf,
+    /// Alibaba GPU-disaggregated DLRM inference instances (2025).
+    AlibabaDlrm,
+    /// Slurm `sacct --parsable2` output.
+    SlurmSacct,
 }
 
 /// One queue's settings.

@@ -2,6 +2,7 @@
 //! Every source yields [`JobSpec`]s in non-decreasing submit order (readers of unsorted
 //! formats sort, and say so).
 
+pub mod alibaba_dlrm;
 pub mod alibaba_openb;
 pub mod error;
 pub mod inspect;
@@ -9,6 +10,7 @@ pub mod job;
 pub mod native;
 pub mod philly;
 pub mod rows;
+pub mod slurm_sacct;
 pub mod swf;
 pub mod synthetic;
 pub mod timefmt;
@@ -101,5 +103,8 @@ pub fn open_trace(
         (F::Native, true) => Box::new(native::read_all_sorted(path)?),
         (F::Swf, false) => Box::new(swf::open(path)?),
         (F::Swf, true) => Box::new(swf::open(path)?.into_sorted()?),
+        (F::AlibabaDlrm, _) => Box::new(alibaba_dlrm::open(path)?),
+        (F::SlurmSacct, false) => Box::new(slurm_sacct::open(path)?),
+        (F::SlurmSacct, true) => Box::new(slurm_sacct::read_all_sorted(path)?),
     })
 }

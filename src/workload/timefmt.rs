@@ -87,3 +87,17 @@ mod tests {
         assert!(parse_naive_datetime("2024-03-10T02:30:0é", b'T').is_err());
     }
 }
+
+/// The origin of a trace whose times are absolute naive wall-clock seconds: t = 0 is the
+/// given origin, or else the first time it is asked to convert (a streamed file's first
+/// submit time).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Origin(pub Option<i64>);
+
+impl Origin {
+    /// Seconds since the origin, in milliseconds; `None` on overflow.
+    pub fn rel_ms(&mut self, abs_s: i64) -> Option<i64> {
+        let o = *self.0.get_or_insert(abs_s);
+        abs_s.checked_sub(o)?.checked_mul(1000)
+    }
+}
