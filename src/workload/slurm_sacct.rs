@@ -49,7 +49,7 @@
 //!   as `gres/gpu` (or the sum of `gres/gpu:<type>` when no untyped count is given). Other
 //!   TRES (`billing`, `energy`, licenses…) are ignored. The job is a gang of `node` tasks
 //!   when `node` divides the GPU and CPU counts; otherwise one task when it has at most 8
-//!   GPUs, else [`gang_split`](super::philly::gang_split)`(gpus, 8)` tasks. CPU and memory
+//!   GPUs, else [`gang_split`]`(gpus, 8)` tasks. CPU and memory
 //!   are divided among the tasks, rounded up. A GPU type whose upper-cased name is in the
 //!   accelerator catalog (`a100` → `A100`) becomes the allowed model; others are noted
 //!   `gpu_type_not_in_catalog` and leave the model free.
