@@ -208,6 +208,10 @@ pub enum TraceFormat {
     AlibabaDlrm,
     /// Slurm `sacct --parsable2` output.
     SlurmSacct,
+    /// SenseTime Helios `cluster_log.csv`.
+    Helios,
+    /// Microsoft Philly raw `cluster_job_log` (JSON).
+    PhillyRaw,
 }
 
 /// One queue's settings.

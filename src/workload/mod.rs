@@ -5,10 +5,12 @@
 pub mod alibaba_dlrm;
 pub mod alibaba_openb;
 pub mod error;
+pub mod helios;
 pub mod inspect;
 pub mod job;
 pub mod native;
 pub mod philly;
+pub mod philly_raw;
 pub mod rows;
 pub mod slurm_sacct;
 pub mod swf;
@@ -106,5 +108,8 @@ pub fn open_trace(
         (F::AlibabaDlrm, _) => Box::new(alibaba_dlrm::open(path)?),
         (F::SlurmSacct, false) => Box::new(slurm_sacct::open(path)?),
         (F::SlurmSacct, true) => Box::new(slurm_sacct::read_all_sorted(path)?),
+        (F::Helios, false) => Box::new(helios::open(path)?),
+        (F::Helios, true) => Box::new(helios::read_all_sorted(path)?),
+        (F::PhillyRaw, _) => Box::new(philly_raw::open(path)?),
     })
 }
