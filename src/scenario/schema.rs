@@ -212,6 +212,9 @@ pub enum TraceFormat {
     Helios,
     /// Microsoft Philly raw `cluster_job_log` (JSON).
     PhillyRaw,
+    /// Alibaba PAI 2020 task table (`pai_task_table.csv`, joined with `pai_job_table.csv`
+    /// beside it).
+    AlibabaPai,
 }
 
 /// One queue's settings.

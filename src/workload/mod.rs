@@ -4,6 +4,7 @@
 
 pub mod alibaba_dlrm;
 pub mod alibaba_openb;
+pub mod alibaba_pai;
 pub mod error;
 pub mod helios;
 pub mod inspect;
@@ -43,6 +44,7 @@ pub trait JobStream: Iterator<Item = Result<JobSpec, TraceError>> + Send {
 }
 
 /// A job stream over an in-memory list (already sorted by submit time).
+#[derive(Debug)]
 pub struct VecStream {
     jobs: std::vec::IntoIter<JobSpec>,
     skipped: Skipped,
@@ -111,5 +113,6 @@ pub fn open_trace(
         (F::Helios, false) => Box::new(helios::open(path)?),
         (F::Helios, true) => Box::new(helios::read_all_sorted(path)?),
         (F::PhillyRaw, _) => Box::new(philly_raw::open(path)?),
+        (F::AlibabaPai, _) => Box::new(alibaba_pai::open(path)?),
     })
 }

@@ -471,7 +471,7 @@ mod tests {
             ("[] x", 1, None),
         ];
         for (text, line, field) in cases {
-            let e = read_text(text).err().expect(text).to_string();
+            let e = read_text(text).expect_err(text).to_string();
             assert!(
                 e.contains("cluster_job_log") && e.contains(&format!("line {line}:")),
                 "{text}: {e}"
