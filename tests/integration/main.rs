@@ -9,3 +9,4 @@ mod invariants;
 mod real_traces;
 mod snapshots;
 mod support;
+mod trace_formats;

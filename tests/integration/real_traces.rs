@@ -66,3 +66,29 @@ fn philly_fifo_counts_match_the_trace() {
     assert_eq!(j.rejected, 0, "every Philly job fits the 2,490-GPU fleet");
     assert_eq!(j.completed, 82_247);
 }
+
+#[test]
+fn swf_nasa_runs_end_to_end() {
+    let Some(out) = run_committed("swf-nasa.toml") else {
+        return;
+    };
+    let s = &out.summary;
+    assert_eq!(s.fleet.gpus, 128);
+    assert_eq!(s.jobs.submitted, 18_239);
+    assert_eq!(s.jobs.completed, 18_239, "every job fits 128 accelerators");
+}
+
+#[test]
+fn dlrm_services_run_end_to_end() {
+    let Some(out) = run_committed("dlrm-services.toml") else {
+        return;
+    };
+    let s = &out.summary;
+    let j = &s.jobs;
+    assert_eq!(j.submitted, 23_871);
+    assert_eq!(
+        j.started + j.rejected + j.censored + j.cancelled,
+        j.submitted
+    );
+    assert_eq!(j.rejected, 0);
+}
