@@ -4,6 +4,7 @@ mod cli;
 mod determinism;
 mod engine_order;
 mod field_cases;
+mod fuzz_stable;
 mod hand_computed;
 mod invariants;
 mod real_traces;
