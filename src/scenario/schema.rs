@@ -29,12 +29,23 @@ pub struct Scenario {
     /// Per-queue settings (queues not listed use the `[policy]` defaults).
     #[serde(default)]
     pub queues: Vec<QueueSpec>,
+    /// Kueue manifests whose LocalQueues become queues (explicit `[[queues]]` win by name).
+    #[serde(default)]
+    pub kueue: Option<KueueSpec>,
     /// Policy choices.
     #[serde(default)]
     pub policy: PolicySpec,
     /// Measurement window and time series.
     #[serde(default)]
     pub metrics: MetricsSpec,
+}
+
+/// Kueue manifests (see [`crate::scenario::kueue`]).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KueueSpec {
+    /// Multi-document YAML, relative to the scenario file.
+    pub path: String,
 }
 
 /// Simulation mode.
