@@ -1292,6 +1292,17 @@ T5,50,t,1,60,60
     }
 
     #[test]
+    fn extreme_recorded_times_do_not_overflow() {
+        // end_s − start_s used to be computed unchecked (found by review): now an error.
+        err_of(
+            "x.csv",
+            "id,submit_s,tenant,runtime_s,start_s,end_s\nj1,-9e15,t,1,-9e15,9e15\n",
+            2,
+            Some("runtime_s"),
+        );
+    }
+
+    #[test]
     fn defaults_and_sets() {
         let dir = tempfile::tempdir().unwrap();
         let p = write(
