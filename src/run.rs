@@ -9,8 +9,8 @@ use fleetsim_policies::{QueueConfig, SchedulerConfig, SimDuration, SimTime};
 use crate::engine::{EngineConfig, EngineError, JobRow, QueueSettings, RunResult, Simulation};
 use crate::fleet::build::{build_fleet, BuildError, BuiltFleet};
 use crate::report::{jobs_csv::JobsCsv, summary, timeseries};
-use crate::scenario::{secs_to_ms, Loaded, Mode, ScenarioError, TraceDir, TraceFormat};
-use crate::workload::{alibaba_openb, native, philly, synthetic, JobStream, TraceError};
+use crate::scenario::{secs_to_ms, Loaded, Mode, ScenarioError, TraceDir};
+use crate::workload::{synthetic, JobStream, TraceError};
 
 /// Errors of a run. The message names the file, line and field where the input is at fault.
 #[derive(Debug, thiserror::Error)]
@@ -77,13 +77,7 @@ pub fn open_workload(
     }
     let t = w.trace.as_ref().expect("validated: trace or synthetic");
     let path = loaded.resolve_path("workload.trace", &t.path, &t.public_path, trace_dir)?;
-    Ok(match (t.format, t.sort) {
-        (TraceFormat::AlibabaOpenb, false) => Box::new(alibaba_openb::open(&path)?),
-        (TraceFormat::AlibabaOpenb, true) => Box::new(alibaba_openb::read_all_sorted(&path)?),
-        (TraceFormat::Philly, _) => Box::new(philly::open(&path)?),
-        (TraceFormat::Native, false) => Box::new(native::open(&path)?),
-        (TraceFormat::Native, true) => Box::new(native::read_all_sorted(&path)?),
-    })
+    Ok(crate::workload::open_trace(t.format, &path, t.sort)?)
 }
 
 /// The engine settings a scenario asks for.

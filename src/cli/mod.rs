@@ -1,6 +1,7 @@
-//! The `fleetsim` command line (clap): `run`, `validate`, `bench`.
+//! The `fleetsim` command line (clap): `run`, `validate`, `bench` and `trace` (in [`trace`]).
 
 pub mod bench;
+pub mod trace;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -68,6 +69,9 @@ pub enum Command {
         #[arg(long)]
         trace_dir: Option<PathBuf>,
     },
+    /// Inspect or convert a trace file.
+    #[command(subcommand)]
+    Trace(trace::TraceCommand),
 }
 
 /// The error and its causes joined by `: `, leaving out a cause whose text the previous
@@ -130,6 +134,7 @@ fn load(path: Option<&PathBuf>) -> Result<Loaded> {
 /// Any error of the command, with context naming what failed.
 pub fn main(cli: Cli) -> Result<()> {
     match cli.command {
+        Command::Trace(cmd) => trace::run(cmd),
         Command::Run {
             scenario,
             out,

@@ -22,6 +22,7 @@
 //! cell_selection = "first-fit"
 //! ```
 
+pub mod kueue;
 mod schema;
 mod validate;
 

@@ -33,6 +33,9 @@ pub struct Scenario {
     /// Per-queue settings (queues not listed use the `[policy]` defaults).
     #[serde(default)]
     pub queues: Vec<QueueSpec>,
+    /// Kueue manifests whose LocalQueues become queues (explicit `[[queues]]` win by name).
+    #[serde(default)]
+    pub kueue: Option<KueueSpec>,
     /// Policy choices.
     #[serde(default)]
     pub policy: PolicySpec,
@@ -97,6 +100,14 @@ fn default_typical_pct() -> u32 {
 
 fn default_at_pct() -> u32 {
     100
+}
+
+/// Kueue manifests (see [`crate::scenario::kueue`]).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KueueSpec {
+    /// Multi-document YAML, relative to the scenario file.
+    pub path: String,
 }
 
 /// Simulation mode.
@@ -267,6 +278,19 @@ pub enum TraceFormat {
     Philly,
     /// fleetsim native CSV or JSON Lines (by extension; `.gz` allowed).
     Native,
+    /// Standard Workload Format (Parallel Workloads Archive), plain or `.gz`.
+    Swf,
+    /// Alibaba GPU-disaggregated DLRM inference instances (2025).
+    AlibabaDlrm,
+    /// Slurm `sacct --parsable2` output.
+    SlurmSacct,
+    /// SenseTime Helios `cluster_log.csv`.
+    Helios,
+    /// Microsoft Philly raw `cluster_job_log` (JSON).
+    PhillyRaw,
+    /// Alibaba PAI 2020 task table (`pai_task_table.csv`, joined with `pai_job_table.csv`
+    /// beside it).
+    AlibabaPai,
 }
 
 /// One queue's settings.

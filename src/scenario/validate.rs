@@ -26,6 +26,9 @@ pub enum ScenarioError {
         /// The parser's message.
         message: String,
     },
+    /// The scenario's Kueue manifests are invalid (file, line and field named).
+    #[error(transparent)]
+    Kueue(#[from] super::kueue::KueueError),
     /// A value is out of range or inconsistent.
     #[error("{origin}: `{field}`: {message}")]
     Invalid {
@@ -110,7 +113,17 @@ pub fn parse(text: &str, origin: &str, base_dir: PathBuf) -> Result<Loaded, Scen
         origin: origin.to_string(),
         message: e.to_string(),
     })?;
+    let mut scenario = scenario;
     validate(&scenario, origin)?;
+    if let Some(k) = &scenario.kueue {
+        let cfg = super::kueue::load(&base_dir.join(&k.path))?;
+        let explicit: BTreeSet<String> = scenario.queues.iter().map(|q| q.name.clone()).collect();
+        for q in cfg.queue_specs() {
+            if !explicit.contains(&q.name) {
+                scenario.queues.push(q);
+            }
+        }
+    }
     Ok(Loaded {
         scenario,
         origin: origin.to_string(),
