@@ -39,6 +39,19 @@
 //! task takes the fitting accelerator with the least free GPU-milli (lowest index on ties) —
 //! [`FleetState::choose_gpus`] — unless the policy chooses itself ([`Choice::gpu_mask`]):
 //! `random` takes a random fitting accelerator, `fgd` the one it scored best.
+//!
+//! # Arithmetic ([`ScoreArithmetic`])
+//!
+//! By default (`exact`) every score is computed with exact integer arithmetic — FGD's
+//! fragmentation as integers scaled by the typical table's weight total, its sigmoid as 99
+//! precomputed integer thresholds, `fgd-best-fit` as an integer quotient — so a score never
+//! depends on floating-point rounding. The FGD paper's artifact computes the same quantities
+//! in `float64`; where the exact value of a score is an integer boundary (FGD: a placement
+//! that leaves a node's fragmentation unchanged, `Δ = 0`, scores exactly 50; the artifact's
+//! float sums can leave `Δ` a few ulps below 0 and score 49), the two can differ by one
+//! point and a tie can flip. [`ScoreArithmetic::Artifact`] evaluates `fgd` and
+//! `fgd-best-fit` the artifact's way instead, operation for operation in `f64`, so replays of
+//! its logs agree row for row. Other policies ignore it.
 
 pub mod baselines;
 pub mod basic;
@@ -108,6 +121,38 @@ impl SplitMix64 {
     }
 }
 
+/// How `fgd` and `fgd-best-fit` evaluate their scores (see the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
+pub enum ScoreArithmetic {
+    /// Exact integer arithmetic (the default): no score depends on rounding.
+    #[default]
+    Exact,
+    /// The FGD artifact's `float64` evaluation, operation for operation
+    /// (`hkust-adsl/kubernetes-scheduler-simulator`: `pkg/utils/frag.go`,
+    /// `pkg/simulator/plugin/{fgd_score,best_fit_score}.go`): FGD's fragmentation summed per
+    /// class in `f64` with `f64` weights, `⌊100·σ(Δ/1000)⌋` through `exp`; BestFit's leftover
+    /// sum in `f64`. For replaying the artifact's logs exactly.
+    Artifact,
+}
+
+impl ScoreArithmetic {
+    /// Every valid name.
+    pub const NAMES: &'static [&'static str] = &["exact", "artifact"];
+
+    /// The name scenarios use.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ScoreArithmetic::Exact => "exact",
+            ScoreArithmetic::Artifact => "artifact",
+        }
+    }
+}
+
 /// Per-run placement state passed to every policy call (Kubernetes `CycleState`, kept for
 /// the whole run): the node rank for tie-breaks, a seeded generator, the workload's typical
 /// tasks for FGD with a per-node fragmentation cache, and the node filter a gang placement
@@ -118,7 +163,9 @@ pub struct PlaceCtx {
     /// The generator of policies that draw (`random`).
     pub rng: SplitMix64,
     typical: Option<TypicalTasks>,
+    arithmetic: ScoreArithmetic,
     pub(crate) frag_cache: Vec<(u64, u64)>,
+    pub(crate) frag_cache_f64: Vec<(u64, f64)>,
     restrict: Vec<(Level, u32)>,
     exclude: Vec<NodeId>,
     observed: std::collections::BTreeMap<(TaskShape, ModelSet), u64>,
@@ -143,7 +190,9 @@ impl PlaceCtx {
             rank: Vec::new(),
             rng: SplitMix64(0),
             typical: None,
+            arithmetic: ScoreArithmetic::Exact,
             frag_cache: Vec::new(),
+            frag_cache_f64: Vec::new(),
             restrict: Vec::new(),
             exclude: Vec::new(),
             observed: std::collections::BTreeMap::new(),
@@ -167,6 +216,24 @@ impl PlaceCtx {
         self
     }
 
+    /// Sets how `fgd` and `fgd-best-fit` evaluate scores ([`ScoreArithmetic`]); clears the
+    /// caches.
+    pub fn with_arithmetic(mut self, arithmetic: ScoreArithmetic) -> PlaceCtx {
+        self.arithmetic = arithmetic;
+        self.clear_caches();
+        self
+    }
+
+    /// The score arithmetic in use.
+    pub fn arithmetic(&self) -> ScoreArithmetic {
+        self.arithmetic
+    }
+
+    fn clear_caches(&mut self) {
+        self.frag_cache.clear();
+        self.frag_cache_f64.clear();
+    }
+
     /// Sets the workload's typical tasks (FGD's target distribution); clears the
     /// fragmentation cache.
     pub fn with_typical(mut self, typical: TypicalTasks) -> PlaceCtx {
@@ -177,7 +244,7 @@ impl PlaceCtx {
     /// Replaces the typical tasks; clears the fragmentation cache.
     pub fn set_typical(&mut self, typical: TypicalTasks) {
         self.typical = Some(typical);
-        self.frag_cache.clear();
+        self.clear_caches();
         self.observed_at_build = 0;
     }
 
@@ -214,7 +281,7 @@ impl PlaceCtx {
             )
         });
         self.typical = Some(TypicalTasks::build(samples, 95));
-        self.frag_cache.clear();
+        self.clear_caches();
         self.observed_at_build = self.observed_total;
     }
 
@@ -277,6 +344,23 @@ pub trait Placement: Send + Sync {
         shape: &TaskShape,
         models: ModelSet,
     ) -> Option<Choice>;
+
+    /// The score this policy gives node `n` for a task of `shape` now, with its accelerator
+    /// choice, in the policy's documented range — the Kubernetes scheduler-extender
+    /// `prioritize` answer, also used to explain a decision. `None` when the node does not
+    /// fit or the policy has no per-node score (first-fit, the index-driven best-fit and
+    /// worst-fit, random, topology-aware). Must agree with [`Placement::select`]: the chosen
+    /// node has the highest score, ties to the lowest rank.
+    fn node_score(
+        &self,
+        _ctx: &mut PlaceCtx,
+        _fleet: &FleetState,
+        _n: NodeId,
+        _shape: &TaskShape,
+        _models: ModelSet,
+    ) -> Option<(i64, Option<u64>)> {
+        None
+    }
 
     /// The topology constraint this policy gives gangs that carry none (`topology-aware`:
     /// prefer one NVLink domain).
