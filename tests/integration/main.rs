@@ -7,6 +7,7 @@ mod field_cases;
 mod hand_computed;
 mod inflation;
 mod invariants;
+mod peer_fgd;
 mod placement_props;
 mod real_traces;
 mod snapshots;
