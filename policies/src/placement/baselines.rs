@@ -99,7 +99,7 @@ impl Placement for DotProd {
         shape: &TaskShape,
         models: ModelSet,
     ) -> Option<Choice> {
-        argmax_by_rank(ctx, fleet, cell, shape, models, |_, n| {
+        argmax_by_rank(ctx, fleet, cell, shape, models, self.name(), |_, n| {
             Some((Self::score(fleet, n, shape), None))
         })
     }
@@ -163,7 +163,7 @@ impl Placement for GpuClustering {
         shape: &TaskShape,
         models: ModelSet,
     ) -> Option<Choice> {
-        argmax_by_rank(ctx, fleet, cell, shape, models, |_, n| {
+        argmax_by_rank(ctx, fleet, cell, shape, models, self.name(), |_, n| {
             Some((Self::score(fleet, n, shape), None))
         })
     }
@@ -236,7 +236,7 @@ impl Placement for GpuPacking {
         shape: &TaskShape,
         models: ModelSet,
     ) -> Option<Choice> {
-        argmax_by_rank(ctx, fleet, cell, shape, models, |_, n| {
+        argmax_by_rank(ctx, fleet, cell, shape, models, self.name(), |_, n| {
             Some((Self::score(fleet, n, shape), None))
         })
     }
@@ -314,7 +314,7 @@ impl Placement for FgdBestFit {
         shape: &TaskShape,
         models: ModelSet,
     ) -> Option<Choice> {
-        argmax_by_rank(ctx, fleet, cell, shape, models, |ctx, n| {
+        argmax_by_rank(ctx, fleet, cell, shape, models, self.name(), |ctx, n| {
             Some((Self::score_in(ctx, fleet, n, shape), None))
         })
     }

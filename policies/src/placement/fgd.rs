@@ -58,7 +58,9 @@
 //! `F(n)` is cached per node in the [`PlaceCtx`], keyed by the node's
 //! [`FleetState::node_version`], so only nodes that changed since the last look are
 //! recomputed; scoring a candidate evaluates `F` on that one node's hypothetical state
-//! (`O(groups + accelerators × distinct shares)`), never the whole fleet.
+//! (`O(groups + accelerators × distinct shares)`), never the whole fleet. Scores are also
+//! cached per node and task shape by the shared placement loop (see [`super`], "Cost"): a
+//! task of a shape seen before rescores only the nodes that changed since.
 
 use std::collections::BTreeMap;
 
@@ -548,9 +550,11 @@ impl Placement for Fgd {
     ) -> Option<Choice> {
         ctx.refresh_observed_typical();
         let Some(typical) = ctx.typical.take() else {
-            return argmax_by_rank(ctx, fleet, cell, shape, models, |_, _| Some((50, None)));
+            return argmax_by_rank(ctx, fleet, cell, shape, models, "fgd-untrained", |_, _| {
+                Some((50, None))
+            });
         };
-        let out = argmax_by_rank(ctx, fleet, cell, shape, models, |ctx, n| {
+        let out = argmax_by_rank(ctx, fleet, cell, shape, models, self.name(), |ctx, n| {
             Self::score_node(ctx, &typical, fleet, n, shape)
         });
         ctx.typical = Some(typical);
