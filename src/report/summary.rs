@@ -54,6 +54,9 @@ pub struct Summary {
     pub makespan_s: Option<f64>,
     /// Engine work done.
     pub engine: EngineFacts,
+    /// The scenario's `[transforms]` table as declared (absent when there is none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transforms: Option<serde_json::Value>,
 }
 
 /// Fleet facts.
@@ -221,5 +224,6 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
             passes: r.passes,
             end_time_s: secs(r.end_time.0),
         },
+        transforms: None,
     }
 }
