@@ -8,4 +8,6 @@ mod hand_computed;
 mod invariants;
 mod real_traces;
 mod snapshots;
+mod studies;
 mod support;
+mod whatif;
