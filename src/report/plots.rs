@@ -128,6 +128,19 @@ fn log_label(v: f64) -> String {
     }
 }
 
+/// A tick label with as many decimals as the axis range needs.
+fn fixed(v: f64, range: f64) -> String {
+    if range >= 10.0 {
+        format!("{v:.0}")
+    } else if range >= 1.0 {
+        format!("{v:.1}")
+    } else if range >= 0.1 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
 fn color(i: usize) -> RGBColor {
     // A colour-blind-safe qualitative palette (Okabe–Ito), then Palette99.
     const OKABE_ITO: [RGBColor; 8] = [
@@ -173,19 +186,11 @@ fn draw<DB: DrawingBackend>(
     let fmt_x = move |v: &f64| {
         if log_x {
             log_label(*v)
-        } else if (x1 - x0) >= 10.0 {
-            format!("{v:.0}")
         } else {
-            format!("{v:.1}")
+            fixed(*v, x1 - x0)
         }
     };
-    let fmt_y = move |v: &f64| {
-        if (y1 - y0) >= 10.0 {
-            format!("{v:.0}")
-        } else {
-            format!("{v:.2}")
-        }
-    };
+    let fmt_y = move |v: &f64| fixed(*v, y1 - y0);
     chart
         .configure_mesh()
         .x_desc(fig.x_label.as_str())

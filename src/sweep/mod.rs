@@ -571,7 +571,10 @@ pub fn write_report(dir: &Path, m: &Manifest, rows: &[Vec<String>], png: bool) -
             for r in rows {
                 let others: Vec<String> = (0..n_axes)
                     .filter(|&j| j != ai)
-                    .map(|j| format!("{}={}", m.axes[j].param, r[2 + j]))
+                    .map(|j| {
+                        let short = m.axes[j].param.rsplit('.').next().unwrap_or_default();
+                        format!("{short}={}", r[2 + j])
+                    })
                     .collect();
                 let key = if others.is_empty() {
                     "all".to_string()
@@ -614,11 +617,23 @@ pub fn write_report(dir: &Path, m: &Manifest, rows: &[Vec<String>], png: bool) -
         }
     }
     let rendered = plots::render_all(dir, &figures, png)?;
+    // The table leaves out run_id: the axis columns and the seed say the same.
+    let shown: Vec<usize> = (0..header.len()).filter(|&c| c != 1).collect();
+    let table_header: Vec<String> = shown.iter().map(|&c| header[c].clone()).collect();
     let mut cells: Vec<Vec<html::Cell>> = rows
         .iter()
-        .map(|r| r.iter().map(html::Cell::plain).collect())
+        .map(|r| shown.iter().map(|&c| html::Cell::plain(&r[c])).collect())
         .collect();
-    html::mark_best_in_columns(&header, &mut cells);
+    html::mark_best_in_columns(&table_header, &mut cells);
+    // Metric columns are shown rounded (runs.csv keeps every digit).
+    let first_metric = table_header.len() - METRICS.len();
+    for row in &mut cells {
+        for c in row.iter_mut().skip(first_metric) {
+            if let Ok(v) = c.text.parse::<f64>() {
+                c.text = crate::compare::fmt_num(v);
+            }
+        }
+    }
     let doc = html::ReportDoc {
         title: format!("fleetsim sweep: {}", m.scenario),
         intro: vec![
@@ -644,8 +659,8 @@ pub fn write_report(dir: &Path, m: &Manifest, rows: &[Vec<String>], png: bool) -
         ],
         tables: vec![html::Table {
             title: "Runs".into(),
-            caption: "The best value of each metric over all runs is marked ★.".into(),
-            header: header.clone(),
+            caption: "The best value of each metric over all runs is marked ★; values are rounded here, runs.csv has every digit.".into(),
+            header: table_header,
             rows: cells,
         }],
         plots: rendered,
