@@ -79,3 +79,40 @@ pub fn replay_fifo_bestfit(jobs: u64, nodes: u32) -> Loaded {
     let text = replay_toml("replay_1m_fifo_bestfit", jobs, nodes, 0.9, FIFO_BESTFIT);
     scenario::parse(&text, "<bench>", std::path::PathBuf::from(".")).expect("valid bench scenario")
 }
+
+/// Runs one bench scenario without writing outputs and returns its summary.
+///
+/// # Panics
+/// If the run fails (bench scenarios are valid by construction).
+pub fn run_quiet(loaded: &Loaded, seed: Option<u64>) -> crate::report::summary::Summary {
+    let opts = crate::run::RunOptions {
+        seed,
+        trace_dir: crate::scenario::TraceDir(std::path::PathBuf::from("unused")),
+        out_dir: None,
+        keep_rows: false,
+    };
+    crate::run::run_scenario(loaded, &opts, &mut |_, _| {})
+        .expect("bench scenario runs")
+        .summary
+}
+
+/// `sweep_8`: eight seeds of the `replay_1m_fifo_bestfit` workload at `jobs` jobs on 16,384
+/// nodes, run through rayon on a pool of `threads` threads, one run per task; the summaries
+/// come back in seed order, whatever the thread count.
+///
+/// # Panics
+/// If the thread pool cannot be built or a run fails.
+pub fn sweep_8(jobs: u64, threads: usize) -> Vec<crate::report::summary::Summary> {
+    use rayon::prelude::*;
+    let loaded = replay_fifo_bestfit(jobs, 16_384);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("thread pool");
+    pool.install(|| {
+        (1..=8u64)
+            .into_par_iter()
+            .map(|seed| run_quiet(&loaded, Some(seed)))
+            .collect()
+    })
+}

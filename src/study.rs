@@ -269,12 +269,12 @@ pub fn run_point(
             .enumerate()
             .map(|(i, t)| (t.as_str(), i as u32))
             .collect();
-        let mut jobs: Vec<(u32, JobLite)> = rows
+        let mut jobs: Vec<(u64, JobLite)> = rows
             .iter()
             .filter(|r| !matches!(r.state, FinalState::Rejected | FinalState::Cancelled))
             .map(|r| {
                 (
-                    r.id.0,
+                    r.id,
                     JobLite {
                         tenant: index[r.tenant.as_str()],
                         submit_ms: r.submit.0,

@@ -56,6 +56,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod bucket_index;
 pub mod cell_select;
 pub mod decision;
 pub mod ids;

@@ -168,7 +168,7 @@ impl Placement for WorstFit {
         if shape.num_gpu == 0 {
             return Self::pick(
                 fleet,
-                fleet.cpu_candidates(cell, shape.cpu_milli).rev(),
+                fleet.cpu_candidates_desc(cell, shape.cpu_milli),
                 |n| fleet.node(n).free_cpu_milli,
                 shape,
                 models,
@@ -180,7 +180,7 @@ impl Placement for WorstFit {
         for m in fleet.cell_models(cell).filter(|&m| models.allows(m)) {
             let got = Self::pick(
                 fleet,
-                fleet.gpu_candidates(cell, m, need).rev(),
+                fleet.gpu_candidates_desc(cell, m, need),
                 |n| fleet.node(n).free_gpu_milli as u64,
                 shape,
                 models,

@@ -18,8 +18,10 @@
 //! job whose exact requirements already failed is skipped, and a single task that fit nowhere
 //! rules out every larger single- or multi-task request with the same constraints.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::fmt;
+use std::ops::Bound;
 use std::str::FromStr;
 
 use crate::cell_select::{CellSelect, FirstCell, LeastLoaded};
@@ -171,11 +173,43 @@ pub struct SchedulerConfig {
     pub queueing_strategy: QueueingStrategy,
 }
 
-/// Why a job is pending after the last pass, and since when counted by the caller.
+/// Why each pending job could not start in the last pass.
 pub type PendingReasons = BTreeMap<JobId, PendingReason>;
+
+/// One pending job with its scheduler-side bookkeeping.
+#[derive(Clone, Debug)]
+struct Entry {
+    job: PendingJob,
+    /// Interned id of `job.cells` (jobs with equal cell lists share it).
+    cells_key: u32,
+    /// Why it could not start when last tried (`None`: not tried yet).
+    reason: Option<PendingReason>,
+}
+
+/// A queue's pending jobs in queue order.
+#[derive(Clone, Debug, Default)]
+struct QueueJobs {
+    jobs: BTreeMap<(OrderKey, JobId), Entry>,
+}
+
+/// Requirements that failed in the current pass, keyed without allocation.
+type ExactKey = (TaskShape, u32, ModelSet, u32);
+
+/// Reusable per-pass buffers.
+#[derive(Debug, Default)]
+struct PassState {
+    heads: BinaryHeap<Reverse<(OrderKey, JobId, QueueId)>>,
+    failed_exact: BTreeSet<ExactKey>,
+    failed_single: Vec<(TaskShape, ModelSet, u32)>,
+    cells: Vec<CellId>,
+}
 
 /// A queue manager plus the scheduling cycle. Owns the pending jobs; the caller owns running
 /// jobs and tells the scheduler when one ends ([`Scheduler::on_job_end`]).
+///
+/// Pending jobs are kept per queue, each queue a `BTreeMap` in queue order; a pass merges the
+/// queues' heads through a binary heap, so a strict-FIFO queue whose head is blocked costs
+/// nothing more in that pass, however long it is.
 pub struct Scheduler {
     order: Box<dyn QueueOrder>,
     placement: Box<dyn Placement>,
@@ -183,9 +217,10 @@ pub struct Scheduler {
     queues: Vec<QueueConfig>,
     default_queue: QueueConfig,
     queue_usage: Vec<u64>,
-    pending: BTreeMap<(OrderKey, JobId), PendingJob>,
-    last_reasons: PendingReasons,
-    cells_buf: Vec<CellId>,
+    pending: Vec<QueueJobs>,
+    pending_len: usize,
+    cell_sets: BTreeMap<Vec<CellId>, u32>,
+    pass: PassState,
 }
 
 impl Scheduler {
@@ -202,9 +237,10 @@ impl Scheduler {
                 strategy: config.queueing_strategy,
                 max_gpu_milli: None,
             },
-            pending: BTreeMap::new(),
-            last_reasons: BTreeMap::new(),
-            cells_buf: Vec::new(),
+            pending: Vec::new(),
+            pending_len: 0,
+            cell_sets: BTreeMap::new(),
+            pass: PassState::default(),
         }
     }
 
@@ -238,23 +274,29 @@ impl Scheduler {
         if job.tasks == 0 {
             return Err(RejectReason::EmptyGang);
         }
-        let cells: Vec<CellId> = (0..fleet.cells().len())
+        let cells = (0..fleet.cells().len())
             .map(|c| CellId(c as u16))
-            .filter(|&c| job.allows_cell(c))
-            .collect();
-        if cells.is_empty() {
+            .filter(|&c| job.allows_cell(c));
+        let mut any_cell = false;
+        let mut task_fits = false;
+        let mut gang_fits = false;
+        for c in cells {
+            any_cell = true;
+            if fleet.task_fits_some_node(c, &job.shape, job.models) {
+                task_fits = true;
+                if fleet.can_ever_fit(c, &job.shape, job.models, job.tasks) {
+                    gang_fits = true;
+                    break;
+                }
+            }
+        }
+        if !any_cell {
             return Err(RejectReason::NoAllowedCell);
         }
-        if !cells
-            .iter()
-            .any(|&c| fleet.task_fits_some_node(c, &job.shape, job.models))
-        {
+        if !task_fits {
             return Err(RejectReason::TaskLargerThanAnyNode);
         }
-        if !cells
-            .iter()
-            .any(|&c| fleet.can_ever_fit(c, &job.shape, job.models, job.tasks))
-        {
+        if !gang_fits {
             return Err(RejectReason::GangLargerThanCell);
         }
         if let Some(max) = self.queue(job.queue).max_gpu_milli {
@@ -274,24 +316,58 @@ impl Scheduler {
         if job.shape.num_gpu == 0 {
             fleet.enable_cpu_index();
         }
+        let next = self.cell_sets.len() as u32;
+        let cells_key = if job.cells.is_empty() {
+            u32::MAX
+        } else {
+            *self.cell_sets.entry(job.cells.clone()).or_insert(next)
+        };
         let key = self.order.key(&job);
-        self.pending.insert((key, job.id), job);
+        let q = job.queue.index();
+        if q >= self.pending.len() {
+            self.pending.resize_with(q + 1, QueueJobs::default);
+        }
+        self.pending[q].jobs.insert(
+            (key, job.id),
+            Entry {
+                job,
+                cells_key,
+                reason: None,
+            },
+        );
+        self.pending_len += 1;
         Ok(())
     }
 
     /// Number of pending jobs.
     pub fn pending_len(&self) -> usize {
-        self.pending.len()
+        self.pending_len
     }
 
-    /// Pending jobs in queue order.
+    /// Pending jobs, queue by queue (ascending [`QueueId`]), each queue in queue order.
     pub fn pending(&self) -> impl Iterator<Item = &PendingJob> {
-        self.pending.values()
+        self.pending
+            .iter()
+            .flat_map(|q| q.jobs.values().map(|e| &e.job))
     }
 
-    /// Why each job still pending after the last pass could not start.
-    pub fn pending_reasons(&self) -> &PendingReasons {
-        &self.last_reasons
+    /// Why each pending job could not start in the last pass: a strict-FIFO queue's head gives
+    /// its own reason and every job behind it [`PendingReason::StrictFifoHead`]; in a
+    /// best-effort queue each job gives its own (jobs not tried yet: no capacity).
+    pub fn pending_reasons(&self) -> PendingReasons {
+        let mut out = PendingReasons::new();
+        for (q, jobs) in self.pending.iter().enumerate() {
+            let strict = self.queue(QueueId(q as u32)).strategy == QueueingStrategy::StrictFifo;
+            for (i, e) in jobs.jobs.values().enumerate() {
+                let r = if strict && i > 0 {
+                    PendingReason::StrictFifoHead
+                } else {
+                    e.reason.unwrap_or(PendingReason::NoCapacity)
+                };
+                out.insert(e.job.id, r);
+            }
+        }
+        out
     }
 
     /// GPU-milli held by a queue's running jobs.
@@ -318,7 +394,7 @@ impl Scheduler {
         if job.shape.num_gpu == 0 {
             fleet.enable_cpu_index();
         }
-        let mut cells = std::mem::take(&mut self.cells_buf);
+        let mut cells = std::mem::take(&mut self.pass.cells);
         self.cell_select.candidates(fleet, job, &mut cells);
         let mut out = None;
         for &cell in &cells {
@@ -332,88 +408,90 @@ impl Scheduler {
                 break;
             }
         }
-        self.cells_buf = cells;
+        self.pass.cells = cells;
         out
     }
 
-    /// One scheduling pass over every pending job in queue order. Started jobs are reserved
-    /// in `fleet`, removed from the pending set and returned as [`Decision::Start`], in the
-    /// order they were decided.
+    /// One scheduling pass over every pending job in queue order (queues merged by their
+    /// heads' keys). Started jobs are reserved in `fleet`, removed from the pending set and
+    /// returned as [`Decision::Start`], in the order they were decided.
     pub fn schedule(&mut self, fleet: &mut FleetState) -> Vec<Decision> {
         let mut decisions = Vec::new();
-        let mut started: Vec<(OrderKey, JobId)> = Vec::new();
-        let mut blocked: BTreeSet<QueueId> = BTreeSet::new();
-        let mut failed_exact: BTreeSet<(TaskShape, u32, ModelSet, Vec<CellId>)> = BTreeSet::new();
-        let mut failed_single: Vec<(TaskShape, ModelSet, Vec<CellId>)> = Vec::new();
-        self.last_reasons.clear();
-        let mut cells = std::mem::take(&mut self.cells_buf);
-        for (&(key, id), job) in &self.pending {
-            let qc = self
-                .queues
-                .get(job.queue.index())
-                .copied()
-                .unwrap_or(self.default_queue);
-            if blocked.contains(&job.queue) {
-                self.last_reasons.insert(id, PendingReason::StrictFifoHead);
-                continue;
+        let mut pass = std::mem::take(&mut self.pass);
+        pass.heads.clear();
+        pass.failed_exact.clear();
+        pass.failed_single.clear();
+        for (q, jobs) in self.pending.iter().enumerate() {
+            if let Some((&(key, id), _)) = jobs.jobs.first_key_value() {
+                pass.heads.push(Reverse((key, id, QueueId(q as u32))));
             }
+        }
+        while let Some(Reverse((key, id, queue))) = pass.heads.pop() {
+            let qc = self.queue(queue);
+            let used = self.usage(queue);
+            let qjobs = &mut self.pending[queue.index()].jobs;
+            let entry = qjobs.get_mut(&(key, id)).expect("a head is pending");
+            let job = &entry.job;
             let reason = 'try_job: {
                 if let Some(max) = qc.max_gpu_milli {
-                    let used = self
-                        .queue_usage
-                        .get(job.queue.index())
-                        .copied()
-                        .unwrap_or(0);
                     if used + job.total_gpu_milli() > max {
                         break 'try_job Some(PendingReason::QueueMax);
                     }
                 }
-                let dominated = failed_single.iter().any(|(s, m, c)| {
-                    *m == job.models
-                        && *c == job.cells
+                let dominated = pass.failed_single.iter().any(|&(s, m, c)| {
+                    m == job.models
+                        && c == entry.cells_key
                         && s.num_gpu <= job.shape.num_gpu
                         && s.gpu_milli <= job.shape.gpu_milli
                         && s.cpu_milli <= job.shape.cpu_milli
                         && s.mem_mib <= job.shape.mem_mib
                 });
-                let exact = (job.shape, job.tasks, job.models, job.cells.clone());
-                if dominated || failed_exact.contains(&exact) {
+                let exact = (job.shape, job.tasks, job.models, entry.cells_key);
+                if dominated || pass.failed_exact.contains(&exact) {
                     break 'try_job Some(PendingReason::NoCapacity);
                 }
-                self.cell_select.candidates(fleet, job, &mut cells);
-                for &cell in &cells {
+                self.cell_select.candidates(fleet, job, &mut pass.cells);
+                for &cell in &pass.cells {
                     if let Some(tasks) = place_gang(self.placement.as_ref(), fleet, cell, job) {
                         decisions.push(Decision::Start {
                             job: id,
                             cell,
                             tasks,
                         });
-                        started.push((key, id));
-                        let q = job.queue.index();
-                        if q >= self.queue_usage.len() {
-                            self.queue_usage.resize(q + 1, 0);
-                        }
-                        self.queue_usage[q] += job.total_gpu_milli();
                         break 'try_job None;
                     }
                 }
                 if job.tasks == 1 {
-                    failed_single.push((job.shape, job.models, job.cells.clone()));
+                    pass.failed_single
+                        .push((job.shape, job.models, entry.cells_key));
                 }
-                failed_exact.insert(exact);
+                pass.failed_exact.insert(exact);
                 Some(PendingReason::NoCapacity)
             };
-            if let Some(r) = reason {
-                self.last_reasons.insert(id, r);
-                if qc.strategy == QueueingStrategy::StrictFifo {
-                    blocked.insert(job.queue);
+            match reason {
+                None => {
+                    let e = qjobs.remove(&(key, id)).expect("present");
+                    self.pending_len -= 1;
+                    let total = e.job.total_gpu_milli();
+                    *self.usage_mut(queue) += total;
+                }
+                Some(r) => {
+                    entry.reason = Some(r);
+                    if qc.strategy == QueueingStrategy::StrictFifo {
+                        // The head is blocked: nothing more from this queue in this pass.
+                        continue;
+                    }
                 }
             }
+            let qjobs = &self.pending[queue.index()].jobs;
+            if let Some((&(k, j), _)) = qjobs
+                .range((Bound::Excluded((key, id)), Bound::Unbounded))
+                .next()
+            {
+                pass.heads.push(Reverse((k, j, queue)));
+            }
         }
-        self.cells_buf = cells;
-        for k in started {
-            self.pending.remove(&k);
-        }
+        self.pass = pass;
         decisions
     }
 }

@@ -13,14 +13,17 @@
 //! that does not match an allocation is an error, not a silent wrap.
 //!
 //! # Capacity index
-//! Per cell and accelerator model, nodes that are up and schedulable are kept in a `BTreeSet`
-//! keyed by `(free GPU-milli, node id)`; per cell, once a CPU-only task has been seen
+//! Per cell and accelerator model, nodes that are up and schedulable are kept in a
+//! [`BucketIndex`] ordered by `(free GPU-milli, node id)`; per cell, once a CPU-only task has been seen
 //! ([`FleetState::enable_cpu_index`]), also by `(free CPU-milli, node id)`. Best-fit and
 //! worst-fit find candidates in `O(log n)` plus the candidates they reject; see
-//! [`FleetState::gpu_candidates`]. Each index update is a `BTreeSet` remove + insert, so the
-//! CPU index is only kept when some task needs it.
+//! [`FleetState::gpu_candidates`]. Each index update is a remove + insert (a lookup among the
+//! distinct free amounts and a bit flip), and the CPU index is only kept when some task needs
+//! it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+
+use crate::bucket_index::BucketIndex;
 use std::fmt;
 
 use crate::ids::{CellId, ModelId, NodeId};
@@ -124,6 +127,8 @@ impl TaskAlloc {
 pub struct NodeState {
     /// The node's cell.
     pub cell: CellId,
+    /// The node's position in its cell's node list (`CellState::nodes`).
+    pub pos: u32,
     /// Fleet-wide block id.
     pub block: u32,
     /// Fleet-wide NVLink/ICI domain id.
@@ -137,6 +142,8 @@ pub struct NodeState {
     pub free_gpu_milli: u32,
     /// Accelerators that are wholly free (1000 GPU-milli).
     pub free_whole: u32,
+    /// Bit `i` set = accelerator `i` is wholly free (`free_whole` bits are set).
+    pub whole_mask: u64,
     /// CPU capacity, milli-cores.
     pub cpu_milli: u64,
     /// Free CPU, milli-cores.
@@ -161,8 +168,8 @@ pub struct CellState {
     pub available_gpu_milli: u64,
     /// GPU-milli bound to tasks (on any node of the cell).
     pub allocated_gpu_milli: u64,
-    gpu_index: BTreeMap<ModelId, BTreeSet<(u32, NodeId)>>,
-    cpu_index: BTreeSet<(u64, NodeId)>,
+    gpu_index: BTreeMap<ModelId, BucketIndex>,
+    cpu_index: BucketIndex,
     /// Distinct empty-node capacities `(model, gpus, cpu_milli, mem_mib)` with node counts;
     /// answers "could this job ever fit here" without scanning nodes.
     capacity_classes: BTreeMap<(Option<ModelId>, u32, u64, u64), u32>,
@@ -235,6 +242,7 @@ impl FleetState {
             let id = NodeId(i as u32);
             let node = NodeState {
                 cell: spec.cell,
+                pos: cells[spec.cell.index()].nodes.len() as u32,
                 block: spec.block,
                 domain: spec.domain,
                 model: spec.model,
@@ -242,6 +250,11 @@ impl FleetState {
                 gpu_offset: gpu_free.len() as u32,
                 free_gpu_milli: spec.gpus * WHOLE_GPU_MILLI,
                 free_whole: spec.gpus,
+                whole_mask: if spec.gpus == 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << spec.gpus) - 1
+                },
                 cpu_milli: spec.cpu_milli,
                 free_cpu_milli: spec.cpu_milli,
                 mem_mib: spec.mem_mib,
@@ -353,22 +366,37 @@ impl FleetState {
         if shape.num_gpu == 0 {
             return Some(0);
         }
-        let free = self.gpu_free(id);
-        let mut picked: Vec<(u16, usize)> = free
-            .iter()
-            .enumerate()
-            .filter(|(_, &f)| f as u32 >= shape.gpu_milli)
-            .map(|(i, &f)| (if shape.is_fractional() { f } else { 0 }, i))
-            .collect();
-        if (picked.len() as u32) < shape.num_gpu {
-            return None;
+        if !shape.is_fractional() {
+            // The lowest-indexed wholly free accelerators: no allocation, a bit per step.
+            let n = &self.nodes[id.index()];
+            if n.free_whole < shape.num_gpu {
+                return None;
+            }
+            let mut rest = n.whole_mask;
+            let mut mask = 0u64;
+            for _ in 0..shape.num_gpu {
+                let low = rest & rest.wrapping_neg();
+                mask |= low;
+                rest &= !low;
+            }
+            return Some(mask);
         }
-        picked.sort_unstable();
-        Some(
-            picked[..shape.num_gpu as usize]
-                .iter()
-                .fold(0u64, |m, &(_, i)| m | (1u64 << i)),
-        )
+        // Shares: repeatedly the tightest accelerator that still fits, ties to the lowest index.
+        let free = self.gpu_free(id);
+        let mut mask = 0u64;
+        for _ in 0..shape.num_gpu {
+            let mut best: Option<(u16, usize)> = None;
+            for (i, &f) in free.iter().enumerate() {
+                if mask >> i & 1 == 1 || (f as u32) < shape.gpu_milli {
+                    continue;
+                }
+                if best.is_none_or(|b| (f, i) < b) {
+                    best = Some((f, i));
+                }
+            }
+            mask |= 1u64 << best?.1;
+        }
+        Some(mask)
     }
 
     /// Reserves one task of `shape` on a node, choosing accelerators by
@@ -440,6 +468,7 @@ impl FleetState {
             let f = &mut self.gpu_free[off + i];
             if *f as u32 == WHOLE_GPU_MILLI {
                 n.free_whole -= 1;
+                n.whole_mask &= !(1u64 << i);
             }
             *f -= a.gpu_milli as u16;
         }
@@ -487,6 +516,7 @@ impl FleetState {
             *f += a.gpu_milli as u16;
             if *f as u32 == WHOLE_GPU_MILLI {
                 n.free_whole += 1;
+                n.whole_mask |= 1u64 << i;
             }
         }
         let total = a.total_gpu_milli();
@@ -519,21 +549,36 @@ impl FleetState {
     }
 
     /// Nodes of `cell` with accelerator `model` that are schedulable and have at least
-    /// `min_free_gpu_milli` free, ascending by `(free GPU-milli, node id)`. Iterate with `.rev()`
-    /// for descending order. A candidate may still fail [`FleetState::fits`] (CPU, memory, or
-    /// a share that is spread over several accelerators).
+    /// `min_free_gpu_milli` free, ascending by `(free GPU-milli, node id)`. A candidate may still
+    /// fail [`FleetState::fits`] (CPU, memory, or a share that is spread over several
+    /// accelerators).
     pub fn gpu_candidates(
         &self,
         cell: CellId,
         model: ModelId,
         min_free_gpu_milli: u32,
-    ) -> impl DoubleEndedIterator<Item = NodeId> + '_ {
-        self.cells[cell.index()]
-            .gpu_index
+    ) -> impl Iterator<Item = NodeId> + '_ {
+        let c = &self.cells[cell.index()];
+        c.gpu_index
             .get(&model)
             .into_iter()
-            .flat_map(move |set| set.range((min_free_gpu_milli, NodeId(0))..))
-            .map(|&(_, n)| n)
+            .flat_map(move |idx| idx.ascending(min_free_gpu_milli as u64))
+            .map(move |(_, pos)| c.nodes[pos as usize])
+    }
+
+    /// As [`FleetState::gpu_candidates`], descending by `(free GPU-milli, node id)`.
+    pub fn gpu_candidates_desc(
+        &self,
+        cell: CellId,
+        model: ModelId,
+        min_free_gpu_milli: u32,
+    ) -> impl Iterator<Item = NodeId> + '_ {
+        let c = &self.cells[cell.index()];
+        c.gpu_index
+            .get(&model)
+            .into_iter()
+            .flat_map(move |idx| idx.descending(min_free_gpu_milli as u64))
+            .map(move |(_, pos)| c.nodes[pos as usize])
     }
 
     /// Starts maintaining the per-cell CPU index (idempotent). Call before placing CPU-only
@@ -543,11 +588,14 @@ impl FleetState {
             return;
         }
         self.cpu_index = true;
-        for (i, n) in self.nodes.iter().enumerate() {
+        for c in &mut self.cells {
+            c.cpu_index = BucketIndex::new(c.nodes.len());
+        }
+        for n in &self.nodes {
             if n.schedulable {
                 self.cells[n.cell.index()]
                     .cpu_index
-                    .insert((n.free_cpu_milli, NodeId(i as u32)));
+                    .insert(n.free_cpu_milli, n.pos);
             }
         }
     }
@@ -566,12 +614,28 @@ impl FleetState {
         &self,
         cell: CellId,
         min_free_cpu_milli: u64,
-    ) -> impl DoubleEndedIterator<Item = NodeId> + '_ {
+    ) -> impl Iterator<Item = NodeId> + '_ {
         assert!(self.cpu_index, "the CPU index is not enabled");
-        self.cells[cell.index()]
-            .cpu_index
-            .range((min_free_cpu_milli, NodeId(0))..)
-            .map(|&(_, n)| n)
+        let c = &self.cells[cell.index()];
+        c.cpu_index
+            .ascending(min_free_cpu_milli)
+            .map(move |(_, pos)| c.nodes[pos as usize])
+    }
+
+    /// As [`FleetState::cpu_candidates`], descending by `(free CPU, node id)`.
+    ///
+    /// # Panics
+    /// If the CPU index is not enabled ([`FleetState::enable_cpu_index`]).
+    pub fn cpu_candidates_desc(
+        &self,
+        cell: CellId,
+        min_free_cpu_milli: u64,
+    ) -> impl Iterator<Item = NodeId> + '_ {
+        assert!(self.cpu_index, "the CPU index is not enabled");
+        let c = &self.cells[cell.index()];
+        c.cpu_index
+            .descending(min_free_cpu_milli)
+            .map(move |(_, pos)| c.nodes[pos as usize])
     }
 
     /// Accelerator models present in `cell` (ascending id).
@@ -663,6 +727,22 @@ impl FleetState {
                 ));
             }
             let off = n.gpu_offset as usize;
+            let free = &self.gpu_free[off..off + n.gpus as usize];
+            let whole = free
+                .iter()
+                .enumerate()
+                .filter(|(_, &f)| f as u32 == WHOLE_GPU_MILLI)
+                .fold(0u64, |m, (g, _)| m | 1u64 << g);
+            let sum: u32 = free.iter().map(|&f| f as u32).sum();
+            if whole != n.whole_mask
+                || whole.count_ones() != n.free_whole
+                || sum != n.free_gpu_milli
+            {
+                return Err(format!(
+                    "node {}: free-accelerator summaries disagree with the shares",
+                    self.names[i]
+                ));
+            }
             for g in 0..n.gpus as usize {
                 if gpu[off + g] != self.gpu_free[off + g] as u32 {
                     return Err(format!(
@@ -690,12 +770,12 @@ impl FleetState {
         }
         let cell = &mut self.cells[n.cell.index()];
         if let Some(m) = n.model {
-            if let Some(set) = cell.gpu_index.get_mut(&m) {
-                set.remove(&(n.free_gpu_milli, id));
+            if let Some(idx) = cell.gpu_index.get_mut(&m) {
+                idx.remove(n.free_gpu_milli as u64, n.pos);
             }
         }
         if self.cpu_index {
-            cell.cpu_index.remove(&(n.free_cpu_milli, id));
+            cell.cpu_index.remove(n.free_cpu_milli, n.pos);
         }
     }
 
@@ -705,14 +785,15 @@ impl FleetState {
             return;
         }
         let cell = &mut self.cells[n.cell.index()];
+        let len = cell.nodes.len();
         if let Some(m) = n.model {
             cell.gpu_index
                 .entry(m)
-                .or_default()
-                .insert((n.free_gpu_milli, id));
+                .or_insert_with(|| BucketIndex::new(len))
+                .insert(n.free_gpu_milli as u64, n.pos);
         }
         if self.cpu_index {
-            cell.cpu_index.insert((n.free_cpu_milli, id));
+            cell.cpu_index.insert(n.free_cpu_milli, n.pos);
         }
     }
 }

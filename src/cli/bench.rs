@@ -163,5 +163,25 @@ pub fn main(child: Option<String>, jobs: u64, nodes: u32, quick: bool) -> Result
             )?)
         );
     }
+    let sweep_jobs = if quick { 20_000 } else { 100_000 };
+    let t = Instant::now();
+    let one = benchmarks::sweep_8(sweep_jobs, 1);
+    let t1 = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let two = benchmarks::sweep_8(sweep_jobs, 2);
+    let t2 = t.elapsed().as_secs_f64();
+    let same = serde_json::to_string(&one)? == serde_json::to_string(&two)?;
+    println!(
+        "sweep_8 (8 seeds x {sweep_jobs} jobs): 1 thread {t1:.3} s, 2 threads {t2:.3} s, speed-up {:.2}x, results {}",
+        t1 / t2,
+        if same { "byte-identical" } else { "DIFFERENT" }
+    );
+    println!(
+        "state per job in flight: {} bytes (engine record) + per finished job 24 bytes of wait/JCT/slowdown samples",
+        crate::engine::job_record_bytes()
+    );
+    if !same {
+        bail!("sweep_8 results differ between 1 and 2 threads");
+    }
     Ok(())
 }

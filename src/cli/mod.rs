@@ -88,6 +88,23 @@ pub enum Command {
     },
 }
 
+/// The error and its causes joined by `: `, leaving out a cause whose text the previous
+/// message already ends with (errors here include their source in their own message).
+pub fn render_error(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.ends_with(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
 /// Exit code for bad input (scenario, trace, arguments).
 pub const EXIT_BAD_INPUT: i32 = 2;
 

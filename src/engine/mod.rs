@@ -127,8 +127,8 @@ impl FinalState {
 /// One job's outcome, as written to `jobs.csv`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobRow {
-    /// Engine id (input order).
-    pub id: JobId,
+    /// Input position of the job (0-based): `job_id` in `jobs.csv`.
+    pub id: u64,
     /// Trace name.
     pub name: String,
     /// Tenant name.
@@ -313,8 +313,14 @@ pub struct RunResult {
     pub end_time: SimTime,
 }
 
+/// A job's record while it is in flight (pending, awaiting a recorded start, or running).
+/// Records live in a slab: a [`JobId`] is the slot index, reused once the job reaches its
+/// final state, so memory grows with jobs in flight, not with jobs submitted. `seq` is the
+/// job's input position, the `job_id` of every output.
 #[derive(Clone, Debug)]
 struct JobRec {
+    seq: u64,
+    live: bool,
     name: Box<str>,
     tenant: TenantId,
     queue: QueueId,
@@ -328,10 +334,52 @@ struct JobRec {
     shape: TaskShape,
     start: Option<SimTime>,
     cell: Option<CellId>,
-    allocs: Vec<TaskAlloc>,
+    allocs: Allocs,
     kind: RecordedKind,
-    epoch: u32,
+    /// Id of the current run (unique per start within a simulation); a completion event
+    /// carrying another id is stale.
+    run: u32,
     measured: bool,
+}
+
+const NOT_RUNNING: u32 = u32::MAX;
+
+/// A running job's task bindings. Most jobs have one task: it is kept inline, so starting and
+/// finishing it neither allocates nor touches a second cold cache line.
+#[derive(Clone, Debug, Default)]
+enum Allocs {
+    #[default]
+    None,
+    One(TaskAlloc),
+    Many(Box<[TaskAlloc]>),
+}
+
+impl Allocs {
+    fn from_vec(mut v: Vec<TaskAlloc>) -> Allocs {
+        match v.len() {
+            0 => Allocs::None,
+            1 => Allocs::One(v.pop().expect("one")),
+            _ => Allocs::Many(v.into_boxed_slice()),
+        }
+    }
+
+    fn as_slice(&self) -> &[TaskAlloc] {
+        match self {
+            Allocs::None => &[],
+            Allocs::One(a) => std::slice::from_ref(a),
+            Allocs::Many(v) => v,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        matches!(self, Allocs::None)
+    }
+}
+
+/// Bytes of engine state per job in flight (the slab record; a job's name and a gang's
+/// task list beyond one task are on the heap besides). Reported by `fleetsim bench`.
+pub const fn job_record_bytes() -> usize {
+    std::mem::size_of::<JobRec>()
 }
 
 /// Progress reports: jobs submitted so far and the simulated time.
@@ -354,6 +402,9 @@ pub struct Simulation {
     metrics: Collector,
     events: EventQueue,
     jobs: Vec<JobRec>,
+    free_slots: Vec<u32>,
+    next_seq: u64,
+    next_run: u32,
     awaiting_replay: BTreeMap<JobId, PendingJob>,
     tenants: Vec<String>,
     tenant_ids: BTreeMap<String, TenantId>,
@@ -381,6 +432,9 @@ impl Simulation {
             metrics,
             events: EventQueue::default(),
             jobs: Vec::new(),
+            free_slots: Vec::new(),
+            next_seq: 0,
+            next_run: 0,
             awaiting_replay: BTreeMap::new(),
             tenants: Vec::new(),
             tenant_ids: BTreeMap::new(),
@@ -438,7 +492,7 @@ impl Simulation {
     ) -> JobRow {
         let r = &self.jobs[id.index()];
         JobRow {
-            id,
+            id: r.seq,
             name: r.name.to_string(),
             tenant: self.tenants[r.tenant.index()].clone(),
             queue: self.queues[r.queue.index()].clone(),
@@ -457,6 +511,7 @@ impl Simulation {
             cell: r.cell.map(|c| self.fleet.cells()[c.index()].name.clone()),
             nodes: r
                 .allocs
+                .as_slice()
                 .iter()
                 .map(|a| self.fleet.node_name(a.node).to_string())
                 .collect(),
@@ -487,7 +542,19 @@ impl Simulation {
                 Some(reason.as_str().to_string()),
             )
         })?;
+        self.free_slot(id);
         Ok(())
+    }
+
+    /// Marks a job's record dead and its slot reusable.
+    fn free_slot(&mut self, id: JobId) {
+        let rec = &mut self.jobs[id.index()];
+        rec.live = false;
+        rec.run = NOT_RUNNING;
+        rec.allocs = Allocs::None;
+        rec.name = Box::from("");
+        rec.qos = None;
+        self.free_slots.push(id.0);
     }
 
     /// Runs the simulation to the end of the workload (or the horizon), streaming job rows to
@@ -536,7 +603,7 @@ impl Simulation {
                 let (_, kind) = self.events.pop().expect("peeked");
                 self.event_count += 1;
                 match kind {
-                    EventKind::Finish(id, epoch) => self.finish(id, epoch, sink)?,
+                    EventKind::Finish(id, run) => self.finish(id, run, sink)?,
                     EventKind::Node(i) => self.node_event(i as usize),
                     EventKind::ForcedStart(_) => {}
                 }
@@ -547,7 +614,7 @@ impl Simulation {
                 if spec.submit < last_submit {
                     return Err(EngineError::Unsorted {
                         name: spec.name,
-                        seq: self.jobs.len() as u64,
+                        seq: self.next_seq,
                         submit: spec.submit,
                         previous: last_submit,
                     });
@@ -563,7 +630,7 @@ impl Simulation {
                     if n.submit < t {
                         return Err(EngineError::Unsorted {
                             name: n.name.clone(),
-                            seq: self.jobs.len() as u64,
+                            seq: self.next_seq,
                             submit: n.submit,
                             previous: t,
                         });
@@ -608,24 +675,31 @@ impl Simulation {
         spec: crate::workload::JobSpec,
         sink: &mut dyn JobSink,
     ) -> Result<(), EngineError> {
-        let seq = self.jobs.len() as u64;
-        let bad = |message: String| EngineError::BadJob {
-            name: spec.name.clone(),
-            seq,
-            message,
-        };
-        spec.shape.validate().map_err(bad)?;
-        let id = JobId(u32::try_from(seq).map_err(|_| bad("more than 2^32 jobs".into()))?);
+        let seq = self.next_seq;
+        spec.shape
+            .validate()
+            .map_err(|message| EngineError::BadJob {
+                name: spec.name.clone(),
+                seq,
+                message,
+            })?;
+        if self.free_slots.is_empty() && self.jobs.len() >= NOT_RUNNING as usize {
+            return Err(EngineError::BadJob {
+                name: spec.name.clone(),
+                seq,
+                message: "more than 2^32 - 1 jobs in flight".into(),
+            });
+        }
+        self.next_seq += 1;
         let t = spec.submit;
         self.metrics.on_submit(t);
         self.counts.submitted += 1;
         let tenant = self.tenant_id(&spec.tenant);
-        let qname = match (&spec.queue, self.cfg.queue_mapping) {
-            (Some(q), _) => q.clone(),
-            (None, QueueMapping::PerTenant) => spec.tenant.clone(),
-            (None, QueueMapping::Single) => "default".to_string(),
+        let queue = match (&spec.queue, self.cfg.queue_mapping) {
+            (Some(q), _) => self.queue_id(q),
+            (None, QueueMapping::PerTenant) => self.queue_id(&spec.tenant),
+            (None, QueueMapping::Single) => self.queue_id("default"),
         };
-        let queue = self.queue_id(&qname);
         let (default_limit, max_limit) = self.queue_limits[queue.index()];
         let mut limit = spec.time_limit.or(default_limit);
         if let (Some(l), Some(m)) = (limit, max_limit) {
@@ -637,8 +711,10 @@ impl Simulation {
             None => spec.runtime,
         };
         let measured = self.metrics.measured(t);
-        self.jobs.push(JobRec {
-            name: spec.name.clone().into_boxed_str(),
+        let rec = JobRec {
+            seq,
+            live: true,
+            name: spec.name.into_boxed_str(),
             tenant,
             queue,
             priority: spec.priority,
@@ -651,16 +727,27 @@ impl Simulation {
             shape: spec.shape,
             start: None,
             cell: None,
-            allocs: Vec::new(),
+            allocs: Allocs::None,
             kind: spec.recorded,
-            epoch: 0,
+            run: NOT_RUNNING,
             measured,
-        });
+        };
+        let id = match self.free_slots.pop() {
+            Some(slot) => {
+                self.jobs[slot as usize] = rec;
+                JobId(slot)
+            }
+            None => {
+                self.jobs.push(rec);
+                JobId((self.jobs.len() - 1) as u32)
+            }
+        };
         if spec.recorded == RecordedKind::NeverRan {
             self.counts.cancelled += 1;
             emit(sink, || {
                 self.row(id, FinalState::Cancelled, None, Some("never_ran".into()))
             })?;
+            self.free_slot(id);
             return Ok(());
         }
         if limit == Some(SimDuration::ZERO) {
@@ -759,7 +846,7 @@ impl Simulation {
         match d {
             Decision::Start { job, cell, tasks } => {
                 let rec = &mut self.jobs[job.index()];
-                if rec.start.is_some() || !rec.allocs.is_empty() {
+                if !rec.live || rec.start.is_some() || !rec.allocs.is_empty() {
                     return Err(EngineError::Invariant {
                         time: now,
                         message: format!("job {job} started twice"),
@@ -777,21 +864,22 @@ impl Simulation {
                 }
                 rec.start = Some(now);
                 rec.cell = Some(cell);
-                rec.allocs = tasks;
-                let (submit, pre, epoch, runtime) = (
+                rec.allocs = Allocs::from_vec(tasks);
+                let run = self.next_run;
+                self.next_run = (self.next_run + 1) % NOT_RUNNING;
+                rec.run = run;
+                let (submit, pre, runtime) = (
                     rec.submit,
                     rec.kind == RecordedKind::PreExisting,
-                    rec.epoch,
                     rec.runtime,
                 );
                 self.metrics
-                    .on_allocs(&self.fleet, &self.jobs[job.index()].allocs, true);
+                    .on_allocs(&self.fleet, self.jobs[job.index()].allocs.as_slice(), true);
                 self.metrics
                     .on_start(submit, now, pre || !self.jobs[job.index()].measured);
                 self.counts.started += 1;
                 self.running += 1;
-                self.events
-                    .push(now + runtime, EventKind::Finish(job, epoch));
+                self.events.push(now + runtime, EventKind::Finish(job, run));
             }
             Decision::Reject { job, .. } => {
                 return Err(EngineError::Invariant {
@@ -805,19 +893,20 @@ impl Simulation {
         Ok(())
     }
 
-    fn finish(&mut self, id: JobId, epoch: u32, sink: &mut dyn JobSink) -> Result<(), EngineError> {
+    fn finish(&mut self, id: JobId, run: u32, sink: &mut dyn JobSink) -> Result<(), EngineError> {
         let now = self.now;
         let rec = &self.jobs[id.index()];
-        if rec.epoch != epoch || rec.start.is_none() {
+        if !rec.live || rec.run != run {
             return Ok(()); // a stale completion of an earlier run
         }
-        for a in &rec.allocs {
+        for a in rec.allocs.as_slice() {
             self.fleet.release(a).map_err(|e| EngineError::Invariant {
                 time: now,
                 message: e.to_string(),
             })?;
         }
-        self.metrics.on_allocs(&self.fleet, &rec.allocs, false);
+        self.metrics
+            .on_allocs(&self.fleet, rec.allocs.as_slice(), false);
         let total = rec.shape.total_gpu_milli() * rec.tasks as u64;
         self.sched.on_job_end(rec.queue, total);
         let start = rec.start.expect("checked");
@@ -836,14 +925,13 @@ impl Simulation {
         if !self.draining.is_empty() {
             let nodes: Vec<NodeId> = self.jobs[id.index()]
                 .allocs
+                .as_slice()
                 .iter()
                 .map(|a| a.node)
                 .collect();
             self.settle_drained(&nodes);
         }
-        let rec = &mut self.jobs[id.index()];
-        rec.allocs = Vec::new();
-        rec.epoch += 1;
+        self.free_slot(id);
         self.dirty = true;
         Ok(())
     }
@@ -892,7 +980,7 @@ impl Simulation {
 
     fn audit(&self) -> Result<(), EngineError> {
         self.fleet
-            .audit(self.jobs.iter().flat_map(|j| j.allocs.iter()))
+            .audit(self.jobs.iter().flat_map(|j| j.allocs.as_slice().iter()))
             .map_err(|message| EngineError::Invariant {
                 time: self.now,
                 message,
@@ -906,14 +994,14 @@ impl Simulation {
         sink: &mut dyn JobSink,
     ) -> Result<RunResult, EngineError> {
         self.audit()?;
-        let reasons = self.sched.pending_reasons().clone();
+        let reasons = self.sched.pending_reasons();
         let mut censored: Vec<(JobId, Option<PendingReason>)> = self
             .sched
             .pending()
             .map(|j| (j.id, reasons.get(&j.id).copied()))
             .collect();
         censored.extend(self.awaiting_replay.keys().map(|&id| (id, None)));
-        censored.sort_by_key(|&(id, _)| id);
+        censored.sort_by_key(|&(id, _)| self.jobs[id.index()].seq);
         for &(id, reason) in &censored {
             let r = reason.map_or("recorded_start_after_horizon", |r| r.as_str());
             self.counts.censored += 1;
@@ -926,10 +1014,14 @@ impl Simulation {
                 self.row(id, FinalState::Censored, None, Some(r.to_string()))
             })?;
         }
-        let running: Vec<JobId> = (0..self.jobs.len())
+        let mut running: Vec<JobId> = (0..self.jobs.len())
             .map(|i| JobId(i as u32))
-            .filter(|id| !self.jobs[id.index()].allocs.is_empty())
+            .filter(|id| {
+                let r = &self.jobs[id.index()];
+                r.live && !r.allocs.is_empty()
+            })
             .collect();
+        running.sort_by_key(|id| self.jobs[id.index()].seq);
         for id in running {
             self.counts.running_at_end += 1;
             emit(sink, || self.row(id, FinalState::RunningAtEnd, None, None))?;

@@ -35,24 +35,42 @@ pub fn nearest_rank<T: Copy>(sorted: &[T], p: f64) -> Option<T> {
     Some(sorted[rank - 1])
 }
 
-/// Summarizes durations given in milliseconds, reporting seconds. Sorts `ms` in place.
+/// The nearest-rank quantiles of `v` at `ps`, by selection (`O(n)` each, no full sort); `v` is
+/// reordered. Exactly the values a sort would give.
+fn select_quantiles(v: &mut [u64], ps: &[f64]) -> Vec<Option<u64>> {
+    let n = v.len();
+    ps.iter()
+        .map(|&p| {
+            if n == 0 {
+                return None;
+            }
+            let rank = ((p * n as f64).ceil() as usize).clamp(1, n);
+            let (_, x, _) = v.select_nth_unstable(rank - 1);
+            Some(*x)
+        })
+        .collect()
+}
+
+const PS: [f64; 5] = [0.50, 0.90, 0.99, 0.999, 1.0];
+
+/// Summarizes durations given in milliseconds, reporting seconds. Reorders `ms`.
 pub fn dist_ms(ms: &mut [u64]) -> Dist {
-    ms.sort_unstable();
     let sum: u128 = ms.iter().map(|&v| v as u128).sum();
-    let s = |v: u64| v as f64 / 1000.0;
+    let q = select_quantiles(ms, &PS);
+    let s = |v: Option<u64>| v.map(|v| v as f64 / 1000.0);
     Dist {
         count: ms.len() as u64,
         mean: (!ms.is_empty()).then(|| sum as f64 / ms.len() as f64 / 1000.0),
-        p50: nearest_rank(ms, 0.50).map(s),
-        p90: nearest_rank(ms, 0.90).map(s),
-        p99: nearest_rank(ms, 0.99).map(s),
-        p999: nearest_rank(ms, 0.999).map(s),
-        max: ms.last().copied().map(s),
+        p50: s(q[0]),
+        p90: s(q[1]),
+        p99: s(q[2]),
+        p999: s(q[3]),
+        max: s(q[4]),
     }
 }
 
 /// Summarizes unitless ratios (e.g. bounded slowdown). Sorts `v` in place; values must not be
-/// NaN. The mean is summed in sorted order so it does not depend on input order.
+/// NaN. The mean is summed in sorted order, so it does not depend on the order values came in.
 pub fn dist_f64(v: &mut [f64]) -> Dist {
     v.sort_unstable_by(f64::total_cmp);
     let sum: f64 = v.iter().sum();
@@ -82,5 +100,19 @@ mod tests {
         assert_eq!(d.p99, Some(10.0));
         assert_eq!(d.mean, Some(5.5));
         assert_eq!(dist_ms(&mut []).mean, None);
+        // Selection gives what sorting gives, on any order.
+        let mut shuffled: Vec<u64> = (0..1000u64).map(|i| (i * 7919) % 1000).collect();
+        let mut sorted = shuffled.clone();
+        sorted.sort_unstable();
+        let d = dist_ms(&mut shuffled);
+        assert_eq!(
+            d.p999,
+            Some(nearest_rank(&sorted, 0.999).unwrap() as f64 / 1000.0)
+        );
+        assert_eq!(
+            d.p90,
+            Some(nearest_rank(&sorted, 0.90).unwrap() as f64 / 1000.0)
+        );
+        assert_eq!(d.max, Some(0.999));
     }
 }

@@ -94,7 +94,7 @@ pub fn record(r: &JobRow) -> Vec<String> {
     };
     let gpus = r.shape.total_gpu_milli() * r.tasks as u64;
     vec![
-        r.id.0.to_string(),
+        r.id.to_string(),
         r.name.clone(),
         r.tenant.clone(),
         r.queue.clone(),

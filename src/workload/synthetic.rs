@@ -476,6 +476,25 @@ pub fn generate(spec: &SyntheticSpec, seed: u64) -> SyntheticStream {
     }
 }
 
+/// `prefix` followed by `n` in decimal, without the formatting machinery (this runs once per
+/// generated job).
+fn numbered_name(prefix: &str, mut n: u64) -> String {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut s = String::with_capacity(prefix.len() + digits.len() - i);
+    s.push_str(prefix);
+    s.extend(digits[i..].iter().map(|&d| d as char));
+    s
+}
+
 impl Iterator for SyntheticStream {
     type Item = Result<JobSpec, TraceError>;
 
@@ -541,7 +560,7 @@ impl Iterator for SyntheticStream {
             .unwrap_or(0);
 
         Some(Ok(JobSpec {
-            name: format!("syn-{}", self.emitted),
+            name: numbered_name("syn-", self.emitted),
             tenant,
             queue: None,
             priority,
@@ -605,6 +624,8 @@ mod tests {
         assert_ne!(a, jobs(&s, 8));
         assert!(a.windows(2).all(|w| w[0].submit <= w[1].submit));
         assert_eq!(a[0].name, "syn-1");
+        assert_eq!(numbered_name("syn-", 0), "syn-0");
+        assert_eq!(numbered_name("x", u64::MAX), format!("x{}", u64::MAX));
         assert!(a.iter().any(|j| j.priority == 5) && a.iter().any(|j| j.priority == 0));
         assert!(a.iter().any(|j| j.tenant == "b"));
     }
