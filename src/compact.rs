@@ -204,23 +204,25 @@ pub fn run(source: &Source, extra: &[Override], opts: &CompactOptions) -> Result
                 probes,
             });
         }
-        let bottom = eval(seed, opts.lo)?;
-        let bottom_ok = bottom.met;
-        probes.push(bottom);
+        // Bisection on [lo, hi] assuming lo fails; lo itself is probed only when the bracket
+        // closes on it (small fleets are the slowest runs: the queue grows without bound).
         let (mut lo, mut hi) = (opts.lo, opts.hi);
-        if !bottom_ok {
-            while hi - lo > opts.tolerance {
-                let mid = 0.5 * (lo + hi);
-                let p = eval(seed, mid)?;
-                if p.met {
-                    hi = mid;
-                } else {
-                    lo = mid;
-                }
-                probes.push(p);
+        while hi - lo > opts.tolerance {
+            let mid = 0.5 * (lo + hi);
+            let p = eval(seed, mid)?;
+            if p.met {
+                hi = mid;
+            } else {
+                lo = mid;
             }
-        } else {
-            hi = lo;
+            probes.push(p);
+        }
+        if lo == opts.lo {
+            let bottom = eval(seed, opts.lo)?;
+            if bottom.met {
+                hi = opts.lo;
+            }
+            probes.push(bottom);
         }
         let gpus = probes.iter().find(|p| p.scale == hi).map(|p| p.gpus);
         Ok(SeedResult {

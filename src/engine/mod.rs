@@ -658,8 +658,10 @@ impl Simulation {
                     self.apply(d)?;
                 }
                 self.metrics.set_pending(self.sched.pending_len() as u64);
-                self.metrics
-                    .set_pending_reasons(self.sched.pending_reasons().values().map(|r| r.as_str()));
+                self.metrics.clear_pending_reasons();
+                let m = &mut self.metrics;
+                self.sched
+                    .count_pending_reasons(|r, n| m.add_pending_reason(r.as_str(), n));
             }
             if self.cfg.audit_every_instant {
                 self.audit()?;

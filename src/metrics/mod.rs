@@ -268,16 +268,19 @@ impl Collector {
         }
     }
 
-    /// Pending jobs by reason after a scheduling pass (one item per pending job).
-    pub fn set_pending_reasons(&mut self, reasons: impl Iterator<Item = &'static str>) {
+    /// Starts a new count of pending jobs by reason (after a scheduling pass); add the counts
+    /// with [`Collector::add_pending_reason`].
+    pub fn clear_pending_reasons(&mut self) {
         self.by_reason.iter_mut().for_each(|v| *v = 0);
-        for r in reasons {
-            match self.reason_names.iter().position(|&n| n == r) {
-                Some(i) => self.by_reason[i] += 1,
-                None => {
-                    self.reason_names.push(r);
-                    self.by_reason.push(1);
-                }
+    }
+
+    /// `jobs` more pending jobs wait for `reason`.
+    pub fn add_pending_reason(&mut self, reason: &'static str, jobs: u64) {
+        match self.reason_names.iter().position(|&n| n == reason) {
+            Some(i) => self.by_reason[i] += jobs,
+            None => {
+                self.reason_names.push(reason);
+                self.by_reason.push(jobs);
             }
         }
     }
