@@ -17,6 +17,7 @@ pub mod cli;
 pub mod compact;
 pub mod compare;
 pub mod engine;
+pub mod inflation;
 pub mod metrics;
 pub mod report;
 pub mod run;

@@ -9,8 +9,8 @@ use fleetsim_policies::{QueueConfig, SchedulerConfig, SimDuration, SimTime};
 use crate::engine::{EngineConfig, EngineError, JobRow, QueueSettings, RunResult, Simulation};
 use crate::fleet::build::{BuildError, BuiltFleet};
 use crate::report::{jobs_csv::JobsCsv, summary, timeseries};
-use crate::scenario::{secs_to_ms, Loaded, Mode, ScenarioError, TraceDir, TraceFormat};
-use crate::workload::{alibaba_openb, native, philly, synthetic, JobStream, TraceError};
+use crate::scenario::{secs_to_ms, Loaded, Mode, ScenarioError, TraceDir};
+use crate::workload::{synthetic, JobStream, TraceError};
 
 /// Errors of a run. The message names the file, line and field where the input is at fault.
 #[derive(Debug, thiserror::Error)]
@@ -98,13 +98,7 @@ fn open_untransformed(
     }
     let t = w.trace.as_ref().expect("validated: trace or synthetic");
     let path = loaded.resolve_path("workload.trace", &t.path, &t.public_path, trace_dir)?;
-    Ok(match (t.format, t.sort) {
-        (TraceFormat::AlibabaOpenb, false) => Box::new(alibaba_openb::open(&path)?),
-        (TraceFormat::AlibabaOpenb, true) => Box::new(alibaba_openb::read_all_sorted(&path)?),
-        (TraceFormat::Philly, _) => Box::new(philly::open(&path)?),
-        (TraceFormat::Native, false) => Box::new(native::open(&path)?),
-        (TraceFormat::Native, true) => Box::new(native::read_all_sorted(&path)?),
-    })
+    Ok(crate::workload::open_trace(t.format, &path, t.sort)?)
 }
 
 /// The engine settings a scenario asks for.
@@ -116,6 +110,7 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
         placement: p.placement,
         cell_selection: p.cell_selection,
         queueing_strategy: p.queueing_strategy,
+        topology: p.topology.as_ref().map(|t| t.to_spec()),
     };
     let queues = s
         .queues
@@ -216,6 +211,7 @@ pub fn run_scenario(
             mode: match loaded.scenario.mode {
                 Mode::Schedule => "schedule",
                 Mode::Replay => "replay",
+                Mode::Inflation => "inflation",
             },
             policy,
             cells: cells.clone(),
@@ -245,4 +241,36 @@ pub fn run_scenario(
         cells,
         models: models_for_series,
     })
+}
+
+/// Runs an inflation scenario (`mode = "inflation"`) and, with an output directory, writes
+/// `summary.json`, `curves.csv` and `allocation.svg` there.
+///
+/// # Errors
+/// [`RunError`] when the fleet or pod list cannot be read or an output cannot be written.
+pub fn run_inflation(
+    loaded: &Loaded,
+    opts: &RunOptions,
+) -> Result<crate::inflation::report::InflationSummary, RunError> {
+    use crate::inflation::{self, report};
+    let results = inflation::run(loaded, opts)?;
+    let medians = report::medians(&results);
+    let s = &loaded.scenario;
+    let summary = report::summary(&s.name, &s.description, &results, &medians);
+    if let Some(dir) = &opts.out_dir {
+        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let path = dir.join("curves.csv");
+        report::write_curves(&path, &medians).map_err(io_err(&path))?;
+        let path = dir.join("allocation.svg");
+        let title = format!(
+            "{}: allocated vs arrived GPUs (median of {} seeds)",
+            s.name,
+            results.seeds.len()
+        );
+        report::write_plot(&path, &title, &medians, results.spec.target_pct)
+            .map_err(io_err(&path))?;
+        let path = dir.join("summary.json");
+        report::write_summary(&path, &summary).map_err(io_err(&path))?;
+    }
+    Ok(summary)
 }

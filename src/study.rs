@@ -250,6 +250,17 @@ pub fn run_point(
     trace_dir: &TraceDir,
     keep_jobs: bool,
 ) -> Result<Point, RunError> {
+    if loaded.scenario.mode == crate::scenario::Mode::Inflation {
+        return Err(RunError::Scenario(
+            crate::scenario::ScenarioError::Invalid {
+                origin: loaded.origin.clone(),
+                field: "mode".into(),
+                message: "sweep, compare, compact and check run the event engine; an inflation \
+                      scenario compares its own [inflation] policies: use `fleetsim run`"
+                    .into(),
+            },
+        ));
+    }
     let opts = RunOptions {
         seed: Some(seed),
         trace_dir: trace_dir.clone(),

@@ -3,6 +3,7 @@
 use crate::ids::{CellId, JobId, QueueId, TenantId};
 use crate::resources::{ModelSet, TaskShape};
 use crate::time::{SimDuration, SimTime};
+use crate::topology::TopologySpec;
 
 /// A job waiting to start: a gang of `tasks` identical tasks of `shape`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,6 +30,8 @@ pub struct PendingJob {
     pub cells: Vec<CellId>,
     /// Runtime estimate (user time limit or a predictor), if any.
     pub runtime_estimate: Option<SimDuration>,
+    /// Topology constraint of the gang (`None`: the scheduler's default, if any).
+    pub topology: Option<TopologySpec>,
 }
 
 impl PendingJob {

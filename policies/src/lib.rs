@@ -12,7 +12,7 @@
 //! | queue order | [`QueueOrder`] | [`queue_order::Fifo`], [`queue_order::Priority`] |
 //! | queueing strategy | [`QueueingStrategy`] | strict FIFO, best-effort FIFO (Kueue) |
 //! | cell selection | [`CellSelect`] | [`cell_select::FirstCell`], [`cell_select::LeastLoaded`] |
-//! | placement | [`Placement`] | [`placement::FirstFit`], [`placement::BestFit`], [`placement::WorstFit`] |
+//! | placement | [`Placement`] | [`placement::FirstFit`], [`placement::BestFit`], [`placement::WorstFit`], [`placement::RandomFit`], [`placement::DotProd`], [`placement::GpuClustering`], [`placement::GpuPacking`], [`placement::FgdBestFit`], [`placement::Fgd`], [`placement::TopologyAware`] |
 //!
 //! Units: time in milliseconds ([`SimTime`]), accelerators in GPU-milli (1000 = one whole
 //! accelerator), CPU in milli-cores, memory in MiB.
@@ -47,6 +47,7 @@
 //!     models: ModelSet::ANY,
 //!     cells: vec![],
 //!     runtime_estimate: None,
+//!     topology: None,
 //! };
 //! sched.submit(&mut fleet, job).unwrap();
 //! let decisions = sched.schedule(&mut fleet);
@@ -67,12 +68,13 @@ pub mod resources;
 pub mod scheduler;
 pub mod state;
 pub mod time;
+pub mod topology;
 
 pub use cell_select::CellSelect;
 pub use decision::{Decision, PendingReason, RejectReason, Verdict};
 pub use ids::{CellId, JobId, ModelId, NodeId, QueueId, TenantId};
 pub use job::PendingJob;
-pub use placement::{place_gang, Placement};
+pub use placement::{place_gang, Choice, PlaceCtx, Placement, TypicalTasks};
 pub use queue_order::{OrderKey, QueueOrder};
 pub use resources::{ModelSet, TaskShape, WHOLE_GPU_MILLI};
 pub use scheduler::{
@@ -81,3 +83,4 @@ pub use scheduler::{
 };
 pub use state::{FleetState, NodeSpec, NodeState, StateError, TaskAlloc};
 pub use time::{SimDuration, SimTime};
+pub use topology::{Level, RayStrategy, TopologyMode, TopologySpec};

@@ -28,10 +28,14 @@ use crate::cell_select::{CellSelect, FirstCell, LeastLoaded};
 use crate::decision::{Decision, PendingReason, RejectReason};
 use crate::ids::{CellId, JobId, QueueId};
 use crate::job::PendingJob;
-use crate::placement::{place_gang, BestFit, FirstFit, Placement, WorstFit};
+use crate::placement::{
+    place_gang, BestFit, DotProd, Fgd, FgdBestFit, FirstFit, GpuClustering, GpuPacking, PlaceCtx,
+    Placement, RandomFit, TopologyAware, WorstFit,
+};
 use crate::queue_order::{Fifo, OrderKey, Priority, QueueOrder};
 use crate::resources::{ModelSet, TaskShape};
 use crate::state::FleetState;
+use crate::topology::TopologySpec;
 
 macro_rules! named_enum {
     ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident => $s:literal),+ $(,)? }) => {
@@ -106,6 +110,20 @@ named_enum!(
         BestFit => "best-fit",
         /// [`WorstFit`].
         WorstFit => "worst-fit",
+        /// [`RandomFit`].
+        Random => "random",
+        /// [`DotProd`].
+        DotProd => "dot-prod",
+        /// [`GpuClustering`].
+        GpuClustering => "gpu-clustering",
+        /// [`GpuPacking`].
+        GpuPacking => "gpu-packing",
+        /// [`FgdBestFit`].
+        FgdBestFit => "fgd-best-fit",
+        /// [`Fgd`].
+        Fgd => "fgd",
+        /// [`TopologyAware`].
+        TopologyAware => "topology-aware",
     }
 );
 
@@ -137,6 +155,13 @@ impl PlacementKind {
             PlacementKind::FirstFit => Box::new(FirstFit),
             PlacementKind::BestFit => Box::new(BestFit),
             PlacementKind::WorstFit => Box::new(WorstFit),
+            PlacementKind::Random => Box::new(RandomFit),
+            PlacementKind::DotProd => Box::new(DotProd),
+            PlacementKind::GpuClustering => Box::new(GpuClustering),
+            PlacementKind::GpuPacking => Box::new(GpuPacking),
+            PlacementKind::FgdBestFit => Box::new(FgdBestFit),
+            PlacementKind::Fgd => Box::new(Fgd),
+            PlacementKind::TopologyAware => Box::new(TopologyAware),
         }
     }
 }
@@ -171,6 +196,9 @@ pub struct SchedulerConfig {
     pub cell_selection: CellSelectKind,
     /// Strategy of queues beyond the queue table passed to [`Scheduler::new`].
     pub queueing_strategy: QueueingStrategy,
+    /// Topology constraint of gangs (jobs of more than one task) that carry none; when
+    /// `None`, the placement policy's default ([`Placement::default_topology`]).
+    pub topology: Option<TopologySpec>,
 }
 
 /// Why each pending job could not start in the last pass.
@@ -193,7 +221,7 @@ struct QueueJobs {
 }
 
 /// Requirements that failed in the current pass, keyed without allocation.
-type ExactKey = (TaskShape, u32, ModelSet, u32);
+type ExactKey = (TaskShape, u32, ModelSet, u32, Option<TopologySpec>);
 
 /// Reusable per-pass buffers.
 #[derive(Debug, Default)]
@@ -221,15 +249,21 @@ pub struct Scheduler {
     pending_len: usize,
     cell_sets: BTreeMap<Vec<CellId>, u32>,
     pass: PassState,
+    ctx: PlaceCtx,
+    default_topology: Option<TopologySpec>,
 }
 
 impl Scheduler {
     /// A scheduler with the given policies and queue settings (indexed by [`QueueId`]; a job
     /// naming a queue beyond the table gets `config.queueing_strategy` and no maximum).
     pub fn new(config: SchedulerConfig, queues: Vec<QueueConfig>) -> Scheduler {
+        let placement = config.placement.build();
+        let default_topology = config.topology.or(placement.default_topology());
         Scheduler {
             order: config.queue_order.build(),
-            placement: config.placement.build(),
+            placement,
+            ctx: PlaceCtx::new(),
+            default_topology,
             cell_select: config.cell_selection.build(),
             queue_usage: vec![0; queues.len()],
             queues,
@@ -311,11 +345,19 @@ impl Scheduler {
     ///
     /// # Errors
     /// The [`RejectReason`] from [`Scheduler::check_resolvable`]; the job is not enqueued.
-    pub fn submit(&mut self, fleet: &mut FleetState, job: PendingJob) -> Result<(), RejectReason> {
+    pub fn submit(
+        &mut self,
+        fleet: &mut FleetState,
+        mut job: PendingJob,
+    ) -> Result<(), RejectReason> {
         self.check_resolvable(fleet, &job)?;
         if job.shape.num_gpu == 0 {
             fleet.enable_cpu_index();
         }
+        if job.topology.is_none() && job.tasks > 1 {
+            job.topology = self.default_topology;
+        }
+        self.ctx.observe(&job.shape, job.models, job.tasks);
         let next = self.cell_sets.len() as u32;
         let cells_key = if job.cells.is_empty() {
             u32::MAX
@@ -337,6 +379,12 @@ impl Scheduler {
         );
         self.pending_len += 1;
         Ok(())
+    }
+
+    /// The placement context (node rank, seeded generator, FGD's typical tasks), to set up
+    /// before the first pass.
+    pub fn placement_ctx_mut(&mut self) -> &mut PlaceCtx {
+        &mut self.ctx
     }
 
     /// Number of pending jobs.
@@ -420,7 +468,9 @@ impl Scheduler {
         self.cell_select.candidates(fleet, job, &mut cells);
         let mut out = None;
         for &cell in &cells {
-            if let Some(tasks) = place_gang(self.placement.as_ref(), fleet, cell, job) {
+            if let Some(tasks) =
+                place_gang(self.placement.as_ref(), &mut self.ctx, fleet, cell, job)
+            {
                 *self.usage_mut(job.queue) += job.total_gpu_milli();
                 out = Some(Decision::Start {
                     job: job.id,
@@ -460,21 +510,30 @@ impl Scheduler {
                         break 'try_job Some(PendingReason::QueueMax);
                     }
                 }
-                let dominated = pass.failed_single.iter().any(|&(s, m, c)| {
-                    m == job.models
-                        && c == entry.cells_key
-                        && s.num_gpu <= job.shape.num_gpu
-                        && s.gpu_milli <= job.shape.gpu_milli
-                        && s.cpu_milli <= job.shape.cpu_milli
-                        && s.mem_mib <= job.shape.mem_mib
-                });
-                let exact = (job.shape, job.tasks, job.models, entry.cells_key);
+                let dominated = job.topology.is_none()
+                    && pass.failed_single.iter().any(|&(s, m, c)| {
+                        m == job.models
+                            && c == entry.cells_key
+                            && s.num_gpu <= job.shape.num_gpu
+                            && s.gpu_milli <= job.shape.gpu_milli
+                            && s.cpu_milli <= job.shape.cpu_milli
+                            && s.mem_mib <= job.shape.mem_mib
+                    });
+                let exact = (
+                    job.shape,
+                    job.tasks,
+                    job.models,
+                    entry.cells_key,
+                    job.topology,
+                );
                 if dominated || pass.failed_exact.contains(&exact) {
                     break 'try_job Some(PendingReason::NoCapacity);
                 }
                 self.cell_select.candidates(fleet, job, &mut pass.cells);
                 for &cell in &pass.cells {
-                    if let Some(tasks) = place_gang(self.placement.as_ref(), fleet, cell, job) {
+                    if let Some(tasks) =
+                        place_gang(self.placement.as_ref(), &mut self.ctx, fleet, cell, job)
+                    {
                         decisions.push(Decision::Start {
                             job: id,
                             cell,
@@ -483,7 +542,7 @@ impl Scheduler {
                         break 'try_job None;
                     }
                 }
-                if job.tasks == 1 {
+                if job.tasks == 1 && job.topology.is_none() {
                     pass.failed_single
                         .push((job.shape, job.models, entry.cells_key));
                 }
@@ -556,6 +615,7 @@ mod tests {
             models: ModelSet::ANY,
             cells: vec![],
             runtime_estimate: None,
+            topology: None,
         }
     }
 
@@ -641,6 +701,6 @@ mod tests {
             Ok(PlacementKind::BestFit)
         );
         let e = "bestfit".parse::<PlacementKind>().unwrap_err();
-        assert!(e.contains("first-fit, best-fit, worst-fit"), "{e}");
+        assert!(e.contains("first-fit, best-fit, worst-fit, random"), "{e}");
     }
 }

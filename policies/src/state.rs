@@ -184,6 +184,12 @@ pub struct FleetState {
     cells: Vec<CellState>,
     models: Vec<String>,
     cpu_index: bool,
+    /// Per node: bumped on every change of its free resources or schedulability, so policies
+    /// can cache per-node quantities (FGD's fragmentation) and recompute only what changed.
+    versions: Vec<u64>,
+    /// Per node: how many GPU tasks of each class it holds, as `(class, count)` sorted by
+    /// class ([`FleetState::task_class`]); GpuClustering reads it.
+    classes: Vec<Vec<(u8, u32)>>,
 }
 
 impl FleetState {
@@ -274,6 +280,7 @@ impl FleetState {
             out_nodes.push(node);
             names.push(spec.name);
         }
+        let n_nodes = out_nodes.len();
         let mut fleet = FleetState {
             nodes: out_nodes,
             names,
@@ -281,6 +288,8 @@ impl FleetState {
             cells,
             models,
             cpu_index: false,
+            versions: vec![0; n_nodes],
+            classes: vec![Vec::new(); n_nodes],
         };
         for i in 0..fleet.nodes.len() {
             let id = NodeId(i as u32);
@@ -477,6 +486,14 @@ impl FleetState {
         let cell = n.cell;
         self.cells[cell.index()].allocated_gpu_milli += total;
         self.index_insert(id);
+        self.versions[id.index()] += 1;
+        if let Some(c) = Self::task_class(a) {
+            let v = &mut self.classes[id.index()];
+            match v.binary_search_by_key(&c, |&(k, _)| k) {
+                Ok(i) => v[i].1 += 1,
+                Err(i) => v.insert(i, (c, 1)),
+            }
+        }
         Ok(())
     }
 
@@ -524,6 +541,16 @@ impl FleetState {
         let cell = n.cell;
         self.cells[cell.index()].allocated_gpu_milli -= total;
         self.index_insert(id);
+        self.versions[id.index()] += 1;
+        if let Some(c) = Self::task_class(a) {
+            let v = &mut self.classes[id.index()];
+            if let Ok(i) = v.binary_search_by_key(&c, |&(k, _)| k) {
+                v[i].1 -= 1;
+                if v[i].1 == 0 {
+                    v.remove(i);
+                }
+            }
+        }
         Ok(())
     }
 
@@ -546,6 +573,83 @@ impl FleetState {
             cell.available_gpu_milli -= gpu;
         }
         self.index_insert(id);
+        self.versions[id.index()] += 1;
+    }
+
+    /// A counter bumped on every change of the node's free resources or schedulability:
+    /// equal versions mean an unchanged node, so a per-node cache keyed by it stays exact
+    /// whoever mutates the state.
+    pub fn node_version(&self, id: NodeId) -> u64 {
+        self.versions[id.index()]
+    }
+
+    /// The GpuClustering class of a bound task: `Some(0)` for a GPU-sharing task (one
+    /// accelerator, < 1000 GPU-milli), `Some(k)` for a task of `k` whole accelerators, `None`
+    /// for a CPU-only task.
+    pub fn task_class(a: &TaskAlloc) -> Option<u8> {
+        let k = a.gpu_mask.count_ones();
+        if k == 0 {
+            None
+        } else if a.gpu_milli < WHOLE_GPU_MILLI {
+            Some(0)
+        } else {
+            Some(k as u8)
+        }
+    }
+
+    /// The classes of GPU tasks on a node with their counts, ascending by class
+    /// ([`FleetState::task_class`]).
+    pub fn task_classes(&self, id: NodeId) -> &[(u8, u32)] {
+        &self.classes[id.index()]
+    }
+
+    /// How many more tasks of `shape` the node can take now (each dimension independently:
+    /// CPU, memory, whole accelerators or per-accelerator shares); 0 if it is unschedulable
+    /// or its model is not allowed. `u32::MAX` for a task that asks for nothing.
+    pub fn tasks_fit_now(&self, id: NodeId, shape: &TaskShape, models: ModelSet) -> u32 {
+        let n = &self.nodes[id.index()];
+        if !n.schedulable {
+            return 0;
+        }
+        let mut k = u64::from(u32::MAX);
+        if let Some(c) = n.free_cpu_milli.checked_div(shape.cpu_milli) {
+            k = k.min(c);
+        }
+        if let Some(m) = n.free_mem_mib.checked_div(shape.mem_mib) {
+            k = k.min(m);
+        }
+        if let Some(whole) = n.free_whole.checked_div(shape.num_gpu) {
+            let Some(model) = n.model else { return 0 };
+            if !models.allows(model) {
+                return 0;
+            }
+            // Shares of several accelerators per task: an upper bound (the traces have none).
+            let g = if shape.gpu_milli >= WHOLE_GPU_MILLI {
+                u64::from(whole)
+            } else {
+                let shares: u64 = self
+                    .gpu_free(id)
+                    .iter()
+                    .map(|&f| u64::from(f as u32 / shape.gpu_milli.max(1)))
+                    .sum();
+                shares / u64::from(shape.num_gpu)
+            };
+            k = k.min(g);
+        }
+        k as u32
+    }
+
+    /// The id of the node's group at a topology level: the node id, its NVLink domain, its
+    /// block, or its cell.
+    pub fn level_id(&self, id: NodeId, level: crate::topology::Level) -> u32 {
+        use crate::topology::Level;
+        let n = &self.nodes[id.index()];
+        match level {
+            Level::Node => id.0,
+            Level::Domain => n.domain,
+            Level::Block => n.block,
+            Level::Cell => u32::from(n.cell.0),
+        }
     }
 
     /// Nodes of `cell` with accelerator `model` that are schedulable and have at least
@@ -581,8 +685,9 @@ impl FleetState {
             .map(move |(_, pos)| c.nodes[pos as usize])
     }
 
-    /// Starts maintaining the per-cell CPU index (idempotent). Call before placing CPU-only
-    /// tasks; [`crate::Scheduler::submit`] does so when such a job arrives.
+    /// Starts maintaining the per-cell CPU index (idempotent), which makes
+    /// [`FleetState::cpu_candidates`] `O(log n)`. [`crate::place_gang`] and
+    /// [`crate::Scheduler::submit`] call it when a CPU-only task appears.
     pub fn enable_cpu_index(&mut self) {
         if self.cpu_index {
             return;
@@ -606,36 +711,54 @@ impl FleetState {
     }
 
     /// Schedulable nodes of `cell` (with or without accelerators) having at least
-    /// `min_free_cpu_milli` free CPU, ascending by `(free CPU, node id)`.
-    ///
-    /// # Panics
-    /// If the CPU index is not enabled ([`FleetState::enable_cpu_index`]).
+    /// `min_free_cpu_milli` free CPU, ascending by `(free CPU, node id)`. Served by the CPU index
+    /// once [`FleetState::enable_cpu_index`] has been called; before that, by a sorted scan of
+    /// the cell's nodes (same order, `O(n log n)`).
     pub fn cpu_candidates(
         &self,
         cell: CellId,
         min_free_cpu_milli: u64,
-    ) -> impl Iterator<Item = NodeId> + '_ {
-        assert!(self.cpu_index, "the CPU index is not enabled");
+    ) -> Box<dyn Iterator<Item = NodeId> + '_> {
         let c = &self.cells[cell.index()];
-        c.cpu_index
-            .ascending(min_free_cpu_milli)
-            .map(move |(_, pos)| c.nodes[pos as usize])
+        if self.cpu_index {
+            Box::new(
+                c.cpu_index
+                    .ascending(min_free_cpu_milli)
+                    .map(move |(_, pos)| c.nodes[pos as usize]),
+            )
+        } else {
+            Box::new(self.cpu_scan(cell, min_free_cpu_milli).into_iter())
+        }
     }
 
     /// As [`FleetState::cpu_candidates`], descending by `(free CPU, node id)`.
-    ///
-    /// # Panics
-    /// If the CPU index is not enabled ([`FleetState::enable_cpu_index`]).
     pub fn cpu_candidates_desc(
         &self,
         cell: CellId,
         min_free_cpu_milli: u64,
-    ) -> impl Iterator<Item = NodeId> + '_ {
-        assert!(self.cpu_index, "the CPU index is not enabled");
+    ) -> Box<dyn Iterator<Item = NodeId> + '_> {
         let c = &self.cells[cell.index()];
-        c.cpu_index
-            .descending(min_free_cpu_milli)
-            .map(move |(_, pos)| c.nodes[pos as usize])
+        if self.cpu_index {
+            Box::new(
+                c.cpu_index
+                    .descending(min_free_cpu_milli)
+                    .map(move |(_, pos)| c.nodes[pos as usize]),
+            )
+        } else {
+            Box::new(self.cpu_scan(cell, min_free_cpu_milli).into_iter().rev())
+        }
+    }
+
+    /// The CPU candidates without the index, ascending by `(free CPU, node id)`.
+    fn cpu_scan(&self, cell: CellId, min_free_cpu_milli: u64) -> Vec<NodeId> {
+        let mut v: Vec<(u64, NodeId)> = self.cells[cell.index()]
+            .nodes
+            .iter()
+            .map(|&id| (self.nodes[id.index()].free_cpu_milli, id))
+            .filter(|&(f, id)| f >= min_free_cpu_milli && self.nodes[id.index()].schedulable)
+            .collect();
+        v.sort_unstable();
+        v.into_iter().map(|(_, id)| id).collect()
     }
 
     /// Accelerator models present in `cell` (ascending id).

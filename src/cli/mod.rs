@@ -1,11 +1,12 @@
-//! The `fleetsim` command line (clap): `run`, `validate`, `bench`, and the studies `sweep`,
-//! `merge`, `compare`, `compact`, `check`.
+//! The `fleetsim` command line (clap): `run`, `validate`, `bench`, `trace` (in [`trace`]),
+//! and the studies `sweep`, `merge`, `compare`, `compact`, `check`.
 
 pub mod bench;
 pub mod check;
 pub mod common;
 pub mod compare;
 pub mod sweep;
+pub mod trace;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -86,6 +87,9 @@ pub enum Command {
         #[arg(long)]
         trace_dir: Option<PathBuf>,
     },
+    /// Inspect or convert a trace file.
+    #[command(subcommand)]
+    Trace(trace::TraceCommand),
 }
 
 /// The error and its causes joined by `: `, leaving out a cause whose text the previous
@@ -149,6 +153,7 @@ fn load(path: Option<&PathBuf>) -> Result<Loaded> {
 /// Any error of the command, with context naming what failed.
 pub fn main(cli: Cli) -> Result<()> {
     match cli.command {
+        Command::Trace(cmd) => trace::run(cmd),
         Command::Run {
             scenario,
             out,
@@ -165,6 +170,19 @@ pub fn main(cli: Cli) -> Result<()> {
                 keep_rows: true,
             };
             let started = Instant::now();
+            if loaded.scenario.mode == scenario::Mode::Inflation {
+                let summary = crate::run::run_inflation(&loaded, &opts)
+                    .with_context(|| format!("running scenario `{}`", loaded.scenario.name))?;
+                if !quiet {
+                    print!("{}", crate::inflation::report::table(&summary));
+                }
+                eprintln!(
+                    "wrote {}/{{summary.json,curves.csv,allocation.svg}} in {:.2} s",
+                    out.display(),
+                    started.elapsed().as_secs_f64()
+                );
+                return Ok(());
+            }
             let bar = progress_bar();
             let mut on_progress = |jobs: u64, t: fleetsim_policies::SimTime| {
                 bar.set_message(format!(
@@ -204,6 +222,25 @@ pub fn main(cli: Cli) -> Result<()> {
             let loaded = load(Some(&scenario))?;
             let trace_dir = TraceDir::resolve(trace_dir);
             let fleet = crate::whatif::fleet::build(&loaded, &trace_dir)?.built;
+            if loaded.scenario.mode == scenario::Mode::Inflation {
+                let t = loaded
+                    .scenario
+                    .workload
+                    .trace
+                    .as_ref()
+                    .expect("validated: a pod list");
+                let path =
+                    loaded.resolve_path("workload.trace", &t.path, &t.public_path, &trace_dir)?;
+                let pods = crate::workload::alibaba_openb::read_pod_shapes(&path)?;
+                println!(
+                    "{}: ok — {} nodes, {} GPUs; {} pods (inflation)",
+                    scenario.display(),
+                    fleet.state.nodes().len(),
+                    fleet.gpus_by_model.values().sum::<u64>(),
+                    pods.len()
+                );
+                return Ok(());
+            }
             let mut stream = crate::run::open_workload(&loaded, &trace_dir, loaded.scenario.seed)?;
             let mut jobs = 0u64;
             let mut previous = fleetsim_policies::SimTime::ZERO;

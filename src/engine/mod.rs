@@ -794,6 +794,7 @@ impl Simulation {
             models,
             cells,
             runtime_estimate: limit,
+            topology: None,
         };
         let forced_at = match (spec.recorded, self.cfg.mode, spec.recorded_start) {
             (RecordedKind::PreExisting, _, _) => Some(t),

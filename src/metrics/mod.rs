@@ -11,6 +11,14 @@
 //!   running before the trace window (pre-existing load) are left out of per-job statistics.
 //! * **makespan** = last finish − first submission.
 //!
+//! * **split gangs**: started gangs (jobs of more than one task) whose tasks span more than
+//!   one NVLink domain, out of all started gangs.
+//! * **largest placeable gang** per cell and topology level (node, NVLink domain, block,
+//!   cell): the most whole accelerators one group of that level has free — how big a gang of
+//!   1-GPU tasks could start there now. Tracked (time-weighted mean and minimum over the
+//!   window) when the fleet has domains of more than one node, where it differs from the
+//!   per-node figure.
+//!
 //! Integrals are exact integers (`u128` GPU-milli·ms); ratios are formed once, at the end.
 
 pub mod stats;
@@ -93,6 +101,112 @@ pub struct Collector {
     pub jcts_ms: Vec<u64>,
     /// Bounded slowdowns of measured finished jobs.
     pub slowdowns: Vec<f64>,
+    topo: TopoTracker,
+}
+
+/// Split gangs and the largest placeable gang per cell and level.
+#[derive(Clone, Debug, Default)]
+struct TopoTracker {
+    enabled: bool,
+    domain_cell: Vec<usize>,
+    block_cell: Vec<usize>,
+    dom_sum: Vec<u64>,
+    block_sum: Vec<u64>,
+    current: Vec<[u64; 4]>,
+    min: Vec<[u64; 4]>,
+    integral: Vec<[u128; 4]>,
+    gangs: u64,
+    split_gangs: u64,
+}
+
+impl TopoTracker {
+    fn new(fleet: &FleetState) -> TopoTracker {
+        let nd = fleet
+            .nodes()
+            .iter()
+            .map(|n| n.domain + 1)
+            .max()
+            .unwrap_or(0) as usize;
+        let nb = fleet.nodes().iter().map(|n| n.block + 1).max().unwrap_or(0) as usize;
+        let mut per_domain = vec![0u32; nd];
+        let mut domain_cell = vec![0usize; nd];
+        let mut block_cell = vec![0usize; nb];
+        for n in fleet.nodes() {
+            per_domain[n.domain as usize] += 1;
+            domain_cell[n.domain as usize] = n.cell.index();
+            block_cell[n.block as usize] = n.cell.index();
+        }
+        let cells = fleet.cells().len();
+        let mut t = TopoTracker {
+            enabled: per_domain.iter().any(|&k| k > 1),
+            domain_cell,
+            block_cell,
+            dom_sum: vec![0; nd],
+            block_sum: vec![0; nb],
+            current: vec![[0; 4]; cells],
+            min: vec![[u64::MAX; 4]; cells],
+            integral: vec![[0; 4]; cells],
+            gangs: 0,
+            split_gangs: 0,
+        };
+        t.refresh(fleet);
+        t
+    }
+
+    /// Recomputes the largest placeable gang per cell and level: `O(nodes)`.
+    fn refresh(&mut self, fleet: &FleetState) {
+        if !self.enabled {
+            return;
+        }
+        self.dom_sum.iter_mut().for_each(|v| *v = 0);
+        self.block_sum.iter_mut().for_each(|v| *v = 0);
+        let mut cur = vec![[0u64; 4]; self.current.len()];
+        for n in fleet.nodes() {
+            if !n.schedulable {
+                continue;
+            }
+            let fw = u64::from(n.free_whole);
+            let c = n.cell.index();
+            cur[c][0] = cur[c][0].max(fw);
+            cur[c][3] += fw;
+            self.dom_sum[n.domain as usize] += fw;
+            self.block_sum[n.block as usize] += fw;
+        }
+        for (d, &v) in self.dom_sum.iter().enumerate() {
+            let c = self.domain_cell[d];
+            cur[c][1] = cur[c][1].max(v);
+        }
+        for (b, &v) in self.block_sum.iter().enumerate() {
+            let c = self.block_cell[b];
+            cur[c][2] = cur[c][2].max(v);
+        }
+        self.current = cur;
+    }
+
+    fn integrate(&mut self, dt: u128) {
+        if !self.enabled || dt == 0 {
+            return;
+        }
+        for (c, cur) in self.current.iter().enumerate() {
+            for (l, &v) in cur.iter().enumerate() {
+                self.integral[c][l] += u128::from(v) * dt;
+                self.min[c][l] = self.min[c][l].min(v);
+            }
+        }
+    }
+}
+
+/// Split gangs and largest placeable gangs at the end of a run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TopologyFacts {
+    /// Started gangs (jobs of more than one task).
+    pub gangs: u64,
+    /// Of those, gangs whose tasks span more than one NVLink domain.
+    pub split_gangs: u64,
+    /// Per cell, per level (node, domain, block, cell): the time-weighted mean and the
+    /// minimum over the window of the largest placeable gang, whole accelerators; `None`
+    /// when not tracked (every domain is one node).
+    pub largest_gang: Option<Vec<[(f64, u64); 4]>>,
 }
 
 /// Time-weighted results at the end of a run.
@@ -115,6 +229,8 @@ pub struct Occupancy {
     /// Names of the pending reasons seen, in first-seen order (see
     /// [`SeriesRow::pending_by_reason_ms`]).
     pub pending_reasons: Vec<&'static str>,
+    /// Split gangs and largest placeable gangs.
+    pub topology: TopologyFacts,
 }
 
 /// allocated / available, or `None` when nothing was available.
@@ -155,6 +271,7 @@ impl Collector {
             waits_ms: Vec::new(),
             jcts_ms: Vec::new(),
             slowdowns: Vec::new(),
+            topo: TopoTracker::new(fleet),
         };
         c.refresh_capacity(fleet);
         c
@@ -183,6 +300,7 @@ impl Collector {
             return;
         }
         let dt = (t.0 - from.0) as u128;
+        self.topo.integrate(dt);
         for (i, &v) in self.alloc_cell.iter().enumerate() {
             self.alloc_int_cell[i] += v as u128 * dt;
         }
@@ -321,9 +439,17 @@ impl Collector {
         }
         if bind {
             self.running += 1;
+            if allocs.len() > 1 {
+                self.topo.gangs += 1;
+                let d0 = fleet.node(allocs[0].node).domain;
+                if allocs.iter().any(|a| fleet.node(a.node).domain != d0) {
+                    self.topo.split_gangs += 1;
+                }
+            }
         } else {
             self.running -= 1;
         }
+        self.topo.refresh(fleet);
     }
 
     /// A job started at `start`, submitted at `submit`; `pre_existing` jobs are left out of
@@ -397,7 +523,30 @@ impl Collector {
             })
             .filter(|r| r.len_ms > 0)
             .collect();
+        let window_ms = u128::from(end.0.saturating_sub(a.0));
+        let topology = TopologyFacts {
+            gangs: self.topo.gangs,
+            split_gangs: self.topo.split_gangs,
+            largest_gang: self.topo.enabled.then(|| {
+                self.topo
+                    .integral
+                    .iter()
+                    .zip(&self.topo.min)
+                    .zip(&self.topo.current)
+                    .map(|((int, min), cur)| {
+                        std::array::from_fn(|l| {
+                            if window_ms == 0 {
+                                (cur[l] as f64, cur[l])
+                            } else {
+                                (int[l] as f64 / window_ms as f64, min[l].min(cur[l]))
+                            }
+                        })
+                    })
+                    .collect()
+            }),
+        };
         Occupancy {
+            topology,
             window_start: a,
             window_end: end,
             allocated_cell: self.alloc_int_cell.clone(),

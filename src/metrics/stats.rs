@@ -53,7 +53,8 @@ fn select_quantiles(v: &mut [u64], ps: &[f64]) -> Vec<Option<u64>> {
 
 const PS: [f64; 5] = [0.50, 0.90, 0.99, 0.999, 1.0];
 
-/// Summarizes durations given in milliseconds, reporting seconds. Reorders `ms`.
+/// Summarizes durations given in milliseconds, reporting seconds. Reorders `ms` (by
+/// selection: afterwards it is *not* sorted).
 pub fn dist_ms(ms: &mut [u64]) -> Dist {
     let sum: u128 = ms.iter().map(|&v| v as u128).sum();
     let q = select_quantiles(ms, &PS);

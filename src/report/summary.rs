@@ -52,11 +52,36 @@ pub struct Summary {
     pub bounded_slowdown: Dist,
     /// Last finish − first submit, seconds.
     pub makespan_s: Option<f64>,
+    /// Gangs split across NVLink domains; largest placeable gang per cell and level.
+    pub topology: TopologySummary,
     /// Engine work done.
     pub engine: EngineFacts,
     /// The scenario's `[transforms]` table as declared (absent when there is none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transforms: Option<serde_json::Value>,
+}
+
+/// Topology metrics (DESIGN §6).
+#[derive(Clone, Debug, Serialize)]
+pub struct TopologySummary {
+    /// Started gangs (jobs of more than one task).
+    pub gangs: u64,
+    /// Of those, gangs whose tasks span more than one NVLink domain.
+    pub split_gangs: u64,
+    /// Per cell, per level (`node`, `domain`, `block`, `cell`): the largest gang of 1-GPU
+    /// tasks that could start inside one group of the level — time-weighted mean and minimum
+    /// over the window, whole GPUs. Present when the fleet has multi-node NVLink domains.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub largest_gang_gpus: Option<BTreeMap<String, BTreeMap<String, LargestGang>>>,
+}
+
+/// Largest placeable gang over the window.
+#[derive(Clone, Debug, Serialize)]
+pub struct LargestGang {
+    /// Time-weighted mean, GPUs.
+    pub mean: f64,
+    /// Minimum, GPUs.
+    pub min: u64,
 }
 
 /// Fleet facts.
@@ -219,6 +244,32 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
         jct_s: r.jct_s.clone(),
         bounded_slowdown: r.bounded_slowdown.clone(),
         makespan_s: r.makespan_ms.map(secs),
+        topology: TopologySummary {
+            gangs: o.topology.gangs,
+            split_gangs: o.topology.split_gangs,
+            largest_gang_gpus: o.topology.largest_gang.as_ref().map(|per_cell| {
+                per_cell
+                    .iter()
+                    .enumerate()
+                    .map(|(c, levels)| {
+                        let m = fleetsim_policies::Level::ALL
+                            .iter()
+                            .zip(levels)
+                            .map(|(l, &(mean, min))| {
+                                (
+                                    l.as_str().to_string(),
+                                    LargestGang {
+                                        mean: (mean * 1000.0).round() / 1000.0,
+                                        min,
+                                    },
+                                )
+                            })
+                            .collect();
+                        (input.cells[c].clone(), m)
+                    })
+                    .collect()
+            }),
+        },
         engine: EngineFacts {
             events: r.events,
             passes: r.passes,

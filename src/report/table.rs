@@ -59,5 +59,23 @@ pub fn render(s: &Summary) -> String {
     dist_row(&mut out, "wait", &s.wait_s, " s");
     dist_row(&mut out, "JCT", &s.jct_s, " s");
     dist_row(&mut out, "bounded slowdown", &s.bounded_slowdown, "");
+    let t = &s.topology;
+    if t.gangs > 0 {
+        let _ = writeln!(
+            out,
+            "gangs    {} started, {} split across NVLink domains",
+            t.gangs, t.split_gangs
+        );
+    }
+    if let Some(lg) = &t.largest_gang_gpus {
+        for (cell, levels) in lg {
+            let v: Vec<String> = fleetsim_policies::Level::ALL
+                .iter()
+                .filter_map(|l| levels.get(l.as_str()).map(|g| (l, g)))
+                .map(|(l, g)| format!("{l} {:.1} (min {})", g.mean, g.min))
+                .collect();
+            let _ = writeln!(out, "  largest gang, cell {cell}: {}", v.join(", "));
+        }
+    }
     out
 }

@@ -22,6 +22,7 @@
 //! cell_selection = "first-fit"
 //! ```
 
+pub mod kueue;
 pub mod overrides;
 mod schema;
 mod validate;

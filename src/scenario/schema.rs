@@ -2,7 +2,10 @@
 
 use serde::Deserialize;
 
-use fleetsim_policies::{CellSelectKind, PlacementKind, QueueOrderKind, QueueingStrategy};
+use fleetsim_policies::{
+    CellSelectKind, Level, PlacementKind, QueueOrderKind, QueueingStrategy, RayStrategy,
+    TopologyMode, TopologySpec,
+};
 
 use crate::workload::synthetic::SyntheticSpec;
 
@@ -19,7 +22,8 @@ pub struct Scenario {
     #[serde(default)]
     pub seed: u64,
     /// `schedule` (default): policies decide start times. `replay`: jobs with a recorded
-    /// start in the trace start exactly then (placement still chooses nodes).
+    /// start in the trace start exactly then (placement still chooses nodes). `inflation`:
+    /// the FGD experiment of `[inflation]` (no clock).
     #[serde(default)]
     pub mode: Mode,
     /// The fleet.
@@ -29,6 +33,9 @@ pub struct Scenario {
     /// Per-queue settings (queues not listed use the `[policy]` defaults).
     #[serde(default)]
     pub queues: Vec<QueueSpec>,
+    /// Kueue manifests whose LocalQueues become queues (explicit `[[queues]]` win by name).
+    #[serde(default)]
+    pub kueue: Option<KueueSpec>,
     /// Policy choices.
     #[serde(default)]
     pub policy: PolicySpec,
@@ -44,6 +51,72 @@ pub struct Scenario {
     /// Tracked metrics and tolerances for `fleetsim check` (see [`crate::check`]).
     #[serde(default)]
     pub check: Option<crate::check::CheckSpec>,
+    /// The FGD inflation experiment (`mode = "inflation"` only).
+    #[serde(default)]
+    pub inflation: Option<InflationSpec>,
+}
+
+/// `[inflation]`: the FGD paper's workload-inflation experiment (Weng et al., ATC'23, §6;
+/// see `src/inflation/`): the pod list (`[workload.trace]`, format `alibaba-openb`) in a
+/// seeded shuffled order, extra pods drawn with replacement until arrived GPU demand reaches
+/// `target_pct` % of capacity, each offered once, nothing departing; every policy and seed
+/// is one independent run from an empty fleet.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InflationSpec {
+    /// Arrived GPU demand to stop at, % of the fleet's GPU capacity (the paper: 130).
+    #[serde(default = "default_target_pct")]
+    pub target_pct: u32,
+    /// Seeds, one run each (or give `seed_count`).
+    #[serde(default)]
+    pub seeds: Vec<u64>,
+    /// Seeds `seed, seed + 1, …` (the scenario seed first) when `seeds` is empty.
+    #[serde(default)]
+    pub seed_count: Option<u32>,
+    /// Placement policies to compare, in report order.
+    pub policies: Vec<PlacementKind>,
+    /// FGD's typical-pod coverage, % of the pod list (the artifact's 95).
+    #[serde(default = "default_typical_pct")]
+    pub typical_threshold_pct: u32,
+    /// Arrived demand (% of capacity) where `summary.json` reports each policy (default 100).
+    #[serde(default = "default_at_pct")]
+    pub report_at_pct: u32,
+    /// Published numbers to compare with, if any.
+    #[serde(default)]
+    pub reference: Option<InflationReference>,
+}
+
+/// Published median unallocated GPU % at `report_at_pct`, to check a reproduction against.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InflationReference {
+    /// Where the numbers come from.
+    #[serde(default)]
+    pub source: String,
+    /// Largest accepted |measured − published|, percentage points.
+    pub tolerance_pp: f64,
+    /// Published median unallocated %, by policy name.
+    pub unallocated_pct: std::collections::BTreeMap<String, f64>,
+}
+
+fn default_target_pct() -> u32 {
+    130
+}
+
+fn default_typical_pct() -> u32 {
+    95
+}
+
+fn default_at_pct() -> u32 {
+    100
+}
+
+/// Kueue manifests (see [`crate::scenario::kueue`]).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KueueSpec {
+    /// Multi-document YAML, relative to the scenario file.
+    pub path: String,
 }
 
 /// Simulation mode.
@@ -55,6 +128,9 @@ pub enum Mode {
     Schedule,
     /// Jobs start at their recorded start times (field case B18).
     Replay,
+    /// The FGD inflation experiment: time-free, pods placed one at a time, no departures
+    /// (`[inflation]`).
+    Inflation,
 }
 
 /// The fleet: cells in declaration order (cell ids follow it).
@@ -211,6 +287,19 @@ pub enum TraceFormat {
     Philly,
     /// fleetsim native CSV or JSON Lines (by extension; `.gz` allowed).
     Native,
+    /// Standard Workload Format (Parallel Workloads Archive), plain or `.gz`.
+    Swf,
+    /// Alibaba GPU-disaggregated DLRM inference instances (2025).
+    AlibabaDlrm,
+    /// Slurm `sacct --parsable2` output.
+    SlurmSacct,
+    /// SenseTime Helios `cluster_log.csv`.
+    Helios,
+    /// Microsoft Philly raw `cluster_job_log` (JSON).
+    PhillyRaw,
+    /// Alibaba PAI 2020 task table (`pai_task_table.csv`, joined with `pai_job_table.csv`
+    /// beside it).
+    AlibabaPai,
 }
 
 /// One queue's settings.
@@ -245,12 +334,59 @@ pub struct PolicySpec {
     /// Default queueing strategy: `strict-fifo` or `best-effort-fifo`.
     #[serde(default)]
     pub queueing_strategy: QueueingStrategy,
-    /// `first-fit`, `best-fit` or `worst-fit`.
+    /// `first-fit`, `best-fit`, `worst-fit`, `random`, `dot-prod`, `gpu-clustering`,
+    /// `gpu-packing`, `fgd-best-fit`, `fgd` or `topology-aware`.
     #[serde(default)]
     pub placement: PlacementKind,
     /// `first-fit` or `least-loaded`.
     #[serde(default)]
     pub cell_selection: CellSelectKind,
+    /// Topology constraint given to every gang (job of more than one task).
+    #[serde(default)]
+    pub topology: Option<TopologyToml>,
+}
+
+/// `[policy.topology]`: a gang topology constraint (see `fleetsim_policies::topology`).
+/// Levels: `node`, `domain` (NVLink domain / rack), `block`, `cell`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopologyToml {
+    /// All tasks inside one group of this level, or the gang waits (Kueue
+    /// `podset-required-topology`, Volcano `hard`).
+    #[serde(default)]
+    pub required: Option<Level>,
+    /// As few groups of this level as possible (Kueue `podset-preferred-topology`, Volcano
+    /// `soft`).
+    #[serde(default)]
+    pub preferred: Option<Level>,
+    /// Cut gangs into slices of this many tasks, each inside one group of `slice_level`
+    /// (Kueue `podset-slice-size`, Slurm `--segment`).
+    #[serde(default)]
+    pub slice_size: Option<u32>,
+    /// The level a slice stays in (default `domain`).
+    #[serde(default)]
+    pub slice_level: Option<Level>,
+    /// A Ray placement-group strategy: `PACK`, `SPREAD`, `STRICT_PACK`, `STRICT_SPREAD`.
+    #[serde(default)]
+    pub ray_strategy: Option<RayStrategy>,
+}
+
+impl TopologyToml {
+    /// The policy crate's spec.
+    pub fn to_spec(&self) -> TopologySpec {
+        let (level, mode) = match (self.required, self.preferred) {
+            (Some(l), _) => (Some(l), TopologyMode::Required),
+            (None, Some(l)) => (Some(l), TopologyMode::Preferred),
+            (None, None) => (None, TopologyMode::Preferred),
+        };
+        TopologySpec {
+            level,
+            mode,
+            slice_size: self.slice_size,
+            slice_level: self.slice_level.unwrap_or(Level::Domain),
+            ray: self.ray_strategy,
+        }
+    }
 }
 
 /// The measurement window and time series.

@@ -26,6 +26,9 @@ pub enum ScenarioError {
         /// The parser's message.
         message: String,
     },
+    /// The scenario's Kueue manifests are invalid (file, line and field named).
+    #[error(transparent)]
+    Kueue(#[from] super::kueue::KueueError),
     /// A value is out of range or inconsistent.
     #[error("{origin}: `{field}`: {message}")]
     Invalid {
@@ -110,7 +113,17 @@ pub fn parse(text: &str, origin: &str, base_dir: PathBuf) -> Result<Loaded, Scen
         origin: origin.to_string(),
         message: e.to_string(),
     })?;
+    let mut scenario = scenario;
     validate(&scenario, origin)?;
+    if let Some(k) = &scenario.kueue {
+        let cfg = super::kueue::load(&base_dir.join(&k.path))?;
+        let explicit: BTreeSet<String> = scenario.queues.iter().map(|q| q.name.clone()).collect();
+        for q in cfg.queue_specs() {
+            if !explicit.contains(&q.name) {
+                scenario.queues.push(q);
+            }
+        }
+    }
     Ok(Loaded {
         scenario,
         origin: origin.to_string(),
@@ -248,6 +261,61 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
                     ));
                 }
             }
+        }
+    }
+    match (&s.mode, &s.inflation) {
+        (Mode::Inflation, None) => {
+            return Err(bad(
+                "inflation".into(),
+                "`mode = \"inflation\"` needs an `[inflation]` table",
+            ))
+        }
+        (Mode::Inflation, Some(inf)) => {
+            if inf.policies.is_empty() {
+                return Err(bad("inflation.policies".into(), "name at least one policy"));
+            }
+            if inf.seeds.is_empty() && inf.seed_count.unwrap_or(0) == 0 {
+                return Err(bad(
+                    "inflation".into(),
+                    "give `seeds = [...]` or `seed_count` ≥ 1",
+                ));
+            }
+            if !(1..=1000).contains(&inf.target_pct) {
+                return Err(bad("inflation.target_pct".into(), "must be in 1..=1000"));
+            }
+            if !(1..=100).contains(&inf.typical_threshold_pct) {
+                return Err(bad(
+                    "inflation.typical_threshold_pct".into(),
+                    "must be in 1..=100",
+                ));
+            }
+            match &s.workload.trace {
+                Some(t) if t.format == TraceFormat::AlibabaOpenb => {}
+                _ => {
+                    return Err(bad(
+                        "workload.trace".into(),
+                        "the inflation experiment reads an `alibaba-openb` pod list",
+                    ))
+                }
+            }
+        }
+        (_, Some(_)) => {
+            return Err(bad(
+                "inflation".into(),
+                "`[inflation]` is only used with `mode = \"inflation\"`",
+            ))
+        }
+        _ => {}
+    }
+    if let Some(t) = &s.policy.topology {
+        if t.required.is_some() && t.preferred.is_some() {
+            return Err(bad(
+                "policy.topology".into(),
+                "give at most one of `required` and `preferred`",
+            ));
+        }
+        if t.slice_size == Some(0) {
+            return Err(bad("policy.topology.slice_size".into(), "must be ≥ 1"));
         }
     }
     let m = &s.metrics;

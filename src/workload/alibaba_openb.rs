@@ -117,6 +117,10 @@ pub struct PodShape {
     /// Allowed models from `gpu_spec` (sorted, de-duplicated); empty = any, and always empty
     /// for the 5-column files.
     pub gpu_models: Vec<String>,
+    /// The `gpu_spec` text with empty pieces dropped, duplicates and order kept
+    /// (`V100M16|V100M32|V100M32`): the FGD artifact's type key for its typical-pod table.
+    /// Empty = any model.
+    pub gpu_spec_key: String,
     /// QoS class; `None` for the 5-column files, which have no `qos` column.
     pub qos: Option<String>,
 }
@@ -150,10 +154,20 @@ fn parse_shape(
         .map(|t| parse_models(t).map_err(|m| TraceError::field(path, line, "gpu_spec", m)))
         .transpose()?
         .unwrap_or_default();
+    let gpu_spec_key = get(GPU_SPEC)
+        .map(|t| {
+            t.split('|')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .collect::<Vec<_>>()
+                .join("|")
+        })
+        .unwrap_or_default();
     Ok(PodShape {
         name,
         shape,
         gpu_models,
+        gpu_spec_key,
         qos: get(QOS).map(str::to_string),
     })
 }

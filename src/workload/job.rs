@@ -79,3 +79,86 @@ impl JobSpec {
         self.shape.total_gpu_milli() * self.tasks as u64
     }
 }
+
+/// What the recorded-times rule (field case B18) made of a row: kept as a job, or skipped
+/// under a reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordedOutcome {
+    /// The job was filled in and is to be kept.
+    Kept,
+    /// The row ended at or before the trace start: skip it under
+    /// [`crate::workload::native::ENDED_BEFORE_WINDOW`].
+    EndedBeforeWindow,
+}
+
+impl JobSpec {
+    /// Applies the recorded-times rule shared by every reader whose format carries start and
+    /// end times (field case B18; the table in `traces/README.md`). All three times are
+    /// integer milliseconds relative to the trace start (negative = before it), with
+    /// `end_ms ≥ start_ms` (the caller checks that and reports a bad field otherwise). The
+    /// first matching rule sets `submit`, `runtime`, `recorded_start` and `recorded`:
+    ///
+    /// 1. `start < submit`, or `start = end = 0` with `submit > 0` → [`RecordedKind::NeverRan`]:
+    ///    submit = max(submit, 0), runtime 0, no recorded start;
+    /// 2. `end ≤ 0` → [`RecordedOutcome::EndedBeforeWindow`] (the job is left untouched);
+    /// 3. `start < 0 < end` → [`RecordedKind::PreExisting`]: submit 0, recorded start 0,
+    ///    runtime = `end`;
+    /// 4. otherwise [`RecordedKind::Normal`]: submit = max(submit, 0), recorded start =
+    ///    `start`, runtime = `end − start`.
+    pub fn set_recorded_times(
+        &mut self,
+        submit_ms: i64,
+        start_ms: i64,
+        end_ms: i64,
+    ) -> RecordedOutcome {
+        let (submit, start, end) = (submit_ms, start_ms, end_ms.max(start_ms));
+        if start < submit || (start == 0 && end == 0 && submit > 0) {
+            self.recorded = RecordedKind::NeverRan;
+            self.submit = SimTime(submit.max(0) as u64);
+            self.runtime = SimDuration::ZERO;
+            self.recorded_start = None;
+        } else if end <= 0 {
+            return RecordedOutcome::EndedBeforeWindow;
+        } else if start < 0 {
+            self.recorded = RecordedKind::PreExisting;
+            self.submit = SimTime::ZERO;
+            self.recorded_start = Some(SimTime::ZERO);
+            self.runtime = SimDuration(end as u64);
+        } else {
+            self.recorded = RecordedKind::Normal;
+            self.submit = SimTime(submit.max(0) as u64);
+            self.recorded_start = Some(SimTime(start as u64));
+            self.runtime = SimDuration(end.abs_diff(start));
+        }
+        RecordedOutcome::Kept
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn b18_rules() {
+        let run = |s: i64, st: i64, en: i64| {
+            let mut j = JobSpec::simple("x", "t", 0, 1, 5);
+            let o = j.set_recorded_times(s * 1000, st * 1000, en * 1000);
+            (
+                o,
+                j.recorded,
+                j.submit.0 / 1000,
+                j.recorded_start,
+                j.runtime.0 / 1000,
+            )
+        };
+        use RecordedKind::*;
+        use RecordedOutcome::*;
+        let at = |s: u64| Some(SimTime::from_secs(s));
+        assert_eq!(run(10, 20, 120), (Kept, Normal, 10, at(20), 100));
+        assert_eq!(run(30, 0, 0), (Kept, NeverRan, 30, None, 0));
+        assert_eq!(run(-800, -792, -788).0, EndedBeforeWindow);
+        assert_eq!(run(-50, -40, 200), (Kept, PreExisting, 0, at(0), 200));
+        assert_eq!(run(50, 60, 60), (Kept, Normal, 50, at(60), 0));
+        assert_eq!(run(-50, 10, 20), (Kept, Normal, 0, at(10), 10));
+    }
+}

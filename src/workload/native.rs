@@ -80,6 +80,7 @@ use std::path::{Path, PathBuf};
 
 use fleetsim_policies::{SimDuration, SimTime, TaskShape, WHOLE_GPU_MILLI};
 
+use super::job::RecordedOutcome;
 use super::{JobSpec, JobStream, RecordedKind, Skipped, TraceError, VecStream};
 use crate::fleet::catalog;
 
@@ -659,30 +660,19 @@ fn build_row(path: &Path, line: u64, raw: &Raw) -> Result<Row, TraceError> {
                 ));
             }
             if let Some(r) = runtime {
-                if r != en - st {
+                if en.checked_sub(st) != Some(r) {
                     return Err(bad(
                         RUNTIME_S,
                         format!(
                             "{} s disagrees with end_s − start_s = {} s",
                             format_ms_as_seconds(r),
-                            format_ms_as_seconds(en - st)
+                            format_ms_as_seconds(en.saturating_sub(st))
                         ),
                     ));
                 }
             }
-            if st < submit || (st == 0 && en == 0 && submit > 0) {
-                job.recorded = RecordedKind::NeverRan;
-                job.submit = SimTime(submit.max(0) as u64);
-            } else if en <= 0 {
+            if job.set_recorded_times(submit, st, en) == RecordedOutcome::EndedBeforeWindow {
                 return Ok(Row::Skipped(ENDED_BEFORE_WINDOW));
-            } else if st < 0 {
-                job.recorded = RecordedKind::PreExisting;
-                job.recorded_start = Some(SimTime::ZERO);
-                job.runtime = SimDuration(en as u64);
-            } else {
-                job.submit = SimTime(submit.max(0) as u64);
-                job.recorded_start = Some(SimTime(st as u64));
-                job.runtime = SimDuration((en - st) as u64);
             }
         }
     }
@@ -1048,6 +1038,101 @@ fn encode(job: &JobSpec) -> Vec<(usize, Out)> {
     out
 }
 
+/// A streaming writer of native CSV or JSON Lines: one job at a time, so a converted trace
+/// never has to be held in memory. [`write_csv`] and [`write_jsonl`] are loops over it.
+pub struct NativeWriter<W: Write> {
+    format: NativeFormat,
+    csv: Option<csv::Writer<W>>,
+    raw: Option<W>,
+}
+
+impl<W: Write> NativeWriter<W> {
+    /// A writer of `format`; for CSV the header row is written now.
+    ///
+    /// # Errors
+    /// Any error of the underlying writer.
+    pub fn new(w: W, format: NativeFormat) -> io::Result<NativeWriter<W>> {
+        Ok(match format {
+            NativeFormat::Csv => {
+                let mut wr = csv::WriterBuilder::new().from_writer(w);
+                wr.write_record(FIELDS).map_err(io::Error::other)?;
+                NativeWriter {
+                    format,
+                    csv: Some(wr),
+                    raw: None,
+                }
+            }
+            NativeFormat::Jsonl => NativeWriter {
+                format,
+                csv: None,
+                raw: Some(w),
+            },
+        })
+    }
+
+    /// Writes one job (see [`write_csv`] for the encoding).
+    ///
+    /// # Errors
+    /// Any error of the underlying writer.
+    pub fn write(&mut self, job: &JobSpec) -> io::Result<()> {
+        match self.format {
+            NativeFormat::Csv => {
+                let mut row: Vec<String> = vec![String::new(); FIELDS.len()];
+                for (k, v) in encode(job) {
+                    row[k] = match v {
+                        Out::Text(s) => s,
+                        Out::Int(i) => i.to_string(),
+                        Out::Secs(ms) => format_ms_as_seconds(ms),
+                        Out::List(l) => l.join("|"),
+                    };
+                }
+                let wr = self.csv.as_mut().expect("csv writer");
+                wr.write_record(&row).map_err(io::Error::other)
+            }
+            NativeFormat::Jsonl => {
+                let mut line = String::from("{");
+                for (i, (k, v)) in encode(job).into_iter().enumerate() {
+                    if i > 0 {
+                        line.push(',');
+                    }
+                    line.push_str(&serde_json::to_string(FIELDS[k]).map_err(io::Error::other)?);
+                    line.push(':');
+                    match v {
+                        Out::Text(s) => {
+                            line.push_str(&serde_json::to_string(&s).map_err(io::Error::other)?)
+                        }
+                        Out::Int(n) => line.push_str(&n.to_string()),
+                        Out::Secs(ms) => line.push_str(&format_ms_as_seconds(ms)),
+                        Out::List(l) => {
+                            line.push_str(&serde_json::to_string(&l).map_err(io::Error::other)?)
+                        }
+                    }
+                }
+                line.push_str("}\n");
+                self.raw
+                    .as_mut()
+                    .expect("raw writer")
+                    .write_all(line.as_bytes())
+            }
+        }
+    }
+
+    /// Flushes and returns the underlying writer.
+    ///
+    /// # Errors
+    /// Any error of the underlying writer.
+    pub fn finish(self) -> io::Result<W> {
+        match (self.csv, self.raw) {
+            (Some(wr), _) => wr.into_inner().map_err(|e| io::Error::other(e.to_string())),
+            (None, Some(mut w)) => {
+                w.flush()?;
+                Ok(w)
+            }
+            (None, None) => unreachable!("one writer is always set"),
+        }
+    }
+}
+
 /// Writes jobs as native CSV: a header with every column of [`FIELDS`], one row per job.
 /// Times are decimal seconds with up to three fractional digits (exact milliseconds).
 /// Reading the output with [`open`] gives the same jobs back when each job's `gpu_models`
@@ -1058,21 +1143,11 @@ fn encode(job: &JobSpec) -> Vec<(usize, Out)> {
 /// # Errors
 /// Any error of the underlying writer.
 pub fn write_csv<'a>(jobs: impl Iterator<Item = &'a JobSpec>, w: impl Write) -> io::Result<()> {
-    let mut wr = csv::WriterBuilder::new().from_writer(w);
-    wr.write_record(FIELDS).map_err(io::Error::other)?;
+    let mut wr = NativeWriter::new(w, NativeFormat::Csv)?;
     for job in jobs {
-        let mut row: Vec<String> = vec![String::new(); FIELDS.len()];
-        for (k, v) in encode(job) {
-            row[k] = match v {
-                Out::Text(s) => s,
-                Out::Int(i) => i.to_string(),
-                Out::Secs(ms) => format_ms_as_seconds(ms),
-                Out::List(l) => l.join("|"),
-            };
-        }
-        wr.write_record(&row).map_err(io::Error::other)?;
+        wr.write(job)?;
     }
-    wr.flush()
+    wr.finish().map(drop)
 }
 
 /// Writes jobs as native JSON Lines: one object per job with the fields that are set (same
@@ -1081,33 +1156,12 @@ pub fn write_csv<'a>(jobs: impl Iterator<Item = &'a JobSpec>, w: impl Write) -> 
 ///
 /// # Errors
 /// Any error of the underlying writer.
-pub fn write_jsonl<'a>(
-    jobs: impl Iterator<Item = &'a JobSpec>,
-    mut w: impl Write,
-) -> io::Result<()> {
+pub fn write_jsonl<'a>(jobs: impl Iterator<Item = &'a JobSpec>, w: impl Write) -> io::Result<()> {
+    let mut wr = NativeWriter::new(w, NativeFormat::Jsonl)?;
     for job in jobs {
-        let mut line = String::from("{");
-        for (i, (k, v)) in encode(job).into_iter().enumerate() {
-            if i > 0 {
-                line.push(',');
-            }
-            line.push_str(&serde_json::to_string(FIELDS[k]).map_err(io::Error::other)?);
-            line.push(':');
-            match v {
-                Out::Text(s) => {
-                    line.push_str(&serde_json::to_string(&s).map_err(io::Error::other)?)
-                }
-                Out::Int(n) => line.push_str(&n.to_string()),
-                Out::Secs(ms) => line.push_str(&format_ms_as_seconds(ms)),
-                Out::List(l) => {
-                    line.push_str(&serde_json::to_string(&l).map_err(io::Error::other)?)
-                }
-            }
-        }
-        line.push_str("}\n");
-        w.write_all(line.as_bytes())?;
+        wr.write(job)?;
     }
-    w.flush()
+    wr.finish().map(drop)
 }
 
 #[cfg(test)]
@@ -1235,6 +1289,17 @@ T5,50,t,1,60,60
         let streamed: Vec<JobSpec> = st.by_ref().map(Result::unwrap).collect();
         assert_eq!(streamed, jobs);
         assert_eq!(st.skipped(), skipped);
+    }
+
+    #[test]
+    fn extreme_recorded_times_do_not_overflow() {
+        // end_s − start_s used to be computed unchecked (found by review): now an error.
+        err_of(
+            "x.csv",
+            "id,submit_s,tenant,runtime_s,start_s,end_s\nj1,-9e15,t,1,-9e15,9e15\n",
+            2,
+            Some("runtime_s"),
+        );
     }
 
     #[test]

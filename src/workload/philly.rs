@@ -72,66 +72,7 @@ pub fn gang_split(num_gpus: u32, max_per_task: u32) -> (u32, u32) {
     (num_gpus / size, size)
 }
 
-/// Days since 1970-01-01 of the proleptic Gregorian date `y-m-d` (H. Hinnant's
-/// `days_from_civil`).
-pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let m = i64::from(m);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn is_leap(y: i64) -> bool {
-    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
-}
-
-/// Parses a naive `YYYY-MM-DD HH:MM:SS` timestamp into seconds since 1970-01-01 00:00:00 of
-/// the same naive clock, by calendar arithmetic only (no time zone, no DST).
-///
-/// # Errors
-/// A message naming the text when it is not in that exact form or a component is out of
-/// range (month 1–12, day within the month, hour 0–23, minute 0–59, second 0–59).
-pub fn parse_naive_timestamp(text: &str) -> Result<i64, String> {
-    let bad = || format!("`{text}` is not a `YYYY-MM-DD HH:MM:SS` timestamp");
-    let b = text.as_bytes();
-    if b.len() != 19
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || b[10] != b' '
-        || b[13] != b':'
-        || b[16] != b':'
-    {
-        return Err(bad());
-    }
-    let num = |r: std::ops::Range<usize>| -> Result<u32, String> {
-        let s = &b[r];
-        if !s.iter().all(u8::is_ascii_digit) {
-            return Err(bad());
-        }
-        Ok(s.iter().fold(0u32, |a, &c| a * 10 + u32::from(c - b'0')))
-    };
-    let (y, mo, d) = (i64::from(num(0..4)?), num(5..7)?, num(8..10)?);
-    let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) {
-        return Err(format!("`{text}`: month {mo} is out of range"));
-    }
-    let month_len = match mo {
-        2 if is_leap(y) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    };
-    if d == 0 || d > month_len {
-        return Err(format!("`{text}`: day {d} is out of range"));
-    }
-    if h > 23 || mi > 59 || s > 59 {
-        return Err(format!("`{text}`: time of day is out of range"));
-    }
-    Ok(days_from_civil(y, mo, d) * 86_400 + i64::from(h * 3600 + mi * 60 + s))
-}
+pub use super::timefmt::{days_from_civil, parse_naive_timestamp};
 
 /// One parsed row before the submit offset is known.
 struct Row {

@@ -122,19 +122,22 @@ fn simulate(
 }
 
 fn policies() -> impl Strategy<Value = SchedulerConfig> {
-    (0usize..2, 0usize..2, 0usize..3, 0usize..2).prop_map(|(o, s, p, c)| SchedulerConfig {
-        queue_order: [QueueOrderKind::Fifo, QueueOrderKind::Priority][o],
-        queueing_strategy: [
-            QueueingStrategy::StrictFifo,
-            QueueingStrategy::BestEffortFifo,
-        ][s],
-        placement: [
-            PlacementKind::FirstFit,
-            PlacementKind::BestFit,
-            PlacementKind::WorstFit,
-        ][p],
-        cell_selection: [CellSelectKind::FirstFit, CellSelectKind::LeastLoaded][c],
-    })
+    (
+        0usize..2,
+        0usize..2,
+        0usize..PlacementKind::NAMES.len(),
+        0usize..2,
+    )
+        .prop_map(|(o, s, p, c)| SchedulerConfig {
+            queue_order: [QueueOrderKind::Fifo, QueueOrderKind::Priority][o],
+            queueing_strategy: [
+                QueueingStrategy::StrictFifo,
+                QueueingStrategy::BestEffortFifo,
+            ][s],
+            placement: PlacementKind::NAMES[p].parse().unwrap(),
+            cell_selection: [CellSelectKind::FirstFit, CellSelectKind::LeastLoaded][c],
+            topology: None,
+        })
 }
 
 proptest! {

@@ -1,65 +1,11 @@
-//! Placement (the Kubernetes `Filter` + `Score` extension points, folded into one choice per
-//! task): which node of a cell takes one task. Gangs are placed task by task with
-//! [`place_gang`], all-or-nothing.
-//!
-//! Every policy here breaks ties by the lowest node id (fleet declaration order), never by
-//! iteration accident, so the simulator and a production adapter choose the same node.
-//!
-//! | policy | picks | follows |
-//! |---|---|---|
-//! | [`FirstFit`] | the lowest-id node that fits | classic first-fit bin packing |
-//! | [`BestFit`] | the fitting node with the least free GPU-milli (CPU-milli for CPU-only tasks) | best-fit bin packing; the FGD paper's BestFit baseline packs the same way on GPUs |
-//! | [`WorstFit`] | the fitting node with the most free GPU-milli (CPU-milli for CPU-only tasks) | worst-fit / spread (Kubernetes `LeastAllocated`) |
+//! The classic bin-packing placements: first-fit, best-fit, worst-fit. Ties go to the lowest
+//! node id (fleet declaration order), not to the context's rank, so these names keep their
+//! meaning whatever rank a run passes.
 
+use super::{Choice, PlaceCtx, Placement};
 use crate::ids::{CellId, NodeId};
-use crate::job::PendingJob;
 use crate::resources::{ModelSet, TaskShape};
-use crate::state::{FleetState, TaskAlloc};
-
-/// A placement policy for one task.
-pub trait Placement: Send + Sync {
-    /// The name scenarios use.
-    fn name(&self) -> &'static str;
-    /// Chooses a node of `cell` on which `shape` fits now, or `None`. Must only return a node
-    /// for which [`FleetState::fits`] holds.
-    fn select_node(
-        &self,
-        fleet: &FleetState,
-        cell: CellId,
-        shape: &TaskShape,
-        models: ModelSet,
-    ) -> Option<NodeId>;
-}
-
-/// Places every task of `job` in `cell` with `policy`, reserving each in `fleet` so the next
-/// task sees it (Kubernetes `Reserve`). If any task cannot be placed, every reservation made
-/// for the gang is released (`Unreserve`) and `None` is returned: a gang never holds a partial
-/// allocation.
-pub fn place_gang(
-    policy: &dyn Placement,
-    fleet: &mut FleetState,
-    cell: CellId,
-    job: &PendingJob,
-) -> Option<Vec<TaskAlloc>> {
-    let mut allocs = Vec::with_capacity(job.tasks as usize);
-    for _ in 0..job.tasks {
-        let placed = policy
-            .select_node(fleet, cell, &job.shape, job.models)
-            .and_then(|node| fleet.allocate(node, &job.shape, job.models).ok());
-        match placed {
-            Some(a) => allocs.push(a),
-            None => {
-                for a in allocs.iter().rev() {
-                    fleet
-                        .release(a)
-                        .expect("releasing a reservation made in this call cannot fail");
-                }
-                return None;
-            }
-        }
-    }
-    Some(allocs)
-}
+use crate::state::FleetState;
 
 /// First-fit: the lowest-id node of the cell that fits. `O(nodes)` per task.
 #[derive(Clone, Copy, Debug, Default)]
@@ -69,18 +15,20 @@ impl Placement for FirstFit {
     fn name(&self) -> &'static str {
         "first-fit"
     }
-    fn select_node(
+    fn select(
         &self,
+        ctx: &mut PlaceCtx,
         fleet: &FleetState,
         cell: CellId,
         shape: &TaskShape,
         models: ModelSet,
-    ) -> Option<NodeId> {
+    ) -> Option<Choice> {
         fleet.cells()[cell.index()]
             .nodes
             .iter()
             .copied()
-            .find(|&n| fleet.fits(n, shape, models))
+            .find(|&n| fleet.fits(n, shape, models) && ctx.allowed(fleet, n))
+            .map(Choice::node)
     }
 }
 
@@ -93,24 +41,26 @@ impl Placement for BestFit {
     fn name(&self) -> &'static str {
         "best-fit"
     }
-    fn select_node(
+    fn select(
         &self,
+        ctx: &mut PlaceCtx,
         fleet: &FleetState,
         cell: CellId,
         shape: &TaskShape,
         models: ModelSet,
-    ) -> Option<NodeId> {
+    ) -> Option<Choice> {
         if shape.num_gpu == 0 {
             return fleet
                 .cpu_candidates(cell, shape.cpu_milli)
-                .find(|&n| fleet.fits(n, shape, models));
+                .find(|&n| fleet.fits(n, shape, models) && ctx.allowed(fleet, n))
+                .map(Choice::node);
         }
         let need = shape.total_gpu_milli() as u32;
         let mut best: Option<(u32, NodeId)> = None;
         for m in fleet.cell_models(cell).filter(|&m| models.allows(m)) {
             if let Some(n) = fleet
                 .gpu_candidates(cell, m, need)
-                .find(|&n| fleet.fits(n, shape, models))
+                .find(|&n| fleet.fits(n, shape, models) && ctx.allowed(fleet, n))
             {
                 let key = (fleet.node(n).free_gpu_milli, n);
                 if best.is_none_or(|b| key < b) {
@@ -118,7 +68,7 @@ impl Placement for BestFit {
                 }
             }
         }
-        best.map(|(_, n)| n)
+        best.map(|(_, n)| Choice::node(n))
     }
 }
 
@@ -131,6 +81,7 @@ impl WorstFit {
     /// Among candidates in descending `(free, id)` order, the first that fits at the highest
     /// free value, with the lowest id.
     fn pick(
+        ctx: &PlaceCtx,
         fleet: &FleetState,
         mut desc: impl Iterator<Item = NodeId>,
         free: impl Fn(NodeId) -> u64,
@@ -145,7 +96,7 @@ impl WorstFit {
                     break;
                 }
             }
-            if fleet.fits(n, shape, models) {
+            if fleet.fits(n, shape, models) && ctx.allowed(fleet, n) {
                 // Descending ids within one free value: the last fitting one is the lowest id.
                 best = Some((f, n));
             }
@@ -158,27 +109,30 @@ impl Placement for WorstFit {
     fn name(&self) -> &'static str {
         "worst-fit"
     }
-    fn select_node(
+    fn select(
         &self,
+        ctx: &mut PlaceCtx,
         fleet: &FleetState,
         cell: CellId,
         shape: &TaskShape,
         models: ModelSet,
-    ) -> Option<NodeId> {
+    ) -> Option<Choice> {
         if shape.num_gpu == 0 {
             return Self::pick(
+                ctx,
                 fleet,
                 fleet.cpu_candidates_desc(cell, shape.cpu_milli),
                 |n| fleet.node(n).free_cpu_milli,
                 shape,
                 models,
             )
-            .map(|(_, n)| n);
+            .map(|(_, n)| Choice::node(n));
         }
         let need = shape.total_gpu_milli() as u32;
         let mut best: Option<(u64, NodeId)> = None;
         for m in fleet.cell_models(cell).filter(|&m| models.allows(m)) {
             let got = Self::pick(
+                ctx,
                 fleet,
                 fleet.gpu_candidates_desc(cell, m, need),
                 |n| fleet.node(n).free_gpu_milli as u64,
@@ -192,7 +146,7 @@ impl Placement for WorstFit {
                 }
             }
         }
-        best.map(|(_, n)| n)
+        best.map(|(_, n)| Choice::node(n))
     }
 }
 
@@ -200,7 +154,14 @@ impl Placement for WorstFit {
 mod tests {
     use super::*;
     use crate::ids::ModelId;
+    use crate::job::PendingJob;
+    use crate::placement::place_gang;
     use crate::state::NodeSpec;
+
+    fn pick(p: &dyn Placement, f: &FleetState, shape: &TaskShape) -> Option<NodeId> {
+        p.select(&mut PlaceCtx::new(), f, CellId(0), shape, ModelSet::ANY)
+            .map(|c| c.node)
+    }
 
     /// Field case B13's fleet: x1 with 2 GPUs, x2 and x3 with 1.
     fn b13() -> FleetState {
@@ -227,34 +188,18 @@ mod tests {
         let mut f = b13();
         f.enable_cpu_index();
         let one = TaskShape::whole_gpus(1);
-        let c = CellId(0);
-        assert_eq!(
-            FirstFit.select_node(&f, c, &one, ModelSet::ANY),
-            Some(NodeId(0))
-        );
-        assert_eq!(
-            BestFit.select_node(&f, c, &one, ModelSet::ANY),
-            Some(NodeId(1))
-        );
-        assert_eq!(
-            WorstFit.select_node(&f, c, &one, ModelSet::ANY),
-            Some(NodeId(0))
-        );
+        assert_eq!(pick(&FirstFit, &f, &one), Some(NodeId(0)));
+        assert_eq!(pick(&BestFit, &f, &one), Some(NodeId(1)));
+        assert_eq!(pick(&WorstFit, &f, &one), Some(NodeId(0)));
         let two = TaskShape::whole_gpus(2);
-        assert_eq!(
-            BestFit.select_node(&f, c, &two, ModelSet::ANY),
-            Some(NodeId(0))
-        );
+        assert_eq!(pick(&BestFit, &f, &two), Some(NodeId(0)));
         let cpu_only = TaskShape {
             num_gpu: 0,
             gpu_milli: 0,
             cpu_milli: 500,
             mem_mib: 0,
         };
-        assert_eq!(
-            WorstFit.select_node(&f, c, &cpu_only, ModelSet::ANY),
-            Some(NodeId(0))
-        );
+        assert_eq!(pick(&WorstFit, &f, &cpu_only), Some(NodeId(0)));
     }
 
     #[test]
@@ -272,8 +217,9 @@ mod tests {
             models: ModelSet::ANY,
             cells: vec![],
             runtime_estimate: None,
+            topology: None,
         };
-        assert!(place_gang(&BestFit, &mut f, CellId(0), &job).is_none());
+        assert!(place_gang(&BestFit, &mut PlaceCtx::new(), &mut f, CellId(0), &job).is_none());
         assert_eq!(
             f.allocated_gpu_milli(),
             0,
@@ -283,7 +229,7 @@ mod tests {
             shape: TaskShape::whole_gpus(1),
             ..job
         };
-        let got = place_gang(&BestFit, &mut f, CellId(0), &wa).unwrap();
+        let got = place_gang(&BestFit, &mut PlaceCtx::new(), &mut f, CellId(0), &wa).unwrap();
         let nodes: Vec<_> = got.iter().map(|a| a.node).collect();
         assert_eq!(
             nodes,

@@ -1,0 +1,492 @@
+//! The FGD paper's workload-inflation experiment (Weng et al., "Beware of Fragmentation",
+//! USENIX ATC '23, §6; method written out in `shared/traces/alibaba-gpu-2023/FGD-METHOD.md`),
+//! time-free, without the event engine.
+//!
+//! # One run (one policy, one seed `s`)
+//!
+//! 1. **Pod order** ([`arrival_order`]): the pod list sorted by name, shuffled uniformly
+//!    (Fisher–Yates, stream `inflation.pod-order`). Then, while the arrived demand is below
+//!    the target `T = target_pct % × capacity`, a pod is drawn uniformly with replacement from
+//!    the name-sorted list (stream `inflation.clones`): if `D +` its **per-GPU** GPU-milli
+//!    would exceed `T` the loop stops (the draw is discarded), else a copy is appended to the
+//!    end and its **total** demand added to `D` (the artifact's stop test mixes the two; it
+//!    moves the end of the list by a few GPUs). If the file alone exceeds `T`, uniformly
+//!    random pods are removed until `D ≤ T`.
+//! 2. **Node rank** ([`node_rank`]): nodes sorted by name get a uniform random permutation of
+//!    `0..n` (stream `inflation.node-rank`) as their tie-break rank, fixed for the run: among
+//!    equal scores the lowest rank wins (the artifact's name prefix).
+//! 3. Pods are offered **once each, in order**; a pod that fits nowhere is dropped. Nothing
+//!    departs. After every offer: *arrived* += the pod's `num_gpu × gpu_milli` (failed pods
+//!    count), *allocated* = GPU-milli held, *fragmentation* = Σ over nodes of FGD's `F(n)`
+//!    against the pod list's typical pods ([`fleetsim_policies::placement::fgd`]), kept
+//!    incrementally (only the node that received a pod is recomputed).
+//! 4. Randomness of the `random` policy: stream `inflation.random-policy`.
+//!
+//! [`run_one`] takes the order and the rank as inputs, so a recorded order and rank (the
+//! artifact's own log) can be injected instead of the seeded ones.
+//!
+//! # Curves
+//!
+//! Per event `i`: `x_i` = round-half-to-even(100 · arrived / capacity). The curve at integer
+//! `x` is the mean over the events with `x_i = x` (none: over `x − 1 ≤ x_i ≤ x + 1`) of
+//! allocated % (and fragmented % of capacity, fragmentation / idle %). The artifact rounds
+//! each `y_i` to two decimals before averaging; here the mean is exact, which differs by less
+//! than 0.005 pp. Per policy and `x`, the median over seeds (mean of the two middle values
+//! for an even count).
+//!
+//! # Determinism
+//!
+//! Runs are independent and executed with rayon; results are collected in input order
+//! (policy, then seed) and reduced sequentially, so outputs do not depend on the thread count.
+
+pub mod report;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use rand::RngCore;
+use rayon::prelude::*;
+
+use fleetsim_policies::placement::fgd::TaskSample;
+use fleetsim_policies::placement::{bind, PlaceCtx};
+use fleetsim_policies::{
+    CellId, FleetState, ModelId, ModelSet, NodeId, PlacementKind, TaskShape, TypicalTasks,
+};
+
+use crate::fleet::build::build_fleet;
+use crate::rng;
+use crate::run::{RunError, RunOptions};
+use crate::scenario::{InflationSpec, Loaded};
+use crate::workload::alibaba_openb;
+
+/// One pod of the experiment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pod {
+    /// Pod name.
+    pub name: String,
+    /// Its request.
+    pub shape: TaskShape,
+    /// Allowed models; `None` when it names only models absent from the fleet (it never fits).
+    pub models: Option<ModelSet>,
+    /// The typical-table type key (the `gpu_spec` text).
+    pub type_key: String,
+}
+
+/// Per-event record of one run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Event {
+    /// GPU-milli requested by all pods offered so far.
+    pub arrived_milli: u64,
+    /// GPU-milli held after this offer.
+    pub allocated_milli: u64,
+    /// Fleet fragmentation × `W` after this offer (divide by the table's weight total).
+    pub frag_scaled: u128,
+}
+
+/// One run's outcome.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunTrace {
+    /// Policy.
+    pub policy: PlacementKind,
+    /// Seed.
+    pub seed: u64,
+    /// One record per offered pod.
+    pub events: Vec<Event>,
+    /// Pods placed.
+    pub placed: u64,
+    /// Pods that fit nowhere.
+    pub failed: u64,
+    /// Decisions where more than one node had the top score.
+    pub tied: u64,
+    /// Decisions taken by a score (Random takes none).
+    pub decided: u64,
+}
+
+/// The fleet, pods and typical table shared by every run.
+pub struct Experiment {
+    /// The empty fleet (cloned per run).
+    pub fleet: FleetState,
+    /// Pods sorted by name.
+    pub pods: Vec<Pod>,
+    /// FGD's typical pods (from the whole pod list).
+    pub typical: TypicalTasks,
+    /// GPU capacity, GPU-milli.
+    pub capacity_milli: u64,
+}
+
+impl Experiment {
+    /// Builds the experiment from a fleet and a pod list (any order; sorted by name here).
+    pub fn new(fleet: FleetState, pods: Vec<alibaba_openb::PodShape>, threshold_pct: u32) -> Self {
+        let model_ids: BTreeMap<&str, ModelId> = fleet
+            .models()
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.as_str(), ModelId(i as u16)))
+            .collect();
+        let mut pods: Vec<Pod> = pods
+            .into_iter()
+            .map(|p| {
+                let gpu = p.shape.num_gpu > 0;
+                let models = if !gpu || p.gpu_models.is_empty() {
+                    Some(ModelSet::ANY)
+                } else {
+                    let mut set = ModelSet::ANY;
+                    for m in &p.gpu_models {
+                        if let Some(&id) = model_ids.get(m.as_str()) {
+                            set.insert(id);
+                        }
+                    }
+                    (!set.is_any()).then_some(set)
+                };
+                Pod {
+                    name: p.name,
+                    shape: p.shape,
+                    models,
+                    type_key: if gpu { p.gpu_spec_key } else { String::new() },
+                }
+            })
+            .collect();
+        pods.sort_by(|a, b| a.name.cmp(&b.name));
+        let typical = TypicalTasks::build(
+            pods.iter().map(|p| TaskSample {
+                shape: p.shape,
+                models: p.models.unwrap_or(ModelSet::ANY),
+                type_key: p.type_key.clone(),
+            }),
+            threshold_pct,
+        );
+        let capacity_milli = fleet.available_gpu_milli();
+        Experiment {
+            fleet,
+            pods,
+            typical,
+            capacity_milli,
+        }
+    }
+}
+
+fn shuffle<T>(v: &mut [T], r: &mut rng::Rng) {
+    for i in (1..v.len()).rev() {
+        let j = below(r, i as u64 + 1) as usize;
+        v.swap(i, j);
+    }
+}
+
+/// Uniform in `0..n` (multiply-shift with rejection).
+fn below(r: &mut rng::Rng, n: u64) -> u64 {
+    let threshold = n.wrapping_neg() % n;
+    loop {
+        let m = u128::from(r.next_u64()) * u128::from(n);
+        if (m as u64) >= threshold {
+            return (m >> 64) as u64;
+        }
+    }
+}
+
+/// The arrival sequence of seed `seed` as indices into `pods` (see the module docs).
+pub fn arrival_order(pods: &[Pod], target_milli: u64, seed: u64) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..pods.len()).collect();
+    shuffle(&mut order, &mut rng::stream(seed, "inflation.pod-order"));
+    let mut d: u64 = pods.iter().map(|p| p.shape.total_gpu_milli()).sum();
+    let mut clones = rng::stream(seed, "inflation.clones");
+    if pods.is_empty() {
+        return order;
+    }
+    if d < target_milli {
+        loop {
+            let i = below(&mut clones, pods.len() as u64) as usize;
+            let p = &pods[i];
+            if d + u64::from(p.shape.gpu_milli) > target_milli {
+                break;
+            }
+            order.push(i);
+            d += p.shape.total_gpu_milli();
+        }
+    } else {
+        while d > target_milli && !order.is_empty() {
+            let k = below(&mut clones, order.len() as u64) as usize;
+            d -= pods[order.remove(k)].shape.total_gpu_milli();
+        }
+    }
+    order
+}
+
+/// The tie-break rank of every node for seed `seed` (indexed by node id): a uniform random
+/// permutation over the nodes sorted by name.
+pub fn node_rank(fleet: &FleetState, seed: u64) -> Vec<u32> {
+    let n = fleet.nodes().len();
+    let mut by_name: Vec<usize> = (0..n).collect();
+    by_name.sort_by(|&a, &b| {
+        fleet
+            .node_name(NodeId(a as u32))
+            .cmp(fleet.node_name(NodeId(b as u32)))
+    });
+    let mut perm: Vec<u32> = (0..n as u32).collect();
+    shuffle(&mut perm, &mut rng::stream(seed, "inflation.node-rank"));
+    let mut rank = vec![0u32; n];
+    for (i, &node) in by_name.iter().enumerate() {
+        rank[node] = perm[i];
+    }
+    rank
+}
+
+/// Runs one policy over one arrival sequence with one node rank.
+pub fn run_one(
+    exp: &Experiment,
+    policy: PlacementKind,
+    seed: u64,
+    order: &[usize],
+    rank: Vec<u32>,
+) -> RunTrace {
+    let mut fleet = exp.fleet.clone();
+    let placement = policy.build();
+    let mut ctx = PlaceCtx::new()
+        .with_rank(rank)
+        .with_seed(rng::stream(seed, "inflation.random-policy").next_u64())
+        .with_typical(exp.typical.clone());
+    let cells: Vec<CellId> = (0..fleet.cells().len()).map(|c| CellId(c as u16)).collect();
+    let mut frag: Vec<u64> = (0..fleet.nodes().len())
+        .map(|i| exp.typical.node_frag_now(&fleet, NodeId(i as u32)))
+        .collect();
+    let mut frag_total: u128 = frag.iter().map(|&f| u128::from(f)).sum();
+    let mut events = Vec::with_capacity(order.len());
+    let (mut arrived, mut placed, mut failed) = (0u64, 0u64, 0u64);
+    for &i in order {
+        let pod = &exp.pods[i];
+        arrived += pod.shape.total_gpu_milli();
+        let mut got = None;
+        if let Some(models) = pod.models {
+            for &cell in &cells {
+                if let Some(choice) = placement.select(&mut ctx, &fleet, cell, &pod.shape, models) {
+                    got = bind(&mut fleet, choice, &pod.shape, models).ok();
+                    if got.is_some() {
+                        break;
+                    }
+                }
+            }
+        }
+        match got {
+            Some(a) => {
+                placed += 1;
+                let n = a.node;
+                let new = exp.typical.node_frag_now(&fleet, n);
+                frag_total = frag_total - u128::from(frag[n.index()]) + u128::from(new);
+                frag[n.index()] = new;
+            }
+            None => failed += 1,
+        }
+        events.push(Event {
+            arrived_milli: arrived,
+            allocated_milli: fleet.allocated_gpu_milli(),
+            frag_scaled: frag_total,
+        });
+    }
+    RunTrace {
+        policy,
+        seed,
+        events,
+        placed,
+        failed,
+        tied: ctx.tied_decisions,
+        decided: ctx.decisions,
+    }
+}
+
+/// One point of a curve, in % of capacity.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CurvePoint {
+    /// Arrived demand, % of capacity (integer).
+    pub arrived_pct: u32,
+    /// Allocated GPU-milli, % of capacity.
+    pub allocated_pct: f64,
+    /// Fragmented GPU-milli (FGD's measure), % of capacity.
+    pub fragmented_pct: f64,
+    /// Fragmented GPU-milli, % of idle GPU-milli.
+    pub frag_of_idle_pct: f64,
+}
+
+/// round-half-to-even(100 · arrived / capacity).
+fn x_of(arrived: u64, cap: u64) -> u32 {
+    let q = u128::from(arrived) * 100;
+    let c = u128::from(cap);
+    let (d, r) = (q / c, q % c);
+    let up = 2 * r > c || (2 * r == c && d % 2 == 1);
+    (d + u128::from(up)) as u32
+}
+
+/// The curve of one run at `0..=max_pct` (see the module docs).
+pub fn curve(events: &[Event], capacity_milli: u64, weight: u64, max_pct: u32) -> Vec<CurvePoint> {
+    #[derive(Default, Clone, Copy)]
+    struct Acc {
+        n: u64,
+        alloc: u128,
+        frag: u128,
+        ratio: f64,
+    }
+    let mut by_x = vec![Acc::default(); max_pct as usize + 2];
+    for e in events {
+        let x = x_of(e.arrived_milli, capacity_milli) as usize;
+        if x < by_x.len() {
+            let a = &mut by_x[x];
+            a.n += 1;
+            a.alloc += u128::from(e.allocated_milli);
+            a.frag += e.frag_scaled;
+            let idle = capacity_milli - e.allocated_milli;
+            if idle > 0 {
+                a.ratio += e.frag_scaled as f64 / weight as f64 / idle as f64;
+            }
+        }
+    }
+    let cap = capacity_milli as f64;
+    (0..=max_pct)
+        .filter_map(|x| {
+            let xi = x as usize;
+            let pick = if by_x[xi].n > 0 {
+                by_x[xi]
+            } else {
+                let lo = xi.saturating_sub(1);
+                by_x[lo..=(xi + 1)].iter().fold(Acc::default(), |mut s, a| {
+                    s.n += a.n;
+                    s.alloc += a.alloc;
+                    s.frag += a.frag;
+                    s.ratio += a.ratio;
+                    s
+                })
+            };
+            (pick.n > 0).then(|| {
+                let n = pick.n as f64;
+                CurvePoint {
+                    arrived_pct: x,
+                    allocated_pct: 100.0 * pick.alloc as f64 / n / cap,
+                    fragmented_pct: 100.0 * pick.frag as f64 / weight as f64 / n / cap,
+                    frag_of_idle_pct: 100.0 * pick.ratio / n,
+                }
+            })
+        })
+        .collect()
+}
+
+/// Median of a non-empty list (mean of the two middle values for an even count).
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Every run of an inflation scenario, in (policy, seed) order.
+pub struct Results {
+    /// The experiment.
+    pub exp: Experiment,
+    /// The settings.
+    pub spec: InflationSpec,
+    /// The seeds, in order.
+    pub seeds: Vec<u64>,
+    /// Arrival sequence length per seed.
+    pub arrivals: Vec<usize>,
+    /// Runs, policy-major.
+    pub runs: Vec<RunTrace>,
+}
+
+/// The seeds a spec asks for.
+pub fn seeds_of(spec: &InflationSpec, scenario_seed: u64) -> Vec<u64> {
+    if spec.seeds.is_empty() {
+        (0..u64::from(spec.seed_count.unwrap_or(1)))
+            .map(|i| scenario_seed + i)
+            .collect()
+    } else {
+        spec.seeds.clone()
+    }
+}
+
+/// Runs an inflation scenario: every policy × seed, in parallel, collected in input order.
+///
+/// # Errors
+/// [`RunError`] when the fleet or the pod list cannot be read.
+pub fn run(loaded: &Loaded, opts: &RunOptions) -> Result<Results, RunError> {
+    let spec = loaded
+        .scenario
+        .inflation
+        .clone()
+        .expect("validated: inflation mode has [inflation]");
+    let built = build_fleet(loaded, &opts.trace_dir)?;
+    let t = loaded
+        .scenario
+        .workload
+        .trace
+        .as_ref()
+        .expect("validated: a pod list");
+    let path: PathBuf =
+        loaded.resolve_path("workload.trace", &t.path, &t.public_path, &opts.trace_dir)?;
+    let pods = alibaba_openb::read_pod_shapes(&path)?;
+    let exp = Experiment::new(built.state, pods, spec.typical_threshold_pct);
+    let seeds = match opts.seed {
+        Some(s) => seeds_of(&spec, s),
+        None => seeds_of(&spec, loaded.scenario.seed),
+    };
+    let target = exp.capacity_milli * u64::from(spec.target_pct) / 100;
+    let inputs: Vec<(Vec<usize>, Vec<u32>)> = seeds
+        .par_iter()
+        .map(|&s| {
+            (
+                arrival_order(&exp.pods, target, s),
+                node_rank(&exp.fleet, s),
+            )
+        })
+        .collect();
+    let jobs: Vec<(PlacementKind, usize)> = spec
+        .policies
+        .iter()
+        .flat_map(|&p| (0..seeds.len()).map(move |i| (p, i)))
+        .collect();
+    let runs: Vec<RunTrace> = jobs
+        .par_iter()
+        .map(|&(p, i)| run_one(&exp, p, seeds[i], &inputs[i].0, inputs[i].1.clone()))
+        .collect();
+    let arrivals = inputs.iter().map(|(o, _)| o.len()).collect();
+    Ok(Results {
+        exp,
+        spec,
+        seeds,
+        arrivals,
+        runs,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn x_rounds_half_to_even() {
+        assert_eq!(x_of(995, 1000), 100); // 99.5 → 100 (even)
+        assert_eq!(x_of(985, 1000), 98); // 98.5 → 98 (even)
+        assert_eq!(x_of(1004, 1000), 100);
+        assert_eq!(x_of(0, 1000), 0);
+    }
+
+    #[test]
+    fn median_of_even_and_odd() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
+
+    #[test]
+    fn curve_averages_events_per_point() {
+        let ev = |a, l| Event {
+            arrived_milli: a,
+            allocated_milli: l,
+            frag_scaled: 0,
+        };
+        // Capacity 1000: x = 0, 0, 1 (10 → 1 %), 3 (30); x = 2 falls back to 1..3.
+        let c = curve(&[ev(0, 0), ev(2, 0), ev(10, 10), ev(30, 20)], 1000, 1, 3);
+        assert_eq!(c.len(), 4);
+        assert_eq!(c[0].allocated_pct, 0.0);
+        assert_eq!(c[1].allocated_pct, 1.0);
+        assert_eq!(c[2].allocated_pct, 1.5);
+        assert_eq!(c[3].allocated_pct, 2.0);
+    }
+}

@@ -1,0 +1,219 @@
+//! Property tests of every placement policy, driven directly (no engine): on random fleets
+//! of several models, domains and blocks, random gangs with model constraints and topology
+//! constraints placed and released in random order —
+//! * no node is ever above capacity in any dimension (the fleet audit against the bound
+//!   tasks passes after every step),
+//! * every task runs on a model its `gpu_spec` allows,
+//! * a `required` topology level is never violated (all tasks of a gang in one group),
+//!   `STRICT_PACK` gangs sit on one node and `STRICT_SPREAD` gangs on distinct nodes,
+//! * a gang is placed whole or not at all.
+
+use fleetsim_policies::placement::fgd::TaskSample;
+use fleetsim_policies::{
+    place_gang, CellId, FleetState, JobId, Level, ModelId, ModelSet, NodeSpec, PendingJob,
+    PlaceCtx, PlacementKind, QueueId, RayStrategy, SimTime, TaskAlloc, TaskShape, TenantId,
+    TopologyMode, TopologySpec, TypicalTasks,
+};
+use proptest::prelude::*;
+
+/// Nodes: (model 0..3, gpus 1..=8, cpu cores 1..=32); 2 nodes per domain, 2 domains per block.
+fn fleet(nodes: &[(u8, u8, u8)]) -> FleetState {
+    let specs = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, &(m, g, c))| NodeSpec {
+            name: format!("n{i}"),
+            cell: CellId(0),
+            block: (i / 4) as u32,
+            domain: (i / 2) as u32,
+            model: Some(ModelId(m as u16)),
+            gpus: g as u32,
+            cpu_milli: c as u64 * 1000,
+            mem_mib: 64_000,
+        })
+        .collect();
+    FleetState::new(
+        vec!["c".into()],
+        vec!["A".into(), "B".into(), "C".into()],
+        specs,
+    )
+    .unwrap()
+}
+
+#[derive(Clone, Debug)]
+struct G {
+    tasks: u8,
+    gpus: u8,
+    milli: u16,
+    cpu: u16,
+    mem: u16,
+    models: u8,
+    topo: u8,
+    release: bool,
+}
+
+fn gang_strategy() -> impl Strategy<Value = G> {
+    (
+        1u8..5,
+        0u8..5,
+        1u16..=1000,
+        0u16..9000,
+        0u16..20_000,
+        0u8..8,
+        0u8..9,
+        any::<bool>(),
+    )
+        .prop_map(|(tasks, gpus, milli, cpu, mem, models, topo, release)| G {
+            tasks,
+            gpus,
+            milli,
+            cpu,
+            mem,
+            models,
+            topo,
+            release,
+        })
+}
+
+fn spec(topo: u8) -> Option<TopologySpec> {
+    let t = |level, mode| TopologySpec {
+        level: Some(level),
+        mode,
+        ..TopologySpec::default()
+    };
+    let ray = |r| TopologySpec {
+        ray: Some(r),
+        ..TopologySpec::default()
+    };
+    match topo {
+        0 => None,
+        1 => Some(t(Level::Domain, TopologyMode::Required)),
+        2 => Some(t(Level::Block, TopologyMode::Required)),
+        3 => Some(t(Level::Domain, TopologyMode::Preferred)),
+        4 => Some(TopologySpec {
+            slice_size: Some(2),
+            slice_level: Level::Domain,
+            ..t(Level::Block, TopologyMode::Required)
+        }),
+        5 => Some(ray(RayStrategy::StrictPack)),
+        6 => Some(ray(RayStrategy::StrictSpread)),
+        7 => Some(ray(RayStrategy::Pack)),
+        _ => Some(ray(RayStrategy::Spread)),
+    }
+}
+
+fn job(i: usize, g: &G) -> PendingJob {
+    let shape = if g.gpus == 0 {
+        TaskShape {
+            num_gpu: 0,
+            gpu_milli: 0,
+            cpu_milli: g.cpu as u64,
+            mem_mib: g.mem as u64,
+        }
+    } else {
+        TaskShape {
+            num_gpu: g.gpus as u32,
+            gpu_milli: if g.gpus == 1 { g.milli as u32 } else { 1000 },
+            cpu_milli: g.cpu as u64,
+            mem_mib: g.mem as u64,
+        }
+    };
+    PendingJob {
+        id: JobId(i as u32),
+        tenant: TenantId(0),
+        queue: QueueId(0),
+        priority: 0,
+        submit: SimTime(0),
+        seq: i as u64,
+        shape,
+        tasks: g.tasks as u32,
+        models: ModelSet(g.models as u128 & 0b111),
+        cells: vec![],
+        runtime_estimate: None,
+        topology: spec(g.topo),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn placements_respect_capacity_models_and_topology(
+        nodes in proptest::collection::vec((0u8..3, 1u8..9, 1u8..33), 1..10),
+        gangs in proptest::collection::vec(gang_strategy(), 1..40),
+        seed in any::<u64>(),
+    ) {
+        let jobs: Vec<PendingJob> = gangs.iter().enumerate().map(|(i, g)| job(i, g)).collect();
+        let typical = TypicalTasks::build(
+            jobs.iter().map(|j| TaskSample {
+                shape: j.shape,
+                models: j.models,
+                type_key: format!("{:?}", j.models),
+            }),
+            95,
+        );
+        for kind in PlacementKind::NAMES {
+            let kind: PlacementKind = kind.parse().unwrap();
+            let policy = kind.build();
+            let mut f = fleet(&nodes);
+            let n = f.nodes().len() as u32;
+            let rank: Vec<u32> = (0..n).map(|i| (i * 7 + seed as u32) % n).collect();
+            let mut ctx = PlaceCtx::new()
+                .with_seed(seed)
+                .with_rank(rank)
+                .with_typical(typical.clone());
+            let mut held: Vec<Vec<TaskAlloc>> = Vec::new();
+            for (j, g) in jobs.iter().zip(&gangs) {
+                let mut j = j.clone();
+                if j.topology.is_none() && j.tasks > 1 {
+                    j.topology = policy.default_topology();
+                }
+                let before = f.allocated_gpu_milli();
+                match place_gang(policy.as_ref(), &mut ctx, &mut f, CellId(0), &j) {
+                    None => prop_assert_eq!(f.allocated_gpu_milli(), before, "{}: failed gang holds nothing", kind),
+                    Some(a) => {
+                        prop_assert_eq!(a.len(), j.tasks as usize, "{}: whole gang", kind);
+                        for t in &a {
+                            let m = f.node(t.node).model.unwrap();
+                            if j.shape.num_gpu > 0 {
+                                prop_assert!(j.models.allows(m), "{}: gpu_spec violated", kind);
+                            }
+                            prop_assert_eq!(t.gpu_mask.count_ones(), j.shape.num_gpu);
+                        }
+                        let spec = j.topology.unwrap_or_default();
+                        if let Some(level) = spec.required_level() {
+                            let first = f.level_id(a[0].node, level);
+                            prop_assert!(
+                                a.iter().all(|t| f.level_id(t.node, level) == first),
+                                "{}: required {} violated", kind, level
+                            );
+                        }
+                        if spec.ray.is_none() {
+                            if let Some(s) = spec.slice_size {
+                                for sl in a.chunks(s as usize) {
+                                    let d = f.level_id(sl[0].node, spec.slice_level);
+                                    prop_assert!(sl.iter().all(|t| f.level_id(t.node, spec.slice_level) == d));
+                                }
+                            }
+                        }
+                        if spec.ray == Some(RayStrategy::StrictSpread) {
+                            let mut ns: Vec<_> = a.iter().map(|t| t.node).collect();
+                            ns.sort();
+                            ns.dedup();
+                            prop_assert_eq!(ns.len(), a.len(), "{}: STRICT_SPREAD", kind);
+                        }
+                        held.push(a);
+                    }
+                }
+                f.audit(held.iter().flatten()).map_err(TestCaseError::fail)?;
+                if g.release && !held.is_empty() {
+                    let a = held.remove(0);
+                    for t in &a {
+                        f.release(t).unwrap();
+                    }
+                    f.audit(held.iter().flatten()).map_err(TestCaseError::fail)?;
+                }
+            }
+        }
+    }
+}
