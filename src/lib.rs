@@ -12,10 +12,16 @@ pub mod workload;
 
 pub use fleetsim_policies as policies;
 pub mod benchmarks;
+pub mod check;
 pub mod cli;
+pub mod compact;
+pub mod compare;
 pub mod engine;
 pub mod inflation;
 pub mod metrics;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod study;
+pub mod sweep;
+pub mod whatif;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use fleetsim_policies::{QueueConfig, SchedulerConfig, SimDuration, SimTime};
 
 use crate::engine::{EngineConfig, EngineError, JobRow, QueueSettings, RunResult, Simulation};
-use crate::fleet::build::{build_fleet, BuildError, BuiltFleet};
+use crate::fleet::build::{BuildError, BuiltFleet};
 use crate::report::{jobs_csv::JobsCsv, summary, timeseries};
 use crate::scenario::{secs_to_ms, Loaded, Mode, ScenarioError, TraceDir};
 use crate::workload::{synthetic, JobStream, TraceError};
@@ -60,13 +60,34 @@ pub struct RunOutput {
     pub result: RunResult,
     /// Job rows, when kept in memory.
     pub jobs: Option<Vec<JobRow>>,
+    /// Cell names in cell-id order (the column order of `timeseries.csv`).
+    pub cells: Vec<String>,
+    /// Accelerator model names in model-id order.
+    pub models: Vec<String>,
 }
 
-/// Opens the scenario's workload as a job stream.
+/// Opens the scenario's workload as a job stream, with the scenario's workload transforms
+/// ([`crate::whatif`]) applied.
 ///
 /// # Errors
 /// [`RunError`] when the trace path is missing or the file cannot be opened.
 pub fn open_workload(
+    loaded: &Loaded,
+    trace_dir: &TraceDir,
+    seed: u64,
+) -> Result<Box<dyn JobStream>, RunError> {
+    let stream = open_untransformed(loaded, trace_dir, seed)?;
+    let spec = &loaded.scenario.transforms.spec;
+    Ok(if spec.changes_workload() {
+        Box::new(crate::whatif::stream::TransformedStream::new(
+            stream, spec, seed,
+        ))
+    } else {
+        stream
+    })
+}
+
+fn open_untransformed(
     loaded: &Loaded,
     trace_dir: &TraceDir,
     seed: u64,
@@ -112,6 +133,7 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
         audit_every_instant: s.metrics.audit_every_instant,
         queue_mapping: s.workload.queues,
         queues,
+        node_events: Vec::new(),
     };
     (policies, cfg)
 }
@@ -133,15 +155,18 @@ pub fn run_scenario(
     progress: &mut dyn FnMut(u64, SimTime),
 ) -> Result<RunOutput, RunError> {
     let seed = opts.seed.unwrap_or(loaded.scenario.seed);
-    let BuiltFleet {
-        state,
-        gpus_by_model,
-    } = build_fleet(loaded, &opts.trace_dir)?;
+    let crate::whatif::fleet::TransformedFleet {
+        built: BuiltFleet {
+            state,
+            gpus_by_model,
+        },
+        events: node_events,
+    } = crate::whatif::fleet::build(loaded, &opts.trace_dir)?;
     let mut stream = open_workload(loaded, &opts.trace_dir, seed)?;
-    let (policies, cfg) = engine_config(loaded);
+    let (policies, mut cfg) = engine_config(loaded);
+    cfg.node_events = node_events;
     let cells: Vec<String> = state.cells().iter().map(|c| c.name.clone()).collect();
-    let models: Vec<String> = state.models().to_vec();
-    let models_for_series = models.clone();
+    let models_for_series: Vec<String> = state.models().to_vec();
     let nodes = state.nodes().len() as u64;
     let mut gpus_by_cell = BTreeMap::new();
     for (i, c) in state.cells().iter().enumerate() {
@@ -178,7 +203,7 @@ pub fn run_scenario(
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
-    let summary = summary::build(
+    let mut summary = summary::build(
         summary::SummaryInput {
             scenario: &loaded.scenario.name,
             description: &loaded.scenario.description,
@@ -190,13 +215,16 @@ pub fn run_scenario(
             },
             policy,
             cells: cells.clone(),
-            models,
+            models: models_for_series.clone(),
             nodes,
             gpus_by_model,
             gpus_by_cell,
         },
         &result,
     );
+    if !loaded.scenario.transforms.is_empty() {
+        summary.transforms = Some(loaded.scenario.transforms.echo());
+    }
     if let Some(dir) = &opts.out_dir {
         let path = dir.join("timeseries.csv");
         timeseries::write(&path, &cells, &models_for_series, &result.occupancy)
@@ -210,6 +238,8 @@ pub fn run_scenario(
         summary,
         result,
         jobs,
+        cells,
+        models: models_for_series,
     })
 }
 

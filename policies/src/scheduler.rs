@@ -418,6 +418,28 @@ impl Scheduler {
         out
     }
 
+    /// Calls `f(reason, jobs)` with the counts of [`Scheduler::pending_reasons`] without
+    /// building the map (a metrics collector calls it after every pass): `O(1)` per strict-FIFO
+    /// queue, `O(jobs)` per best-effort queue, no allocation. A reason may be reported more
+    /// than once; the counts add up to [`Scheduler::pending_len`].
+    pub fn count_pending_reasons(&self, mut f: impl FnMut(PendingReason, u64)) {
+        for (q, jobs) in self.pending.iter().enumerate() {
+            let mut it = jobs.jobs.values();
+            let Some(head) = it.next() else { continue };
+            if self.queue(QueueId(q as u32)).strategy == QueueingStrategy::StrictFifo {
+                f(head.reason.unwrap_or(PendingReason::NoCapacity), 1);
+                let rest = jobs.jobs.len() as u64 - 1;
+                if rest > 0 {
+                    f(PendingReason::StrictFifoHead, rest);
+                }
+            } else {
+                for e in std::iter::once(head).chain(it) {
+                    f(e.reason.unwrap_or(PendingReason::NoCapacity), 1);
+                }
+            }
+        }
+    }
+
     /// GPU-milli held by a queue's running jobs.
     pub fn queue_usage(&self, q: QueueId) -> u64 {
         self.usage(q)
@@ -625,6 +647,13 @@ mod tests {
             PendingReason::StrictFifoHead
         );
         assert_eq!(s.pending_reasons()[&JobId(1)], PendingReason::NoCapacity);
+        let mut counts = BTreeMap::new();
+        s.count_pending_reasons(|r, n| *counts.entry(r).or_insert(0) += n);
+        let mut expect = BTreeMap::new();
+        for r in s.pending_reasons().values() {
+            *expect.entry(*r).or_insert(0u64) += 1;
+        }
+        assert_eq!(counts, expect);
     }
 
     #[test]

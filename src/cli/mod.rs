@@ -1,6 +1,11 @@
-//! The `fleetsim` command line (clap): `run`, `validate`, `bench` and `trace` (in [`trace`]).
+//! The `fleetsim` command line (clap): `run`, `validate`, `bench`, `trace` (in [`trace`]),
+//! and the studies `sweep`, `merge`, `compare`, `compact`, `check`.
 
 pub mod bench;
+pub mod check;
+pub mod common;
+pub mod compare;
+pub mod sweep;
 pub mod trace;
 
 use std::io::IsTerminal;
@@ -60,6 +65,19 @@ pub enum Command {
         #[arg(long, hide = true, default_value_t = 16_384)]
         nodes: u32,
     },
+    /// Run the cartesian product of a scenario's sweep axes and seeds in parallel (or one
+    /// shard of it) and write one row per run to DIR/runs.csv.
+    Sweep(sweep::SweepArgs),
+    /// Join the output directories of a sweep's shards.
+    Merge(sweep::MergeArgs),
+    /// Run several policies on the same workload and seeds; report means, paired differences
+    /// and 95 % confidence intervals, with plots (report.html, report.md).
+    Compare(compare::CompareArgs),
+    /// Find the smallest fleet scale factor that still meets goals (Borg-style compaction).
+    Compact(compare::CompactArgs),
+    /// Compare a run with a committed baseline: exit 0 when every tracked metric is within
+    /// tolerance, 1 on a regression (--update rewrites the baseline).
+    Check(check::CheckArgs),
     /// Check a scenario: parse it, build its fleet and read its whole workload, reporting the
     /// first error with file, line and field.
     Validate {
@@ -110,6 +128,7 @@ pub fn is_bad_input(e: &anyhow::Error) -> bool {
             _ => {}
         }
         c.downcast_ref::<scenario::ScenarioError>().is_some()
+            || c.downcast_ref::<crate::study::BadInput>().is_some()
             || c.downcast_ref::<crate::fleet::build::BuildError>()
                 .is_some()
             || c.downcast_ref::<crate::workload::TraceError>().is_some()
@@ -191,13 +210,18 @@ pub fn main(cli: Cli) -> Result<()> {
             jobs,
             nodes,
         } => bench::main(child, jobs, nodes, quick),
+        Command::Sweep(a) => sweep::sweep(a),
+        Command::Merge(a) => sweep::merge(a),
+        Command::Compare(a) => compare::compare(a),
+        Command::Compact(a) => compare::compact(a),
+        Command::Check(a) => check::check(a),
         Command::Validate {
             scenario,
             trace_dir,
         } => {
             let loaded = load(Some(&scenario))?;
             let trace_dir = TraceDir::resolve(trace_dir);
-            let fleet = crate::fleet::build::build_fleet(&loaded, &trace_dir)?;
+            let fleet = crate::whatif::fleet::build(&loaded, &trace_dir)?.built;
             if loaded.scenario.mode == scenario::Mode::Inflation {
                 let t = loaded
                     .scenario

@@ -41,6 +41,8 @@ pub enum EventKind {
     Finish(JobId, u32),
     /// Job starts at its recorded time (replay mode).
     ForcedStart(JobId),
+    /// Node event `u32` of [`super::EngineConfig::node_events`] (what-if transforms).
+    Node(u32),
 }
 
 impl EventKind {
@@ -48,6 +50,7 @@ impl EventKind {
         match self {
             EventKind::Finish(..) => EventClass::Finish,
             EventKind::ForcedStart(_) => EventClass::ForcedStart,
+            EventKind::Node(_) => EventClass::Node,
         }
     }
 
@@ -55,6 +58,7 @@ impl EventKind {
         match *self {
             EventKind::Finish(j, e) => (j.0 as u64) << 32 | e as u64,
             EventKind::ForcedStart(j) => (j.0 as u64) << 32,
+            EventKind::Node(i) => i as u64,
         }
     }
 
@@ -62,6 +66,7 @@ impl EventKind {
         let job = JobId((p >> 32) as u32);
         match class {
             EventClass::ForcedStart => EventKind::ForcedStart(job),
+            EventClass::Node => EventKind::Node(p as u32),
             _ => EventKind::Finish(job, p as u32),
         }
     }

@@ -30,11 +30,12 @@
 
 pub mod events;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use fleetsim_policies::{
-    CellId, Decision, FleetState, JobId, ModelSet, PendingJob, PendingReason, QueueConfig, QueueId,
-    RejectReason, Scheduler, SchedulerConfig, SimDuration, SimTime, TaskAlloc, TaskShape, TenantId,
+    CellId, Decision, FleetState, JobId, ModelSet, NodeId, PendingJob, PendingReason, QueueConfig,
+    QueueId, RejectReason, Scheduler, SchedulerConfig, SimDuration, SimTime, TaskAlloc, TaskShape,
+    TenantId,
 };
 
 use crate::metrics::{Collector, Dist, Occupancy};
@@ -72,6 +73,24 @@ pub struct EngineConfig {
     pub queue_mapping: QueueMapping,
     /// Named queues, registered first (in this order).
     pub queues: Vec<QueueSettings>,
+    /// Scheduled node changes (what-if transforms), applied as node events (class 2 of the
+    /// ordering guarantees) in this order at equal times.
+    pub node_events: Vec<NodeEvent>,
+}
+
+/// A scheduled change of node availability.
+///
+/// `up`: the nodes become schedulable and available. Down: the nodes are drained: they take
+/// no new work at once, jobs running on them run to completion, and each counts as available
+/// capacity until its last task ends (so occupancy never exceeds 1), then leaves the fleet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeEvent {
+    /// When.
+    pub at: SimTime,
+    /// The nodes.
+    pub nodes: Vec<NodeId>,
+    /// Up (join) or down (drain).
+    pub up: bool,
 }
 
 /// A job's final state, with Batsim's names where they exist.
@@ -394,6 +413,7 @@ pub struct Simulation {
     queue_limits: Vec<(Option<SimDuration>, Option<SimDuration>)>,
     counts: Counts,
     running: u64,
+    draining: BTreeSet<NodeId>,
     now: SimTime,
     dirty: bool,
     event_count: u64,
@@ -423,6 +443,7 @@ impl Simulation {
             queue_limits: Vec::new(),
             counts: Counts::default(),
             running: 0,
+            draining: BTreeSet::new(),
             now: SimTime::ZERO,
             dirty: false,
             event_count: 0,
@@ -549,6 +570,9 @@ impl Simulation {
         sink: &mut dyn JobSink,
         progress: Progress<'_>,
     ) -> Result<RunResult, EngineError> {
+        for (i, e) in self.cfg.node_events.iter().enumerate() {
+            self.events.push(e.at, EventKind::Node(i as u32));
+        }
         let mut next = stream.next().transpose()?;
         let mut last_submit = SimTime::ZERO;
         let mut stopped_at_horizon = None;
@@ -578,8 +602,10 @@ impl Simulation {
                 }
                 let (_, kind) = self.events.pop().expect("peeked");
                 self.event_count += 1;
-                if let EventKind::Finish(id, run) = kind {
-                    self.finish(id, run, sink)?;
+                match kind {
+                    EventKind::Finish(id, run) => self.finish(id, run, sink)?,
+                    EventKind::Node(i) => self.node_event(i as usize),
+                    EventKind::ForcedStart(_) => {}
                 }
             }
             // (3) arrivals in trace order.
@@ -632,6 +658,10 @@ impl Simulation {
                     self.apply(d)?;
                 }
                 self.metrics.set_pending(self.sched.pending_len() as u64);
+                self.metrics.clear_pending_reasons();
+                let m = &mut self.metrics;
+                self.sched
+                    .count_pending_reasons(|r, n| m.add_pending_reason(r.as_str(), n));
             }
             if self.cfg.audit_every_instant {
                 self.audit()?;
@@ -895,9 +925,60 @@ impl Simulation {
         self.counts.completed += 1;
         self.running -= 1;
         emit(sink, || self.row(id, state, Some(now), None))?;
+        if !self.draining.is_empty() {
+            let nodes: Vec<NodeId> = self.jobs[id.index()]
+                .allocs
+                .as_slice()
+                .iter()
+                .map(|a| a.node)
+                .collect();
+            self.settle_drained(&nodes);
+        }
         self.free_slot(id);
         self.dirty = true;
         Ok(())
+    }
+
+    /// Applies node event `i` of the configuration (see [`NodeEvent`]).
+    fn node_event(&mut self, i: usize) {
+        let e = self.cfg.node_events[i].clone();
+        for &n in &e.nodes {
+            if e.up {
+                if self.draining.remove(&n) {
+                    self.metrics.add_draining(&self.fleet, n, false);
+                }
+                self.fleet.set_schedulable(n, true);
+            } else if self.fleet.node(n).schedulable {
+                self.fleet.set_schedulable(n, false);
+                if self.node_busy(n) && self.draining.insert(n) {
+                    self.metrics.add_draining(&self.fleet, n, true);
+                }
+            }
+        }
+        self.metrics.refresh_capacity(&self.fleet);
+        self.dirty = true;
+    }
+
+    fn node_busy(&self, n: NodeId) -> bool {
+        let s = self.fleet.node(n);
+        s.free_gpu_milli < s.gpus * 1000
+            || s.free_cpu_milli < s.cpu_milli
+            || s.free_mem_mib < s.mem_mib
+    }
+
+    /// Drained nodes among `nodes` that are now empty leave the available capacity.
+    fn settle_drained(&mut self, nodes: &[NodeId]) {
+        let mut changed = false;
+        for &n in nodes {
+            if self.draining.contains(&n) && !self.node_busy(n) {
+                self.draining.remove(&n);
+                self.metrics.add_draining(&self.fleet, n, false);
+                changed = true;
+            }
+        }
+        if changed {
+            self.metrics.refresh_capacity(&self.fleet);
+        }
     }
 
     fn audit(&self) -> Result<(), EngineError> {

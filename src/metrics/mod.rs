@@ -47,6 +47,9 @@ pub struct SeriesRow {
     pub pending_ms: u128,
     /// Time-integrated running jobs (job·ms).
     pub running_ms: u128,
+    /// Time-integrated pending jobs per pending reason (job·ms), indexed like
+    /// [`Occupancy::pending_reasons`] (shorter when later reasons had not appeared yet).
+    pub pending_by_reason_ms: Vec<u128>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -57,6 +60,7 @@ struct Bucket {
     avail_model: Vec<u128>,
     pending: u128,
     running: u128,
+    by_reason: Vec<u128>,
 }
 
 /// Streaming collector of every time-weighted and per-job metric.
@@ -75,6 +79,12 @@ pub struct Collector {
     avail_model: Vec<u64>,
     pending: u64,
     running: u64,
+    // Pending jobs by reason after the last pass, indexed like `reason_names` (first-seen order).
+    reason_names: Vec<&'static str>,
+    by_reason: Vec<u64>,
+    // Capacity of drained nodes still running work, counted as available until they empty.
+    draining_cell: Vec<u64>,
+    draining_model: Vec<u64>,
     // Integrals over the window so far, GPU-milli·ms.
     alloc_int_cell: Vec<u128>,
     avail_int_cell: Vec<u128>,
@@ -216,6 +226,9 @@ pub struct Occupancy {
     pub available_model: Vec<u128>,
     /// Time series rows.
     pub series: Vec<SeriesRow>,
+    /// Names of the pending reasons seen, in first-seen order (see
+    /// [`SeriesRow::pending_by_reason_ms`]).
+    pub pending_reasons: Vec<&'static str>,
     /// Split gangs and largest placeable gangs.
     pub topology: TopologyFacts,
 }
@@ -243,6 +256,10 @@ impl Collector {
             avail_model: vec![0; models],
             pending: 0,
             running: 0,
+            reason_names: Vec::new(),
+            by_reason: Vec::new(),
+            draining_cell: vec![0; cells],
+            draining_model: vec![0; models],
             alloc_int_cell: vec![0; cells],
             avail_int_cell: vec![0; cells],
             alloc_int_model: vec![0; models],
@@ -332,6 +349,12 @@ impl Collector {
             }
             b.pending += self.pending as u128 * d;
             b.running += self.running as u128 * d;
+            if b.by_reason.len() < self.by_reason.len() {
+                b.by_reason.resize(self.by_reason.len(), 0);
+            }
+            for (i, &v) in self.by_reason.iter().enumerate() {
+                b.by_reason[i] += v as u128 * d;
+            }
             s = e;
         }
     }
@@ -340,12 +363,42 @@ impl Collector {
     /// down).
     pub fn refresh_capacity(&mut self, fleet: &FleetState) {
         for (i, c) in fleet.cells().iter().enumerate() {
-            self.avail_cell[i] = c.available_gpu_milli;
+            self.avail_cell[i] = c.available_gpu_milli + self.draining_cell[i];
         }
-        self.avail_model.iter_mut().for_each(|v| *v = 0);
+        self.avail_model.clone_from(&self.draining_model);
         for n in fleet.nodes() {
             if let (Some(m), true) = (n.model, n.schedulable) {
                 self.avail_model[m.index()] += n.gpus as u64 * 1000;
+            }
+        }
+    }
+
+    /// A drained node that still runs work starts (`true`) or stops (`false`) counting as
+    /// available. Call [`Collector::refresh_capacity`] afterwards.
+    pub fn add_draining(&mut self, fleet: &FleetState, node: fleetsim_policies::NodeId, on: bool) {
+        let n = fleet.node(node);
+        let g = n.gpus as u64 * 1000;
+        let cell = &mut self.draining_cell[n.cell.index()];
+        *cell = if on { *cell + g } else { *cell - g };
+        if let Some(m) = n.model {
+            let v = &mut self.draining_model[m.index()];
+            *v = if on { *v + g } else { *v - g };
+        }
+    }
+
+    /// Starts a new count of pending jobs by reason (after a scheduling pass); add the counts
+    /// with [`Collector::add_pending_reason`].
+    pub fn clear_pending_reasons(&mut self) {
+        self.by_reason.iter_mut().for_each(|v| *v = 0);
+    }
+
+    /// `jobs` more pending jobs wait for `reason`.
+    pub fn add_pending_reason(&mut self, reason: &'static str, jobs: u64) {
+        match self.reason_names.iter().position(|&n| n == reason) {
+            Some(i) => self.by_reason[i] += jobs,
+            None => {
+                self.reason_names.push(reason);
+                self.by_reason.push(jobs);
             }
         }
     }
@@ -465,6 +518,7 @@ impl Collector {
                     available_model_milli: b.avail_model.clone(),
                     pending_ms: b.pending,
                     running_ms: b.running,
+                    pending_by_reason_ms: b.by_reason.clone(),
                 }
             })
             .filter(|r| r.len_ms > 0)
@@ -500,6 +554,7 @@ impl Collector {
             allocated_model: self.alloc_int_model.clone(),
             available_model: avail_model,
             series,
+            pending_reasons: self.reason_names.clone(),
         }
     }
 }

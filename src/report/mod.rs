@@ -3,7 +3,9 @@
 
 pub mod atomic;
 pub mod format;
+pub mod html;
 pub mod jobs_csv;
+pub mod plots;
 pub mod summary;
 pub mod table;
 pub mod timeseries;

@@ -56,6 +56,9 @@ pub struct Summary {
     pub topology: TopologySummary,
     /// Engine work done.
     pub engine: EngineFacts,
+    /// The scenario's `[transforms]` table as declared (absent when there is none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transforms: Option<serde_json::Value>,
 }
 
 /// Topology metrics (DESIGN §6).
@@ -272,5 +275,6 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
             passes: r.passes,
             end_time_s: secs(r.end_time.0),
         },
+        transforms: None,
     }
 }

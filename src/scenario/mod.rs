@@ -23,11 +23,12 @@
 //! ```
 
 pub mod kueue;
+pub mod overrides;
 mod schema;
 mod validate;
 
 pub use schema::*;
-pub use validate::{load, parse, secs_to_ms, Loaded, ScenarioError, TraceDir};
+pub use validate::{load, parse, parse_value, secs_to_ms, Loaded, ScenarioError, TraceDir};
 
 /// The embedded default scenario (`scenarios/default.toml`): two cells of different
 /// accelerator generations, four tenants, a synthetic week of work.

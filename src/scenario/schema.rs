@@ -42,6 +42,15 @@ pub struct Scenario {
     /// Measurement window and time series.
     #[serde(default)]
     pub metrics: MetricsSpec,
+    /// What-if transforms of the workload and the fleet (see [`crate::whatif`]).
+    #[serde(default)]
+    pub transforms: crate::whatif::Transforms,
+    /// Sweep axes for `fleetsim sweep` (see [`crate::sweep`]).
+    #[serde(default)]
+    pub sweep: Option<crate::sweep::SweepSpec>,
+    /// Tracked metrics and tolerances for `fleetsim check` (see [`crate::check`]).
+    #[serde(default)]
+    pub check: Option<crate::check::CheckSpec>,
     /// The FGD inflation experiment (`mode = "inflation"` only).
     #[serde(default)]
     pub inflation: Option<InflationSpec>,

@@ -131,6 +131,29 @@ pub fn parse(text: &str, origin: &str, base_dir: PathBuf) -> Result<Loaded, Scen
     })
 }
 
+/// Validates a scenario given as a parsed TOML value (after `--set` or sweep overrides, see
+/// [`super::overrides`]).
+///
+/// # Errors
+/// [`ScenarioError::Parse`] or [`ScenarioError::Invalid`], naming `origin`.
+pub fn parse_value(
+    value: toml::Value,
+    origin: &str,
+    base_dir: PathBuf,
+) -> Result<Loaded, ScenarioError> {
+    use serde::Deserialize;
+    let scenario = Scenario::deserialize(value).map_err(|e| ScenarioError::Parse {
+        origin: origin.to_string(),
+        message: e.to_string(),
+    })?;
+    validate(&scenario, origin)?;
+    Ok(Loaded {
+        scenario,
+        origin: origin.to_string(),
+        base_dir,
+    })
+}
+
 fn finite_nonneg(v: f64) -> bool {
     v.is_finite() && v >= 0.0
 }
@@ -333,6 +356,13 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
             "metrics.timeseries_interval_s".into(),
             "must be at least 0.001 s",
         ));
+    }
+    s.transforms.spec.validate().map_err(|(f, m)| bad(f, &m))?;
+    if let Some(sw) = &s.sweep {
+        sw.validate().map_err(|(f, m)| bad(f, &m))?;
+    }
+    if let Some(c) = &s.check {
+        c.validate().map_err(|(f, m)| bad(f, &m))?;
     }
     Ok(())
 }

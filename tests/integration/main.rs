@@ -12,6 +12,8 @@ mod peer_fgd;
 mod placement_props;
 mod real_traces;
 mod snapshots;
+mod studies;
 mod support;
 mod topology;
 mod trace_formats;
+mod whatif;

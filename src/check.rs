@@ -1,0 +1,333 @@
+//! `fleetsim check`: CI regression checks against a committed baseline.
+//!
+//! The scenario may declare which metrics are tracked and how far each may move:
+//!
+//! ```toml
+//! [check]
+//! metrics = ["occupancy", "wait_s.p99", "jobs.completed"]   # default: every metric of runs.csv
+//! tolerance."wait_s.p99" = { rel = 0.05 }                   # ±5 % of the baseline
+//! tolerance.occupancy = { abs = 0.002, direction = "higher-is-better" }
+//! ```
+//!
+//! A metric passes when `|now − baseline| ≤ max(abs, rel × |baseline|)` (both default 0:
+//! exact, since runs are deterministic); with `direction = "higher-is-better"` only a fall
+//! beyond the tolerance fails (`lower-is-better`: only a rise). A metric that is `null` (an
+//! empty sample) passes only when it is `null` in the baseline too.
+//!
+//! The baseline (`reports/NAME.json`, written by `--update`) holds the scenario name, the
+//! seed, the policy and the tracked metrics' values. A baseline of another scenario or seed,
+//! or one lacking a tracked metric, is bad input (exit code 2), not a regression (exit 1).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::study::{metric_exists, metric_value, BadInput, METRICS};
+
+/// The `[check]` table.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckSpec {
+    /// Tracked metrics (default: every metric of [`METRICS`]).
+    #[serde(default)]
+    pub metrics: Vec<String>,
+    /// Tolerances by metric (default: exact).
+    #[serde(default)]
+    pub tolerance: BTreeMap<String, Tolerance>,
+}
+
+/// How far a metric may move.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tolerance {
+    /// Absolute tolerance, in the metric's unit.
+    #[serde(default)]
+    pub abs: f64,
+    /// Relative tolerance, a fraction of the baseline's magnitude.
+    #[serde(default)]
+    pub rel: f64,
+    /// Which moves fail (default: both).
+    #[serde(default)]
+    pub direction: Direction,
+}
+
+/// Which moves beyond the tolerance fail.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Direction {
+    /// Any move.
+    #[default]
+    Both,
+    /// Only a fall.
+    HigherIsBetter,
+    /// Only a rise.
+    LowerIsBetter,
+}
+
+impl CheckSpec {
+    /// The tracked metric names.
+    pub fn tracked(&self) -> Vec<String> {
+        if self.metrics.is_empty() {
+            METRICS.iter().map(|m| m.name.to_string()).collect()
+        } else {
+            self.metrics.clone()
+        }
+    }
+
+    /// Checks ranges; returns `(field, message)` for the first problem.
+    ///
+    /// # Errors
+    /// A negative or non-finite tolerance, or a tolerance for an untracked metric.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let tracked = self.tracked();
+        for (k, t) in &self.tolerance {
+            if !tracked.contains(k) {
+                return Err((
+                    format!("check.tolerance.{k}"),
+                    format!("`{k}` is not a tracked metric (add it to check.metrics)"),
+                ));
+            }
+            if !(t.abs.is_finite() && t.abs >= 0.0 && t.rel.is_finite() && t.rel >= 0.0) {
+                return Err((
+                    format!("check.tolerance.{k}"),
+                    "abs and rel must be numbers ≥ 0".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A baseline file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    /// Scenario name.
+    pub scenario: String,
+    /// Seed of the run.
+    pub seed: u64,
+    /// fleetsim version that wrote it.
+    pub fleetsim_version: String,
+    /// Policy names by stage (for the reader; not compared).
+    pub policy: Value,
+    /// Tracked metrics (`null` for an empty sample).
+    pub metrics: BTreeMap<String, Option<f64>>,
+}
+
+/// One compared metric.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Line {
+    /// Metric.
+    pub metric: String,
+    /// Baseline value.
+    pub baseline: Option<f64>,
+    /// Value now.
+    pub now: Option<f64>,
+    /// Allowed deviation.
+    pub allowed: f64,
+    /// The tolerance as declared.
+    pub tolerance: Tolerance,
+    /// Within tolerance.
+    pub ok: bool,
+}
+
+/// Builds the baseline of a run.
+///
+/// # Errors
+/// [`BadInput`] for a tracked metric that `summary.json` does not have.
+pub fn baseline_of(spec: &CheckSpec, summary: &Value) -> Result<Baseline, BadInput> {
+    let mut metrics = BTreeMap::new();
+    for m in spec.tracked() {
+        if !metric_exists(summary, &m) {
+            return Err(BadInput(format!(
+                "unknown metric `{m}`: not in summary.json"
+            )));
+        }
+        metrics.insert(m.clone(), metric_value(summary, &m));
+    }
+    Ok(Baseline {
+        scenario: summary["scenario"].as_str().unwrap_or_default().to_string(),
+        seed: summary["seed"].as_u64().unwrap_or_default(),
+        fleetsim_version: env!("CARGO_PKG_VERSION").to_string(),
+        policy: summary["policy"].clone(),
+        metrics,
+    })
+}
+
+/// Reads a baseline file.
+///
+/// # Errors
+/// [`BadInput`] when it is missing or not a baseline.
+pub fn read_baseline(path: &Path) -> Result<Baseline, BadInput> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        BadInput(format!(
+            "{}: {e} (write a baseline with `fleetsim check SCENARIO --baseline {} --update`)",
+            path.display(),
+            path.display()
+        ))
+    })?;
+    serde_json::from_str(&text)
+        .map_err(|e| BadInput(format!("{}: not a fleetsim baseline: {e}", path.display())))
+}
+
+/// Compares a run's summary with a baseline.
+///
+/// # Errors
+/// [`BadInput`] when the baseline is of another scenario or seed, or lacks a tracked metric,
+/// or a tracked metric is unknown.
+pub fn compare(spec: &CheckSpec, base: &Baseline, summary: &Value) -> Result<Vec<Line>, BadInput> {
+    let name = summary["scenario"].as_str().unwrap_or_default();
+    if base.scenario != name {
+        return Err(BadInput(format!(
+            "the baseline is of scenario `{}`, this run is of `{name}`",
+            base.scenario
+        )));
+    }
+    let seed = summary["seed"].as_u64().unwrap_or_default();
+    if base.seed != seed {
+        return Err(BadInput(format!(
+            "the baseline was run with seed {}, this run with seed {seed}",
+            base.seed
+        )));
+    }
+    let mut lines = Vec::new();
+    for m in spec.tracked() {
+        if !metric_exists(summary, &m) {
+            return Err(BadInput(format!(
+                "unknown metric `{m}`: not in summary.json"
+            )));
+        }
+        let Some(&b) = base.metrics.get(&m) else {
+            return Err(BadInput(format!(
+                "the baseline has no metric `{m}` (rewrite it with --update)"
+            )));
+        };
+        let now = metric_value(summary, &m);
+        let tol = spec.tolerance.get(&m).copied().unwrap_or_default();
+        let (ok, allowed) = match (b, now) {
+            (None, None) => (true, 0.0),
+            (Some(b), Some(n)) => {
+                let allowed = tol.abs.max(tol.rel * b.abs());
+                let d = n - b;
+                let ok = match tol.direction {
+                    Direction::Both => d.abs() <= allowed,
+                    Direction::HigherIsBetter => d >= -allowed,
+                    Direction::LowerIsBetter => d <= allowed,
+                };
+                (ok, allowed)
+            }
+            _ => (false, 0.0),
+        };
+        lines.push(Line {
+            metric: m,
+            baseline: b,
+            now,
+            allowed,
+            tolerance: tol,
+            ok,
+        });
+    }
+    Ok(lines)
+}
+
+fn num(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.6}"))
+        .unwrap_or_else(|| "null".into())
+}
+
+/// The table `fleetsim check` prints.
+pub fn render(lines: &[Line]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<24} {:>18} {:>18} {:>14} {:>18}  status",
+        "metric", "baseline", "now", "delta", "tolerance"
+    );
+    for l in lines {
+        let delta = match (l.baseline, l.now) {
+            (Some(b), Some(n)) => format!("{:+.6}", n - b),
+            (None, None) => "0".into(),
+            _ => "changed".into(),
+        };
+        let tol = if l.allowed == 0.0 {
+            "exact".to_string()
+        } else {
+            format!("±{:.6}", l.allowed)
+        };
+        let tol = match l.tolerance.direction {
+            Direction::Both => tol,
+            Direction::HigherIsBetter => format!("{tol} (fall)"),
+            Direction::LowerIsBetter => format!("{tol} (rise)"),
+        };
+        let _ = writeln!(
+            s,
+            "{:<24} {:>18} {:>18} {:>14} {:>18}  {}",
+            l.metric,
+            num(l.baseline),
+            num(l.now),
+            delta,
+            tol,
+            if l.ok { "ok" } else { "REGRESSION" }
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(occ: f64) -> Value {
+        serde_json::json!({"scenario": "s", "seed": 1, "policy": {}, "occupancy": occ,
+            "wait_s": {"p99": null}, "jobs": {"censored": 0, "submitted": 4}})
+    }
+
+    #[test]
+    fn tolerances_and_directions() {
+        let spec: CheckSpec = toml::from_str(
+            "metrics = [\"occupancy\", \"wait_s.p99\", \"censored_pct\"]\n\
+             tolerance.occupancy = { abs = 0.01, direction = \"higher-is-better\" }",
+        )
+        .unwrap();
+        spec.validate().unwrap();
+        let base = baseline_of(&spec, &summary(0.5)).unwrap();
+        let ok = compare(&spec, &base, &summary(0.8)).unwrap();
+        assert!(ok.iter().all(|l| l.ok), "{}", render(&ok));
+        let bad = compare(&spec, &base, &summary(0.48)).unwrap();
+        assert!(
+            !bad[0].ok && bad[0].metric == "occupancy",
+            "{}",
+            render(&bad)
+        );
+        let exact = CheckSpec::default();
+        let b = baseline_of(
+            &CheckSpec {
+                metrics: vec!["occupancy".into()],
+                ..exact
+            },
+            &summary(0.5),
+        )
+        .unwrap();
+        let mut other = summary(0.5);
+        other["scenario"] = "t".into();
+        assert!(compare(
+            &CheckSpec {
+                metrics: vec!["occupancy".into()],
+                ..Default::default()
+            },
+            &b,
+            &other
+        )
+        .is_err());
+        let missing = CheckSpec {
+            metrics: vec!["wait_s.p99".into()],
+            ..Default::default()
+        };
+        assert!(compare(&missing, &b, &summary(0.5))
+            .unwrap_err()
+            .0
+            .contains("no metric"));
+    }
+}

@@ -1,0 +1,124 @@
+//! `fleetsim compare` and `fleetsim compact`.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+
+use super::common::{overrides, StudyArgs};
+use crate::compact::{self, CompactOptions, Goal};
+use crate::compare::{self, CompareOptions};
+use crate::scenario::overrides::Source;
+
+/// Arguments of `fleetsim compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Scenario file (TOML). Omit for the embedded default.
+    pub scenario: Option<PathBuf>,
+    /// Policies, comma-separated: a policy name (`worst-fit`), FIELD=VALUE
+    /// (`placement=first-fit`), or settings joined with `+`.
+    #[arg(long, required = true)]
+    pub policies: String,
+    /// Number of seeds: the scenario seed, +1, …
+    #[arg(long, default_value_t = 5)]
+    pub seeds: u64,
+    /// The policy differences are taken against (default: the first).
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// Output directory (default: out/NAME-compare).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Common options.
+    #[command(flatten)]
+    pub common: StudyArgs,
+}
+
+/// Arguments of `fleetsim compact`.
+#[derive(Debug, Args)]
+pub struct CompactArgs {
+    /// Scenario file (TOML). Omit for the embedded default.
+    pub scenario: Option<PathBuf>,
+    /// A goal every run must meet: METRIC<=X or METRIC>=X (repeatable), e.g.
+    /// `wait_s.p99<=3600`, `censored_pct<=0.2`.
+    #[arg(long = "goal", required = true)]
+    pub goals: Vec<String>,
+    /// Number of seeds: the scenario seed, +1, …
+    #[arg(long, default_value_t = 5)]
+    pub seeds: u64,
+    /// Smallest fleet scale factor tried.
+    #[arg(long, default_value_t = 0.05)]
+    pub lo: f64,
+    /// Largest fleet scale factor (must meet the goals).
+    #[arg(long, default_value_t = 1.0)]
+    pub hi: f64,
+    /// Bisect until the bracket is narrower than this.
+    #[arg(long, default_value_t = 0.01)]
+    pub tolerance: f64,
+    /// Write compaction.json here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Common options.
+    #[command(flatten)]
+    pub common: StudyArgs,
+}
+
+fn seeds(base: u64, n: u64) -> Vec<u64> {
+    (0..n).map(|i| base.wrapping_add(i)).collect()
+}
+
+/// Runs `fleetsim compare`.
+///
+/// # Errors
+/// Bad input (exit 2) or a failed run.
+pub fn compare(a: CompareArgs) -> Result<()> {
+    let source = Source::read(a.scenario.as_deref())?;
+    let extra = overrides(&a.common.set)?;
+    let base = source.load(&extra)?;
+    let variants = compare::parse_variants(&a.policies, &source, &extra)?;
+    let out = a
+        .out
+        .unwrap_or_else(|| PathBuf::from("out").join(format!("{}-compare", base.scenario.name)));
+    let opts = CompareOptions {
+        out: out.clone(),
+        seeds: seeds(base.scenario.seed, a.seeds),
+        baseline: a.baseline,
+        trace_dir: a.common.trace_dir(),
+        png: a.common.png,
+        threads: a.common.threads,
+    };
+    let c = compare::run(&source, &extra, &variants, &opts)?;
+    print!("{}", compare::render(&c));
+    eprintln!(
+        "wrote {0}/report.html, {0}/report.md, {0}/compare.json",
+        out.display()
+    );
+    Ok(())
+}
+
+/// Runs `fleetsim compact`.
+///
+/// # Errors
+/// Bad input (exit 2) or a failed run.
+pub fn compact(a: CompactArgs) -> Result<()> {
+    let source = Source::read(a.scenario.as_deref())?;
+    let extra = overrides(&a.common.set)?;
+    let base = source.load(&extra)?;
+    let goals = a
+        .goals
+        .iter()
+        .map(|g| Goal::parse(g))
+        .collect::<Result<Vec<_>, _>>()?;
+    let opts = CompactOptions {
+        goals,
+        seeds: seeds(base.scenario.seed, a.seeds),
+        lo: a.lo,
+        hi: a.hi,
+        tolerance: a.tolerance,
+        trace_dir: a.common.trace_dir(),
+        threads: a.common.threads,
+        out: a.out,
+    };
+    let c = compact::run(&source, &extra, &opts)?;
+    print!("{}", compact::render(&c));
+    Ok(())
+}

@@ -1,0 +1,98 @@
+//! `fleetsim sweep` and `fleetsim merge`.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+
+use super::common::{overrides, StudyArgs};
+use crate::scenario::overrides::Source;
+use crate::sweep::{self, Seeds, Shard, SweepOptions};
+
+/// Arguments of `fleetsim sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Scenario file (TOML) with a `[sweep]` table.
+    pub scenario: PathBuf,
+    /// Output directory (default: out/NAME-sweep).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Run only shard I of N (1-based), e.g. `--shard 2/3`; join shards with `fleetsim merge`.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// Skip runs already complete in the output directory.
+    #[arg(long)]
+    pub resume: bool,
+    /// Number of seeds (scenario seed, +1, …), overriding `[sweep] seeds`.
+    #[arg(long)]
+    pub seeds: Option<u64>,
+    /// Common options.
+    #[command(flatten)]
+    pub common: StudyArgs,
+}
+
+/// Arguments of `fleetsim merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' output directories.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Directory for the merged sweep (may be one of the inputs).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Also write PNG plots (needs a TrueType font, e.g. fonts-dejavu-core).
+    #[arg(long)]
+    pub png: bool,
+}
+
+/// Runs `fleetsim sweep`.
+///
+/// # Errors
+/// Bad input (exit 2) or a failed run.
+pub fn sweep(a: SweepArgs) -> Result<()> {
+    let source = Source::read(Some(&a.scenario))?;
+    let extra = overrides(&a.common.set)?;
+    let plan = sweep::plan(&source, &extra, a.seeds.map(Seeds::Count))?;
+    let shard = match &a.shard {
+        Some(s) => Shard::parse(s)?,
+        None => Shard::ALL,
+    };
+    let out = a
+        .out
+        .unwrap_or_else(|| PathBuf::from("out").join(format!("{}-sweep", plan.manifest.scenario)));
+    let opts = SweepOptions {
+        out: out.clone(),
+        shard,
+        resume: a.resume,
+        trace_dir: a.common.trace_dir(),
+        png: a.common.png,
+        threads: a.common.threads,
+    };
+    let o = sweep::run(&source, &extra, &plan, &opts)?;
+    eprintln!(
+        "sweep `{}`: shard {}/{}: {} of {} runs ({} already complete); wrote {}/runs.csv and report.html",
+        plan.manifest.scenario,
+        shard.index,
+        shard.count,
+        o.selected,
+        o.total,
+        o.resumed,
+        out.display()
+    );
+    Ok(())
+}
+
+/// Runs `fleetsim merge`.
+///
+/// # Errors
+/// Bad input (exit 2) or an I/O error.
+pub fn merge(a: MergeArgs) -> Result<()> {
+    let o = sweep::merge::merge(&a.dirs, &a.out, a.png)?;
+    eprintln!(
+        "merged {} directories: {} runs; wrote {}/runs.csv and report.html",
+        o.inputs,
+        o.runs,
+        a.out.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,773 @@
+//! `fleetsim compare`: several policies on the same workload and seeds (common random
+//! numbers), with each metric's mean over seeds, the paired difference to a baseline policy
+//! and its 95 % Student-t confidence interval ([`stats`]), a self-contained HTML and Markdown
+//! report with plots, and every run's `summary.json`.
+//!
+//! # Naming policies
+//! `--policies A,B,C`; each item is one policy variant:
+//! * `FIELD=VALUE` sets `policy.FIELD` (`placement=worst-fit`); a path with a dot is taken as
+//!   a whole scenario path (`transforms.fleet_scale=0.5`), so any variant can be compared;
+//! * several settings joined with `+` form one variant
+//!   (`queue_order=priority+queueing_strategy=strict-fifo`);
+//! * a bare `NAME` is looked up among the fields of `[policy]`: it must be a valid value of
+//!   exactly one field (`worst-fit` → `placement`, `least-loaded` → `cell_selection`); an
+//!   ambiguous name (`first-fit`) is an error that lists the fields. The fields are read from
+//!   the schema, so policies added later work without changes here.
+//!
+//! Every variant runs with every seed; runs are independent tasks on rayon and results are
+//! reduced in (variant, seed) order, so outputs are byte-identical for any thread count.
+
+pub mod stats;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::report::html::{self, Cell};
+use crate::report::plots::{self, Figure, Kind, Series};
+use crate::scenario::overrides::{Override, Source};
+use crate::scenario::{PolicySpec, TraceDir};
+use crate::study::{self, metric_value, BadInput, Better, Point, METRICS};
+use stats::PairedCi;
+
+/// One policy variant to compare.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Variant {
+    /// The name it was given on the command line.
+    pub label: String,
+    /// The overrides it stands for.
+    pub overrides: Vec<Override>,
+}
+
+/// The field names of a struct type, read from its `Deserialize` implementation.
+fn struct_fields<T: for<'de> serde::Deserialize<'de>>() -> &'static [&'static str] {
+    use serde::de::{self, Visitor};
+    struct Probe<'a>(&'a mut &'static [&'static str]);
+    impl<'de> de::Deserializer<'de> for Probe<'_> {
+        type Error = de::value::Error;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("probe"))
+        }
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            *self.0 = fields;
+            Err(de::Error::custom("probe"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+            identifier ignored_any
+        }
+    }
+    let mut fields: &'static [&'static str] = &[];
+    let _ = T::deserialize(Probe(&mut fields));
+    fields
+}
+
+/// The fields of `[policy]`.
+pub fn policy_fields() -> &'static [&'static str] {
+    struct_fields::<PolicySpec>()
+}
+
+/// Parses `--policies`.
+///
+/// # Errors
+/// [`BadInput`] for an empty list, a repeated name, a name no or several policy fields
+/// accept, or a setting that does not load.
+pub fn parse_variants(arg: &str, source: &Source, extra: &[Override]) -> Result<Vec<Variant>> {
+    let mut out: Vec<Variant> = Vec::new();
+    for item in arg.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let mut overrides = Vec::new();
+        for part in item.split('+') {
+            if part.contains('=') {
+                let mut o = Override::parse(part).map_err(BadInput)?;
+                if !o.path.contains('.') {
+                    o.path = format!("policy.{}", o.path);
+                }
+                overrides.push(o);
+            } else {
+                let accepted: Vec<&str> = policy_fields()
+                    .iter()
+                    .copied()
+                    .filter(|f| {
+                        let mut o = extra.to_vec();
+                        o.push(Override {
+                            path: format!("policy.{f}"),
+                            value: toml::Value::String(part.to_string()),
+                        });
+                        source.load(&o).is_ok()
+                    })
+                    .collect();
+                match accepted.as_slice() {
+                    [f] => overrides.push(Override {
+                        path: format!("policy.{f}"),
+                        value: toml::Value::String(part.to_string()),
+                    }),
+                    [] => {
+                        return Err(BadInput(format!(
+                            "policy `{part}` is not a valid value of any [policy] field ({}); \
+                             write FIELD=VALUE to see the valid names",
+                            policy_fields().join(", ")
+                        ))
+                        .into())
+                    }
+                    many => {
+                        return Err(BadInput(format!(
+                            "policy `{part}` is ambiguous: it is a valid {}; write e.g. {}={part}",
+                            many.join(" and a valid "),
+                            many[0]
+                        ))
+                        .into())
+                    }
+                }
+            }
+        }
+        let mut o = extra.to_vec();
+        o.extend(overrides.iter().cloned());
+        source
+            .load(&o)
+            .map_err(|e| BadInput(format!("policy `{item}`: {e}")))?;
+        if out.iter().any(|v| v.label == item) {
+            return Err(BadInput(format!("policy `{item}` is listed twice")).into());
+        }
+        out.push(Variant {
+            label: item.to_string(),
+            overrides,
+        });
+    }
+    if out.len() < 2 {
+        return Err(BadInput(
+            "compare needs at least two policies, e.g. --policies best-fit,worst-fit".into(),
+        )
+        .into());
+    }
+    Ok(out)
+}
+
+/// How to compare.
+#[derive(Clone, Debug)]
+pub struct CompareOptions {
+    /// Output directory.
+    pub out: PathBuf,
+    /// Seeds (every variant runs each).
+    pub seeds: Vec<u64>,
+    /// Label of the baseline variant (default: the first).
+    pub baseline: Option<String>,
+    /// Public traces.
+    pub trace_dir: TraceDir,
+    /// Also write PNG plots.
+    pub png: bool,
+    /// Worker threads.
+    pub threads: Option<usize>,
+}
+
+/// One metric of one variant.
+#[derive(Clone, Debug, Serialize)]
+pub struct MetricStats {
+    /// Value per seed (in seed order).
+    pub values: Vec<Option<f64>>,
+    /// Mean over seeds where defined.
+    pub mean: Option<f64>,
+    /// Sample standard deviation over seeds.
+    pub sd: Option<f64>,
+    /// Paired difference to the baseline (absent for the baseline itself).
+    pub diff: Option<PairedCi>,
+}
+
+/// One variant's results.
+#[derive(Clone, Debug, Serialize)]
+pub struct VariantStats {
+    /// Label.
+    pub label: String,
+    /// Its overrides, as `PATH=VALUE`.
+    pub overrides: Vec<String>,
+    /// Metrics by name.
+    pub metrics: BTreeMap<String, MetricStats>,
+}
+
+/// The comparison (`compare.json`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    /// Scenario name.
+    pub scenario: String,
+    /// Seeds.
+    pub seeds: Vec<u64>,
+    /// Baseline label.
+    pub baseline: String,
+    /// `--set` overrides for every run.
+    pub set: Vec<String>,
+    /// How the intervals are computed.
+    pub method: String,
+    /// The metrics, in report order.
+    pub metric_order: Vec<String>,
+    /// Variants in command-line order.
+    pub policies: Vec<VariantStats>,
+}
+
+const METHOD: &str = "Common random numbers: every policy runs on the same workload draws for \
+each seed. For each metric, d_i = policy_i − baseline_i per seed i; the 95 % confidence \
+interval of the mean difference is mean(d) ± t(0.975, n−1) · sd(d) / √n (Student t, n seeds, \
+sd with divisor n−1). An interval that excludes 0 is shown bold. Zero-width intervals mean \
+the seeds did not change the outcome (e.g. a trace with no seeded transform).";
+
+/// Formats a number for reports (fixed decimals by magnitude).
+pub fn fmt_num(v: f64) -> String {
+    let a = v.abs();
+    if v == 0.0 {
+        "0".into()
+    } else if a >= 1000.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+fn fmt_signed(v: f64) -> String {
+    let s = fmt_num(v);
+    if v >= 0.0 {
+        format!("+{s}")
+    } else {
+        s
+    }
+}
+
+/// Runs the comparison and writes its outputs.
+///
+/// # Errors
+/// [`BadInput`] for an unknown baseline or no seeds; the first failed run; I/O errors.
+pub fn run(
+    source: &Source,
+    extra: &[Override],
+    variants: &[Variant],
+    opts: &CompareOptions,
+) -> Result<Comparison> {
+    if opts.seeds.is_empty() {
+        return Err(BadInput("compare needs at least one seed".into()).into());
+    }
+    let baseline = opts
+        .baseline
+        .clone()
+        .unwrap_or_else(|| variants[0].label.clone());
+    let bi = variants
+        .iter()
+        .position(|v| v.label == baseline)
+        .ok_or_else(|| {
+            BadInput(format!(
+                "baseline `{baseline}` is not one of the policies ({})",
+                variants
+                    .iter()
+                    .map(|v| v.label.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+    let tasks: Vec<(usize, u64)> = (0..variants.len())
+        .flat_map(|v| opts.seeds.iter().map(move |&s| (v, s)))
+        .collect();
+    let work = || {
+        tasks
+            .par_iter()
+            .map(|&(v, seed)| -> Result<Point> {
+                let mut o = extra.to_vec();
+                o.extend(variants[v].overrides.iter().cloned());
+                let loaded = source.load(&o)?;
+                let p = study::run_point(&loaded, seed, &opts.trace_dir, true)
+                    .with_context(|| format!("policy `{}`, seed {seed}", variants[v].label))?;
+                let dir = opts
+                    .out
+                    .join("runs")
+                    .join(study::safe_name(&variants[v].label))
+                    .join(format!("seed-{seed}"));
+                study::write_point(&dir, &p)?;
+                Ok(p)
+            })
+            .collect::<Vec<_>>()
+    };
+    std::fs::create_dir_all(&opts.out)
+        .with_context(|| format!("creating {}", opts.out.display()))?;
+    let results = match opts.threads {
+        Some(n) => rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .context("starting worker threads")?
+            .install(work),
+        None => work(),
+    };
+    let mut points: Vec<Vec<Point>> = vec![Vec::new(); variants.len()];
+    for (&(v, _), r) in tasks.iter().zip(results) {
+        points[v].push(r?);
+    }
+    let scenario = points[0][0].summary["scenario"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let values = |v: usize, m: &str| -> Vec<Option<f64>> {
+        points[v]
+            .iter()
+            .map(|p| metric_value(&p.summary, m))
+            .collect()
+    };
+    let mut out = Vec::new();
+    for (vi, var) in variants.iter().enumerate() {
+        let mut metrics = BTreeMap::new();
+        for m in METRICS {
+            let vals = values(vi, m.name);
+            let defined: Vec<f64> = vals.iter().flatten().copied().collect();
+            let diff = if vi == bi {
+                None
+            } else {
+                let base = values(bi, m.name);
+                let (a, b): (Vec<f64>, Vec<f64>) = vals
+                    .iter()
+                    .zip(&base)
+                    .filter_map(|(x, y)| Some(((*x)?, (*y)?)))
+                    .unzip();
+                stats::paired(&a, &b)
+            };
+            metrics.insert(
+                m.name.to_string(),
+                MetricStats {
+                    mean: stats::mean(&defined),
+                    sd: stats::sd(&defined),
+                    values: vals,
+                    diff,
+                },
+            );
+        }
+        out.push(VariantStats {
+            label: var.label.clone(),
+            overrides: var.overrides.iter().map(Override::label).collect(),
+            metrics,
+        });
+    }
+    let cmp = Comparison {
+        scenario,
+        seeds: opts.seeds.clone(),
+        baseline: baseline.clone(),
+        set: extra.iter().map(Override::label).collect(),
+        method: METHOD.to_string(),
+        metric_order: METRICS.iter().map(|m| m.name.to_string()).collect(),
+        policies: out,
+    };
+    study::write_json(&opts.out.join("compare.json"), &cmp)?;
+    write_csv(&opts.out.join("compare.csv"), &cmp)?;
+    let figures = figures(variants, &points, &opts.seeds);
+    let rendered = plots::render_all(&opts.out, &figures, opts.png)?;
+    let doc = html::ReportDoc {
+        title: format!("fleetsim compare: {}", cmp.scenario),
+        intro: vec![
+            format!(
+                "{} policies × {} seeds ({}); baseline `{}`. Per-run summary.json and timeseries.csv are under runs/POLICY/seed-S/.",
+                variants.len(),
+                opts.seeds.len(),
+                opts.seeds.iter().map(u64::to_string).collect::<Vec<_>>().join(", "),
+                baseline
+            ),
+            format!(
+                "Policies: {}",
+                cmp.policies
+                    .iter()
+                    .map(|p| format!("`{}` = {}", p.label, p.overrides.join(" + ")))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+            if cmp.set.is_empty() {
+                String::new()
+            } else {
+                format!("Overrides for every run: {}", cmp.set.join(", "))
+            },
+        ],
+        tables: tables(&cmp, bi),
+        plots: rendered,
+        notes: vec![
+            METHOD.to_string(),
+            "Occupancy, tenant-share and pending-reason plots show the first seed's run; the CDFs pool every seed's measured jobs (x axis log-scaled, values below 1 s drawn at 1 s).".into(),
+            "Tenant shares: each tenant's share of the GPU-time allocated in the interval; the dashed line is the equal share 1/n over the n tenants with jobs. fleetsim has no quota model yet, so entitlement is the equal share.".into(),
+            "Fragmentation over time is not plotted: the engine records no fragmentation series yet.".into(),
+        ],
+        scenario_text: source.text.clone(),
+    };
+    html::write(&opts.out, &doc)?;
+    Ok(cmp)
+}
+
+fn write_csv(path: &std::path::Path, c: &Comparison) -> Result<()> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "policy",
+        "metric",
+        "n",
+        "mean",
+        "sd",
+        "diff_mean",
+        "diff_ci_low",
+        "diff_ci_high",
+    ])?;
+    for p in &c.policies {
+        for m in &c.metric_order {
+            let s = &p.metrics[m];
+            let d = s.diff;
+            w.write_record([
+                p.label.clone(),
+                m.clone(),
+                s.values.iter().flatten().count().to_string(),
+                study::fmt_opt(s.mean),
+                study::fmt_opt(s.sd),
+                study::fmt_opt(d.map(|d| d.mean_diff)),
+                study::fmt_opt(d.and_then(|d| d.ci_low)),
+                study::fmt_opt(d.and_then(|d| d.ci_high)),
+            ])?;
+        }
+    }
+    let bytes = w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?;
+    crate::report::atomic::write_atomic(path, &bytes)
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+fn tables(c: &Comparison, bi: usize) -> Vec<html::Table> {
+    let mut header = vec!["metric".to_string()];
+    header.extend(c.policies.iter().map(|p| p.label.clone()));
+    let mut means = Vec::new();
+    for m in METRICS {
+        let vals: Vec<Option<f64>> = c.policies.iter().map(|p| p.metrics[m.name].mean).collect();
+        let best = vals
+            .iter()
+            .flatten()
+            .copied()
+            .reduce(|a, b| match m.better {
+                Better::Higher => a.max(b),
+                Better::Lower => a.min(b),
+            });
+        let mut row = vec![Cell::plain(m.name)];
+        row.extend(vals.iter().map(|v| Cell {
+            text: v.map(fmt_num).unwrap_or_else(|| "–".into()),
+            best: v.is_some() && *v == best && vals.iter().flatten().any(|x| Some(*x) != best),
+            strong: false,
+        }));
+        means.push(row);
+    }
+    let mut dheader = vec!["metric".to_string()];
+    dheader.extend(
+        c.policies
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != bi)
+            .map(|(_, p)| format!("{} − {}", p.label, c.baseline)),
+    );
+    let mut diffs = Vec::new();
+    for m in METRICS {
+        let mut row = vec![Cell::plain(m.name)];
+        for (i, p) in c.policies.iter().enumerate() {
+            if i == bi {
+                continue;
+            }
+            row.push(match p.metrics[m.name].diff {
+                Some(d) => Cell {
+                    text: match (d.ci_low, d.ci_high) {
+                        (Some(l), Some(h)) => format!(
+                            "{} [{}, {}]",
+                            fmt_signed(d.mean_diff),
+                            fmt_num(l),
+                            fmt_num(h)
+                        ),
+                        _ => format!("{} (n={})", fmt_signed(d.mean_diff), d.n),
+                    },
+                    best: false,
+                    strong: d.significant(),
+                },
+                None => Cell::plain("–"),
+            });
+        }
+        diffs.push(row);
+    }
+    vec![
+        html::Table {
+            title: "Mean over seeds".into(),
+            caption: "Best policy per metric marked ★ (higher is better for occupancy and completed jobs, lower for the rest; no mark when all are equal).".into(),
+            header,
+            rows: means,
+        },
+        html::Table {
+            title: format!("Paired difference to `{}`, 95 % confidence interval", c.baseline),
+            caption: "mean difference [CI low, CI high] over seeds; bold: the interval excludes 0.".into(),
+            header: dheader,
+            rows: diffs,
+        },
+    ]
+}
+
+fn days(ms: u64, a: u64) -> f64 {
+    (ms.saturating_sub(a)) as f64 / 86_400_000.0
+}
+
+fn figures(variants: &[Variant], points: &[Vec<Point>], seeds: &[u64]) -> Vec<Figure> {
+    let mut figs = Vec::new();
+    let first = &points[0][0];
+    let cells = &first.cells;
+    let s0 = seeds[0];
+    // Occupancy over time, per cell (and fleet-wide when there are several cells).
+    let mut targets: Vec<(String, Option<usize>)> = cells
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (format!("cell {c}"), Some(i)))
+        .collect();
+    if cells.len() > 1 {
+        targets.insert(0, ("fleet".into(), None));
+    }
+    for (name, cell) in targets {
+        let series = variants
+            .iter()
+            .zip(points)
+            .map(|(v, ps)| {
+                let o = &ps[0].occupancy;
+                let a = o.window_start.0;
+                Series {
+                    name: v.label.clone(),
+                    points: o
+                        .series
+                        .iter()
+                        .filter_map(|r| {
+                            let (al, av) = match cell {
+                                Some(i) if i < r.allocated_milli.len() => {
+                                    (r.allocated_milli[i], r.available_milli[i])
+                                }
+                                Some(_) => return None,
+                                None => (
+                                    r.allocated_milli.iter().sum(),
+                                    r.available_milli.iter().sum(),
+                                ),
+                            };
+                            crate::metrics::ratio(al, av).map(|y| (days(r.start.0, a), y))
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        figs.push(Figure {
+            file: format!("occupancy-{}", study::safe_name(&name.replace("cell ", ""))),
+            title: format!("Occupancy over time, {name} (seed {s0})"),
+            x_label: "days since the window start".into(),
+            y_label: "allocated / available accelerators".into(),
+            kind: Kind::Lines(series),
+        });
+    }
+    // CDFs pooled over seeds.
+    for (what, file, f) in [
+        (
+            "wait",
+            "cdf-wait",
+            study::Jobs::waits_s as fn(&study::Jobs) -> Vec<f64>,
+        ),
+        ("JCT", "cdf-jct", study::Jobs::jcts_s),
+    ] {
+        let series = variants
+            .iter()
+            .zip(points)
+            .map(|(v, ps)| {
+                let mut all: Vec<f64> = ps
+                    .iter()
+                    .filter_map(|p| p.jobs.as_ref())
+                    .flat_map(f)
+                    .collect();
+                all.sort_by(f64::total_cmp);
+                Series {
+                    name: v.label.clone(),
+                    points: plots::cdf_points(&all, 400),
+                }
+            })
+            .collect();
+        figs.push(Figure {
+            file: file.into(),
+            title: format!("CDF of {what} per policy (all seeds)"),
+            x_label: format!("{what} (s, log scale)"),
+            y_label: "fraction of jobs".into(),
+            kind: Kind::LogCdf(series),
+        });
+    }
+    // Per policy: tenant shares and pending reasons over time.
+    for (v, ps) in variants.iter().zip(points) {
+        let p = &ps[0];
+        let o = &p.occupancy;
+        let a = o.window_start.0;
+        let rows = &o.series;
+        if let (Some(jobs), Some(r0)) = (&p.jobs, rows.first()) {
+            let len = r0.len_ms.max(1);
+            let n = rows.len();
+            let alloc = jobs.tenant_allocation(a, len, n, p.end_ms);
+            let totals: Vec<u128> = (0..jobs.tenants.len())
+                .map(|t| alloc.iter().map(|b| b[t]).sum())
+                .collect();
+            let active: Vec<usize> = (0..jobs.tenants.len()).filter(|&t| totals[t] > 0).collect();
+            let mut order = active.clone();
+            order.sort_by(|&x, &y| totals[y].cmp(&totals[x]).then(x.cmp(&y)));
+            let shown: Vec<usize> = order.iter().take(7).copied().collect();
+            let rest: Vec<usize> = order.iter().skip(7).copied().collect();
+            let share = |k: usize, ts: &[usize]| -> Option<f64> {
+                let tot: u128 = alloc[k].iter().sum();
+                (tot > 0).then(|| ts.iter().map(|&t| alloc[k][t]).sum::<u128>() as f64 / tot as f64)
+            };
+            let x = |k: usize| days(a + k as u64 * len, a);
+            let mut series: Vec<Series> = shown
+                .iter()
+                .map(|&t| Series {
+                    name: jobs.tenants[t].clone(),
+                    points: (0..n)
+                        .filter_map(|k| share(k, &[t]).map(|s| (x(k), s)))
+                        .collect(),
+                })
+                .collect();
+            if !rest.is_empty() {
+                series.push(Series {
+                    name: format!("{} others", rest.len()),
+                    points: (0..n)
+                        .filter_map(|k| share(k, &rest).map(|s| (x(k), s)))
+                        .collect(),
+                });
+            }
+            let eq = 1.0 / active.len().max(1) as f64;
+            let reference = vec![Series {
+                name: format!("equal share 1/{}", active.len()),
+                points: vec![(0.0, eq), (x(n), eq)],
+            }];
+            figs.push(Figure {
+                file: format!("tenant-share-{}", study::safe_name(&v.label)),
+                title: format!(
+                    "Tenant share of allocated GPU-time vs equal share, {} (seed {s0})",
+                    v.label
+                ),
+                x_label: "days since the window start".into(),
+                y_label: "share of allocation".into(),
+                kind: Kind::LinesWithReference(series, reference),
+            });
+        }
+        let mut names: Vec<(usize, &str)> = o.pending_reasons.iter().copied().enumerate().collect();
+        names.sort_by_key(|&(_, n)| n);
+        let series: Vec<Series> = names
+            .iter()
+            .map(|&(i, name)| Series {
+                name: name.to_string(),
+                points: rows
+                    .iter()
+                    .filter(|r| r.len_ms > 0)
+                    .map(|r| {
+                        let v = r.pending_by_reason_ms.get(i).copied().unwrap_or(0);
+                        (days(r.start.0, a), v as f64 / r.len_ms as f64)
+                    })
+                    .collect(),
+            })
+            .collect();
+        figs.push(Figure {
+            file: format!("pending-reasons-{}", study::safe_name(&v.label)),
+            title: format!("Pending jobs by reason, {} (seed {s0})", v.label),
+            x_label: "days since the window start".into(),
+            y_label: "mean pending jobs".into(),
+            kind: Kind::Stacked(series),
+        });
+    }
+    figs
+}
+
+/// The table `fleetsim compare` prints.
+pub fn render(c: &Comparison) -> String {
+    let bi = c
+        .policies
+        .iter()
+        .position(|p| p.label == c.baseline)
+        .unwrap_or(0);
+    let mut s = String::new();
+    let w = 22;
+    s.push_str(&format!("{:<24}", "metric (mean)"));
+    for p in &c.policies {
+        s.push_str(&format!(" {:>w$}", p.label));
+    }
+    s.push('\n');
+    for m in &c.metric_order {
+        s.push_str(&format!("{m:<24}"));
+        for p in &c.policies {
+            s.push_str(&format!(
+                " {:>w$}",
+                p.metrics[m].mean.map(fmt_num).unwrap_or_else(|| "-".into())
+            ));
+        }
+        s.push('\n');
+    }
+    s.push_str(&format!(
+        "\npaired difference to `{}` [95 % CI]:\n",
+        c.baseline
+    ));
+    for m in &c.metric_order {
+        s.push_str(&format!("{m:<24}"));
+        for (i, p) in c.policies.iter().enumerate() {
+            if i == bi {
+                continue;
+            }
+            let t = match p.metrics[m].diff {
+                Some(d) => match (d.ci_low, d.ci_high) {
+                    (Some(l), Some(h)) => format!(
+                        "{} [{}, {}]",
+                        fmt_signed(d.mean_diff),
+                        fmt_num(l),
+                        fmt_num(h)
+                    ),
+                    _ => fmt_signed(d.mean_diff),
+                },
+                None => "-".into(),
+            };
+            s.push_str(&format!(" {t:>34}"));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_fields_come_from_the_schema() {
+        let f = policy_fields();
+        for name in [
+            "queue_order",
+            "queueing_strategy",
+            "placement",
+            "cell_selection",
+        ] {
+            assert!(f.contains(&name), "{f:?}");
+        }
+    }
+
+    #[test]
+    fn bare_names_resolve_to_one_field() {
+        let src = Source::read(None).unwrap();
+        let v = parse_variants(
+            "worst-fit,least-loaded,placement=first-fit+queue_order=priority",
+            &src,
+            &[],
+        )
+        .unwrap();
+        assert_eq!(v[0].overrides[0].path, "policy.placement");
+        assert_eq!(v[1].overrides[0].path, "policy.cell_selection");
+        assert_eq!(v[2].overrides.len(), 2);
+        let e = parse_variants("first-fit,worst-fit", &src, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("ambiguous") && e.contains("placement"), "{e}");
+        let e = parse_variants("nope,worst-fit", &src, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a valid value"), "{e}");
+    }
+}

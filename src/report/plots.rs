@@ -1,0 +1,565 @@
+//! Plots with plotters: SVG always, PNG on request.
+//!
+//! SVG text is emitted as `<text>` elements laid out with plotters' built-in size estimate,
+//! so an SVG needs no font file and is byte-identical on every machine. PNG text is drawn
+//! with `ab_glyph` from a TrueType font found at run time: `$FLEETSIM_FONT`, else DejaVu
+//! Sans (Debian/Ubuntu package `fonts-dejavu-core`), Liberation Sans or Noto Sans in their
+//! usual places; without one, asking for PNG is an error that says what to install.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use ab_glyph::{Font, FontVec, PxScale, ScaleFont};
+use anyhow::{anyhow, Context, Result};
+use plotters::prelude::*;
+use plotters_backend::text_anchor::{HPos, VPos};
+use plotters_backend::{BackendColor, BackendCoord, DrawingErrorKind};
+
+/// One line (or stacked band).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    /// Legend entry.
+    pub name: String,
+    /// Points `(x, y)`, in x order.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// How a figure draws its series.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Kind {
+    /// One line per series.
+    Lines(Vec<Series>),
+    /// Lines plus dashed reference lines (e.g. entitlements).
+    LinesWithReference(Vec<Series>, Vec<Series>),
+    /// Stacked areas (every series on the same x values), bottom first.
+    Stacked(Vec<Series>),
+    /// Empirical CDFs on a log-10 x axis (x ≥ 1; smaller values are drawn at 1).
+    LogCdf(Vec<Series>),
+}
+
+/// A figure to draw.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Figure {
+    /// File stem under `plots/`.
+    pub file: String,
+    /// Caption.
+    pub title: String,
+    /// X axis description.
+    pub x_label: String,
+    /// Y axis description.
+    pub y_label: String,
+    /// What to draw.
+    pub kind: Kind,
+}
+
+/// A drawn figure.
+#[derive(Clone, Debug)]
+pub struct Rendered {
+    /// File stem under `plots/`.
+    pub file: String,
+    /// Caption.
+    pub title: String,
+    /// The SVG text.
+    pub svg: String,
+}
+
+const SIZE: (u32, u32) = (900, 420);
+
+/// Downsamples a sorted sample to an empirical CDF of at most `n + 1` points: the
+/// nearest-rank `p`-quantile for `p = 0, 1/n, …, 1`.
+pub fn cdf_points(sorted: &[f64], n: usize) -> Vec<(f64, f64)> {
+    if sorted.is_empty() {
+        return Vec::new();
+    }
+    let mut out: Vec<(f64, f64)> = Vec::with_capacity(n + 1);
+    for i in 0..=n {
+        let p = i as f64 / n as f64;
+        let v = crate::metrics::stats::nearest_rank(sorted, p).expect("non-empty");
+        out.push((v.max(1.0).log10(), p));
+    }
+    out
+}
+
+fn bounds(series: &[&Series], stacked: bool) -> (f64, f64, f64, f64) {
+    let (mut x0, mut x1, mut y0, mut y1) =
+        (f64::INFINITY, f64::NEG_INFINITY, 0.0f64, f64::NEG_INFINITY);
+    for s in series {
+        for &(x, y) in &s.points {
+            x0 = x0.min(x);
+            x1 = x1.max(x);
+            y0 = y0.min(y);
+            y1 = y1.max(y);
+        }
+    }
+    if stacked {
+        let n = series.first().map_or(0, |s| s.points.len());
+        y1 = (0..n)
+            .map(|i| {
+                series
+                    .iter()
+                    .map(|s| s.points.get(i).map_or(0.0, |p| p.1))
+                    .sum::<f64>()
+            })
+            .fold(0.0, f64::max);
+    }
+    if !x0.is_finite() {
+        (x0, x1) = (0.0, 1.0);
+    }
+    if !y1.is_finite() {
+        y1 = 1.0;
+    }
+    if x1 <= x0 {
+        x1 = x0 + 1.0;
+    }
+    if y1 <= y0 {
+        y1 = y0 + 1.0;
+    }
+    (x0, x1, y0, y1 * 1.05)
+}
+
+fn log_label(v: f64) -> String {
+    let x = 10f64.powf(v);
+    if x >= 1e6 {
+        format!("{:.0}M", x / 1e6)
+    } else if x >= 1e3 {
+        format!("{:.0}k", x / 1e3)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+/// A tick label with as many decimals as the axis range needs.
+fn fixed(v: f64, range: f64) -> String {
+    if range >= 10.0 {
+        format!("{v:.0}")
+    } else if range >= 1.0 {
+        format!("{v:.1}")
+    } else if range >= 0.1 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn color(i: usize) -> RGBColor {
+    // A colour-blind-safe qualitative palette (Okabe–Ito), then Palette99.
+    const OKABE_ITO: [RGBColor; 8] = [
+        RGBColor(0, 114, 178),
+        RGBColor(230, 159, 0),
+        RGBColor(0, 158, 115),
+        RGBColor(204, 121, 167),
+        RGBColor(86, 180, 233),
+        RGBColor(213, 94, 0),
+        RGBColor(240, 228, 66),
+        RGBColor(0, 0, 0),
+    ];
+    if i < OKABE_ITO.len() {
+        OKABE_ITO[i]
+    } else {
+        let c = Palette99::pick(i).to_rgba();
+        RGBColor(c.0, c.1, c.2)
+    }
+}
+
+fn draw<DB: DrawingBackend>(
+    root: DrawingArea<DB, plotters::coord::Shift>,
+    fig: &Figure,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    root.fill(&WHITE)?;
+    let (lines, refs, stacked, log_x): (Vec<&Series>, Vec<&Series>, bool, bool) = match &fig.kind {
+        Kind::Lines(s) => (s.iter().collect(), vec![], false, false),
+        Kind::LinesWithReference(s, r) => (s.iter().collect(), r.iter().collect(), false, false),
+        Kind::Stacked(s) => (s.iter().collect(), vec![], true, false),
+        Kind::LogCdf(s) => (s.iter().collect(), vec![], false, true),
+    };
+    let all: Vec<&Series> = lines.iter().chain(refs.iter()).copied().collect();
+    let (x0, x1, y0, mut y1) = bounds(&all, stacked);
+    if log_x {
+        y1 = 1.0;
+    }
+    let mut chart = ChartBuilder::on(&root)
+        .caption(&fig.title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(42)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x0..x1, y0..y1)?;
+    let fmt_x = move |v: &f64| {
+        if log_x {
+            log_label(*v)
+        } else {
+            fixed(*v, x1 - x0)
+        }
+    };
+    let fmt_y = move |v: &f64| fixed(*v, y1 - y0);
+    chart
+        .configure_mesh()
+        .x_desc(fig.x_label.as_str())
+        .y_desc(fig.y_label.as_str())
+        .x_label_formatter(&fmt_x)
+        .y_label_formatter(&fmt_y)
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()?;
+    if stacked {
+        let n = lines.first().map_or(0, |s| s.points.len());
+        let mut cum = vec![0.0f64; n];
+        let mut bands: Vec<Vec<(f64, f64)>> = Vec::new();
+        for s in &lines {
+            for (i, p) in s.points.iter().enumerate().take(n) {
+                cum[i] += p.1;
+            }
+            bands.push(s.points.iter().zip(&cum).map(|(p, &c)| (p.0, c)).collect());
+        }
+        for (i, band) in bands.iter().enumerate().rev() {
+            let c = color(i);
+            chart
+                .draw_series(AreaSeries::new(
+                    band.iter().copied(),
+                    0.0,
+                    c.mix(0.85).filled(),
+                ))?
+                .label(lines[i].name.as_str())
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
+        }
+    } else {
+        for (i, s) in lines.iter().enumerate() {
+            let c = color(i);
+            chart
+                .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))?
+                .label(s.name.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
+                });
+        }
+        for (i, s) in refs.iter().enumerate() {
+            let c = color(i);
+            chart
+                .draw_series(DashedLineSeries::new(
+                    s.points.iter().copied(),
+                    6,
+                    4,
+                    c.stroke_width(1),
+                ))?
+                .label(s.name.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(1))
+                });
+        }
+    }
+    chart
+        .configure_series_labels()
+        .position(if log_x {
+            SeriesLabelPosition::LowerRight
+        } else {
+            SeriesLabelPosition::UpperRight
+        })
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(180, 180, 180))
+        .label_font(("sans-serif", 13))
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// Draws `fig` as SVG text.
+///
+/// # Errors
+/// A plotting error.
+pub fn svg(fig: &Figure) -> Result<String> {
+    let mut s = String::new();
+    {
+        let root = SVGBackend::with_string(&mut s, SIZE).into_drawing_area();
+        draw(root, fig).map_err(|e| anyhow!("drawing {}: {e}", fig.file))?;
+    }
+    Ok(s)
+}
+
+/// Draws `fig` as PNG bytes.
+///
+/// # Errors
+/// No usable font, or a plotting or encoding error.
+pub fn png(fig: &Figure) -> Result<Vec<u8>> {
+    let font = font()?;
+    let (w, h) = SIZE;
+    let mut buf = vec![255u8; (w * h * 3) as usize];
+    {
+        let backend = GlyphBackend {
+            inner: BitMapBackend::with_buffer(&mut buf, SIZE),
+            font,
+        };
+        draw(backend.into_drawing_area(), fig).map_err(|e| anyhow!("drawing {}: {e}", fig.file))?;
+    }
+    let mut out = Vec::new();
+    {
+        let mut enc = ::png::Encoder::new(&mut out, w, h);
+        enc.set_color(::png::ColorType::Rgb);
+        enc.set_depth(::png::BitDepth::Eight);
+        let mut wr = enc.write_header().context("encoding PNG")?;
+        wr.write_image_data(&buf).context("encoding PNG")?;
+    }
+    Ok(out)
+}
+
+/// Writes `DIR/plots/FILE.svg` (and `.png` when asked) for each figure and returns the SVGs.
+///
+/// # Errors
+/// A plotting or I/O error.
+pub fn render_all(dir: &Path, figures: &[Figure], with_png: bool) -> Result<Vec<Rendered>> {
+    if figures.is_empty() {
+        return Ok(Vec::new());
+    }
+    let plots = dir.join("plots");
+    std::fs::create_dir_all(&plots).with_context(|| format!("creating {}", plots.display()))?;
+    let mut out = Vec::new();
+    for f in figures {
+        let s = svg(f)?;
+        let p = plots.join(format!("{}.svg", f.file));
+        crate::report::atomic::write_atomic(&p, s.as_bytes())
+            .with_context(|| format!("writing {}", p.display()))?;
+        if with_png {
+            let p = plots.join(format!("{}.png", f.file));
+            crate::report::atomic::write_atomic(&p, &png(f)?)
+                .with_context(|| format!("writing {}", p.display()))?;
+        }
+        out.push(Rendered {
+            file: f.file.clone(),
+            title: f.title.clone(),
+            svg: s,
+        });
+    }
+    Ok(out)
+}
+
+/// Where PNG text fonts are looked for, after `$FLEETSIM_FONT`.
+pub const FONT_PATHS: &[&str] = &[
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+    "/usr/share/fonts/truetype/noto/NotoSans-Regular.ttf",
+    "/System/Library/Fonts/Supplemental/Arial.ttf",
+];
+
+fn font() -> Result<&'static FontVec> {
+    static FONT: OnceLock<Result<FontVec, String>> = OnceLock::new();
+    FONT.get_or_init(|| {
+        let mut candidates: Vec<PathBuf> = Vec::new();
+        if let Some(p) = std::env::var_os("FLEETSIM_FONT") {
+            candidates.push(PathBuf::from(p));
+        }
+        candidates.extend(FONT_PATHS.iter().map(PathBuf::from));
+        for p in &candidates {
+            if let Ok(bytes) = std::fs::read(p) {
+                if let Ok(f) = FontVec::try_from_vec(bytes) {
+                    return Ok(f);
+                }
+            }
+        }
+        Err(format!(
+            "PNG plots need a TrueType font and none was found (looked at $FLEETSIM_FONT and {}); \
+             install one, e.g. `apt-get install fonts-dejavu-core`, or set FLEETSIM_FONT=/path/to/font.ttf",
+            FONT_PATHS.join(", ")
+        ))
+    })
+    .as_ref()
+    .map_err(|m| anyhow!("{m}"))
+}
+
+/// The bitmap backend with text drawn by `ab_glyph` (plotters' own bitmap text needs the
+/// `ttf` feature, i.e. fontconfig).
+struct GlyphBackend<'a> {
+    inner: BitMapBackend<'a>,
+    font: &'static FontVec,
+}
+
+type BitmapError = <BitMapBackend<'static> as DrawingBackend>::ErrorType;
+
+impl GlyphBackend<'_> {
+    fn layout(&self, text: &str, size: f64) -> (f32, f32, f32) {
+        let sf = self.font.as_scaled(PxScale::from(size as f32));
+        let mut w = 0.0f32;
+        let mut prev = None;
+        for c in text.chars() {
+            let id = sf.glyph_id(c);
+            if let Some(p) = prev {
+                w += sf.kern(p, id);
+            }
+            w += sf.h_advance(id);
+            prev = Some(id);
+        }
+        (w, sf.ascent(), sf.ascent() - sf.descent())
+    }
+}
+
+impl DrawingBackend for GlyphBackend<'_> {
+    type ErrorType = BitmapError;
+
+    fn get_size(&self) -> (u32, u32) {
+        self.inner.get_size()
+    }
+    fn ensure_prepared(&mut self) -> Result<(), DrawingErrorKind<BitmapError>> {
+        self.inner.ensure_prepared()
+    }
+    fn present(&mut self) -> Result<(), DrawingErrorKind<BitmapError>> {
+        self.inner.present()
+    }
+    fn draw_pixel(
+        &mut self,
+        p: BackendCoord,
+        c: BackendColor,
+    ) -> Result<(), DrawingErrorKind<BitmapError>> {
+        self.inner.draw_pixel(p, c)
+    }
+    fn draw_line<S: plotters_backend::BackendStyle>(
+        &mut self,
+        a: BackendCoord,
+        b: BackendCoord,
+        s: &S,
+    ) -> Result<(), DrawingErrorKind<BitmapError>> {
+        self.inner.draw_line(a, b, s)
+    }
+    fn draw_rect<S: plotters_backend::BackendStyle>(
+        &mut self,
+        a: BackendCoord,
+        b: BackendCoord,
+        s: &S,
+        fill: bool,
+    ) -> Result<(), DrawingErrorKind<BitmapError>> {
+        self.inner.draw_rect(a, b, s, fill)
+    }
+    fn draw_path<S: plotters_backend::BackendStyle, I: IntoIterator<Item = BackendCoord>>(
+        &mut self,
+        path: I,
+        s: &S,
+    ) -> Result<(), DrawingErrorKind<BitmapError>> {
+        self.inner.draw_path(path, s)
+    }
+    fn draw_circle<S: plotters_backend::BackendStyle>(
+        &mut self,
+        c: BackendCoord,
+        r: u32,
+        s: &S,
+        fill: bool,
+    ) -> Result<(), DrawingErrorKind<BitmapError>> {
+        self.inner.draw_circle(c, r, s, fill)
+    }
+    fn fill_polygon<S: plotters_backend::BackendStyle, I: IntoIterator<Item = BackendCoord>>(
+        &mut self,
+        vert: I,
+        s: &S,
+    ) -> Result<(), DrawingErrorKind<BitmapError>> {
+        self.inner.fill_polygon(vert, s)
+    }
+    fn blit_bitmap(
+        &mut self,
+        pos: BackendCoord,
+        size: (u32, u32),
+        src: &[u8],
+    ) -> Result<(), DrawingErrorKind<BitmapError>> {
+        self.inner.blit_bitmap(pos, size, src)
+    }
+
+    fn estimate_text_size<T: plotters_backend::BackendTextStyle>(
+        &self,
+        text: &str,
+        style: &T,
+    ) -> Result<(u32, u32), DrawingErrorKind<BitmapError>> {
+        let (w, _, h) = self.layout(text, style.size());
+        Ok((w.ceil() as u32, h.ceil() as u32))
+    }
+
+    fn draw_text<T: plotters_backend::BackendTextStyle>(
+        &mut self,
+        text: &str,
+        style: &T,
+        pos: BackendCoord,
+    ) -> Result<(), DrawingErrorKind<BitmapError>> {
+        let color = style.color();
+        if color.alpha == 0.0 {
+            return Ok(());
+        }
+        let size = style.size();
+        let (w, ascent, h) = self.layout(text, size);
+        let dx = match style.anchor().h_pos {
+            HPos::Left => 0.0,
+            HPos::Center => -w / 2.0,
+            HPos::Right => -w,
+        };
+        let dy = match style.anchor().v_pos {
+            VPos::Top => 0.0,
+            VPos::Center => -h / 2.0,
+            VPos::Bottom => -h,
+        };
+        let trans = style.transform();
+        let scale = PxScale::from(size as f32);
+        let sf = self.font.as_scaled(scale);
+        let mut caret = 0.0f32;
+        let mut prev = None;
+        let mut pixels: Vec<(i32, i32, f32)> = Vec::new();
+        for c in text.chars() {
+            let id = sf.glyph_id(c);
+            if let Some(p) = prev {
+                caret += sf.kern(p, id);
+            }
+            let glyph = id.with_scale_and_position(scale, ab_glyph::point(caret + dx, ascent + dy));
+            caret += sf.h_advance(id);
+            prev = Some(id);
+            if let Some(o) = self.font.outline_glyph(glyph) {
+                let b = o.px_bounds();
+                o.draw(|gx, gy, cov| {
+                    if cov > 0.02 {
+                        pixels.push((b.min.x as i32 + gx as i32, b.min.y as i32 + gy as i32, cov));
+                    }
+                });
+            }
+        }
+        for (x, y, cov) in pixels {
+            let (x, y) = trans.transform(x, y);
+            self.inner.draw_pixel(
+                (pos.0 + x, pos.1 + y),
+                BackendColor {
+                    alpha: color.alpha * cov.min(1.0) as f64,
+                    rgb: color.rgb,
+                },
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fig(kind: Kind) -> Figure {
+        Figure {
+            file: "t".into(),
+            title: "t".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            kind,
+        }
+    }
+
+    #[test]
+    fn svg_is_deterministic_and_needs_no_font() {
+        let s = vec![Series {
+            name: "a".into(),
+            points: vec![(0.0, 1.0), (1.0, 2.0), (2.0, 0.5)],
+        }];
+        let a = svg(&fig(Kind::Lines(s.clone()))).unwrap();
+        assert_eq!(a, svg(&fig(Kind::Lines(s.clone()))).unwrap());
+        assert!(a.starts_with("<svg") && a.contains("<text"), "{a}");
+        svg(&fig(Kind::Stacked(s.clone()))).unwrap();
+        svg(&fig(Kind::LogCdf(s))).unwrap();
+        svg(&fig(Kind::Lines(vec![]))).unwrap();
+    }
+
+    #[test]
+    fn cdf_points_are_nearest_rank() {
+        let v: Vec<f64> = (1..=10).map(|x| x as f64 * 10.0).collect();
+        let p = cdf_points(&v, 10);
+        assert_eq!(p.len(), 11);
+        assert_eq!(p[5], (50f64.log10(), 0.5));
+        assert_eq!(p[10], (100f64.log10(), 1.0));
+    }
+}

@@ -1,0 +1,405 @@
+//! What sweeps, comparisons, compaction and checks share: the tracked metrics and how to read
+//! them from a `summary.json`, one run of a scenario point with the data plots need, and a
+//! run's output directory.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::engine::FinalState;
+use crate::metrics::Occupancy;
+use crate::report::{atomic::write_atomic, timeseries};
+use crate::run::{run_scenario, RunError, RunOptions};
+use crate::scenario::{Loaded, TraceDir};
+
+/// An error that is the input's fault (a bad axis, shard, baseline or goal): the CLI exits
+/// with code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadInput(pub String);
+
+/// Which way a metric improves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Better {
+    /// Higher is better (occupancy, completed jobs).
+    Higher,
+    /// Lower is better (waits, JCT, slowdown, censored jobs).
+    Lower,
+}
+
+/// A metric reports track.
+#[derive(Clone, Copy, Debug)]
+pub struct Metric {
+    /// Its key: a dotted path into `summary.json`, or a derived name ([`metric_value`]).
+    pub name: &'static str,
+    /// Which way it improves.
+    pub better: Better,
+}
+
+/// The metrics `runs.csv`, `fleetsim compare` and (by default) `fleetsim check` report, in
+/// this order.
+pub const METRICS: &[Metric] = &[
+    Metric {
+        name: "occupancy",
+        better: Better::Higher,
+    },
+    Metric {
+        name: "wait_s.mean",
+        better: Better::Lower,
+    },
+    Metric {
+        name: "wait_s.p50",
+        better: Better::Lower,
+    },
+    Metric {
+        name: "wait_s.p90",
+        better: Better::Lower,
+    },
+    Metric {
+        name: "wait_s.p99",
+        better: Better::Lower,
+    },
+    Metric {
+        name: "wait_s.max",
+        better: Better::Lower,
+    },
+    Metric {
+        name: "jct_s.mean",
+        better: Better::Lower,
+    },
+    Metric {
+        name: "jct_s.p50",
+        better: Better::Lower,
+    },
+    Metric {
+        name: "jct_s.p99",
+        better: Better::Lower,
+    },
+    Metric {
+        name: "bounded_slowdown.mean",
+        better: Better::Lower,
+    },
+    Metric {
+        name: "bounded_slowdown.p99",
+        better: Better::Lower,
+    },
+    Metric {
+        name: "makespan_s",
+        better: Better::Lower,
+    },
+    Metric {
+        name: "censored_pct",
+        better: Better::Lower,
+    },
+    Metric {
+        name: "jobs.completed",
+        better: Better::Higher,
+    },
+    Metric {
+        name: "jobs.censored",
+        better: Better::Lower,
+    },
+    Metric {
+        name: "jobs.rejected",
+        better: Better::Lower,
+    },
+];
+
+/// The direction of a metric, when it is one of [`METRICS`].
+pub fn better(name: &str) -> Option<Better> {
+    METRICS.iter().find(|m| m.name == name).map(|m| m.better)
+}
+
+/// Reads a metric from a `summary.json` value: `censored_pct` is
+/// `100 × jobs.censored / jobs.submitted`; any other name is a dotted path to a number
+/// (`occupancy`, `wait_s.p99`, `occupancy_by_cell.hopper`, `jobs.completed`). `None` when the
+/// path is missing, not a number, or `null` (an empty sample).
+pub fn metric_value(summary: &Value, name: &str) -> Option<f64> {
+    if name == "censored_pct" {
+        let j = &summary["jobs"];
+        let (c, n) = (j["censored"].as_f64()?, j["submitted"].as_f64()?);
+        return (n > 0.0).then(|| 100.0 * c / n);
+    }
+    let mut v = summary;
+    for key in name.split('.') {
+        v = v.as_object()?.get(key)?;
+    }
+    v.as_f64()
+}
+
+/// True when `name` can be read from summaries of this kind (the key exists, even if its
+/// value is `null` in this one).
+pub fn metric_exists(summary: &Value, name: &str) -> bool {
+    if name == "censored_pct" {
+        return true;
+    }
+    let mut v = summary;
+    for key in name.split('.') {
+        match v.as_object().and_then(|o| o.get(key)) {
+            Some(x) => v = x,
+            None => return false,
+        }
+    }
+    v.is_number() || v.is_null()
+}
+
+/// FNV-1a 64-bit: a stable hash (unlike `std::hash`) for run ids, shards and digests.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// One measured job, as plots need it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobLite {
+    /// Tenant index into [`Jobs::tenants`].
+    pub tenant: u32,
+    /// Submit, ms.
+    pub submit_ms: u64,
+    /// Start, ms.
+    pub start_ms: Option<u64>,
+    /// Finish, ms.
+    pub finish_ms: Option<u64>,
+    /// GPU-milli of the whole gang.
+    pub gpu_milli: u64,
+    /// Counted in per-job statistics.
+    pub measured: bool,
+}
+
+/// The jobs of one run, compactly.
+#[derive(Clone, Debug, Default)]
+pub struct Jobs {
+    /// Tenant names, sorted.
+    pub tenants: Vec<String>,
+    /// Jobs in job-id order.
+    pub jobs: Vec<JobLite>,
+}
+
+impl Jobs {
+    /// Waits of measured started jobs, seconds, sorted.
+    pub fn waits_s(&self) -> Vec<f64> {
+        let mut v: Vec<u64> = self
+            .jobs
+            .iter()
+            .filter(|j| j.measured)
+            .filter_map(|j| j.start_ms.map(|s| s - j.submit_ms))
+            .collect();
+        v.sort_unstable();
+        v.into_iter().map(|ms| ms as f64 / 1000.0).collect()
+    }
+
+    /// JCTs of measured finished jobs, seconds, sorted.
+    pub fn jcts_s(&self) -> Vec<f64> {
+        let mut v: Vec<u64> = self
+            .jobs
+            .iter()
+            .filter(|j| j.measured)
+            .filter_map(|j| j.finish_ms.map(|f| f - j.submit_ms))
+            .collect();
+        v.sort_unstable();
+        v.into_iter().map(|ms| ms as f64 / 1000.0).collect()
+    }
+
+    /// Allocated GPU-milli·ms per tenant per interval `[a + k·len, a + (k+1)·len)` for
+    /// `k < n`; a job runs from its start to its finish (or `end_ms` when still running).
+    pub fn tenant_allocation(&self, a: u64, len: u64, n: usize, end_ms: u64) -> Vec<Vec<u128>> {
+        let mut out = vec![vec![0u128; self.tenants.len()]; n];
+        for j in &self.jobs {
+            let Some(s) = j.start_ms else { continue };
+            let f = j.finish_ms.unwrap_or(end_ms);
+            let (s, f) = (s.max(a), f.min(a + len * n as u64));
+            let mut t = s;
+            while t < f {
+                let k = ((t - a) / len) as usize;
+                let e = (a + (k as u64 + 1) * len).min(f);
+                out[k][j.tenant as usize] += j.gpu_milli as u128 * (e - t) as u128;
+                t = e;
+            }
+        }
+        out
+    }
+}
+
+/// What one run of a scenario point gives a study.
+#[derive(Clone, Debug)]
+pub struct Point {
+    /// `summary.json` as a value (exactly what the file holds).
+    pub summary: Value,
+    /// Time-weighted results and the time series.
+    pub occupancy: Occupancy,
+    /// Cell names in id order.
+    pub cells: Vec<String>,
+    /// Model names in id order.
+    pub models: Vec<String>,
+    /// Simulated end, ms.
+    pub end_ms: u64,
+    /// The jobs, when asked for.
+    pub jobs: Option<Jobs>,
+}
+
+/// Runs `loaded` with `seed`, writing nothing.
+///
+/// # Errors
+/// [`RunError`] from the run.
+pub fn run_point(
+    loaded: &Loaded,
+    seed: u64,
+    trace_dir: &TraceDir,
+    keep_jobs: bool,
+) -> Result<Point, RunError> {
+    if loaded.scenario.mode == crate::scenario::Mode::Inflation {
+        return Err(RunError::Scenario(
+            crate::scenario::ScenarioError::Invalid {
+                origin: loaded.origin.clone(),
+                field: "mode".into(),
+                message: "sweep, compare, compact and check run the event engine; an inflation \
+                      scenario compares its own [inflation] policies: use `fleetsim run`"
+                    .into(),
+            },
+        ));
+    }
+    let opts = RunOptions {
+        seed: Some(seed),
+        trace_dir: trace_dir.clone(),
+        out_dir: None,
+        keep_rows: keep_jobs,
+    };
+    let out = run_scenario(loaded, &opts, &mut |_, _| {})?;
+    let jobs = out.jobs.map(|rows| {
+        let tenants: Vec<String> = rows
+            .iter()
+            .map(|r| r.tenant.clone())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let index: BTreeMap<&str, u32> = tenants
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.as_str(), i as u32))
+            .collect();
+        let mut jobs: Vec<(u64, JobLite)> = rows
+            .iter()
+            .filter(|r| !matches!(r.state, FinalState::Rejected | FinalState::Cancelled))
+            .map(|r| {
+                (
+                    r.id,
+                    JobLite {
+                        tenant: index[r.tenant.as_str()],
+                        submit_ms: r.submit.0,
+                        start_ms: r.start.map(|t| t.0),
+                        finish_ms: r.finish.map(|t| t.0),
+                        gpu_milli: r.shape.total_gpu_milli() * r.tasks as u64,
+                        measured: r.measured,
+                    },
+                )
+            })
+            .collect();
+        jobs.sort_by_key(|&(id, _)| id);
+        Jobs {
+            tenants,
+            jobs: jobs.into_iter().map(|(_, j)| j).collect(),
+        }
+    });
+    Ok(Point {
+        summary: serde_json::to_value(&out.summary).expect("summary serializes"),
+        occupancy: out.result.occupancy,
+        cells: out.cells,
+        models: out.models,
+        end_ms: out.result.end_time.0,
+        jobs,
+    })
+}
+
+/// Writes `summary.json` and `timeseries.csv` of a point into `dir` (atomically each).
+///
+/// # Errors
+/// The I/O error.
+pub fn write_point(dir: &Path, p: &Point) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    timeseries::write(
+        &dir.join("timeseries.csv"),
+        &p.cells,
+        &p.models,
+        &p.occupancy,
+    )?;
+    write_json(&dir.join("summary.json"), &p.summary)
+}
+
+/// Writes pretty JSON plus a newline, atomically.
+///
+/// # Errors
+/// The I/O error.
+pub fn write_json(path: &Path, v: &impl serde::Serialize) -> std::io::Result<()> {
+    let mut text = serde_json::to_string_pretty(v).map_err(std::io::Error::other)?;
+    text.push('\n');
+    write_atomic(path, text.as_bytes())
+}
+
+/// Formats a float for CSV and tables: Rust's shortest round-trip text, empty for `None`.
+pub fn fmt_opt(v: Option<f64>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_default()
+}
+
+/// A file-system-safe name: `[A-Za-z0-9._=,+-]` kept, anything else `_`, at most 96 bytes
+/// (longer names are cut and end in a hash of the whole).
+pub fn safe_name(s: &str) -> String {
+    let mut out: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._=,+-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if out.len() > 96 {
+        out.truncate(80);
+        out.push_str(&format!("-{:012x}", fnv1a(s.as_bytes()) & 0xffff_ffff_ffff));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metric_paths() {
+        let v: Value = serde_json::from_str(
+            r#"{"occupancy":0.5,"wait_s":{"p99":null,"mean":3.0},"jobs":{"censored":2,"submitted":8}}"#,
+        )
+        .unwrap();
+        assert_eq!(metric_value(&v, "occupancy"), Some(0.5));
+        assert_eq!(metric_value(&v, "wait_s.mean"), Some(3.0));
+        assert_eq!(metric_value(&v, "wait_s.p99"), None);
+        assert!(metric_exists(&v, "wait_s.p99"));
+        assert!(!metric_exists(&v, "wait_s.p98"));
+        assert_eq!(metric_value(&v, "censored_pct"), Some(25.0));
+    }
+
+    #[test]
+    fn tenant_allocation_splits_intervals() {
+        // One 2-GPU job from 5 s to 25 s on intervals of 10 s from 0: 5, 10, 5 s.
+        let j = Jobs {
+            tenants: vec!["a".into()],
+            jobs: vec![JobLite {
+                tenant: 0,
+                submit_ms: 0,
+                start_ms: Some(5_000),
+                finish_ms: Some(25_000),
+                gpu_milli: 2000,
+                measured: true,
+            }],
+        };
+        let a = j.tenant_allocation(0, 10_000, 3, 30_000);
+        assert_eq!(
+            a,
+            vec![vec![10_000_000], vec![20_000_000], vec![10_000_000]]
+        );
+        assert_eq!(safe_name("a b/c"), "a_b_c");
+    }
+}

@@ -1,0 +1,281 @@
+//! What-if transforms (`[transforms]` in a scenario): change the workload or the fleet of a
+//! scenario declaratively, so a capacity question is one table in a TOML file (and a sweep
+//! axis) rather than a new trace or machine list.
+//!
+//! ```toml
+//! [transforms]
+//! arrival_rate_scale = 2.0                 # twice the arrival rate: inter-arrival gaps halved
+//! sample_fraction = 0.5                    # keep each job with probability 0.5 (seeded)
+//! window = { start_s = 0, end_s = 604800 } # keep jobs submitted in [start_s, end_s)
+//! tenant_map = { vc1 = "research", "*" = "other" }   # rename tenants ("*": all others)
+//! fleet_scale = 0.5                        # every cell at half its NVLink domains (racks)
+//! scale = [{ cell = "hopper", model = "H100", factor = 2.0 }]
+//!
+//! [[transforms.add_nodes]]                 # a new generation arrives on day 3
+//! at_s = 259200
+//! cell = "rubin"                           # a new cell, or an existing one
+//! nodes = [{ preset = "gb300-nvl72", racks = 2 }]
+//!
+//! [[transforms.remove_nodes]]              # lose 8 H100 nodes on day 5 (drained)
+//! at_s = 432000
+//! cell = "hopper"
+//! nodes = 8
+//! ```
+//!
+//! # Workload transforms
+//! Applied to the job stream in this order, in a single pass (nothing is materialized):
+//! 1. **sample**: one uniform draw per input job, in input order, from the RNG stream
+//!    `whatif.sample` of the run's seed; the job is kept when the draw is below
+//!    `sample_fraction`. Every job consumes a draw, so which jobs are kept for a seed does
+//!    not depend on the other transforms.
+//! 2. **window**: jobs submitted before `start_s` or at/after `end_s` (original times) are
+//!    dropped. Times are not shifted.
+//! 3. **arrival rate**: with `t0` the first kept job's submit time, a submit time `t`
+//!    becomes `t0 + round((t − t0) / arrival_rate_scale)` (ms, half away from zero); the
+//!    recorded start of a replayed job is mapped the same way. Run times are unchanged, so
+//!    scale 2 doubles the offered load.
+//! 4. **tenant_map**: a job's tenant `x` becomes `tenant_map[x]`, else `tenant_map["*"]`,
+//!    else stays `x`. Queues follow the tenant when the trace names none.
+//!
+//! Dropped jobs are counted in `summary.json` under `jobs.skipped_rows` as
+//! `transform_sample` and `transform_window`.
+//!
+//! # Fleet transforms
+//! 1. **scale**: nodes are grouped by (cell, accelerator model) and each group's NVLink
+//!    domains (a rack, or one node where a domain is a node) are scaled by
+//!    `fleet_scale × Π factor` of the matching `scale` entries (an entry without `cell` or
+//!    `model` matches every cell or model). A group of `D` domains keeps
+//!    `k = round(D × factor)` of them (at least one when the factor is positive; none when it
+//!    is 0), evenly spaced in declaration order (domain `j` is kept iff
+//!    `⌊(j+1)k/D⌋ > ⌊jk/D⌋`). Above 1, every domain is kept and `k − D` copies are added after
+//!    the cell's nodes, copying domains in order; a copy's nodes are named `NAME~2`, `NAME~3`…
+//!    and get fresh domain and block ids.
+//! 2. **add_nodes**: the node groups are built as in `[fleet]` (default name prefix
+//!    `CELL-addK`, K the entry's position) and appended after every existing node, to the
+//!    named cell (a new cell when no cell has that name). With `at_s > 0` they are down
+//!    until then and come up at `at_s`.
+//! 3. **remove_nodes**: at `at_s`, `nodes` (or `fraction` × the matching nodes, rounded) of
+//!    the cell's nodes with the given model (any model when omitted) are drained: highest
+//!    node id first, skipping nodes an earlier entry removed. A drained node takes no new
+//!    work; jobs on it run to completion; it counts as available until it is empty, then
+//!    leaves the fleet.
+//!
+//! Fleet facts in `summary.json` (`fleet.gpus`, …) count every node the run ever had.
+//! A job that could fit only on nodes that arrive later waits for them; one that could fit
+//! only on removed nodes waits and is censored at the end.
+
+pub mod fleet;
+pub mod stream;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer};
+
+use crate::scenario::NodeGroupSpec;
+
+/// The `[transforms]` table, with the table as written kept for the echo in `summary.json`.
+#[derive(Clone, Debug, Default)]
+pub struct Transforms {
+    /// The typed transforms.
+    pub spec: TransformsSpec,
+    /// The table as written (after any `--set` or sweep override), echoed in `summary.json`.
+    pub raw: toml::Table,
+}
+
+impl<'de> Deserialize<'de> for Transforms {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = toml::Table::deserialize(d)?;
+        let spec = TransformsSpec::deserialize(toml::Value::Table(raw.clone()))
+            .map_err(|e| serde::de::Error::custom(format!("in [transforms]: {}", e.message())))?;
+        Ok(Transforms { spec, raw })
+    }
+}
+
+impl Transforms {
+    /// True when no transform is declared (the run is exactly the untransformed scenario).
+    pub fn is_empty(&self) -> bool {
+        self.raw.is_empty()
+    }
+
+    /// The table as JSON, for `summary.json` (keys in sorted order).
+    pub fn echo(&self) -> serde_json::Value {
+        serde_json::to_value(&self.raw).expect("a TOML table is JSON-representable")
+    }
+}
+
+/// The typed transforms; see the module docs for the semantics of each.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransformsSpec {
+    /// Arrival-rate factor (> 0): inter-arrival gaps are divided by it.
+    #[serde(default)]
+    pub arrival_rate_scale: Option<f64>,
+    /// Probability of keeping each job, in (0, 1].
+    #[serde(default)]
+    pub sample_fraction: Option<f64>,
+    /// Keep only jobs submitted in this window.
+    #[serde(default)]
+    pub window: Option<WindowSpec>,
+    /// Tenant renames; the key `*` renames every tenant not listed.
+    #[serde(default)]
+    pub tenant_map: BTreeMap<String, String>,
+    /// Factor (≥ 0) on every cell's NVLink domains.
+    #[serde(default)]
+    pub fleet_scale: Option<f64>,
+    /// Per-cell / per-model factors, multiplied with `fleet_scale`.
+    #[serde(default)]
+    pub scale: Vec<ScaleSpec>,
+    /// Nodes that join the fleet (at `at_s`).
+    #[serde(default)]
+    pub add_nodes: Vec<AddNodesSpec>,
+    /// Nodes drained at `at_s`.
+    #[serde(default)]
+    pub remove_nodes: Vec<RemoveNodesSpec>,
+}
+
+/// A submit-time window, seconds since t = 0.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WindowSpec {
+    /// First submit time kept, seconds (default 0).
+    #[serde(default)]
+    pub start_s: f64,
+    /// Submit times at or after this are dropped, seconds (default: none).
+    #[serde(default)]
+    pub end_s: Option<f64>,
+}
+
+/// A fleet factor for a cell and/or an accelerator model.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScaleSpec {
+    /// Cell name (default: every cell).
+    #[serde(default)]
+    pub cell: Option<String>,
+    /// Accelerator model (default: every model).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Factor (≥ 0) on the matching domains.
+    pub factor: f64,
+}
+
+/// Nodes that join the fleet.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddNodesSpec {
+    /// When they come up, seconds since t = 0 (default 0: from the start).
+    #[serde(default)]
+    pub at_s: f64,
+    /// The cell they join (created when no cell has this name).
+    pub cell: String,
+    /// Node groups, as in `[[fleet.cells.nodes]]`.
+    pub nodes: Vec<NodeGroupSpec>,
+}
+
+/// Nodes drained at a given time.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoveNodesSpec {
+    /// When, seconds since t = 0.
+    pub at_s: f64,
+    /// The cell.
+    pub cell: String,
+    /// Only nodes of this accelerator model (default: any).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// How many nodes.
+    #[serde(default)]
+    pub nodes: Option<u32>,
+    /// Or which fraction of the matching nodes (rounded).
+    #[serde(default)]
+    pub fraction: Option<f64>,
+}
+
+impl TransformsSpec {
+    /// Checks ranges; returns `(field, message)` for the first problem.
+    ///
+    /// # Errors
+    /// The dotted field under `transforms` and what is wrong with it.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let bad = |f: &str, m: &str| Err((format!("transforms.{f}"), m.to_string()));
+        if let Some(v) = self.arrival_rate_scale {
+            if !(v.is_finite() && v > 0.0) {
+                return bad("arrival_rate_scale", "must be a number > 0");
+            }
+        }
+        if let Some(v) = self.sample_fraction {
+            if !(v > 0.0 && v <= 1.0) {
+                return bad("sample_fraction", "must be in (0, 1]");
+            }
+        }
+        if let Some(w) = &self.window {
+            if !(w.start_s.is_finite() && w.start_s >= 0.0) {
+                return bad("window.start_s", "must be a number ≥ 0");
+            }
+            if let Some(e) = w.end_s {
+                if !(e.is_finite() && e > w.start_s) {
+                    return bad("window.end_s", "must be a number > start_s");
+                }
+            }
+        }
+        if let Some(v) = self.fleet_scale {
+            if !(v.is_finite() && v >= 0.0) {
+                return bad("fleet_scale", "must be a number ≥ 0");
+            }
+        }
+        for (i, s) in self.scale.iter().enumerate() {
+            if !(s.factor.is_finite() && s.factor >= 0.0) {
+                return bad(&format!("scale[{i}].factor"), "must be a number ≥ 0");
+            }
+        }
+        for (i, a) in self.add_nodes.iter().enumerate() {
+            if !(a.at_s.is_finite() && a.at_s >= 0.0) {
+                return bad(&format!("add_nodes[{i}].at_s"), "must be a number ≥ 0");
+            }
+            if a.cell.trim().is_empty() {
+                return bad(&format!("add_nodes[{i}].cell"), "must not be empty");
+            }
+            if a.nodes.is_empty() {
+                return bad(
+                    &format!("add_nodes[{i}].nodes"),
+                    "give at least one node group",
+                );
+            }
+        }
+        for (i, r) in self.remove_nodes.iter().enumerate() {
+            if !(r.at_s.is_finite() && r.at_s >= 0.0) {
+                return bad(&format!("remove_nodes[{i}].at_s"), "must be a number ≥ 0");
+            }
+            match (r.nodes, r.fraction) {
+                (Some(_), None) => {}
+                (None, Some(f)) if (0.0..=1.0).contains(&f) => {}
+                (None, Some(_)) => {
+                    return bad(&format!("remove_nodes[{i}].fraction"), "must be in [0, 1]")
+                }
+                _ => {
+                    return bad(
+                        &format!("remove_nodes[{i}]"),
+                        "give exactly one of `nodes` and `fraction`",
+                    )
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// True when the fleet is changed (scaled, added to or drained).
+    pub fn changes_fleet(&self) -> bool {
+        self.fleet_scale.is_some()
+            || !self.scale.is_empty()
+            || !self.add_nodes.is_empty()
+            || !self.remove_nodes.is_empty()
+    }
+
+    /// True when the job stream is changed.
+    pub fn changes_workload(&self) -> bool {
+        self.arrival_rate_scale.is_some()
+            || self.sample_fraction.is_some()
+            || self.window.is_some()
+            || !self.tenant_map.is_empty()
+    }
+}

@@ -1,0 +1,401 @@
+//! Studies through the binary: sweeps (sharded, merged, resumed), compare, check, and the
+//! exit codes of bad input (2) versus a regression (1).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fleetsim() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fleetsim"))
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn run(args: &[&str], extra: &[&Path]) -> Output {
+    let mut c = fleetsim();
+    c.args(args);
+    for p in extra {
+        c.arg(p);
+    }
+    c.output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// 3 placements × 2 arrival rates × 2 seeds = 12 small runs on two cells.
+const SWEEP: &str = r#"
+name = "small-sweep"
+seed = 3
+
+[[fleet.cells]]
+name = "a"
+[[fleet.cells.nodes]]
+preset = "hgx-h100"
+count = 4
+
+[[fleet.cells]]
+name = "b"
+[[fleet.cells.nodes]]
+preset = "hgx-h100"
+count = 2
+
+[workload.synthetic]
+jobs = 150
+arrival_rate_per_hour = 30.0
+tenants = [{ name = "x", weight = 1.0 }, { name = "y", weight = 1.0 }]
+sizes = [{ gpus = 1, weight = 0.6 }, { gpus = 4, weight = 0.3 }, { gpus = 16, weight = 0.1 }]
+runtime = { dist = "lognormal", median_s = 1800.0, sigma = 1.0, max_s = 36000.0 }
+
+[metrics]
+timeseries_interval_s = 3600
+
+[sweep]
+seeds = 2
+[[sweep.axes]]
+param = "policy.placement"
+values = ["first-fit", "best-fit", "worst-fit"]
+[[sweep.axes]]
+param = "transforms.arrival_rate_scale"
+values = [1.0, 2.0]
+"#;
+
+fn scenario(dir: &Path, text: &str) -> PathBuf {
+    let p = dir.join("s.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn read(p: &Path) -> Vec<u8> {
+    std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+#[test]
+fn sharded_sweep_merges_to_the_unsharded_runs_csv_byte_for_byte() {
+    let d = tempfile::tempdir().unwrap();
+    let s = scenario(d.path(), SWEEP);
+    let full = d.path().join("full");
+    let o = run(&["sweep", "-j", "2", "--out"], &[&full, &s]);
+    assert!(o.status.success(), "{}", text(&o));
+    let csv = String::from_utf8(read(&full.join("runs.csv"))).unwrap();
+    assert_eq!(csv.lines().count(), 13, "{csv}");
+    assert!(csv.starts_with(
+        "run_index,run_id,policy.placement,transforms.arrival_rate_scale,seed,occupancy,"
+    ));
+    assert!(
+        csv.contains("\n0,\"policy.placement=first-fit,transforms.arrival_rate_scale=1,seed=3\",first-fit,1,3,"),
+        "{csv}"
+    );
+    let mut shards = Vec::new();
+    let mut rows = 0;
+    for i in 1..=3 {
+        let dir = d.path().join(format!("shard{i}"));
+        let o = run(
+            &["sweep", "-j", "1", "--shard", &format!("{i}/3"), "--out"],
+            &[&dir, &s],
+        );
+        assert!(o.status.success(), "{}", text(&o));
+        rows += String::from_utf8(read(&dir.join("runs.csv")))
+            .unwrap()
+            .lines()
+            .count()
+            - 1;
+        shards.push(dir);
+    }
+    assert_eq!(rows, 12, "every run in exactly one shard");
+    let merged = d.path().join("merged");
+    let mut args: Vec<&Path> = shards.iter().map(PathBuf::as_path).collect();
+    args.push(Path::new("--out"));
+    args.push(&merged);
+    let o = run(&["merge"], &args);
+    assert!(o.status.success(), "{}", text(&o));
+    for f in ["runs.csv", "sweep.json", "report.html", "report.md"] {
+        assert_eq!(read(&full.join(f)), read(&merged.join(f)), "{f} differs");
+    }
+    assert!(merged.join("runs/00011-policy.placement=worst-fit,transforms.arrival_rate_scale=2,seed=4/summary.json").is_file());
+    // A merge that misses a shard is bad input.
+    let o = run(
+        &["merge", "--out"],
+        &[&d.path().join("partial"), &shards[0]],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("missing"), "{}", text(&o));
+    // --resume reruns nothing and writes the same bytes.
+    let o = run(&["sweep", "--resume", "--out"], &[&full, &s]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("(12 already complete)"), "{}", text(&o));
+    assert_eq!(read(&full.join("runs.csv")), read(&merged.join("runs.csv")));
+    // The report marks a best value and inlines the plots of the numeric axis.
+    let html = String::from_utf8(read(&full.join("report.html"))).unwrap();
+    assert!(
+        html.contains("★") && html.contains("<svg"),
+        "report without marks or plots"
+    );
+}
+
+#[test]
+fn bad_sweeps_and_shards_exit_2() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("o");
+    for (bad, expect) in [
+        (
+            SWEEP.replace("\"policy.placement\"", "\"policy.placemnt\""),
+            "placemnt",
+        ),
+        (
+            SWEEP.replace("values = [1.0, 2.0]", "values = []"),
+            "no values",
+        ),
+        (
+            SWEEP.replace(
+                "\"transforms.arrival_rate_scale\"",
+                "\"transforms.arrival_rate\"",
+            ),
+            "arrival_rate",
+        ),
+    ] {
+        let s = scenario(d.path(), &bad);
+        let o = run(&["sweep", "--out"], &[&out, &s]);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert!(text(&o).contains(expect), "{}", text(&o));
+    }
+    let s = scenario(d.path(), SWEEP);
+    for shard in ["3/2", "0/4", "1/0", "a/b"] {
+        let o = run(&["sweep", "--shard", shard, "--out"], &[&out, &s]);
+        assert_eq!(o.status.code(), Some(2), "{shard}: {}", text(&o));
+        assert!(text(&o).contains("bad shard"), "{}", text(&o));
+    }
+}
+
+#[test]
+fn check_passes_on_the_committed_baseline_and_fails_when_occupancy_drops() {
+    let baseline = repo().join("reports/default.json");
+    let o = run(&["check", "--baseline"], &[&baseline]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("check passed"), "{}", text(&o));
+    // A policy change that holds later jobs behind a blocked head lowers occupancy.
+    let o = run(
+        &[
+            "check",
+            "--set",
+            "policy.queueing_strategy=strict-fifo",
+            "--baseline",
+        ],
+        &[&baseline],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("occupancy "))
+        .unwrap_or_else(|| panic!("no occupancy line:\n{out}"));
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    let (base, now): (f64, f64) = (cols[1].parse().unwrap(), cols[2].parse().unwrap());
+    assert!(now < base && line.ends_with("REGRESSION"), "{line}");
+    assert!(
+        out.starts_with("metric") && out.contains("tolerance"),
+        "{out}"
+    );
+}
+
+#[test]
+fn check_rejects_foreign_or_incomplete_baselines_with_exit_2() {
+    let d = tempfile::tempdir().unwrap();
+    let s = scenario(d.path(), SWEEP);
+    let baseline = repo().join("reports/default.json");
+    let o = run(&["check", "--baseline"], &[&baseline, &s]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("scenario `default`"), "{}", text(&o));
+    // Missing metric.
+    let mut b: serde_json::Value = serde_json::from_slice(&read(&baseline)).unwrap();
+    b["metrics"].as_object_mut().unwrap().remove("occupancy");
+    let p = d.path().join("b.json");
+    std::fs::write(&p, serde_json::to_string(&b).unwrap()).unwrap();
+    let o = run(&["check", "--baseline"], &[&p]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("no metric `occupancy`"), "{}", text(&o));
+    // Missing file.
+    let o = run(&["check", "--baseline"], &[&d.path().join("none.json")]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    // --update writes one that then passes, with a declared tolerance.
+    let tol = format!(
+        "{SWEEP}\n[check]\nmetrics = [\"occupancy\", \"wait_s.p99\"]\ntolerance.occupancy = {{ abs = 0.5 }}\n"
+    );
+    let s = scenario(d.path(), &tol);
+    let nb = d.path().join("new/small.json");
+    let o = run(&["check", "--update", "--baseline"], &[&nb, &s]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(&["check", "--baseline"], &[&nb, &s]);
+    assert!(o.status.success(), "{}", text(&o));
+    // Within its 0.5 tolerance, occupancy may move; the exact p99 wait may not.
+    let o = run(
+        &[
+            "check",
+            "--set",
+            "transforms.arrival_rate_scale=1.5",
+            "--baseline",
+        ],
+        &[&nb, &s],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("occupancy") && l.ends_with("ok"))
+            && out
+                .lines()
+                .any(|l| l.starts_with("wait_s.p99") && l.ends_with("REGRESSION")),
+        "{out}"
+    );
+}
+
+#[test]
+fn compare_writes_paired_statistics_and_a_report_with_plots() {
+    let d = tempfile::tempdir().unwrap();
+    let s = scenario(d.path(), SWEEP);
+    let out = d.path().join("cmp");
+    let o = run(
+        &[
+            "compare",
+            "--policies",
+            "best-fit,worst-fit,placement=first-fit",
+            "--seeds",
+            "3",
+            "--out",
+        ],
+        &[&out, &s],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let c: serde_json::Value = serde_json::from_slice(&read(&out.join("compare.json"))).unwrap();
+    assert_eq!(c["seeds"], serde_json::json!([3, 4, 5]));
+    assert_eq!(c["baseline"], "best-fit");
+    let base = &c["policies"][0]["metrics"]["wait_s.mean"]["values"];
+    let other = &c["policies"][1]["metrics"]["wait_s.mean"];
+    // The difference is paired: the mean of per-seed differences.
+    let diffs: Vec<f64> = (0..3)
+        .map(|i| other["values"][i].as_f64().unwrap() - base[i].as_f64().unwrap())
+        .collect();
+    let mean = diffs.iter().sum::<f64>() / 3.0;
+    let d = &other["diff"];
+    assert!(
+        (d["mean_diff"].as_f64().unwrap() - mean).abs() < 1e-9,
+        "{d}"
+    );
+    assert_eq!(d["n"], 3);
+    let (lo, hi) = (
+        d["ci_low"].as_f64().unwrap(),
+        d["ci_high"].as_f64().unwrap(),
+    );
+    assert!(lo <= mean && mean <= hi, "{d}");
+    assert!(c["policies"][0]["metrics"]["occupancy"]["diff"].is_null());
+    let html = String::from_utf8(read(&out.join("report.html"))).unwrap();
+    assert!(html.matches("<svg").count() >= 8, "plots inlined");
+    for needle in [
+        "★",
+        "95 % confidence interval",
+        "CDF of wait",
+        "Pending jobs by reason",
+        "equal share",
+        "[[fleet.cells]]",
+    ] {
+        assert!(html.contains(needle), "report lacks `{needle}`");
+    }
+    assert!(
+        !html.contains("http://") || html.contains("http://www.w3.org/2000/svg"),
+        "no external resource"
+    );
+    assert!(out.join("report.md").is_file() && out.join("plots/cdf-jct.svg").is_file());
+    assert!(out.join("runs/worst-fit/seed-4/summary.json").is_file());
+    // An ambiguous policy name is bad input.
+    let o = run(
+        &["compare", "--policies", "first-fit,best-fit", "--out"],
+        &[&out, &s],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+#[test]
+fn png_plots_when_a_font_is_installed() {
+    let font = std::env::var_os("FLEETSIM_FONT")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain(
+            fleetsim::report::plots::FONT_PATHS
+                .iter()
+                .map(PathBuf::from),
+        )
+        .any(|p| p.is_file());
+    if !font {
+        eprintln!("skipping: no TrueType font (apt-get install fonts-dejavu-core)");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let s = scenario(d.path(), SWEEP);
+    let out = d.path().join("cmp");
+    let o = run(
+        &[
+            "compare",
+            "--png",
+            "--policies",
+            "best-fit,worst-fit",
+            "--seeds",
+            "1",
+            "--out",
+        ],
+        &[&out, &s],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let png = read(&out.join("plots/cdf-wait.png"));
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+}
+
+#[test]
+fn compaction_finds_a_smaller_fleet_that_meets_the_goal() {
+    let d = tempfile::tempdir().unwrap();
+    let s = scenario(d.path(), SWEEP);
+    let out = d.path().join("c");
+    let o = run(
+        &[
+            "compact",
+            "--goal",
+            "censored_pct<=0",
+            "--goal",
+            "wait_s.p90<=3600",
+            "--goal",
+            "jobs.rejected<=0",
+            "--seeds",
+            "2",
+            "--lo",
+            "0.2",
+            "--hi",
+            "2",
+            "--tolerance",
+            "0.1",
+            "--out",
+        ],
+        &[&out, &s],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let c: serde_json::Value = serde_json::from_slice(&read(&out.join("compaction.json"))).unwrap();
+    let p90 = c["scale_p90"].as_f64().expect("met");
+    assert!(p90 > 0.2 && p90 <= 2.0, "{c}");
+    for seed in c["seeds"].as_array().unwrap() {
+        // The last probe at the answer met the goal; a probe below the answer did not.
+        let scale = seed["scale"].as_f64().unwrap();
+        for p in seed["probes"].as_array().unwrap() {
+            let ps = p["scale"].as_f64().unwrap();
+            if ps >= scale {
+                assert_eq!(p["met"], true, "{seed}");
+            }
+        }
+    }
+    let o = run(&["compact", "--goal", "occupancy=1", "--out"], &[&out, &s]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
