@@ -45,5 +45,43 @@ fn sweep_8(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, engine_events, replay_1m_fifo_bestfit, sweep_8);
+/// One seed of the FGD paper's inflation experiment on the real openb fleet and default pod
+/// list (seed 42: 10,8xx pods to 130 % of capacity), FGD with the per-attempt fragmentation
+/// series on (as the artifact computes it) and off. Needs the public traces
+/// (`FLEETSIM_TRACE_DIR` or `../shared/traces`); skipped with a message without them.
+fn openb_fgd_inflation(c: &mut Criterion) {
+    use fleetsim::inflation::RunConfig;
+    use fleetsim::policies::{PlacementKind, ScoreArithmetic};
+    let Some(dir) = benchmarks::fgd_trace_dir() else {
+        eprintln!("openb_fgd_inflation: skipped, no openb traces (set FLEETSIM_TRACE_DIR)");
+        return;
+    };
+    let setup = benchmarks::openb_fgd_setup(&dir, 42).expect("openb traces readable");
+    let mut g = c.benchmark_group("openb_fgd_inflation");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(setup.order.len() as u64));
+    for frag_series in [true, false] {
+        let cfg = RunConfig {
+            frag_series,
+            arithmetic: ScoreArithmetic::Exact,
+        };
+        let name = if frag_series {
+            "fgd_seed42"
+        } else {
+            "fgd_seed42_series_off"
+        };
+        g.bench_function(name, |b| {
+            b.iter(|| benchmarks::run_fgd(&setup, PlacementKind::Fgd, cfg))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    engine_events,
+    replay_1m_fifo_bestfit,
+    sweep_8,
+    openb_fgd_inflation
+);
 criterion_main!(benches);

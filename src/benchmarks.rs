@@ -7,6 +7,11 @@
 //! (σ = 1.5, capped at 4,628,226 s, Philly’s longest job), Poisson arrivals at 90 % offered
 //! load, onto 16,384 HGX H100 nodes (131,072 GPUs) in 4 cells; one strict-FIFO queue,
 //! best-fit placement, first-fit cell selection.
+//!
+//! `openb_fgd_inflation`: one seed of the FGD paper's inflation experiment on the real openb
+//! fleet and pod list ([`openb_fgd_setup`], needs the public traces), and the FGD artifact's
+//! own run of it replayed from its log ([`peer_replay_setup`]); [`run_fgd`] places every pod
+//! with the per-attempt fragmentation series on or off.
 
 use crate::scenario::{self, Loaded};
 
@@ -115,4 +120,104 @@ pub fn sweep_8(jobs: u64, threads: usize) -> Vec<crate::report::summary::Summary
             .map(|seed| run_quiet(&loaded, Some(seed)))
             .collect()
     })
+}
+
+/// The FGD experiment's inputs for one run: the openb fleet and default pod list of
+/// `scenarios/openb-fgd.toml`, an arrival order and a node rank.
+pub struct FgdSetup {
+    /// Fleet, pod list, typical table.
+    pub exp: crate::inflation::Experiment,
+    /// Pods in arrival order (indices into `exp.pods`).
+    pub order: Vec<usize>,
+    /// Node tie-break rank.
+    pub rank: Vec<u32>,
+}
+
+/// The public trace directory for the FGD benches: `FLEETSIM_TRACE_DIR`, else
+/// `traces/public`, else `../shared/traces` (this repository's CI layout); `None` when none
+/// holds the openb files.
+pub fn fgd_trace_dir() -> Option<std::path::PathBuf> {
+    let candidates = [
+        std::env::var_os("FLEETSIM_TRACE_DIR").map(std::path::PathBuf::from),
+        Some(std::path::PathBuf::from("traces/public")),
+        Some(std::path::PathBuf::from("../shared/traces")),
+    ];
+    candidates.into_iter().flatten().find(|d| {
+        d.join("alibaba-gpu-2023/openb_pod_list_default.csv")
+            .is_file()
+    })
+}
+
+/// `openb_fgd_inflation`: one seed of the FGD paper's inflation experiment
+/// (`scenarios/openb-fgd.toml`): the openb fleet (1,213 nodes, 6,212 GPUs), the default pod
+/// list shuffled and cloned to 130 % of capacity with seed `seed` (10,8xx pods), seeded node
+/// rank.
+///
+/// # Errors
+/// [`crate::run::RunError`] when the traces cannot be read.
+pub fn openb_fgd_setup(
+    trace_dir: &std::path::Path,
+    seed: u64,
+) -> Result<FgdSetup, crate::run::RunError> {
+    use crate::inflation;
+    let loaded = scenario::parse(
+        include_str!("../scenarios/openb-fgd.toml"),
+        "<openb-fgd>",
+        std::path::PathBuf::from("."),
+    )?;
+    let exp = inflation::experiment(&loaded, &fgd_opts(trace_dir))?;
+    let target = exp.capacity_milli * 13 / 10;
+    let order = inflation::arrival_order(&exp.pods, target, seed);
+    let rank = inflation::node_rank(&exp.fleet, seed);
+    Ok(FgdSetup { exp, order, rank })
+}
+
+/// The FGD artifact's own run of that experiment: the pod order and node rank of its
+/// per-attempt log `peer-fgd/results/events_<log>_default_tune1.3_seed42.csv` (10,866
+/// pods; `log` = `FGD` or `BestFit`).
+///
+/// # Errors
+/// [`crate::run::RunError`] when the traces or the log cannot be read.
+pub fn peer_replay_setup(
+    trace_dir: &std::path::Path,
+    log: &str,
+) -> Result<FgdSetup, crate::run::RunError> {
+    use crate::inflation::{self, peer::PeerLog};
+    let loaded = scenario::parse(
+        include_str!("../scenarios/openb-fgd.toml"),
+        "<openb-fgd>",
+        std::path::PathBuf::from("."),
+    )?;
+    let exp = inflation::experiment(&loaded, &fgd_opts(trace_dir))?;
+    let log = PeerLog::read(&trace_dir.join(format!(
+        "peer-fgd/results/events_{log}_default_tune1.3_seed42.csv"
+    )))?;
+    let order = log.order(&exp)?;
+    let rank = log.rank(&exp.fleet)?.rank;
+    Ok(FgdSetup { exp, order, rank })
+}
+
+fn fgd_opts(trace_dir: &std::path::Path) -> crate::run::RunOptions {
+    crate::run::RunOptions {
+        seed: None,
+        trace_dir: crate::scenario::TraceDir(trace_dir.to_path_buf()),
+        out_dir: None,
+        keep_rows: false,
+    }
+}
+
+/// One run of `policy` over the setup's order and rank (random-policy seed 42).
+pub fn run_fgd(
+    setup: &FgdSetup,
+    policy: fleetsim_policies::PlacementKind,
+    cfg: crate::inflation::RunConfig,
+) -> crate::inflation::RunTrace {
+    crate::inflation::run_one_with(
+        &setup.exp,
+        policy,
+        42,
+        &setup.order,
+        setup.rank.clone(),
+        cfg,
+    )
 }

@@ -243,8 +243,27 @@ pub fn run_scenario(
     })
 }
 
+/// `attempts-<policy>-<seed>.csv` of every run, in the FGD artifact's log layout
+/// ([`crate::inflation::peer::write_attempts`]).
+fn write_attempt_files(dir: &Path, r: &crate::inflation::Results) -> Result<(), RunError> {
+    use crate::inflation::peer;
+    for (k, t) in r.runs.iter().enumerate() {
+        let i = k % r.seeds.len();
+        let (order, rank) = &r.inputs[i];
+        let names = match &r.replay {
+            Some(rep) => rep.names.clone(),
+            None => peer::attempt_names(&r.exp, order),
+        };
+        let path = dir.join(format!("attempts-{}-{}.csv", t.policy.as_str(), t.seed));
+        peer::write_attempts(&path, &r.exp, &names, order, rank, t, r.spec.frag_series)
+            .map_err(io_err(&path))?;
+    }
+    Ok(())
+}
+
 /// Runs an inflation scenario (`mode = "inflation"`) and, with an output directory, writes
-/// `summary.json`, `curves.csv` and `allocation.svg` there.
+/// `summary.json`, `curves.csv` and `allocation.svg` there (and, with `attempts_csv`,
+/// `attempts-<policy>-<seed>.csv`).
 ///
 /// # Errors
 /// [`RunError`] when the fleet or pod list cannot be read or an output cannot be written.
@@ -269,6 +288,9 @@ pub fn run_inflation(
         );
         report::write_plot(&path, &title, &medians, results.spec.target_pct)
             .map_err(io_err(&path))?;
+        if results.spec.attempts_csv {
+            write_attempt_files(dir, &results)?;
+        }
         let path = dir.join("summary.json");
         report::write_summary(&path, &summary).map_err(io_err(&path))?;
     }

@@ -74,7 +74,7 @@ pub use cell_select::CellSelect;
 pub use decision::{Decision, PendingReason, RejectReason, Verdict};
 pub use ids::{CellId, JobId, ModelId, NodeId, QueueId, TenantId};
 pub use job::PendingJob;
-pub use placement::{place_gang, Choice, PlaceCtx, Placement, TypicalTasks};
+pub use placement::{place_gang, Choice, PlaceCtx, Placement, ScoreArithmetic, TypicalTasks};
 pub use queue_order::{OrderKey, QueueOrder};
 pub use resources::{ModelSet, TaskShape, WHOLE_GPU_MILLI};
 pub use scheduler::{

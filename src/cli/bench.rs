@@ -30,6 +30,9 @@ pub struct Measurement {
     pub occupancy: f64,
     /// Mean wait, seconds.
     pub mean_wait_s: f64,
+    /// FGD workloads: the placement loop alone (after reading the inputs), seconds.
+    #[serde(default)]
+    pub place_s: Option<f64>,
 }
 
 fn peak_rss_mib() -> f64 {
@@ -49,9 +52,12 @@ fn peak_rss_mib() -> f64 {
 /// # Errors
 /// An unknown workload name, or a failed run.
 pub fn measure(workload: &str, jobs: u64, nodes: u32) -> Result<Measurement> {
+    if let Some(m) = measure_fgd(workload)? {
+        return Ok(m);
+    }
     let loaded = match workload {
         "replay_1m_fifo_bestfit" => benchmarks::replay_fifo_bestfit(jobs, nodes),
-        other => bail!("unknown bench workload `{other}`; known: replay_1m_fifo_bestfit"),
+        other => bail!("unknown bench workload `{other}`; known: replay_1m_fifo_bestfit, openb_fgd_inflation, peer_replay:<FGD|BestFit>:<on|off>"),
     };
     let opts = RunOptions {
         seed: None,
@@ -71,7 +77,118 @@ pub fn measure(workload: &str, jobs: u64, nodes: u32) -> Result<Measurement> {
         peak_mib: peak_rss_mib(),
         occupancy: out.summary.occupancy.unwrap_or(0.0),
         mean_wait_s: out.summary.wait_s.mean.unwrap_or(0.0),
+        place_s: None,
     })
+}
+
+/// The FGD artifact's measured cost of its own run (SOURCE.md of `peer-fgd`): wall seconds
+/// for FGD and BestFit.
+const PEER_WALL_S: [(&str, f64); 2] = [("FGD", 1450.0), ("BestFit", 1793.0)];
+
+/// The FGD experiment workloads: `openb_fgd_inflation` (seed 42, FGD, series on) and
+/// `peer_replay:<FGD|BestFit>:<on|off>` (the artifact's order and rank from its log,
+/// artifact arithmetic, fragmentation series on or off). Whole cost: reading the fleet, the
+/// pod list and the log, then placing every pod. `None` for other names.
+fn measure_fgd(workload: &str) -> Result<Option<Measurement>> {
+    use crate::inflation::RunConfig;
+    use fleetsim_policies::{PlacementKind, ScoreArithmetic};
+    let (setup, policy, cfg): (_, _, RunConfig) = match workload.split(':').collect::<Vec<_>>()[..]
+    {
+        ["openb_fgd_inflation"] => {
+            let dir = benchmarks::fgd_trace_dir().context("no openb traces")?;
+            let t = Instant::now();
+            (
+                (t, benchmarks::openb_fgd_setup(&dir, 42)?),
+                PlacementKind::Fgd,
+                RunConfig::default(),
+            )
+        }
+        ["peer_replay", log, series] => {
+            let dir = benchmarks::fgd_trace_dir().context("no openb traces")?;
+            let t = Instant::now();
+            let policy = match log {
+                "FGD" => PlacementKind::Fgd,
+                "BestFit" => PlacementKind::FgdBestFit,
+                other => bail!("unknown peer log `{other}`; known: FGD, BestFit"),
+            };
+            (
+                (t, benchmarks::peer_replay_setup(&dir, log)?),
+                policy,
+                RunConfig {
+                    frag_series: series == "on",
+                    arithmetic: ScoreArithmetic::Artifact,
+                },
+            )
+        }
+        _ => return Ok(None),
+    };
+    let (t0, setup) = setup;
+    let t1 = Instant::now();
+    let trace = benchmarks::run_fgd(&setup, policy, cfg);
+    let place_s = t1.elapsed().as_secs_f64();
+    let wall_s = t0.elapsed().as_secs_f64();
+    let last = trace.events.last().copied().unwrap_or_default();
+    Ok(Some(Measurement {
+        workload: workload.to_string(),
+        jobs: trace.events.len() as u64,
+        nodes: setup.exp.fleet.nodes().len() as u64,
+        events: trace.placed,
+        wall_s,
+        peak_mib: peak_rss_mib(),
+        occupancy: last.allocated_milli as f64 / setup.exp.capacity_milli as f64,
+        mean_wait_s: 0.0,
+        place_s: Some(place_s),
+    }))
+}
+
+/// The FGD section of `fleetsim bench` (skipped without the openb traces).
+fn fgd_section() -> Result<()> {
+    if benchmarks::fgd_trace_dir().is_none() {
+        println!(
+            "FGD experiment: skipped (no openb traces in $FLEETSIM_TRACE_DIR, traces/public or ../shared/traces)"
+        );
+        return Ok(());
+    }
+    println!(
+        "FGD experiment (openb: 1,213 nodes, 6,212 GPUs), each in a fresh process: read fleet, pod list (and log), place every pod"
+    );
+    println!(
+        "{:<32} {:>6} {:>7} {:>8} {:>8} {:>9} {:>7}  vs the artifact's own run",
+        "workload", "pods", "placed", "total_s", "place_s", "peak_MiB", "alloc"
+    );
+    let mut names: Vec<String> = Vec::new();
+    for (log, _) in PEER_WALL_S {
+        for series in ["on", "off"] {
+            names.push(format!("peer_replay:{log}:{series}"));
+        }
+    }
+    names.push("openb_fgd_inflation".into());
+    for name in names {
+        let m = in_child(&name, 0, 0)?;
+        let versus = PEER_WALL_S
+            .iter()
+            .find(|(log, _)| name == format!("peer_replay:{log}:on"))
+            .map_or(String::new(), |&(_, s)| {
+                format!(
+                    "{:.0} s / {:.3} s = {:.0}x faster",
+                    s,
+                    m.wall_s,
+                    s / m.wall_s
+                )
+            });
+        println!(
+            "{:<32} {:>6} {:>7} {:>8.3} {:>8.3} {:>9.1} {:>6.2}%  {}",
+            m.workload,
+            m.jobs,
+            m.events,
+            m.wall_s,
+            m.place_s.unwrap_or(f64::NAN),
+            m.peak_mib,
+            100.0 * m.occupancy,
+            versus
+        );
+    }
+    Ok(())
 }
 
 fn in_child(workload: &str, jobs: u64, nodes: u32) -> Result<Measurement> {
@@ -183,5 +300,5 @@ pub fn main(child: Option<String>, jobs: u64, nodes: u32, quick: bool) -> Result
     if !same {
         bail!("sweep_8 results differ between 1 and 2 threads");
     }
-    Ok(())
+    fgd_section()
 }

@@ -23,7 +23,17 @@
 //! 4. Randomness of the `random` policy: stream `inflation.random-policy`.
 //!
 //! [`run_one`] takes the order and the rank as inputs, so a recorded order and rank (the
-//! artifact's own log) can be injected instead of the seeded ones.
+//! artifact's own log) can be injected instead of the seeded ones: [`peer`] reads them from
+//! the artifact's per-attempt log (`[inflation] order_from`), checks agreement with it row
+//! by row and writes fleetsim's attempts in the same column layout.
+//!
+//! # Per-attempt series
+//!
+//! Every offer yields an [`Event`]: arrived and allocated GPU-milli, the node and
+//! accelerators taken, used nodes and GPUs, and — with [`RunConfig::frag_series`] on, as the
+//! artifact computes it after every attempt — the fleet's fragmentation (and its Q1+Q2+Q4
+//! part) as exact integers. Off, those two stay 0 (a timing mode: curves of fragmentation
+//! are then meaningless).
 //!
 //! # Curves
 //!
@@ -39,6 +49,7 @@
 //! Runs are independent and executed with rayon; results are collected in input order
 //! (policy, then seed) and reduced sequentially, so outputs do not depend on the thread count.
 
+pub mod peer;
 pub mod report;
 
 use std::collections::BTreeMap;
@@ -48,9 +59,10 @@ use rand::RngCore;
 use rayon::prelude::*;
 
 use fleetsim_policies::placement::fgd::TaskSample;
-use fleetsim_policies::placement::{bind, PlaceCtx};
+use fleetsim_policies::placement::{bind, Choice, PlaceCtx, Placement};
 use fleetsim_policies::{
-    CellId, FleetState, ModelId, ModelSet, NodeId, PlacementKind, TaskShape, TypicalTasks,
+    CellId, FleetState, ModelId, ModelSet, NodeId, PlacementKind, ScoreArithmetic, TaskAlloc,
+    TaskShape, TypicalTasks,
 };
 
 use crate::fleet::build::build_fleet;
@@ -72,15 +84,45 @@ pub struct Pod {
     pub type_key: String,
 }
 
-/// Per-event record of one run.
+/// Per-event record of one run: the outcome of one offer and the fleet after it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Event {
     /// GPU-milli requested by all pods offered so far.
     pub arrived_milli: u64,
     /// GPU-milli held after this offer.
     pub allocated_milli: u64,
-    /// Fleet fragmentation × `W` after this offer (divide by the table's weight total).
+    /// Fleet fragmentation × `W` after this offer (divide by the table's weight total); 0
+    /// when [`RunConfig::frag_series`] is off.
     pub frag_scaled: u128,
+    /// The part of `frag_scaled` the artifact books as Q1, Q2 and Q4
+    /// ([`TypicalTasks::node_frag_parts_scaled`]); 0 when the series is off.
+    pub q124_scaled: u128,
+    /// The node that took the pod; `None` when it fit nowhere.
+    pub node: Option<NodeId>,
+    /// The accelerators bound on that node (bit `i` = accelerator `i`).
+    pub gpu_mask: u64,
+    /// Nodes holding anything after this offer.
+    pub used_nodes: u32,
+    /// Accelerators of those nodes (the artifact counts every GPU of a used node).
+    pub used_gpus: u32,
+}
+
+/// How a run is carried out, beyond policy, seed, order and rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunConfig {
+    /// Keep the fleet's fragmentation after every offer (the artifact does; default on).
+    pub frag_series: bool,
+    /// Score arithmetic of `fgd` and `fgd-best-fit` (default exact).
+    pub arithmetic: ScoreArithmetic,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            frag_series: true,
+            arithmetic: ScoreArithmetic::Exact,
+        }
+    }
 }
 
 /// One run's outcome.
@@ -230,7 +272,8 @@ pub fn node_rank(fleet: &FleetState, seed: u64) -> Vec<u32> {
     rank
 }
 
-/// Runs one policy over one arrival sequence with one node rank.
+/// Runs one policy over one arrival sequence with one node rank, with the default
+/// [`RunConfig`] (fragmentation series on, exact arithmetic).
 pub fn run_one(
     exp: &Experiment,
     policy: PlacementKind,
@@ -238,57 +281,182 @@ pub fn run_one(
     order: &[usize],
     rank: Vec<u32>,
 ) -> RunTrace {
-    let mut fleet = exp.fleet.clone();
-    let placement = policy.build();
-    let mut ctx = PlaceCtx::new()
-        .with_rank(rank)
-        .with_seed(rng::stream(seed, "inflation.random-policy").next_u64())
-        .with_typical(exp.typical.clone());
-    let cells: Vec<CellId> = (0..fleet.cells().len()).map(|c| CellId(c as u16)).collect();
-    let mut frag: Vec<u64> = (0..fleet.nodes().len())
-        .map(|i| exp.typical.node_frag_now(&fleet, NodeId(i as u32)))
-        .collect();
-    let mut frag_total: u128 = frag.iter().map(|&f| u128::from(f)).sum();
-    let mut events = Vec::with_capacity(order.len());
-    let (mut arrived, mut placed, mut failed) = (0u64, 0u64, 0u64);
-    for &i in order {
-        let pod = &exp.pods[i];
-        arrived += pod.shape.total_gpu_milli();
-        let mut got = None;
-        if let Some(models) = pod.models {
-            for &cell in &cells {
-                if let Some(choice) = placement.select(&mut ctx, &fleet, cell, &pod.shape, models) {
-                    got = bind(&mut fleet, choice, &pod.shape, models).ok();
-                    if got.is_some() {
-                        break;
-                    }
-                }
+    run_one_with(exp, policy, seed, order, rank, RunConfig::default())
+}
+
+/// Runs one policy over one arrival sequence with one node rank.
+pub fn run_one_with(
+    exp: &Experiment,
+    policy: PlacementKind,
+    seed: u64,
+    order: &[usize],
+    rank: Vec<u32>,
+    cfg: RunConfig,
+) -> RunTrace {
+    let mut runner = Runner::new(exp, policy, seed, rank, cfg);
+    let events = order.iter().map(|&i| runner.offer(i)).collect();
+    runner.finish(events)
+}
+
+/// One run in progress: the fleet, the policy and its context, the running totals. Offer
+/// pods one at a time with [`Runner::offer`] (or apply a recorded decision with
+/// [`Runner::apply`]); [`run_one_with`] is the loop.
+pub struct Runner<'a> {
+    exp: &'a Experiment,
+    policy: PlacementKind,
+    seed: u64,
+    placement: Box<dyn Placement>,
+    ctx: PlaceCtx,
+    fleet: FleetState,
+    cells: Vec<CellId>,
+    cfg: RunConfig,
+    /// Per node: (`W·F`, `W·Q124`) as last computed (series on).
+    frag: Vec<(u64, u64)>,
+    frag_total: u128,
+    q124_total: u128,
+    used: Vec<bool>,
+    used_nodes: u32,
+    used_gpus: u32,
+    arrived: u64,
+    placed: u64,
+    failed: u64,
+}
+
+impl<'a> Runner<'a> {
+    /// An empty fleet ready for the first offer.
+    pub fn new(
+        exp: &'a Experiment,
+        policy: PlacementKind,
+        seed: u64,
+        rank: Vec<u32>,
+        cfg: RunConfig,
+    ) -> Runner<'a> {
+        let fleet = exp.fleet.clone();
+        let ctx = PlaceCtx::new()
+            .with_rank(rank)
+            .with_seed(rng::stream(seed, "inflation.random-policy").next_u64())
+            .with_typical(exp.typical.clone())
+            .with_arithmetic(cfg.arithmetic);
+        let cells = (0..fleet.cells().len()).map(|c| CellId(c as u16)).collect();
+        let n = fleet.nodes().len();
+        let frag: Vec<(u64, u64)> = if cfg.frag_series {
+            (0..n)
+                .map(|i| exp.typical.node_frag_parts_now(&fleet, NodeId(i as u32)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let frag_total = frag.iter().map(|&(f, _)| u128::from(f)).sum();
+        let q124_total = frag.iter().map(|&(_, q)| u128::from(q)).sum();
+        Runner {
+            exp,
+            policy,
+            seed,
+            placement: policy.build(),
+            ctx,
+            fleet,
+            cells,
+            cfg,
+            frag,
+            frag_total,
+            q124_total,
+            used: vec![false; n],
+            used_nodes: 0,
+            used_gpus: 0,
+            arrived: 0,
+            placed: 0,
+            failed: 0,
+        }
+    }
+
+    /// The fleet as it is now.
+    pub fn fleet(&self) -> &FleetState {
+        &self.fleet
+    }
+
+    /// The placement context (node rank, caches, arithmetic).
+    pub fn ctx_mut(&mut self) -> &mut PlaceCtx {
+        &mut self.ctx
+    }
+
+    /// The policy object.
+    pub fn placement(&self) -> &dyn Placement {
+        self.placement.as_ref()
+    }
+
+    /// Where the policy would put pod `pods[i]` now, without placing it.
+    pub fn choose(&mut self, i: usize) -> Option<Choice> {
+        let pod = &self.exp.pods[i];
+        let models = pod.models?;
+        for &cell in &self.cells {
+            if let Some(c) =
+                self.placement
+                    .select(&mut self.ctx, &self.fleet, cell, &pod.shape, models)
+            {
+                return Some(c);
             }
         }
+        None
+    }
+
+    /// Offers pod `pods[i]` to the policy, places it where the policy says (or drops it)
+    /// and returns the event.
+    pub fn offer(&mut self, i: usize) -> Event {
+        let choice = self.choose(i);
+        self.apply(i, choice)
+    }
+
+    /// Records the offer of pod `pods[i]` with a given outcome: placed at `choice` (the
+    /// accelerators as given, or the default choice), or dropped for `None` — or when
+    /// `choice` does not fit.
+    pub fn apply(&mut self, i: usize, choice: Option<Choice>) -> Event {
+        let pod = &self.exp.pods[i];
+        self.arrived += pod.shape.total_gpu_milli();
+        let got: Option<TaskAlloc> = match (choice, pod.models) {
+            (Some(c), Some(models)) => bind(&mut self.fleet, c, &pod.shape, models).ok(),
+            _ => None,
+        };
         match got {
             Some(a) => {
-                placed += 1;
+                self.placed += 1;
                 let n = a.node;
-                let new = exp.typical.node_frag_now(&fleet, n);
-                frag_total = frag_total - u128::from(frag[n.index()]) + u128::from(new);
-                frag[n.index()] = new;
+                if !self.used[n.index()] {
+                    self.used[n.index()] = true;
+                    self.used_nodes += 1;
+                    self.used_gpus += self.fleet.node(n).gpus;
+                }
+                if self.cfg.frag_series {
+                    let new = self.exp.typical.node_frag_parts_now(&self.fleet, n);
+                    let old = std::mem::replace(&mut self.frag[n.index()], new);
+                    self.frag_total = self.frag_total - u128::from(old.0) + u128::from(new.0);
+                    self.q124_total = self.q124_total - u128::from(old.1) + u128::from(new.1);
+                }
             }
-            None => failed += 1,
+            None => self.failed += 1,
         }
-        events.push(Event {
-            arrived_milli: arrived,
-            allocated_milli: fleet.allocated_gpu_milli(),
-            frag_scaled: frag_total,
-        });
+        Event {
+            arrived_milli: self.arrived,
+            allocated_milli: self.fleet.allocated_gpu_milli(),
+            frag_scaled: self.frag_total,
+            q124_scaled: self.q124_total,
+            node: got.map(|a| a.node),
+            gpu_mask: got.map_or(0, |a| a.gpu_mask),
+            used_nodes: self.used_nodes,
+            used_gpus: self.used_gpus,
+        }
     }
-    RunTrace {
-        policy,
-        seed,
-        events,
-        placed,
-        failed,
-        tied: ctx.tied_decisions,
-        decided: ctx.decisions,
+
+    /// The run's record, given its events.
+    pub fn finish(self, events: Vec<Event>) -> RunTrace {
+        RunTrace {
+            policy: self.policy,
+            seed: self.seed,
+            events,
+            placed: self.placed,
+            failed: self.failed,
+            tied: self.ctx.tied_decisions,
+            decided: self.ctx.decisions,
+        }
     }
 }
 
@@ -389,6 +557,32 @@ pub struct Results {
     pub arrivals: Vec<usize>,
     /// Runs, policy-major.
     pub runs: Vec<RunTrace>,
+    /// Per seed: the arrival order and node rank used.
+    pub inputs: Vec<(Vec<usize>, Vec<u32>)>,
+    /// With `order_from`: the replayed log's facts and the agreement checks.
+    pub replay: Option<Replay>,
+}
+
+/// What a replay of a recorded run read and found.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Replay {
+    /// The log the order and rank came from, as the scenario names it.
+    pub order_from: String,
+    /// Attempts replayed.
+    pub attempts: u64,
+    /// Nodes whose rank the log names.
+    pub nodes_ranked_by_log: u64,
+    /// Nodes ranked by the fallback guess ([`peer::NodeRank::inferred`]).
+    pub nodes_rank_inferred: u64,
+    /// Score arithmetic of `fgd` and `fgd-best-fit`.
+    pub arithmetic: String,
+    /// Per `check_against` entry, in policy order.
+    pub agreement: Vec<peer::Agreement>,
+    /// Every checked row of every log agrees.
+    pub all_rows_agree: bool,
+    /// Pod names per attempt (the log's).
+    #[serde(skip)]
+    pub names: Vec<String>,
 }
 
 /// The seeds a spec asks for.
@@ -402,15 +596,15 @@ pub fn seeds_of(spec: &InflationSpec, scenario_seed: u64) -> Vec<u64> {
     }
 }
 
-/// Runs an inflation scenario: every policy × seed, in parallel, collected in input order.
+/// The experiment of a loaded inflation scenario: fleet, pod list, typical table.
 ///
 /// # Errors
 /// [`RunError`] when the fleet or the pod list cannot be read.
-pub fn run(loaded: &Loaded, opts: &RunOptions) -> Result<Results, RunError> {
+pub fn experiment(loaded: &Loaded, opts: &RunOptions) -> Result<Experiment, RunError> {
     let spec = loaded
         .scenario
         .inflation
-        .clone()
+        .as_ref()
         .expect("validated: inflation mode has [inflation]");
     let built = build_fleet(loaded, &opts.trace_dir)?;
     let t = loaded
@@ -422,30 +616,113 @@ pub fn run(loaded: &Loaded, opts: &RunOptions) -> Result<Results, RunError> {
     let path: PathBuf =
         loaded.resolve_path("workload.trace", &t.path, &t.public_path, &opts.trace_dir)?;
     let pods = alibaba_openb::read_pod_shapes(&path)?;
-    let exp = Experiment::new(built.state, pods, spec.typical_threshold_pct);
+    Ok(Experiment::new(
+        built.state,
+        pods,
+        spec.typical_threshold_pct,
+    ))
+}
+
+/// Runs an inflation scenario: every policy × seed, in parallel, collected in input order.
+/// With `order_from`, the log's order and rank are used and every `check_against` log is
+/// compared row by row ([`peer::check`]).
+///
+/// # Errors
+/// [`RunError`] when the fleet, the pod list or a log cannot be read, or a log does not
+/// belong to this fleet and pod list.
+pub fn run(loaded: &Loaded, opts: &RunOptions) -> Result<Results, RunError> {
+    let spec = loaded
+        .scenario
+        .inflation
+        .clone()
+        .expect("validated: inflation mode has [inflation]");
+    let exp = experiment(loaded, opts)?;
     let seeds = match opts.seed {
         Some(s) => seeds_of(&spec, s),
         None => seeds_of(&spec, loaded.scenario.seed),
     };
-    let target = exp.capacity_milli * u64::from(spec.target_pct) / 100;
-    let inputs: Vec<(Vec<usize>, Vec<u32>)> = seeds
-        .par_iter()
-        .map(|&s| {
-            (
-                arrival_order(&exp.pods, target, s),
-                node_rank(&exp.fleet, s),
-            )
-        })
-        .collect();
+    let cfg = RunConfig {
+        frag_series: spec.frag_series,
+        arithmetic: spec.arithmetic,
+    };
+    let resolve = |field: &str, f: &crate::scenario::FileRef| {
+        loaded.resolve_path(field, &f.path, &f.public_path, &opts.trace_dir)
+    };
+    let mut replay = None;
+    let inputs: Vec<(Vec<usize>, Vec<u32>)> = if let Some(f) = &spec.order_from {
+        let log = peer::PeerLog::read(&resolve("inflation.order_from", f)?)?;
+        let order = log.order(&exp)?;
+        let rank = log.rank(&exp.fleet)?;
+        let n = exp.fleet.nodes().len();
+        replay = Some(Replay {
+            order_from: f.display(),
+            attempts: order.len() as u64,
+            nodes_ranked_by_log: (n - rank.inferred) as u64,
+            nodes_rank_inferred: rank.inferred as u64,
+            arithmetic: spec.arithmetic.as_str().to_string(),
+            agreement: Vec::new(),
+            all_rows_agree: true,
+            names: log.rows.iter().map(|r| r.pod.clone()).collect(),
+        });
+        seeds
+            .iter()
+            .map(|_| (order.clone(), rank.rank.clone()))
+            .collect()
+    } else {
+        let target = exp.capacity_milli * u64::from(spec.target_pct) / 100;
+        seeds
+            .par_iter()
+            .map(|&s| {
+                (
+                    arrival_order(&exp.pods, target, s),
+                    node_rank(&exp.fleet, s),
+                )
+            })
+            .collect()
+    };
+    let mut logs = Vec::new();
+    for (name, f) in &spec.check_against {
+        let log = peer::PeerLog::read(&resolve(&format!("inflation.check_against.{name}"), f)?)?;
+        let order = log.order(&exp)?;
+        let rank = log.rank(&exp.fleet)?;
+        let kind: PlacementKind = name.parse().expect("validated policy name");
+        logs.push((kind, f.display(), log, order, rank));
+    }
     let jobs: Vec<(PlacementKind, usize)> = spec
         .policies
         .iter()
         .flat_map(|&p| (0..seeds.len()).map(move |i| (p, i)))
         .collect();
-    let runs: Vec<RunTrace> = jobs
+    let outcomes: Vec<(RunTrace, Option<peer::Agreement>)> = jobs
         .par_iter()
-        .map(|&(p, i)| run_one(&exp, p, seeds[i], &inputs[i].0, inputs[i].1.clone()))
+        .map(|&(p, i)| {
+            let (order, rank) = &inputs[i];
+            if let Some((_, shown, log, lorder, lrank)) = logs.iter().find(|l| l.0 == p) {
+                let (mut a, trace) = peer::check(&exp, p, seeds[i], log, lorder, lrank, cfg);
+                a.log = shown.clone();
+                // After a disagreement the check follows the log: rerun for fleetsim's own.
+                let own = if a.all_match() && lorder == order && lrank.rank == *rank {
+                    trace
+                } else {
+                    run_one_with(&exp, p, seeds[i], order, rank.clone(), cfg)
+                };
+                (own, Some(a))
+            } else {
+                (
+                    run_one_with(&exp, p, seeds[i], order, rank.clone(), cfg),
+                    None,
+                )
+            }
+        })
         .collect();
+    let mut runs = Vec::with_capacity(outcomes.len());
+    for (trace, a) in outcomes {
+        runs.push(trace);
+        if let (Some(a), Some(r)) = (a, replay.as_mut()) {
+            r.all_rows_agree &= a.all_match();
+            r.agreement.push(a);
+        }
+    }
     let arrivals = inputs.iter().map(|(o, _)| o.len()).collect();
     Ok(Results {
         exp,
@@ -453,6 +730,8 @@ pub fn run(loaded: &Loaded, opts: &RunOptions) -> Result<Results, RunError> {
         seeds,
         arrivals,
         runs,
+        inputs,
+        replay,
     })
 }
 
@@ -479,7 +758,7 @@ mod tests {
         let ev = |a, l| Event {
             arrived_milli: a,
             allocated_milli: l,
-            frag_scaled: 0,
+            ..Event::default()
         };
         // Capacity 1000: x = 0, 0, 1 (10 → 1 %), 3 (30); x = 2 falls back to 1..3.
         let c = curve(&[ev(0, 0), ev(2, 0), ev(10, 10), ev(30, 20)], 1000, 1, 3);

@@ -100,6 +100,9 @@ pub struct InflationSummary {
     pub policies: Vec<PolicyResult>,
     /// The published numbers and the comparison, when given.
     pub reference: Option<ReferenceCheck>,
+    /// With `order_from`: the replayed log and the row-by-row agreement checks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<super::Replay>,
 }
 
 /// Facts of the typical-pod table.
@@ -310,6 +313,7 @@ pub fn summary(name: &str, description: &str, r: &Results, m: &Medians) -> Infla
         report_at_pct: at,
         policies,
         reference,
+        replay: r.replay.clone(),
     }
 }
 
@@ -466,6 +470,15 @@ pub fn table(s: &InflationSummary) -> String {
             if r.all_within_tolerance { "yes" } else { "NO" },
             if r.same_order { "yes" } else { "NO" }
         ));
+    }
+    if let Some(r) = &s.replay {
+        out.push_str(&format!(
+            "replayed {} attempts in the order and node rank of {} ({} arithmetic)\n",
+            r.attempts, r.order_from, r.arithmetic
+        ));
+        for a in &r.agreement {
+            out.push_str(&a.describe());
+        }
     }
     out
 }

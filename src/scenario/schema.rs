@@ -4,7 +4,7 @@ use serde::Deserialize;
 
 use fleetsim_policies::{
     CellSelectKind, Level, PlacementKind, QueueOrderKind, QueueingStrategy, RayStrategy,
-    TopologyMode, TopologySpec,
+    ScoreArithmetic, TopologyMode, TopologySpec,
 };
 
 use crate::workload::synthetic::SyntheticSpec;
@@ -84,6 +84,56 @@ pub struct InflationSpec {
     /// Published numbers to compare with, if any.
     #[serde(default)]
     pub reference: Option<InflationReference>,
+    /// Replay a recorded run: the pod order (`pod`/`base_pod` columns) and node tie-break
+    /// rank (`NNNN-` node-name prefixes) of an FGD-artifact per-attempt log
+    /// (`peer-fgd/results/events_*.csv`) replace the seeded ones. Needs exactly one seed
+    /// (which then only seeds the `random` policy). See `src/inflation/peer.rs`.
+    #[serde(default)]
+    pub order_from: Option<FileRef>,
+    /// Per policy name, an FGD-artifact log to check the run against row by row (decision,
+    /// allocated GPU-milli, fragmentation); the result goes to `summary.json` under
+    /// `replay.agreement`. Needs `order_from`.
+    #[serde(default)]
+    pub check_against: std::collections::BTreeMap<String, FileRef>,
+    /// Score arithmetic of `fgd` and `fgd-best-fit`: `exact` (default, integers) or
+    /// `artifact` (the FGD artifact's `float64` evaluation, for exact replays of its logs).
+    #[serde(default)]
+    pub arithmetic: ScoreArithmetic,
+    /// Compute the fleet's fragmentation after every attempt, as the artifact does (default
+    /// true). Off, only the curves of allocation are meaningful.
+    #[serde(default = "default_true")]
+    pub frag_series: bool,
+    /// Write `attempts-<policy>-<seed>.csv`: one row per attempt in the artifact log's column
+    /// layout, to diff against its logs.
+    #[serde(default)]
+    pub attempts_csv: bool,
+}
+
+/// A file named relative to the scenario (`path`) or under the public trace directory
+/// (`public_path`); exactly one.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileRef {
+    /// A path relative to the scenario file.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// A path under the public trace directory.
+    #[serde(default)]
+    pub public_path: Option<String>,
+}
+
+impl FileRef {
+    /// The path as written in the scenario (for reports: machine-independent).
+    pub fn display(&self) -> String {
+        self.path
+            .clone()
+            .or_else(|| self.public_path.clone())
+            .unwrap_or_default()
+    }
+}
+
+fn default_true() -> bool {
+    true
 }
 
 /// Published median unallocated GPU % at `report_at_pct`, to check a reproduction against.

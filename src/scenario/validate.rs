@@ -289,6 +289,30 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
                     "must be in 1..=100",
                 ));
             }
+            if inf.order_from.is_some() && (inf.seeds.len() > 1 || inf.seed_count.unwrap_or(1) > 1)
+            {
+                return Err(bad(
+                    "inflation.order_from".into(),
+                    "a recorded order is one run: give one seed",
+                ));
+            }
+            if !inf.check_against.is_empty() && inf.order_from.is_none() {
+                return Err(bad(
+                    "inflation.check_against".into(),
+                    "checking against a log needs `order_from` (its order and rank)",
+                ));
+            }
+            for name in inf.check_against.keys() {
+                let known = name
+                    .parse::<fleetsim_policies::PlacementKind>()
+                    .map_err(|m| bad(format!("inflation.check_against.{name}"), m.as_str()))?;
+                if !inf.policies.contains(&known) {
+                    return Err(bad(
+                        format!("inflation.check_against.{name}"),
+                        "not one of `inflation.policies`",
+                    ));
+                }
+            }
             match &s.workload.trace {
                 Some(t) if t.format == TraceFormat::AlibabaOpenb => {}
                 _ => {

@@ -120,6 +120,10 @@ pub struct Inspection {
     pub tenants: BTreeMap<String, TenantStats>,
 }
 
+/// The most offered-load buckets [`inspect`] makes; wider buckets are used when the span
+/// would need more (the width given or chosen is raised to `span / MAX_LOAD_BUCKETS + 1` s).
+pub const MAX_LOAD_BUCKETS: u64 = 10_000;
+
 /// The bucket width chosen when none is given: a day for spans of 3 days or more, an hour
 /// for 3 hours or more, else a minute (seconds).
 pub fn auto_bucket_s(span_ms: u64) -> u64 {
@@ -185,8 +189,13 @@ pub fn inspect(
     let horizon = last_end
         .unwrap_or(origin)
         .max(last_submit.unwrap_or(origin));
+    // At most MAX_LOAD_BUCKETS buckets, whatever the span: a trace whose times reach
+    // 10^12 s must not ask for a 10^9-element series (found by fuzzing).
+    let span_s = (horizon - origin) / 1000;
+    let min_width_s = span_s / MAX_LOAD_BUCKETS + 1;
     let bucket_s = bucket_s
         .unwrap_or_else(|| auto_bucket_s(horizon - origin))
+        .max(min_width_s)
         .max(1);
     let width = bucket_s * 1000;
     let first_bucket = origin / width;
@@ -295,6 +304,28 @@ pub fn inspect(
 
 #[cfg(test)]
 mod tests {
+    /// Fuzzing found a pod list whose deletion time (1.25·10¹² s) made inspect ask for a
+    /// 35 GB offered-load series; the bucket count is now bounded.
+    #[test]
+    fn huge_spans_get_bounded_buckets() {
+        let mut j = crate::workload::JobSpec::simple("p", "t", 0, 1, 0);
+        j.runtime = fleetsim_policies::SimDuration(1_253_749_629_600_000);
+        let mut s = crate::workload::VecStream::new(vec![j], Default::default());
+        let i = super::inspect(&mut s, None).unwrap();
+        assert!(
+            i.offered_load.len() as u64 <= super::MAX_LOAD_BUCKETS + 1,
+            "{}",
+            i.offered_load.len()
+        );
+        let mut j2 = crate::workload::JobSpec::simple("q", "t", 0, 1, 0);
+        j2.runtime = fleetsim_policies::SimDuration(u64::MAX / 2);
+        let mut s = crate::workload::VecStream::new(vec![j2], Default::default());
+        assert!(
+            super::inspect(&mut s, Some(1)).unwrap().offered_load.len() as u64
+                <= super::MAX_LOAD_BUCKETS + 1
+        );
+    }
+
     use super::*;
     use crate::workload::VecStream;
 

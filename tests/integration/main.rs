@@ -8,6 +8,7 @@ mod fuzz_stable;
 mod hand_computed;
 mod inflation;
 mod invariants;
+mod peer_fgd;
 mod placement_props;
 mod real_traces;
 mod snapshots;

@@ -6,13 +6,16 @@
 //! * every task runs on a model its `gpu_spec` allows,
 //! * a `required` topology level is never violated (all tasks of a gang in one group),
 //!   `STRICT_PACK` gangs sit on one node and `STRICT_SPREAD` gangs on distinct nodes,
-//! * a gang is placed whole or not at all.
+//! * a gang is placed whole or not at all;
+//! * the score-based policies, whose contexts cache scores per task shape and node version,
+//!   choose exactly what a brute-force argmax of `node_score` over all nodes with a fresh
+//!   context chooses (highest score, lowest rank, same accelerators), in both arithmetics.
 
 use fleetsim_policies::placement::fgd::TaskSample;
 use fleetsim_policies::{
-    place_gang, CellId, FleetState, JobId, Level, ModelId, ModelSet, NodeSpec, PendingJob,
-    PlaceCtx, PlacementKind, QueueId, RayStrategy, SimTime, TaskAlloc, TaskShape, TenantId,
-    TopologyMode, TopologySpec, TypicalTasks,
+    place_gang, CellId, FleetState, JobId, Level, ModelId, ModelSet, NodeId, NodeSpec, PendingJob,
+    PlaceCtx, PlacementKind, QueueId, RayStrategy, ScoreArithmetic, SimTime, TaskAlloc, TaskShape,
+    TenantId, TopologyMode, TopologySpec, TypicalTasks,
 };
 use proptest::prelude::*;
 
@@ -212,6 +215,83 @@ proptest! {
                         f.release(t).unwrap();
                     }
                     f.audit(held.iter().flatten()).map_err(TestCaseError::fail)?;
+                }
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn cached_scores_choose_as_a_fresh_brute_force_argmax(
+        nodes in proptest::collection::vec((0u8..3, 1u8..9, 1u8..33), 1..10),
+        gangs in proptest::collection::vec(gang_strategy(), 1..40),
+        seed in any::<u64>(),
+    ) {
+        // Few distinct shapes, so shapes repeat and cached scores are reused.
+        let gangs: Vec<G> = gangs
+            .into_iter()
+            .map(|g| G {
+                gpus: g.gpus % 3,
+                milli: [250, 500, 1000][usize::from(g.milli % 3)],
+                cpu: (g.cpu % 3) * 2000,
+                mem: (g.mem % 2) * 8000,
+                ..g
+            })
+            .collect();
+        let jobs: Vec<PendingJob> = gangs.iter().enumerate().map(|(i, g)| job(i, g)).collect();
+        let typical = TypicalTasks::build(
+            jobs.iter().map(|j| TaskSample {
+                shape: j.shape,
+                models: j.models,
+                type_key: format!("{:?}", j.models),
+            }),
+            95,
+        );
+        let kinds = [
+            PlacementKind::DotProd,
+            PlacementKind::GpuClustering,
+            PlacementKind::GpuPacking,
+            PlacementKind::FgdBestFit,
+            PlacementKind::Fgd,
+        ];
+        for kind in kinds {
+            for arithmetic in [ScoreArithmetic::Exact, ScoreArithmetic::Artifact] {
+                let policy = kind.build();
+                let mut f = fleet(&nodes);
+                let n = f.nodes().len() as u32;
+                let rank: Vec<u32> = (0..n).map(|i| (i * 7 + seed as u32) % n).collect();
+                let fresh = || {
+                    PlaceCtx::new()
+                        .with_rank(rank.clone())
+                        .with_typical(typical.clone())
+                        .with_arithmetic(arithmetic)
+                };
+                let mut ctx = fresh();
+                let mut held: Vec<TaskAlloc> = Vec::new();
+                for (j, g) in jobs.iter().zip(&gangs) {
+                    let got = policy.select(&mut ctx, &f, CellId(0), &j.shape, j.models);
+                    let mut brute: Option<(i64, u32, NodeId, Option<u64>)> = None;
+                    let mut probe = fresh();
+                    for i in 0..n {
+                        let id = NodeId(i);
+                        if let Some((sc, mask)) = policy.node_score(&mut probe, &f, id, &j.shape, j.models) {
+                            let r = rank[i as usize];
+                            if brute.is_none_or(|(bs, br, _, _)| sc > bs || (sc == bs && r < br)) {
+                                brute = Some((sc, r, id, mask));
+                            }
+                        }
+                    }
+                    let want = brute.map(|(_, _, id, mask)| (id, mask));
+                    prop_assert_eq!(got.map(|c| (c.node, c.gpu_mask)), want, "{} {:?}", kind, arithmetic);
+                    if let Some(c) = got {
+                        held.push(fleetsim_policies::placement::bind(&mut f, c, &j.shape, j.models).unwrap());
+                    }
+                    if g.release && !held.is_empty() {
+                        f.release(&held.remove(0)).unwrap();
+                    }
                 }
             }
         }

@@ -8,7 +8,7 @@
 //! toward zero (the artifact's `int64(…)` conversion), computed here with exact integer
 //! arithmetic; the highest score wins, ties to the lowest rank ([`PlaceCtx::rank`]).
 
-use super::{argmax_by_rank, Choice, PlaceCtx, Placement};
+use super::{argmax_by_rank, Choice, PlaceCtx, Placement, ScoreArithmetic};
 use crate::ids::{CellId, NodeId};
 use crate::resources::{ModelSet, TaskShape, WHOLE_GPU_MILLI};
 use crate::state::FleetState;
@@ -99,9 +99,21 @@ impl Placement for DotProd {
         shape: &TaskShape,
         models: ModelSet,
     ) -> Option<Choice> {
-        argmax_by_rank(ctx, fleet, cell, shape, models, |_, n| {
+        argmax_by_rank(ctx, fleet, cell, shape, models, self.name(), |_, n| {
             Some((Self::score(fleet, n, shape), None))
         })
+    }
+    fn node_score(
+        &self,
+        _ctx: &mut PlaceCtx,
+        fleet: &FleetState,
+        n: NodeId,
+        shape: &TaskShape,
+        models: ModelSet,
+    ) -> Option<(i64, Option<u64>)> {
+        fleet
+            .fits(n, shape, models)
+            .then(|| (Self::score(fleet, n, shape), None))
     }
 }
 
@@ -151,9 +163,21 @@ impl Placement for GpuClustering {
         shape: &TaskShape,
         models: ModelSet,
     ) -> Option<Choice> {
-        argmax_by_rank(ctx, fleet, cell, shape, models, |_, n| {
+        argmax_by_rank(ctx, fleet, cell, shape, models, self.name(), |_, n| {
             Some((Self::score(fleet, n, shape), None))
         })
+    }
+    fn node_score(
+        &self,
+        _ctx: &mut PlaceCtx,
+        fleet: &FleetState,
+        n: NodeId,
+        shape: &TaskShape,
+        models: ModelSet,
+    ) -> Option<(i64, Option<u64>)> {
+        fleet
+            .fits(n, shape, models)
+            .then(|| (Self::score(fleet, n, shape), None))
     }
 }
 
@@ -212,9 +236,21 @@ impl Placement for GpuPacking {
         shape: &TaskShape,
         models: ModelSet,
     ) -> Option<Choice> {
-        argmax_by_rank(ctx, fleet, cell, shape, models, |_, n| {
+        argmax_by_rank(ctx, fleet, cell, shape, models, self.name(), |_, n| {
             Some((Self::score(fleet, n, shape), None))
         })
+    }
+    fn node_score(
+        &self,
+        _ctx: &mut PlaceCtx,
+        fleet: &FleetState,
+        n: NodeId,
+        shape: &TaskShape,
+        models: ModelSet,
+    ) -> Option<(i64, Option<u64>)> {
+        fleet
+            .fits(n, shape, models)
+            .then(|| (Self::score(fleet, n, shape), None))
     }
 }
 
@@ -227,6 +263,10 @@ impl Placement for GpuPacking {
 /// Differs from `best-fit` ([`super::BestFit`]): CPU counts for every task, the two
 /// dimensions are weighted against fixed scales, the score is truncated (so many nodes tie)
 /// and ties go to the rank, not the node id.
+///
+/// With [`ScoreArithmetic::Artifact`] the score is computed as the artifact does, in `f64`
+/// ([`FgdBestFit::artifact_score`]): where `100·(1 − s)` is exactly an integer, rounding can
+/// leave it just below and the truncation one point lower.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FgdBestFit;
 
@@ -240,6 +280,25 @@ impl FgdBestFit {
         let den = 2 * CPU_SCALE;
         let x = lc + (CPU_SCALE / GPU_SCALE) * lg;
         ((100 * den - 100 * x) / den) as i64
+    }
+
+    /// The artifact's evaluation of the same score (`best_fit_score.go`): `s = 0`, then
+    /// `s += (free − request) / max · 0.5` for CPU (max 128,000) and GPU (max 8,000) in that
+    /// order, all in `f64`, and `int64((1 − s) · 100)`.
+    pub fn artifact_score(fleet: &FleetState, n: NodeId, shape: &TaskShape) -> i64 {
+        let node = fleet.node(n);
+        let mut s = 0.0f64;
+        s += (node.free_cpu_milli as f64 - shape.cpu_milli as f64) / CPU_SCALE as f64 * 0.5;
+        s += (f64::from(node.free_gpu_milli) - shape.total_gpu_milli() as f64) / GPU_SCALE as f64
+            * 0.5;
+        ((1.0 - s) * 100.0) as i64
+    }
+
+    fn score_in(ctx: &PlaceCtx, fleet: &FleetState, n: NodeId, shape: &TaskShape) -> i64 {
+        match ctx.arithmetic() {
+            ScoreArithmetic::Exact => Self::score(fleet, n, shape),
+            ScoreArithmetic::Artifact => Self::artifact_score(fleet, n, shape),
+        }
     }
 }
 
@@ -255,9 +314,21 @@ impl Placement for FgdBestFit {
         shape: &TaskShape,
         models: ModelSet,
     ) -> Option<Choice> {
-        argmax_by_rank(ctx, fleet, cell, shape, models, |_, n| {
-            Some((Self::score(fleet, n, shape), None))
+        argmax_by_rank(ctx, fleet, cell, shape, models, self.name(), |ctx, n| {
+            Some((Self::score_in(ctx, fleet, n, shape), None))
         })
+    }
+    fn node_score(
+        &self,
+        ctx: &mut PlaceCtx,
+        fleet: &FleetState,
+        n: NodeId,
+        shape: &TaskShape,
+        models: ModelSet,
+    ) -> Option<(i64, Option<u64>)> {
+        fleet
+            .fits(n, shape, models)
+            .then(|| (Self::score_in(ctx, fleet, n, shape), None))
     }
 }
 
@@ -310,6 +381,47 @@ mod tests {
         assert_eq!(FgdBestFit::score(&f, NodeId(0), &t), 18);
         // On b: ½·56000/128000 + ½·1500/8000 = 0.21875 + 0.09375 = 0.3125 → 68.
         assert_eq!(FgdBestFit::score(&f, NodeId(1), &t), 68);
+    }
+
+    /// Where `100·(1 − s)` is an exact integer, the artifact's float64 can land just below
+    /// it: leftover CPU 0, leftover GPU 5,440 milli gives `s = 0.34` and exactly 66, but
+    /// `(1 − 0.34) · 100` in float64 is 65.99999999999999, truncated to 65.
+    #[test]
+    fn best_fit_artifact_arithmetic_truncates_below_integers() {
+        let mut f = fleet();
+        let share = TaskShape {
+            num_gpu: 1,
+            gpu_milli: 560,
+            cpu_milli: 0,
+            mem_mib: 0,
+        };
+        f.allocate(NodeId(1), &share, ModelSet::ANY).unwrap();
+        // Node b: 64,000 mCPU, GPU free 2,000 − 560 = 1,440; a task of 64,000 mCPU and one
+        // whole GPU leaves lc = 0, lg = 440: s = 440/16000 = 0.0275 → 97.25 → 97 both ways.
+        let two = TaskShape {
+            num_gpu: 1,
+            gpu_milli: 1000,
+            cpu_milli: 64_000,
+            mem_mib: 0,
+        };
+        assert_eq!(FgdBestFit::score(&f, NodeId(1), &two), 97);
+        assert_eq!(FgdBestFit::artifact_score(&f, NodeId(1), &two), 97);
+        // Node a: 8 GPUs; after a 560 m share, free 7,440; two whole GPUs and all 96,000 mCPU
+        // leave lc = 0, lg = 5,440.
+        f.allocate(NodeId(0), &share, ModelSet::ANY).unwrap();
+        let pair = TaskShape {
+            num_gpu: 2,
+            gpu_milli: 1000,
+            cpu_milli: 96_000,
+            mem_mib: 0,
+        };
+        assert_eq!(FgdBestFit::score(&f, NodeId(0), &pair), 66);
+        assert_eq!(FgdBestFit::artifact_score(&f, NodeId(0), &pair), 65);
+        let mut ctx = PlaceCtx::new().with_arithmetic(ScoreArithmetic::Artifact);
+        assert_eq!(
+            FgdBestFit.node_score(&mut ctx, &f, NodeId(0), &pair, ModelSet::ANY),
+            Some((65, None))
+        );
     }
 
     #[test]

@@ -41,16 +41,30 @@
 //! task tries **every** accelerator with room (each distinct free value once) and keeps the
 //! best score, lowest index on ties, which is also the accelerator it is bound to.
 //!
+//! # The artifact's arithmetic ([`ScoreArithmetic::Artifact`])
+//!
+//! The artifact weighs group `t` by the `float64` `freq_t = (k_t / N) / (W / N)` (`N` = all
+//! tasks), books each `freq_t · f_t` into one of seven classes (Q1 lack both, Q2 lack GPU,
+//! Q3 satisfied, Q4 lack CPU, XL/XR for CPU-only groups, no access; a fitting group puts its
+//! too-small accelerators' free milli in Q2 and the rest in Q3), sums the classes except Q3
+//! in that order, and scores `int64(σ((F − F') / 1000) · 100)` with `σ(x) = 1 / (1 + exp(−x))`.
+//! [`TypicalTasks::node_frag_artifact`] and [`TypicalTasks::artifact_score`] repeat this
+//! operation for operation. The result equals the exact one except where rounding crosses
+//! an integer boundary: a placement that leaves `F` unchanged can come out a few ulps
+//! negative and score 49 instead of 50.
+//!
 //! # Cost
 //!
 //! `F(n)` is cached per node in the [`PlaceCtx`], keyed by the node's
 //! [`FleetState::node_version`], so only nodes that changed since the last look are
 //! recomputed; scoring a candidate evaluates `F` on that one node's hypothetical state
-//! (`O(groups + accelerators × distinct shares)`), never the whole fleet.
+//! (`O(groups + accelerators × distinct shares)`), never the whole fleet. Scores are also
+//! cached per node and task shape by the shared placement loop (see [`super`], "Cost"): a
+//! task of a shape seen before rescores only the nodes that changed since.
 
 use std::collections::BTreeMap;
 
-use super::{argmax_by_rank, Choice, PlaceCtx, Placement};
+use super::{argmax_by_rank, Choice, PlaceCtx, Placement, ScoreArithmetic};
 use crate::ids::{CellId, ModelId, NodeId};
 use crate::resources::{ModelSet, TaskShape, WHOLE_GPU_MILLI};
 use crate::state::FleetState;
@@ -82,6 +96,8 @@ pub struct TypicalTasks {
     weight_total: u64,
     all_tasks: u64,
     thresholds: Vec<i64>,
+    /// The artifact's `float64` weight of each kept group (see the module docs).
+    freq: Vec<f64>,
 }
 
 /// One task of the workload, as input to [`TypicalTasks::build`].
@@ -169,12 +185,19 @@ impl TypicalTasks {
                 x.ceil() as i64
             })
             .collect();
+        // The artifact: count / N, then divided by (Σ kept counts / N) after the cut.
+        let n = all as f64;
+        let freq = kept
+            .iter()
+            .map(|t| (t.count as f64 / n) / (w as f64 / n))
+            .collect();
         TypicalTasks {
             tasks: kept,
             distinct_m,
             weight_total: w,
             all_tasks: all,
             thresholds,
+            freq,
         }
     }
 
@@ -193,23 +216,15 @@ impl TypicalTasks {
         self.all_tasks
     }
 
-    /// `W · F` of a node in the given state: `model`, free CPU, free GPU-milli per
-    /// accelerator (see the module docs).
-    pub fn node_frag_scaled(&self, model: Option<ModelId>, free_cpu: u64, free: &[u16]) -> u64 {
-        let fg: u64 = free.iter().map(|&f| u64::from(f)).sum();
-        if fg == 0 {
-            return 0;
-        }
-        let Some(model) = model else { return 0 };
-        // Per distinct share m (ascending): accelerators with free ≥ m and free GPU-milli
-        // below m, by one sweep over the accelerators sorted by free.
+    /// Per distinct share `m` (ascending, at most [`MAX_DISTINCT`]): how many accelerators
+    /// have free ≥ `m`, and the free GPU-milli of those below `m`, by one sweep over the
+    /// accelerators sorted by free. Returns the number of shares filled.
+    fn profile(&self, free: &[u16], cnt_ge: &mut [u32], s_lt: &mut [u64]) -> usize {
         let nm = self.distinct_m.len().min(MAX_DISTINCT);
         let g = free.len().min(64);
         let mut sorted = [0u16; 64];
         sorted[..g].copy_from_slice(&free[..g]);
         sorted[..g].sort_unstable();
-        let mut cnt_ge = [0u32; MAX_DISTINCT];
-        let mut s_lt = [0u64; MAX_DISTINCT];
         let (mut k, mut below) = (0usize, 0u64);
         for j in 0..nm {
             let m = self.distinct_m[j];
@@ -220,10 +235,36 @@ impl TypicalTasks {
             cnt_ge[j] = (g - k) as u32;
             s_lt[j] = below;
         }
-        let mut total = 0u64;
+        nm
+    }
+
+    /// `W · F` of a node in the given state: `model`, free CPU, free GPU-milli per
+    /// accelerator (see the module docs).
+    pub fn node_frag_scaled(&self, model: Option<ModelId>, free_cpu: u64, free: &[u16]) -> u64 {
+        self.node_frag_parts_scaled(model, free_cpu, free).0
+    }
+
+    /// `W · F` of a node and `W ·` its part the artifact books as Q1, Q2 and Q4 (the groups
+    /// that ask for accelerators of a model the node has: lacking GPU, CPU or both, plus the
+    /// too-small accelerators of groups that fit), in GPU-milli × `W`.
+    pub fn node_frag_parts_scaled(
+        &self,
+        model: Option<ModelId>,
+        free_cpu: u64,
+        free: &[u16],
+    ) -> (u64, u64) {
+        let fg: u64 = free.iter().map(|&f| u64::from(f)).sum();
+        if fg == 0 {
+            return (0, 0);
+        }
+        let Some(model) = model else { return (0, 0) };
+        let mut cnt_ge = [0u32; MAX_DISTINCT];
+        let mut s_lt = [0u64; MAX_DISTINCT];
+        let nm = self.profile(free, &mut cnt_ge, &mut s_lt);
+        let (mut total, mut q124) = (0u64, 0u64);
         for t in &self.tasks {
-            let f = if t.num_gpu == 0
-                || !t.models.allows(model)
+            let gpu_group = t.num_gpu > 0 && t.models.allows(model);
+            let f = if !gpu_group
                 || free_cpu < t.cpu_milli
                 || t.m_idx >= nm
                 || cnt_ge[t.m_idx] < t.num_gpu
@@ -233,8 +274,75 @@ impl TypicalTasks {
                 s_lt[t.m_idx]
             };
             total += t.count * f;
+            if gpu_group {
+                q124 += t.count * f;
+            }
         }
-        total
+        (total, q124)
+    }
+
+    /// `F` of a node in the given state as the artifact computes it, in GPU-milli (not
+    /// scaled): `float64` class sums, see the module docs. Equal to
+    /// [`TypicalTasks::node_frag_scaled`]` / W` up to rounding.
+    pub fn node_frag_artifact(&self, model: Option<ModelId>, free_cpu: u64, free: &[u16]) -> f64 {
+        // Class indices: Q1 lack both, Q2 lack GPU, (Q3 satisfied, not summed), Q4 lack CPU,
+        // XL / XR CPU-only groups with / without CPU, no access.
+        const Q1: usize = 0;
+        const Q2: usize = 1;
+        const Q4: usize = 3;
+        const XL: usize = 4;
+        const XR: usize = 5;
+        const NA: usize = 6;
+        let Some(model) = model else { return 0.0 };
+        let left: u64 = free.iter().map(|&f| u64::from(f)).sum();
+        let mut cnt_ge = [0u32; MAX_DISTINCT];
+        let mut s_lt = [0u64; MAX_DISTINCT];
+        let nm = self.profile(free, &mut cnt_ge, &mut s_lt);
+        let mut data = [0.0f64; 7];
+        for (t, &freq) in self.tasks.iter().zip(&self.freq) {
+            let cpu_ok = free_cpu >= t.cpu_milli;
+            if t.gpu_milli == 0 {
+                data[if cpu_ok { XL } else { XR }] += freq * left as f64;
+                continue;
+            }
+            if !t.models.allows(model) {
+                data[NA] += freq * left as f64;
+                continue;
+            }
+            let (fits, small) = if t.m_idx < nm {
+                (cnt_ge[t.m_idx] >= t.num_gpu, s_lt[t.m_idx])
+            } else {
+                let n = free
+                    .iter()
+                    .filter(|&&f| u32::from(f) >= t.gpu_milli)
+                    .count();
+                let small = free
+                    .iter()
+                    .filter(|&&f| u32::from(f) < t.gpu_milli)
+                    .map(|&f| u64::from(f))
+                    .sum();
+                (n as u32 >= t.num_gpu, small)
+            };
+            match (fits, cpu_ok) {
+                // Q3: the too-small accelerators go to Q2, the rest to Q3 (not summed).
+                (true, true) => data[Q2] += freq * small as f64,
+                (true, false) => data[Q4] += freq * left as f64,
+                (false, true) => data[Q2] += freq * left as f64,
+                (false, false) => data[Q1] += freq * left as f64,
+            }
+        }
+        let mut out = 0.0;
+        for i in [Q1, Q2, Q4, XL, XR, NA] {
+            out += data[i];
+        }
+        out
+    }
+
+    /// The artifact's FGD score of a fragmentation change `Δ = F − F'` (GPU-milli, `f64`):
+    /// `int64(σ(Δ / 1000) · 100)`, `σ(x) = 1 / (1 + exp(−x))`.
+    pub fn artifact_score(delta: f64) -> i64 {
+        let sigmoid = 1.0 / (1.0 + (-(delta / 1000.0)).exp());
+        (sigmoid * 100.0) as i64
     }
 
     /// `W · F(n)` of a node as it is now (0 when unschedulable).
@@ -244,6 +352,25 @@ impl TypicalTasks {
             return 0;
         }
         self.node_frag_scaled(node.model, node.free_cpu_milli, fleet.gpu_free(n))
+    }
+
+    /// [`TypicalTasks::node_frag_parts_scaled`] of a node as it is now ((0, 0) when
+    /// unschedulable).
+    pub fn node_frag_parts_now(&self, fleet: &FleetState, n: NodeId) -> (u64, u64) {
+        let node = fleet.node(n);
+        if !node.schedulable {
+            return (0, 0);
+        }
+        self.node_frag_parts_scaled(node.model, node.free_cpu_milli, fleet.gpu_free(n))
+    }
+
+    /// [`TypicalTasks::node_frag_artifact`] of a node as it is now (0 when unschedulable).
+    pub fn node_frag_artifact_now(&self, fleet: &FleetState, n: NodeId) -> f64 {
+        let node = fleet.node(n);
+        if !node.schedulable {
+            return 0.0;
+        }
+        self.node_frag_artifact(node.model, node.free_cpu_milli, fleet.gpu_free(n))
     }
 
     /// The FGD score of a fragmentation change `W·Δ`: `⌊100·σ(Δ/1000)⌋`, in `0..=99` for
@@ -272,6 +399,26 @@ pub(crate) fn cached_frag(
     slot.1
 }
 
+/// `F(n)` in the artifact's arithmetic from the context's cache, recomputed when the node
+/// changed.
+pub(crate) fn cached_frag_artifact(
+    ctx: &mut PlaceCtx,
+    typical: &TypicalTasks,
+    fleet: &FleetState,
+    n: NodeId,
+) -> f64 {
+    let len = fleet.nodes().len();
+    if ctx.frag_cache_f64.len() != len {
+        ctx.frag_cache_f64 = vec![(0, 0.0); len];
+    }
+    let v = fleet.node_version(n) + 1;
+    let slot = &mut ctx.frag_cache_f64[n.index()];
+    if slot.0 != v {
+        *slot = (v, typical.node_frag_artifact_now(fleet, n));
+    }
+    slot.1
+}
+
 /// Fleet fragmentation now, in GPU-milli × `W` (divide by [`TypicalTasks::weight_total`]),
 /// using and refreshing the context's per-node cache. `O(nodes)`; nodes that did not change
 /// cost one comparison.
@@ -294,7 +441,7 @@ pub struct Fgd;
 
 impl Fgd {
     /// The score of placing `shape` on node `n` and, for a GPU-sharing task, the
-    /// accelerator chosen.
+    /// accelerator chosen, in the context's arithmetic.
     fn score_node(
         ctx: &mut PlaceCtx,
         typical: &TypicalTasks,
@@ -302,7 +449,34 @@ impl Fgd {
         n: NodeId,
         shape: &TaskShape,
     ) -> Option<(i64, Option<u64>)> {
-        let before = cached_frag(ctx, typical, fleet, n) as i64;
+        let model = fleet.node(n).model;
+        match ctx.arithmetic {
+            ScoreArithmetic::Exact => {
+                let before = cached_frag(ctx, typical, fleet, n) as i64;
+                Self::candidates(fleet, n, shape, |cpu, free| {
+                    typical.score(before - typical.node_frag_scaled(model, cpu, free) as i64)
+                })
+            }
+            ScoreArithmetic::Artifact => {
+                let before = cached_frag_artifact(ctx, typical, fleet, n);
+                Self::candidates(fleet, n, shape, |cpu, free| {
+                    TypicalTasks::artifact_score(
+                        before - typical.node_frag_artifact(model, cpu, free),
+                    )
+                })
+            }
+        }
+    }
+
+    /// Evaluates `score(free CPU after, free accelerators after)` for the hypothetical
+    /// placements of `shape` on `n` (see the module docs) and returns the best, with the
+    /// accelerator of a GPU-sharing task.
+    fn candidates(
+        fleet: &FleetState,
+        n: NodeId,
+        shape: &TaskShape,
+        mut score: impl FnMut(u64, &[u16]) -> i64,
+    ) -> Option<(i64, Option<u64>)> {
         let node = fleet.node(n);
         let free = fleet.gpu_free(n);
         let cpu_after = node.free_cpu_milli.checked_sub(shape.cpu_milli)?;
@@ -310,8 +484,7 @@ impl Fgd {
         let g = free.len();
         buf[..g].copy_from_slice(free);
         if shape.num_gpu == 0 {
-            let after = typical.node_frag_scaled(node.model, cpu_after, &buf[..g]) as i64;
-            return Some((typical.score(before - after), None));
+            return Some((score(cpu_after, &buf[..g]), None));
         }
         if shape.gpu_milli >= WHOLE_GPU_MILLI {
             let mut need = shape.num_gpu;
@@ -324,8 +497,7 @@ impl Fgd {
             if need > 0 {
                 return None;
             }
-            let after = typical.node_frag_scaled(node.model, cpu_after, &buf[..g]) as i64;
-            return Some((typical.score(before - after), None));
+            return Some((score(cpu_after, &buf[..g]), None));
         }
         // A share: one accelerator (the traces have no multi-accelerator shares; a task of
         // several shares takes the tightest accelerators, as the default binding does).
@@ -334,8 +506,7 @@ impl Fgd {
             for i in crate::state::bits(mask) {
                 buf[i] -= shape.gpu_milli as u16;
             }
-            let after = typical.node_frag_scaled(node.model, cpu_after, &buf[..g]) as i64;
-            return Some((typical.score(before - after), Some(mask)));
+            return Some((score(cpu_after, &buf[..g]), Some(mask)));
         }
         let mut best: Option<(i64, usize)> = None;
         let mut seen: [(u16, i64); 64] = [(u16::MAX, 0); 64];
@@ -349,9 +520,8 @@ impl Fgd {
                 Some(&(_, s)) => s,
                 None => {
                     buf[i] = f - shape.gpu_milli as u16;
-                    let after = typical.node_frag_scaled(node.model, cpu_after, &buf[..g]) as i64;
+                    let s = score(cpu_after, &buf[..g]);
                     buf[i] = f;
-                    let s = typical.score(before - after);
                     seen[nseen] = (f, s);
                     nseen += 1;
                     s
@@ -380,11 +550,32 @@ impl Placement for Fgd {
     ) -> Option<Choice> {
         ctx.refresh_observed_typical();
         let Some(typical) = ctx.typical.take() else {
-            return argmax_by_rank(ctx, fleet, cell, shape, models, |_, _| Some((50, None)));
+            return argmax_by_rank(ctx, fleet, cell, shape, models, "fgd-untrained", |_, _| {
+                Some((50, None))
+            });
         };
-        let out = argmax_by_rank(ctx, fleet, cell, shape, models, |ctx, n| {
+        let out = argmax_by_rank(ctx, fleet, cell, shape, models, self.name(), |ctx, n| {
             Self::score_node(ctx, &typical, fleet, n, shape)
         });
+        ctx.typical = Some(typical);
+        out
+    }
+
+    fn node_score(
+        &self,
+        ctx: &mut PlaceCtx,
+        fleet: &FleetState,
+        n: NodeId,
+        shape: &TaskShape,
+        models: ModelSet,
+    ) -> Option<(i64, Option<u64>)> {
+        if !fleet.fits(n, shape, models) {
+            return None;
+        }
+        let Some(typical) = ctx.typical.take() else {
+            return Some((50, None));
+        };
+        let out = Self::score_node(ctx, &typical, fleet, n, shape);
         ctx.typical = Some(typical);
         out
     }
@@ -515,5 +706,57 @@ mod tests {
         assert_eq!((c.node, c.gpu_mask), (NodeId(0), Some(1)));
         // Fleet fragmentation: (1500 + 0) / W = 375 GPU-milli.
         assert_eq!(fleet_frag_scaled(&mut ctx, &f), Some(1500));
+        // The artifact's float64 arithmetic gives the same F (375 = 1500 / 4), the same
+        // scores and the same choice here; n0's Q1+Q2+Q4 part is all of it (B lacks GPU).
+        assert_eq!(typical.node_frag_artifact_now(&f, NodeId(0)), 375.0);
+        assert_eq!(typical.node_frag_parts_now(&f, NodeId(0)), (1500, 1500));
+        let mut art = PlaceCtx::new()
+            .with_typical(typical.clone())
+            .with_rank(vec![1, 0])
+            .with_arithmetic(ScoreArithmetic::Artifact);
+        assert_eq!(
+            Fgd.node_score(&mut art, &f, NodeId(0), &half, ModelSet::ANY),
+            Some((53, Some(1)))
+        );
+        assert_eq!(
+            Fgd.node_score(&mut art, &f, NodeId(1), &half, ModelSet::ANY),
+            Some((40, Some(1)))
+        );
+    }
+
+    /// The artifact's score at `Δ = 0` is exactly 50, but a `Δ` a few ulps below 0 — what
+    /// float64 class sums leave when `F` is unchanged in exact arithmetic — scores 49.
+    #[test]
+    fn artifact_score_at_zero_and_just_below() {
+        assert_eq!(TypicalTasks::artifact_score(0.0), 50);
+        assert_eq!(TypicalTasks::artifact_score(-1.2e-12), 49);
+        assert_eq!(TypicalTasks::artifact_score(1.2e-12), 50);
+        assert_eq!(TypicalTasks::artifact_score(125.0), 53);
+        assert_eq!(TypicalTasks::artifact_score(-375.0), 40);
+    }
+
+    /// CPU-only groups count the node's whole free GPU-milli as fragment but are not part of
+    /// Q1+Q2+Q4; a node whose model a group excludes is "no access", also outside it.
+    #[test]
+    fn q124_part_leaves_out_cpu_only_and_inaccessible_groups() {
+        let mut tasks = sample(1000, 1, 500, 2);
+        tasks.extend(sample(1000, 0, 0, 1));
+        tasks.push(TaskSample {
+            shape: TaskShape {
+                num_gpu: 1,
+                gpu_milli: 1000,
+                cpu_milli: 1000,
+                mem_mib: 0,
+            },
+            models: ModelSet(1 << 1),
+            type_key: "B".into(),
+        });
+        let t = TypicalTasks::build(tasks, 100);
+        // A node of model 0 with free (300, 1000) and plenty of CPU: the 500 m group fits,
+        // stranding 300 (×2); CPU-only and model-1 groups count all 1,300 (×1 each).
+        let (total, q124) = t.node_frag_parts_scaled(Some(ModelId(0)), 8000, &[300, 1000]);
+        assert_eq!((total, q124), (2 * 300 + 1300 + 1300, 2 * 300));
+        let f = t.node_frag_artifact(Some(ModelId(0)), 8000, &[300, 1000]);
+        assert_eq!(f, total as f64 / 4.0);
     }
 }

@@ -39,6 +39,32 @@
 //! task takes the fitting accelerator with the least free GPU-milli (lowest index on ties) —
 //! [`FleetState::choose_gpus`] — unless the policy chooses itself ([`Choice::gpu_mask`]):
 //! `random` takes a random fitting accelerator, `fgd` the one it scored best.
+//!
+//! # Cost
+//!
+//! The score-based policies (`dot-prod`, `gpu-clustering`, `gpu-packing`, `fgd-best-fit`,
+//! `fgd`) look at every node of the cell per task. A node's fit test and score depend only
+//! on its state, the task's shape and model constraint, and the context's settings, so the
+//! context caches both per (policy, shape, constraint) and node, keyed by the node's
+//! [`FleetState::node_version`]: a task of a shape seen before rescores only the nodes that
+//! changed since, and the rest cost a version comparison. At most
+//! [`SCORE_CACHE_ENTRIES`] scores are kept (shapes beyond that are scored uncached), so
+//! memory stays bounded on large fleets with many shapes. Because of these caches a
+//! [`PlaceCtx`] belongs to one fleet: start a fresh context for another fleet (or for a
+//! clone that went its own way).
+//!
+//! # Arithmetic ([`ScoreArithmetic`])
+//!
+//! By default (`exact`) every score is computed with exact integer arithmetic — FGD's
+//! fragmentation as integers scaled by the typical table's weight total, its sigmoid as 99
+//! precomputed integer thresholds, `fgd-best-fit` as an integer quotient — so a score never
+//! depends on floating-point rounding. The FGD paper's artifact computes the same quantities
+//! in `float64`; where the exact value of a score is an integer boundary (FGD: a placement
+//! that leaves a node's fragmentation unchanged, `Δ = 0`, scores exactly 50; the artifact's
+//! float sums can leave `Δ` a few ulps below 0 and score 49), the two can differ by one
+//! point and a tie can flip. [`ScoreArithmetic::Artifact`] evaluates `fgd` and
+//! `fgd-best-fit` the artifact's way instead, operation for operation in `f64`, so replays of
+//! its logs agree row for row. Other policies ignore it.
 
 pub mod baselines;
 pub mod basic;
@@ -108,17 +134,53 @@ impl SplitMix64 {
     }
 }
 
+/// How `fgd` and `fgd-best-fit` evaluate their scores (see the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
+pub enum ScoreArithmetic {
+    /// Exact integer arithmetic (the default): no score depends on rounding.
+    #[default]
+    Exact,
+    /// The FGD artifact's `float64` evaluation, operation for operation
+    /// (`hkust-adsl/kubernetes-scheduler-simulator`: `pkg/utils/frag.go`,
+    /// `pkg/simulator/plugin/{fgd_score,best_fit_score}.go`): FGD's fragmentation summed per
+    /// class in `f64` with `f64` weights, `⌊100·σ(Δ/1000)⌋` through `exp`; BestFit's leftover
+    /// sum in `f64`. For replaying the artifact's logs exactly.
+    Artifact,
+}
+
+impl ScoreArithmetic {
+    /// Every valid name.
+    pub const NAMES: &'static [&'static str] = &["exact", "artifact"];
+
+    /// The name scenarios use.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ScoreArithmetic::Exact => "exact",
+            ScoreArithmetic::Artifact => "artifact",
+        }
+    }
+}
+
 /// Per-run placement state passed to every policy call (Kubernetes `CycleState`, kept for
 /// the whole run): the node rank for tie-breaks, a seeded generator, the workload's typical
-/// tasks for FGD with a per-node fragmentation cache, and the node filter a gang placement
-/// sets while it places inside one topology group.
+/// tasks for FGD with a per-node fragmentation cache, the score cache (module docs, "Cost";
+/// a context belongs to one fleet), and the node filter a gang placement sets while it
+/// places inside one topology group.
 #[derive(Clone, Debug)]
 pub struct PlaceCtx {
     rank: Vec<u32>,
     /// The generator of policies that draw (`random`).
     pub rng: SplitMix64,
     typical: Option<TypicalTasks>,
+    arithmetic: ScoreArithmetic,
     pub(crate) frag_cache: Vec<(u64, u64)>,
+    pub(crate) frag_cache_f64: Vec<(u64, f64)>,
+    score_cache: ScoreCache,
     restrict: Vec<(Level, u32)>,
     exclude: Vec<NodeId>,
     observed: std::collections::BTreeMap<(TaskShape, ModelSet), u64>,
@@ -143,7 +205,10 @@ impl PlaceCtx {
             rank: Vec::new(),
             rng: SplitMix64(0),
             typical: None,
+            arithmetic: ScoreArithmetic::Exact,
             frag_cache: Vec::new(),
+            frag_cache_f64: Vec::new(),
+            score_cache: ScoreCache::default(),
             restrict: Vec::new(),
             exclude: Vec::new(),
             observed: std::collections::BTreeMap::new(),
@@ -167,6 +232,25 @@ impl PlaceCtx {
         self
     }
 
+    /// Sets how `fgd` and `fgd-best-fit` evaluate scores ([`ScoreArithmetic`]); clears the
+    /// caches.
+    pub fn with_arithmetic(mut self, arithmetic: ScoreArithmetic) -> PlaceCtx {
+        self.arithmetic = arithmetic;
+        self.clear_caches();
+        self
+    }
+
+    /// The score arithmetic in use.
+    pub fn arithmetic(&self) -> ScoreArithmetic {
+        self.arithmetic
+    }
+
+    fn clear_caches(&mut self) {
+        self.frag_cache.clear();
+        self.frag_cache_f64.clear();
+        self.score_cache.clear();
+    }
+
     /// Sets the workload's typical tasks (FGD's target distribution); clears the
     /// fragmentation cache.
     pub fn with_typical(mut self, typical: TypicalTasks) -> PlaceCtx {
@@ -177,7 +261,7 @@ impl PlaceCtx {
     /// Replaces the typical tasks; clears the fragmentation cache.
     pub fn set_typical(&mut self, typical: TypicalTasks) {
         self.typical = Some(typical);
-        self.frag_cache.clear();
+        self.clear_caches();
         self.observed_at_build = 0;
     }
 
@@ -214,7 +298,7 @@ impl PlaceCtx {
             )
         });
         self.typical = Some(TypicalTasks::build(samples, 95));
-        self.frag_cache.clear();
+        self.clear_caches();
         self.observed_at_build = self.observed_total;
     }
 
@@ -277,6 +361,23 @@ pub trait Placement: Send + Sync {
         shape: &TaskShape,
         models: ModelSet,
     ) -> Option<Choice>;
+
+    /// The score this policy gives node `n` for a task of `shape` now, with its accelerator
+    /// choice, in the policy's documented range — the Kubernetes scheduler-extender
+    /// `prioritize` answer, also used to explain a decision. `None` when the node does not
+    /// fit or the policy has no per-node score (first-fit, the index-driven best-fit and
+    /// worst-fit, random, topology-aware). Must agree with [`Placement::select`]: the chosen
+    /// node has the highest score, ties to the lowest rank.
+    fn node_score(
+        &self,
+        _ctx: &mut PlaceCtx,
+        _fleet: &FleetState,
+        _n: NodeId,
+        _shape: &TaskShape,
+        _models: ModelSet,
+    ) -> Option<(i64, Option<u64>)> {
+        None
+    }
 
     /// The topology constraint this policy gives gangs that carry none (`topology-aware`:
     /// prefer one NVLink domain).
@@ -389,20 +490,136 @@ pub(crate) fn place_tasks(
 }
 
 /// The highest-scoring allowed, fitting node of `cell`, ties to the lowest rank; `score`
-/// returns the node's score and accelerator choice (or `None` to skip the node). Counts
-/// tied decisions in `ctx`. `O(nodes of the cell)` score calls.
+/// returns the score and accelerator choice of a node that fits (or `None` to skip it).
+/// Counts tied decisions in `ctx`. `O(nodes of the cell)`; `score` is called only for nodes
+/// that changed since the last call with the same `policy`, shape and models (see the
+/// module docs, "Cost"), so it must depend on nothing but the node's state, the task and
+/// the context's settings.
 pub(crate) fn argmax_by_rank(
     ctx: &mut PlaceCtx,
     fleet: &FleetState,
     cell: CellId,
     shape: &TaskShape,
     models: ModelSet,
+    policy: &'static str,
+    mut score: impl FnMut(&mut PlaceCtx, NodeId) -> Option<(i64, Option<u64>)>,
+) -> Option<Choice> {
+    let key = (policy, *shape, models);
+    let Some(mut cache) = ctx.score_cache.take(key, fleet.nodes().len()) else {
+        return argmax_fitting(ctx, fleet, cell, |ctx, n| {
+            if fleet.fits(n, shape, models) {
+                score(ctx, n)
+            } else {
+                None
+            }
+        });
+    };
+    let out = argmax_fitting(ctx, fleet, cell, |ctx, n| {
+        let slot = &mut cache[n.index()];
+        let v = fleet.node_version(n) + 1;
+        if slot.version != v {
+            let got = if fleet.fits(n, shape, models) {
+                score(ctx, n)
+            } else {
+                None
+            };
+            *slot = CachedScore::new(v, got);
+        }
+        slot.get()
+    });
+    ctx.score_cache.put(key, cache);
+    out
+}
+
+/// The most scores the score cache holds (24 bytes each): 2²¹, 48 MiB.
+pub const SCORE_CACHE_ENTRIES: usize = 1 << 21;
+
+/// One node's cached score for one task shape.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CachedScore {
+    /// The node's [`FleetState::node_version`] + 1 when scored (0: never).
+    version: u64,
+    /// The accelerator mask chosen (meaningful when `kind` is 2).
+    mask: u64,
+    /// The score.
+    score: i32,
+    /// 0: the node does not take the task (does not fit); 1: a score with the default
+    /// accelerators;
+    /// 2: a score with `mask`.
+    kind: u8,
+}
+
+impl CachedScore {
+    fn new(version: u64, got: Option<(i64, Option<u64>)>) -> CachedScore {
+        match got {
+            None => CachedScore {
+                version,
+                ..CachedScore::default()
+            },
+            Some((score, mask)) => CachedScore {
+                version,
+                mask: mask.unwrap_or(0),
+                score: score as i32,
+                kind: if mask.is_some() { 2 } else { 1 },
+            },
+        }
+    }
+
+    fn get(&self) -> Option<(i64, Option<u64>)> {
+        match self.kind {
+            0 => None,
+            1 => Some((i64::from(self.score), None)),
+            _ => Some((i64::from(self.score), Some(self.mask))),
+        }
+    }
+}
+
+/// Cache key: policy name, task shape, model constraint.
+type ScoreKey = (&'static str, TaskShape, ModelSet);
+
+/// Per policy, task shape and model constraint, each node's fit test and score, valid while
+/// the node's version is unchanged (see the module docs, "Cost"). Emptied whenever the
+/// typical table or the arithmetic changes; holds at most [`SCORE_CACHE_ENTRIES`] scores
+/// (shapes beyond that are scored uncached).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ScoreCache {
+    shapes: std::collections::BTreeMap<ScoreKey, Vec<CachedScore>>,
+}
+
+impl ScoreCache {
+    pub(crate) fn clear(&mut self) {
+        self.shapes.clear();
+    }
+
+    /// Takes the scores of `key` out of the cache (fresh ones if absent and there is room),
+    /// sized for `nodes`; give them back with [`ScoreCache::put`]. `None`: no room, score
+    /// uncached.
+    fn take(&mut self, key: ScoreKey, nodes: usize) -> Option<Vec<CachedScore>> {
+        match self.shapes.remove(&key) {
+            Some(v) if v.len() == nodes => Some(v),
+            _ => ((self.shapes.len() + 1) * nodes <= SCORE_CACHE_ENTRIES)
+                .then(|| vec![CachedScore::default(); nodes]),
+        }
+    }
+
+    fn put(&mut self, key: ScoreKey, scores: Vec<CachedScore>) {
+        self.shapes.insert(key, scores);
+    }
+}
+
+/// The loop of [`argmax_by_rank`]: `score` itself returns `None` for a node that does not
+/// fit or is skipped.
+fn argmax_fitting(
+    ctx: &mut PlaceCtx,
+    fleet: &FleetState,
+    cell: CellId,
     mut score: impl FnMut(&mut PlaceCtx, NodeId) -> Option<(i64, Option<u64>)>,
 ) -> Option<Choice> {
     let mut best: Option<(i64, u64, Choice)> = None;
     let mut ties = 0u32;
+    let unrestricted = ctx.unrestricted();
     for &n in &fleet.cells()[cell.index()].nodes {
-        if !fleet.fits(n, shape, models) || !ctx.allowed(fleet, n) {
+        if !unrestricted && !ctx.allowed(fleet, n) {
             continue;
         }
         let Some((s, mask)) = score(ctx, n) else {
