@@ -18,6 +18,43 @@ const CPU_SCALE: i128 = 128_000;
 /// GPU normaliser of the artifact's scores: 8 accelerators, GPU-milli.
 const GPU_SCALE: i128 = 8_000;
 
+/// Implements [`Placement`] for a policy whose node score depends only on the node and the
+/// task (`Self::score(fleet, node, shape)`): the feasible node with the highest score wins,
+/// ties to the lowest rank ([`argmax_by_rank`]); no accelerator choice beyond the default.
+macro_rules! score_only_placement {
+    ($ty:ty, $name:literal) => {
+        impl Placement for $ty {
+            fn name(&self) -> &'static str {
+                $name
+            }
+            fn select(
+                &self,
+                ctx: &mut PlaceCtx,
+                fleet: &FleetState,
+                cell: CellId,
+                shape: &TaskShape,
+                models: ModelSet,
+            ) -> Option<Choice> {
+                argmax_by_rank(ctx, fleet, cell, shape, models, self.name(), |_, n| {
+                    Some((Self::score(fleet, n, shape), None))
+                })
+            }
+            fn node_score(
+                &self,
+                _ctx: &mut PlaceCtx,
+                fleet: &FleetState,
+                n: NodeId,
+                shape: &TaskShape,
+                models: ModelSet,
+            ) -> Option<(i64, Option<u64>)> {
+                fleet
+                    .fits(n, shape, models)
+                    .then(|| (Self::score(fleet, n, shape), None))
+            }
+        }
+    };
+}
+
 /// Random: a uniformly random fitting node (one draw per task from [`PlaceCtx::rng`]); a
 /// GPU-sharing task takes a uniformly random accelerator with room (wholly free ones
 /// included); whole accelerators are the lowest-indexed free ones. No score, no ties.
@@ -87,35 +124,7 @@ impl DotProd {
     }
 }
 
-impl Placement for DotProd {
-    fn name(&self) -> &'static str {
-        "dot-prod"
-    }
-    fn select(
-        &self,
-        ctx: &mut PlaceCtx,
-        fleet: &FleetState,
-        cell: CellId,
-        shape: &TaskShape,
-        models: ModelSet,
-    ) -> Option<Choice> {
-        argmax_by_rank(ctx, fleet, cell, shape, models, self.name(), |_, n| {
-            Some((Self::score(fleet, n, shape), None))
-        })
-    }
-    fn node_score(
-        &self,
-        _ctx: &mut PlaceCtx,
-        fleet: &FleetState,
-        n: NodeId,
-        shape: &TaskShape,
-        models: ModelSet,
-    ) -> Option<(i64, Option<u64>)> {
-        fleet
-            .fits(n, shape, models)
-            .then(|| (Self::score(fleet, n, shape), None))
-    }
-}
+score_only_placement!(DotProd, "dot-prod");
 
 /// GpuClustering: put tasks of one GPU class together. Classes: GPU-sharing, or `k` whole
 /// accelerators ([`FleetState::task_class`]). CPU-only tasks score 0 everywhere. For a GPU
@@ -151,35 +160,7 @@ impl GpuClustering {
     }
 }
 
-impl Placement for GpuClustering {
-    fn name(&self) -> &'static str {
-        "gpu-clustering"
-    }
-    fn select(
-        &self,
-        ctx: &mut PlaceCtx,
-        fleet: &FleetState,
-        cell: CellId,
-        shape: &TaskShape,
-        models: ModelSet,
-    ) -> Option<Choice> {
-        argmax_by_rank(ctx, fleet, cell, shape, models, self.name(), |_, n| {
-            Some((Self::score(fleet, n, shape), None))
-        })
-    }
-    fn node_score(
-        &self,
-        _ctx: &mut PlaceCtx,
-        fleet: &FleetState,
-        n: NodeId,
-        shape: &TaskShape,
-        models: ModelSet,
-    ) -> Option<(i64, Option<u64>)> {
-        fleet
-            .fits(n, shape, models)
-            .then(|| (Self::score(fleet, n, shape), None))
-    }
-}
+score_only_placement!(GpuClustering, "gpu-clustering");
 
 /// GpuPacking: fill partly used accelerators first, then partly used nodes, then empty
 /// nodes. CPU-only tasks score 0. For a GPU task on a node whose `G` accelerators are all
@@ -224,35 +205,7 @@ impl GpuPacking {
     }
 }
 
-impl Placement for GpuPacking {
-    fn name(&self) -> &'static str {
-        "gpu-packing"
-    }
-    fn select(
-        &self,
-        ctx: &mut PlaceCtx,
-        fleet: &FleetState,
-        cell: CellId,
-        shape: &TaskShape,
-        models: ModelSet,
-    ) -> Option<Choice> {
-        argmax_by_rank(ctx, fleet, cell, shape, models, self.name(), |_, n| {
-            Some((Self::score(fleet, n, shape), None))
-        })
-    }
-    fn node_score(
-        &self,
-        _ctx: &mut PlaceCtx,
-        fleet: &FleetState,
-        n: NodeId,
-        shape: &TaskShape,
-        models: ModelSet,
-    ) -> Option<(i64, Option<u64>)> {
-        fleet
-            .fits(n, shape, models)
-            .then(|| (Self::score(fleet, n, shape), None))
-    }
-}
+score_only_placement!(GpuPacking, "gpu-packing");
 
 /// The FGD artifact's BestFit: `s = ½·(Fc − Rc)/128000 + ½·(Fg − Rg)/8000`, score
 /// `⌊100·(1 − s)⌋` (at most 100; below 0 only for nodes above 128 cores or 8 accelerators).
