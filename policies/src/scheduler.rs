@@ -381,6 +381,21 @@ impl Scheduler {
         Ok(())
     }
 
+    /// The fleet's fragmentation now (FGD, Weng et al. ATC'23: for every node, the expected
+    /// free GPU-milli a task drawn from the workload's typical tasks could not use), in
+    /// GPU-milli, against the typical tasks of every job submitted so far (or the table set
+    /// on the placement context). `None` before any GPU task has been submitted. `O(nodes)`,
+    /// nodes unchanged since the last call cost one comparison.
+    pub fn fleet_fragmentation_milli(&mut self, fleet: &FleetState) -> Option<u64> {
+        self.ctx.refresh_observed_typical();
+        let w = self.ctx.typical().map(|t| t.weight_total())?;
+        if w == 0 {
+            return None;
+        }
+        crate::placement::fgd::fleet_frag_scaled(&mut self.ctx, fleet)
+            .map(|scaled| (scaled / u128::from(w)) as u64)
+    }
+
     /// The placement context (node rank, seeded generator, FGD's typical tasks), to set up
     /// before the first pass.
     pub fn placement_ctx_mut(&mut self) -> &mut PlaceCtx {

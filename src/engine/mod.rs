@@ -588,11 +588,14 @@ impl Simulation {
             if let Some(h) = self.cfg.horizon {
                 if t > h {
                     stopped_at_horizon = Some(h);
+                    self.sample_fragmentation(|b| b < h);
                     self.metrics.advance(h);
                     self.now = h;
                     break;
                 }
             }
+            // Interval starts before `t` see the state left by the previous instant.
+            self.sample_fragmentation(|b| b < t);
             self.metrics.advance(t);
             self.now = t;
             // (1) completions, (2) node events: everything in the heap ranked before arrivals.
@@ -663,6 +666,8 @@ impl Simulation {
                 self.sched
                     .count_pending_reasons(|r, n| m.add_pending_reason(r.as_str(), n));
             }
+            // An interval starting at `t` sees the state after all of `t`'s events.
+            self.sample_fragmentation(|b| b <= t);
             if self.cfg.audit_every_instant {
                 self.audit()?;
             }
@@ -978,6 +983,22 @@ impl Simulation {
         }
         if changed {
             self.metrics.refresh_capacity(&self.fleet);
+        }
+    }
+
+    /// Samples the fleet's fragmentation (FGD measure, against the typical tasks of the jobs
+    /// submitted so far) at every due time-series interval start `b` with `due(b)`.
+    fn sample_fragmentation(&mut self, due: impl Fn(SimTime) -> bool) {
+        while let Some(b) = self.metrics.next_sample_at() {
+            if !due(b) {
+                break;
+            }
+            let frag = self.sched.fleet_fragmentation_milli(&self.fleet);
+            let idle = self
+                .fleet
+                .available_gpu_milli()
+                .saturating_sub(self.fleet.allocated_gpu_milli());
+            self.metrics.record_fragmentation(frag, idle);
         }
     }
 

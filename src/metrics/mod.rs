@@ -43,6 +43,11 @@ pub struct SeriesRow {
     pub allocated_model_milli: Vec<u128>,
     /// Time-integrated available accelerators per model (GPU-milli·ms).
     pub available_model_milli: Vec<u128>,
+    /// Fleet fragmentation at the interval's start (FGD measure), GPU-milli; `None` before
+    /// the workload has any GPU task.
+    pub frag_milli: Option<u64>,
+    /// Idle GPU-milli (available − allocated) at the interval's start.
+    pub idle_milli: u64,
     /// Time-integrated pending jobs (job·ms).
     pub pending_ms: u128,
     /// Time-integrated running jobs (job·ms).
@@ -95,6 +100,8 @@ pub struct Collector {
     avail_at_finish_model: Vec<u128>,
     buckets: Vec<Bucket>,
     buckets_at_finish: usize,
+    /// Fragmentation samples at interval starts `a + k·Δ`: (fragmented, idle) GPU-milli.
+    frag_samples: Vec<(Option<u64>, u64)>,
     /// Waits of measured started jobs, ms.
     pub waits_ms: Vec<u64>,
     /// JCTs of measured finished jobs, ms.
@@ -268,6 +275,7 @@ impl Collector {
             avail_at_finish_model: vec![0; models],
             buckets: Vec::new(),
             buckets_at_finish: 0,
+            frag_samples: Vec::new(),
             waits_ms: Vec::new(),
             jcts_ms: Vec::new(),
             slowdowns: Vec::new(),
@@ -403,6 +411,25 @@ impl Collector {
         }
     }
 
+    /// The next interval start whose fragmentation sample is due (`None` before the window
+    /// opens). The engine samples the state that holds *before* the events at a time `t` for
+    /// every due boundary `≤ t`, then calls [`Collector::advance`]`(t)`.
+    pub fn next_sample_at(&self) -> Option<SimTime> {
+        self.window_start
+            .map(|a| SimTime(a.0 + self.frag_samples.len() as u64 * self.interval_ms))
+    }
+
+    /// Records the sample due at [`Collector::next_sample_at`]: fragmented GPU-milli (if
+    /// defined) and idle GPU-milli.
+    pub fn record_fragmentation(&mut self, frag_milli: Option<u64>, idle_milli: u64) {
+        self.frag_samples.push((frag_milli, idle_milli));
+    }
+
+    /// The last fragmentation sample taken, if any.
+    pub fn last_fragmentation(&self) -> Option<(Option<u64>, u64)> {
+        self.frag_samples.last().copied()
+    }
+
     /// A job was submitted at `t` (after [`Collector::advance`]`(t)`).
     pub fn on_submit(&mut self, t: SimTime) {
         if self.first_submit.is_none() {
@@ -509,9 +536,13 @@ impl Collector {
             .map(|(k, b)| {
                 let start = a.0 + k as u64 * self.interval_ms;
                 let len = (start + self.interval_ms).min(end.0).saturating_sub(start);
+                let (frag_milli, idle_milli) =
+                    self.frag_samples.get(k).copied().unwrap_or((None, 0));
                 SeriesRow {
                     start: SimTime(start),
                     len_ms: len,
+                    frag_milli,
+                    idle_milli,
                     allocated_milli: b.alloc.clone(),
                     available_milli: b.avail.clone(),
                     allocated_model_milli: b.alloc_model.clone(),

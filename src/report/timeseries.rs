@@ -1,6 +1,8 @@
 //! `timeseries.csv`: one row per interval of the window with time-averaged values: allocated
 //! and available accelerators (fleet and per cell), occupancy (fleet, per cell, per
-//! accelerator model), pending and running jobs.
+//! accelerator model), pending and running jobs, and the fleet's fragmentation at the
+//! interval's start (FGD measure: GPUs, % of capacity, ratio to idle GPUs; empty before the
+//! workload has a GPU task).
 
 use std::io::Write;
 use std::path::Path;
@@ -28,6 +30,9 @@ pub fn write(
         "occupancy",
         "pending_jobs",
         "running_jobs",
+        "fragmented_gpus",
+        "fragmented_pct_of_capacity",
+        "fragmented_ratio_to_idle",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -54,6 +59,17 @@ pub fn write(
             ratio6(ratio(alloc, avail)),
             milli_as_units(row.pending_ms * 1000 / len),
             milli_as_units(row.running_ms * 1000 / len),
+            row.frag_milli
+                .map(|f| milli_as_units(u128::from(f)))
+                .unwrap_or_default(),
+            row.frag_milli
+                .and_then(|f| ratio(u128::from(f) * 100, avail / len))
+                .map(|v| format!("{v:.4}"))
+                .unwrap_or_default(),
+            row.frag_milli
+                .and_then(|f| ratio(u128::from(f), u128::from(row.idle_milli)))
+                .map(|v| format!("{v:.6}"))
+                .unwrap_or_default(),
         ];
         for (i, _) in cells.iter().enumerate() {
             rec.push(milli_as_units(row.allocated_milli[i] / len));

@@ -138,3 +138,39 @@ W,0,t,1,1000,100
     }
     assert_eq!(occupancy(&out), 1.0);
 }
+
+/// Fragmentation over time (FGD measure): x1 has 2 GPUs, x2 and x3 one each; the only jobs
+/// ask for 2 GPUs, so the typical task is "2 GPUs" and a node with fewer than 2 free GPUs
+/// fragments all its free GPUs. A (2 GPUs, 7,200 s) runs on x1; x2 and x3 are idle and can
+/// never host a typical task: 2 fragmented GPUs = 50 % of capacity = all of the idle GPUs,
+/// at both interval starts (0 s and 3,600 s).
+#[test]
+fn fragmentation_series_by_hand() {
+    let toml = r#"
+name = "frag"
+[[fleet.cells]]
+name = "c"
+[[fleet.cells.nodes]]
+names = ["x1"]
+accelerator = "H100"
+gpus = 2
+[[fleet.cells.nodes]]
+names = ["x2", "x3"]
+accelerator = "H100"
+gpus = 1
+[workload]
+trace = { format = "native", path = "jobs.csv" }
+[metrics]
+timeseries_interval_s = 3600
+"#;
+    let jobs = "id,submit_s,tenant,num_gpu,runtime_s
+A,0,t,2,7200
+";
+    let out = run(toml, &[("jobs.csv", jobs)]);
+    let series = &out.result.occupancy.series;
+    assert_eq!(series.len(), 2);
+    for row in series {
+        assert_eq!(row.frag_milli, Some(2000), "{row:?}");
+        assert_eq!(row.idle_milli, 2000);
+    }
+}
