@@ -41,11 +41,24 @@ pub fn place_gang(
     cell: CellId,
     job: &PendingJob,
 ) -> Option<Vec<TaskAlloc>> {
-    let mut allocs = Vec::with_capacity(job.tasks as usize);
-    for _ in 0..job.tasks {
+    place_tasks(policy, fleet, cell, &job.shape, job.tasks, job.models)
+}
+
+/// As [`place_gang`], for `tasks` tasks of `shape` on models `models` (the scheduler narrows
+/// a job's models to one quota flavor's).
+pub fn place_tasks(
+    policy: &dyn Placement,
+    fleet: &mut FleetState,
+    cell: CellId,
+    shape: &TaskShape,
+    tasks: u32,
+    models: ModelSet,
+) -> Option<Vec<TaskAlloc>> {
+    let mut allocs = Vec::with_capacity(tasks as usize);
+    for _ in 0..tasks {
         let placed = policy
-            .select_node(fleet, cell, &job.shape, job.models)
-            .and_then(|node| fleet.allocate(node, &job.shape, job.models).ok());
+            .select_node(fleet, cell, shape, models)
+            .and_then(|node| fleet.allocate(node, shape, models).ok());
         match placed {
             Some(a) => allocs.push(a),
             None => {
@@ -261,17 +274,9 @@ mod tests {
     fn gang_is_all_or_nothing() {
         let mut f = b13();
         let job = PendingJob {
-            id: crate::JobId(0),
-            tenant: crate::TenantId(0),
-            queue: crate::QueueId(0),
-            priority: 0,
-            submit: crate::SimTime(0),
-            seq: 0,
             shape: TaskShape::whole_gpus(2),
             tasks: 2,
-            models: ModelSet::ANY,
-            cells: vec![],
-            runtime_estimate: None,
+            ..PendingJob::default()
         };
         assert!(place_gang(&BestFit, &mut f, CellId(0), &job).is_none());
         assert_eq!(

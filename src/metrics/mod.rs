@@ -10,12 +10,19 @@
 //!   inside the window; jobs that did not start by `b` are *censored*, counted apart. Jobs
 //!   running before the trace window (pre-existing load) are left out of per-job statistics.
 //! * **makespan** = last finish − first submission.
+//! * **per tenant**: allocated GPU-milli·ms over the window (and per interval), the basis of
+//!   the fairness figures (share vs entitlement, Jain's index) in the summary.
+//! * **pending reasons**: pending jobs per [`PendingReason`] after every pass, integrated over
+//!   the window (job·ms) and per interval.
 //!
 //! Integrals are exact integers (`u128` GPU-milli·ms); ratios are formed once, at the end.
 
 pub mod stats;
 
-use fleetsim_policies::{FleetState, SimTime, TaskAlloc};
+use fleetsim_policies::{FleetState, PendingReason, SimTime, TaskAlloc, TenantId, WaitProfile};
+
+/// Number of pending reasons.
+const NR: usize = PendingReason::ALL.len();
 
 pub use stats::{dist_f64, dist_ms, Dist};
 
@@ -39,6 +46,11 @@ pub struct SeriesRow {
     pub pending_ms: u128,
     /// Time-integrated running jobs (job·ms).
     pub running_ms: u128,
+    /// Time-integrated pending jobs per reason (job·ms), indexed by [`PendingReason::index`].
+    pub pending_by_reason_ms: [u128; NR],
+    /// Time-integrated allocated accelerators per tenant (GPU-milli·ms), by [`TenantId`]
+    /// (shorter when later tenants had not appeared yet).
+    pub allocated_tenant_milli: Vec<u128>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -49,6 +61,8 @@ struct Bucket {
     avail_model: Vec<u128>,
     pending: u128,
     running: u128,
+    by_reason: [u128; NR],
+    tenant: Vec<u128>,
 }
 
 /// Streaming collector of every time-weighted and per-job metric.
@@ -67,6 +81,8 @@ pub struct Collector {
     avail_model: Vec<u64>,
     pending: u64,
     running: u64,
+    by_reason: WaitProfile,
+    alloc_tenant: Vec<u64>,
     // Integrals over the window so far, GPU-milli·ms.
     alloc_int_cell: Vec<u128>,
     avail_int_cell: Vec<u128>,
@@ -75,6 +91,10 @@ pub struct Collector {
     // Available integrals frozen at the last completion (the default window end).
     avail_at_finish_cell: Vec<u128>,
     avail_at_finish_model: Vec<u128>,
+    alloc_int_tenant: Vec<u128>,
+    reason_int: [u128; NR],
+    reason_at_finish: [u128; NR],
+    tenant_at_finish: Vec<u128>,
     buckets: Vec<Bucket>,
     buckets_at_finish: usize,
     /// Waits of measured started jobs, ms.
@@ -102,6 +122,10 @@ pub struct Occupancy {
     pub available_model: Vec<u128>,
     /// Time series rows.
     pub series: Vec<SeriesRow>,
+    /// Allocated GPU-milli·ms per tenant over the window (by [`TenantId`]).
+    pub allocated_tenant: Vec<u128>,
+    /// Pending jobs per reason integrated over the window, job·ms.
+    pub pending_by_reason_ms: [u128; NR],
 }
 
 /// allocated / available, or `None` when nothing was available.
@@ -127,6 +151,12 @@ impl Collector {
             avail_model: vec![0; models],
             pending: 0,
             running: 0,
+            by_reason: [0; NR],
+            alloc_tenant: Vec::new(),
+            alloc_int_tenant: Vec::new(),
+            reason_int: [0; NR],
+            reason_at_finish: [0; NR],
+            tenant_at_finish: Vec::new(),
             alloc_int_cell: vec![0; cells],
             avail_int_cell: vec![0; cells],
             alloc_int_model: vec![0; models],
@@ -178,6 +208,15 @@ impl Collector {
         for (i, &v) in self.avail_model.iter().enumerate() {
             self.avail_int_model[i] += v as u128 * dt;
         }
+        if self.alloc_int_tenant.len() < self.alloc_tenant.len() {
+            self.alloc_int_tenant.resize(self.alloc_tenant.len(), 0);
+        }
+        for (i, &v) in self.alloc_tenant.iter().enumerate() {
+            self.alloc_int_tenant[i] += v as u128 * dt;
+        }
+        for (i, &v) in self.by_reason.iter().enumerate() {
+            self.reason_int[i] += v as u128 * dt;
+        }
         // Split [from, t) over time-series buckets.
         let mut s = from.0;
         while s < t.0 {
@@ -214,6 +253,15 @@ impl Collector {
             }
             b.pending += self.pending as u128 * d;
             b.running += self.running as u128 * d;
+            for (i, &v) in self.by_reason.iter().enumerate() {
+                b.by_reason[i] += v as u128 * d;
+            }
+            if b.tenant.len() < self.alloc_tenant.len() {
+                b.tenant.resize(self.alloc_tenant.len(), 0);
+            }
+            for (i, &v) in self.alloc_tenant.iter().enumerate() {
+                b.tenant[i] += v as u128 * d;
+            }
             s = e;
         }
     }
@@ -244,6 +292,25 @@ impl Collector {
     /// Pending-queue length changed.
     pub fn set_pending(&mut self, pending: u64) {
         self.pending = pending;
+    }
+
+    /// Pending jobs per reason after a pass.
+    pub fn set_pending_reasons(&mut self, counts: &WaitProfile) {
+        self.by_reason = *counts;
+    }
+
+    /// A job of `tenant` bound (`bind`) or released `gpu_milli` accelerators.
+    pub fn on_tenant_alloc(&mut self, tenant: TenantId, gpu_milli: u64, bind: bool) {
+        let i = tenant.index();
+        if i >= self.alloc_tenant.len() {
+            self.alloc_tenant.resize(i + 1, 0);
+        }
+        let v = &mut self.alloc_tenant[i];
+        if bind {
+            *v += gpu_milli;
+        } else {
+            *v -= gpu_milli;
+        }
     }
 
     /// Tasks were bound (`sign = +1`) or released (`-1`).
@@ -286,6 +353,8 @@ impl Collector {
         self.last_finish = Some(t);
         self.avail_at_finish_cell.clone_from(&self.avail_int_cell);
         self.avail_at_finish_model.clone_from(&self.avail_int_model);
+        self.reason_at_finish = self.reason_int;
+        self.tenant_at_finish.clone_from(&self.alloc_int_tenant);
         self.buckets_at_finish = self.buckets.len();
         if !pre_existing && self.measured(submit) {
             let jct = (t - submit).0;
@@ -310,18 +379,22 @@ impl Collector {
     /// completion. Call after [`Collector::advance`] to the final time.
     pub fn finish(&mut self, stopped_at_horizon: Option<SimTime>) -> Occupancy {
         let a = self.window_start.unwrap_or(SimTime::ZERO);
-        let (end, avail_cell, avail_model, nb) = match stopped_at_horizon {
+        let (end, avail_cell, avail_model, nb, by_reason, tenant) = match stopped_at_horizon {
             Some(h) => (
                 h,
                 self.avail_int_cell.clone(),
                 self.avail_int_model.clone(),
                 self.buckets.len(),
+                self.reason_int,
+                self.alloc_int_tenant.clone(),
             ),
             None => (
                 self.last_finish.unwrap_or(a).max(a),
                 self.avail_at_finish_cell.clone(),
                 self.avail_at_finish_model.clone(),
                 self.buckets_at_finish,
+                self.reason_at_finish,
+                self.tenant_at_finish.clone(),
             ),
         };
         let series = self.buckets[..nb]
@@ -339,6 +412,8 @@ impl Collector {
                     available_model_milli: b.avail_model.clone(),
                     pending_ms: b.pending,
                     running_ms: b.running,
+                    pending_by_reason_ms: b.by_reason,
+                    allocated_tenant_milli: b.tenant.clone(),
                 }
             })
             .filter(|r| r.len_ms > 0)
@@ -351,6 +426,8 @@ impl Collector {
             allocated_model: self.alloc_int_model.clone(),
             available_model: avail_model,
             series,
+            allocated_tenant: tenant,
+            pending_by_reason_ms: by_reason,
         }
     }
 }

@@ -22,6 +22,7 @@
 //! cell_selection = "first-fit"
 //! ```
 
+pub mod policies;
 mod schema;
 mod validate;
 
