@@ -4,6 +4,7 @@ mod cli;
 mod determinism;
 mod engine_order;
 mod field_cases;
+mod field_cases_quota;
 mod hand_computed;
 mod invariants;
 mod real_traces;
