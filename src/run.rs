@@ -220,8 +220,15 @@ pub fn run_scenario(
     );
     if let Some(dir) = &opts.out_dir {
         let path = dir.join("timeseries.csv");
-        timeseries::write(&path, &cells, &models_for_series, &result.occupancy)
-            .map_err(io_err(&path))?;
+        let tenants: Vec<String> = result.tenants.iter().map(|t| t.name.clone()).collect();
+        timeseries::write(
+            &path,
+            &cells,
+            &models_for_series,
+            &tenants,
+            &result.occupancy,
+        )
+        .map_err(io_err(&path))?;
         let path = dir.join("summary.json");
         let mut text = serde_json::to_string_pretty(&summary).expect("summary serializes");
         text.push('\n');

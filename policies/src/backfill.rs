@@ -88,9 +88,17 @@ pub struct Reservation {
 /// Binds, in `fleet`, the part of each reservation's resources that is free now (so that a
 /// placement does not see it). Returns the phantoms to release with [`release_phantoms`].
 pub(crate) fn apply_phantoms(fleet: &mut FleetState, res: &[Reservation]) -> Vec<TaskAlloc> {
+    apply_phantom_allocs(fleet, res.iter().flat_map(|r| r.allocs.iter()))
+}
+
+/// As [`apply_phantoms`], for any bindings.
+pub(crate) fn apply_phantom_allocs<'a>(
+    fleet: &mut FleetState,
+    allocs: impl Iterator<Item = &'a TaskAlloc>,
+) -> Vec<TaskAlloc> {
     let mut applied = Vec::new();
-    for r in res {
-        for a in &r.allocs {
+    {
+        for a in allocs {
             let n = fleet.node(a.node);
             if !n.schedulable {
                 continue;

@@ -7,19 +7,32 @@
 //! (queue, priority, tier, shape, gang size, models, cells). A job that could never fit is
 //! rejected at submit and never gets here (field case B01).
 //!
-//! # Who may be a victim (first matching rule; the victim is never already terminating)
+//! # Who may be a victim (first matching rule)
+//! A victim is running (not already terminating), never of a higher tier than the preemptor,
+//! not preempted earlier at this instant (rule P3), and never a job that preempted the
+//! preemptor before (rule P2).
+//!
 //! | rule | victim | follows |
 //! |---|---|---|
 //! | [`PreemptReason::Tier`] | a job of a strictly lower tier (`tiers = true`) | Borg: best-effort is preempted first |
 //! | [`PreemptReason::WithinQueue`] | same queue, lower priority (or also equal priority and newer) | Kueue `withinClusterQueue` |
 //! | [`PreemptReason::Reclaim`] | another queue of the cohort tree while it borrows in the flavor, the preemptor's queue staying within its nominal quota | Kueue `reclaimWithinCohort` (field cases B05, B06, B01) |
-//! | [`PreemptReason::Priority`] | any job of lower priority (cluster-wide, for capacity) | kube-scheduler `DefaultPreemption`, Volcano `preempt` (field case B10) |
-//! | [`PreemptReason::Las`] | a job whose attained service puts it in a lower LAS queue | Tiresias (NSDI'19) |
+//! | [`PreemptReason::Priority`] | a job of lower capacity rank, in any queue — with quota, only from a queue that borrows (Kueue `borrowWithinCohort`) | kube-scheduler `DefaultPreemption`, Volcano `preempt` (field case B10) |
+//! | [`PreemptReason::Las`] | same, the rank being Tiresias' LAS queue after priority | Tiresias (NSDI'19) |
 //! | [`PreemptReason::FairShare`] | another queue of the cohort tree while it borrows, if the fair-sharing strategy holds | Kueue KEP-1714 |
 //!
-//! With quota, a preemptor that takes victims from *other* queues under the reclaim, priority
-//! or LAS rules must end up within its nominal quota: preemption never lets a queue borrow
-//! at another's expense, except under fair sharing (whose strategies say when) and tiers.
+//! The *capacity rank* is `(priority, −LAS queue)` with the components the configuration
+//! turns on: one total order for the priority and LAS rules, so that neither can undo the
+//! other (a running job's LAS queue only moves down, so a job preempted under LAS can come
+//! back only after the preemptor has itself received more service: Tiresias' time-slicing).
+//!
+//! **Rule P1 (borrowing never grows by preemption)**: with quota, only the fair-sharing rule
+//! (whose strategies bound shares) and the tier rule (whose best-effort victims hold no quota)
+//! may leave the preemptor's queue borrowing more than before; victims taken from other
+//! queues under the reclaim, priority or LAS rules require the preemptor to end within its
+//! nominal quota. Without P1, a priority swap inside a borrowing queue (a larger job for a
+//! smaller one) raises that queue's share, fair sharing takes the room back, and three jobs go
+//! round for ever (found by the `no_preemption_cycle` property test).
 //!
 //! # Victim order (the first are taken first), then minimization
 //! 1. lower tier first; 2. borrowing queues first; 3. queues with the larger dominant resource
@@ -33,7 +46,7 @@
 //! victim but the last is put back, latest first, if the preemptor still fits without it.
 //! If no set of victims makes room, nothing is preempted.
 //!
-//! # Fair-sharing strategies (no loops)
+//! # Fair-sharing strategies
 //! Strategies are tried in order, each a full round. Shares are dominant resource shares of
 //! the queues ([`crate::quota::QuotaTree::drs`]), compared *exactly* (Kueue compares
 //! truncated per-mille values, and equal truncated shares let two queues take turns):
@@ -43,16 +56,24 @@
 //! * [`FairStrategy::LessThanInitialShare`] (rule S2-b): the preemptor's share after admission
 //!   < the victim queue's share before.
 //!
-//! Why two jobs can never preempt each other back and forth: with `s` a queue's share, `P`
-//! preempting `T` needs `s(P+p) ≤ s(T−t) < s(T)` (S2-a) or `s(P+p) < s(T)` (S2-b); for `T`'s
-//! job to come back by preempting `P`'s needs `s(T) ≤ s(P)` or `s(T) < s(P)`, yet `s(P) ≤
-//! s(P+p) < s(T)`: a contradiction. Priority and tier rules are strict orders, and reclaim
-//! leaves the reclaimer within nominal (not a borrower, so not reclaimable). A preemptor only
-//! preempts when it then fits, and with a zero grace period it starts in the same pass on the
-//! room it made, so a victim cannot take its place back first (the B01 fault); with a grace
-//! period the room is kept for it: preemptors whose victims are gone are tried first in the
-//! next pass, and a preemptor whose pending evictions cover its need issues no more (field
-//! case B03).
+//! # Why jobs never preempt each other in a loop
+//! * Between two queues and nothing else changing, fair sharing cannot swap back: `P`
+//!   preempting `T` needs `s(P+p) ≤ s(T−t) < s(T)` (S2-a) or `s(P+p) < s(T)` (S2-b), and `T`'s
+//!   job coming back by preempting `P`'s needs `s(T) ≤ s(P)` or `s(T) < s(P)`, yet
+//!   `s(P) ≤ s(P+p) < s(T)`. Tier and capacity rank are strict orders; reclaim leaves the
+//!   reclaimer within nominal (not a borrower, so not reclaimable); P1 keeps the other rules
+//!   from feeding fair sharing.
+//! * P2 makes it structural for any mix of rules and of admissions in between: a job never
+//!   preempts a job that preempted it (the cycle check of kueue #6861, for two-job cycles).
+//! * P3: a job is preempted at most once per instant, so the passes at one instant settle.
+//! * A preemptor only preempts when it then fits, and the room it made stays its own: with a
+//!   zero grace period it starts in the same pass, before a victim could take its place back
+//!   (the B01 fault); with a grace period its request is reserved in its queue's quota and the
+//!   free part of its planned placement is held by phantoms in every pass until its victims
+//!   are gone (Kubernetes' nominated node); it is then tried first, and issues no more
+//!   preemptions meanwhile (field case B03). Without the phantoms, other jobs took the free
+//!   part during the grace period and the preemptor preempted again every few seconds without
+//!   ever starting (found by the property tests).
 //!
 //! # Termination grace and requeue
 //! With `grace = 0` victims are released and requeued in the same pass and the preemptor
@@ -253,11 +274,29 @@ fn candidates(
         (Some(t), Some(f)) => t.within_nominal_after(job.queue, f, &req),
         _ => false,
     };
-    let job_level = cfg.las.as_ref().map(|l| l.level(job.attained_gpu_ms));
+    let job_rank = (
+        if cfg.capacity == CapacityPreemption::LowerPriority {
+            job.priority
+        } else {
+            0
+        },
+        cfg.las
+            .as_ref()
+            .map_or(0, |l| -(l.level(job.attained_gpu_ms) as i64)),
+    );
+    let my_preemptors: &[u64] = c.preempted_by.get(&job.seq).map_or(&[], Vec::as_slice);
     let mut out = Vec::new();
     for r in reg.iter().flatten() {
         let v = &r.job;
         if r.evicting.is_some() || v.id == job.id {
+            continue;
+        }
+        if c.preempted_now.0 == now && c.preempted_now.1.contains(&v.id) {
+            // Rule P3: preempted earlier at this instant and restarted: not again now.
+            continue;
+        }
+        if my_preemptors.contains(&v.seq) {
+            // Rule P2: never preempt back a job that preempted this one.
             continue;
         }
         let same_queue = v.queue == job.queue;
@@ -269,6 +308,26 @@ fn candidates(
             (Some(t), Some(f)) => t.is_borrowing(v.queue, f),
             _ => false,
         };
+        // Never a higher tier; a lower one only under the tier rule or quota rules.
+        if v.tier > job.tier {
+            continue;
+        }
+        // The capacity rank (priority, then LAS queue): one total order for the priority and
+        // LAS rules, so that neither can undo the other.
+        let v_rank = (
+            if cfg.capacity == CapacityPreemption::LowerPriority {
+                v.priority
+            } else {
+                0
+            },
+            cfg.las
+                .as_ref()
+                .map_or(0, |l| -(l.level(r.attained_gpu_ms(now)) as i64)),
+        );
+        // With quota, a job charged to another queue is a capacity victim only while that queue
+        // borrows (Kueue `borrowWithinCohort`): never below its nominal quota.
+        let capacity_ok =
+            !(same_tree || (quota.is_some() && !same_queue && r.flavor.is_some())) || borrowing;
         let rule = if cfg.tiers && job.tier > v.tier {
             Some(PreemptReason::Tier)
         } else if same_queue
@@ -292,14 +351,12 @@ fn candidates(
             }
         {
             Some(PreemptReason::Reclaim)
-        } else if cfg.capacity == CapacityPreemption::LowerPriority && v.priority < job.priority {
-            Some(PreemptReason::Priority)
-        } else if job_level.is_some_and(|jl| {
-            cfg.las
-                .as_ref()
-                .is_some_and(|l| l.level(r.attained_gpu_ms(now)) > jl)
-        }) {
-            Some(PreemptReason::Las)
+        } else if capacity_ok && job_rank > v_rank {
+            Some(if job_rank.0 > v_rank.0 {
+                PreemptReason::Priority
+            } else {
+                PreemptReason::Las
+            })
         } else if same_tree && borrowing && !cfg.fair_sharing.is_empty() {
             Some(PreemptReason::FairShare)
         } else {
@@ -342,6 +399,11 @@ fn plan(
 ) -> Option<(CellId, Vec<TaskAlloc>, Vec<Removed>)> {
     let req = request(job);
     let need = job.total_gpu_milli();
+    // What the preemptor's queue borrows before any victim leaves.
+    let before = match (c.quota.as_ref(), flavor) {
+        (Some(t), Some(f)) => t.borrowed(job.queue, f, None),
+        _ => [0; 3],
+    };
     let mut removed: Vec<Removed> = Vec::new();
     let mut fit: Option<(CellId, Vec<TaskAlloc>)> = None;
     for cand in cands {
@@ -384,7 +446,9 @@ fn plan(
             id: cand.id,
             rule: cand.rule,
         });
-        if !quota_ok(c, job, flavor, &req, &removed) || c.free_for(fleet, job, models) < need {
+        if !quota_ok(c, job, flavor, &req, &removed, &before)
+            || c.free_for(fleet, job, models) < need
+        {
             continue;
         }
         if let Some(p) = c.place_in_cells(pass, fleet, job, models) {
@@ -405,7 +469,7 @@ fn plan(
         release(fleet, &allocs);
         put_back(c, fleet, removed[i].id);
         let kept = removed.remove(i);
-        let placed = if quota_ok(c, job, flavor, &req, &removed) {
+        let placed = if quota_ok(c, job, flavor, &req, &removed, &before) {
             c.place_in_cells(pass, fleet, job, models)
         } else {
             None
@@ -424,27 +488,37 @@ fn plan(
     Some((cell, allocs, removed))
 }
 
-/// Does `job` fit its quota in `flavor` now, given the victims `removed` so far? With victims
-/// from other queues taken under the reclaim, priority or LAS rules, the preemptor must also
-/// stay within its nominal quota (rule Q3).
+/// Does `job` fit its quota in `flavor` now, given the victims `removed` so far? Rule P1:
+/// only the fair-sharing rule (whose strategies bound shares) and the tier rule (whose
+/// best-effort victims hold no quota) may leave the preemptor's queue borrowing more than
+/// `before`, what it borrowed before the preemption; and victims taken from other queues
+/// under the reclaim, priority or LAS rules require the preemptor to end within its nominal
+/// quota. Without P1 a priority swap inside a borrowing queue (a larger job for a smaller one)
+/// raises that queue's share, fair sharing takes the room back, and the three jobs go round.
 fn quota_ok(
     c: &Core,
     job: &PendingJob,
     flavor: Option<u16>,
     req: &crate::quota::Request,
     removed: &[Removed],
+    before: &crate::quota::Request,
 ) -> bool {
     let (Some(t), Some(f)) = (c.quota.as_ref(), flavor) else {
         return true;
     };
     match t.check(job.queue, f, req) {
         QuotaFit::Fits { borrows: false } => true,
-        QuotaFit::Fits { borrows: true } => !removed.iter().any(|v| {
-            matches!(
-                v.rule,
-                PreemptReason::Reclaim | PreemptReason::Priority | PreemptReason::Las
-            ) && running(c, v.id).job.queue != job.queue
-        }),
+        QuotaFit::Fits { borrows: true } => {
+            let after = t.borrowed(job.queue, f, Some(req));
+            let increases = after.iter().zip(before).any(|(a, b)| a > b);
+            !removed.iter().any(|v| match v.rule {
+                PreemptReason::FairShare | PreemptReason::Tier => false,
+                PreemptReason::WithinQueue => increases,
+                PreemptReason::Reclaim | PreemptReason::Priority | PreemptReason::Las => {
+                    increases || running(c, v.id).job.queue != job.queue
+                }
+            })
+        }
         QuotaFit::Blocked { .. } => false,
     }
 }
@@ -518,6 +592,17 @@ fn apply(
         victims,
     } = plan;
     let now = c.now;
+    if c.preempted_now.0 != now {
+        c.preempted_now = (now, std::collections::BTreeSet::new());
+    }
+    c.preempted_now.1.extend(victims.iter().map(|v| v.id));
+    for v in &victims {
+        let seq = running(c, v.id).job.seq;
+        let by = c.preempted_by.entry(seq).or_default();
+        if !by.contains(&job.seq) {
+            by.push(job.seq);
+        }
+    }
     if cfg.grace == SimDuration::ZERO {
         for v in &victims {
             let r = c
@@ -550,6 +635,11 @@ fn apply(
     for v in victims.iter().rev() {
         put_back(c, fleet, v.id);
     }
+    // The free part of the room is the preemptor's from now on (the victims' part is theirs
+    // until they go): held by phantoms for the rest of this pass, and in later passes.
+    let phantoms = crate::backfill::apply_phantom_allocs(fleet, allocs.iter());
+    pass.held.extend(phantoms);
+    let held = allocs;
     let release_at = now + cfg.grace;
     let reg = c.running.as_mut().expect("victims are tracked");
     let mut ids = Vec::new();
@@ -567,11 +657,19 @@ fn apply(
             grace: cfg.grace,
         });
     }
+    let reserved = flavor
+        .filter(|_| job.tier != crate::Tier::BestEffort)
+        .map(|f| (f, request(job)));
+    if let (Some(t), Some((f, req))) = (c.quota.as_mut(), reserved) {
+        t.add_usage(job.queue, f, &req);
+    }
     c.nominated.push(Nomination {
         preemptor: job.id,
         queue: job.queue,
         key,
         victims: ids,
+        reserved,
+        allocs: held,
     });
     false
 }

@@ -296,6 +296,8 @@ pub(crate) struct PassState {
     pub(crate) reservations: Vec<Reservation>,
     /// Running jobs by estimated end (built on first use in a pass).
     pub(crate) ends: Option<Vec<(SimTime, JobId)>>,
+    /// Phantoms holding the free part of nominated preemptors' room until the pass ends.
+    pub(crate) held: Vec<TaskAlloc>,
 }
 
 /// An eviction in progress.
@@ -337,13 +339,19 @@ impl Running {
     }
 }
 
-/// A preemptor waiting for its victims' grace periods.
+/// A preemptor waiting for its victims' grace periods. Its request is reserved in its
+/// queue's quota meanwhile, so that no other job claims the same nominal quota (or reclaims
+/// for it a second time) before it starts.
 #[derive(Clone, Debug)]
 pub(crate) struct Nomination {
     pub(crate) preemptor: JobId,
     pub(crate) queue: QueueId,
     pub(crate) key: OrderKey,
     pub(crate) victims: Vec<JobId>,
+    /// Quota held for it: flavor and request.
+    pub(crate) reserved: Option<(u16, Request)>,
+    /// Where it will go: the placement its victims make room for.
+    pub(crate) allocs: Vec<TaskAlloc>,
 }
 
 /// Everything but the pending queues, so that a pass can borrow one pending entry and the
@@ -367,6 +375,12 @@ pub(crate) struct Core {
     /// Running jobs by [`JobId`], when kept.
     pub(crate) running: Option<Vec<Option<Box<Running>>>>,
     pub(crate) nominated: Vec<Nomination>,
+    /// Jobs preempted at `.0` (the current instant): never preempted twice at one instant, so
+    /// a victim that restarts elsewhere at once is not thrashed.
+    pub(crate) preempted_now: (SimTime, BTreeSet<JobId>),
+    /// For each job in flight that was preempted (by input sequence), the sequence numbers of
+    /// its preemptors: it never preempts them back (rule P2).
+    pub(crate) preempted_by: BTreeMap<u64, Vec<u64>>,
     /// Per queue, pending jobs per stored reason (index [`PendingReason::index`]; a job not
     /// tried yet counts as [`PendingReason::NotTried`]).
     reason_counts: Vec<WaitProfile>,
@@ -438,6 +452,8 @@ impl Scheduler {
                 budget: None,
                 running: None,
                 nominated: Vec::new(),
+                preempted_now: (SimTime::ZERO, BTreeSet::new()),
+                preempted_by: BTreeMap::new(),
                 waits: Vec::new(),
                 last_rekey: None,
                 fleet_gpu_milli: 0,
@@ -707,6 +723,9 @@ impl Scheduler {
             if let (Some(t), Some(f)) = (c.quota.as_mut(), r.flavor) {
                 t.remove_usage(queue, f, &r.req);
             }
+            if !c.preempted_by.is_empty() {
+                c.preempted_by.remove(&r.job.seq);
+            }
         }
     }
 
@@ -850,12 +869,19 @@ impl Scheduler {
             if let Some(t) = &c.quota {
                 // Queue quota usage = the sum of their tracked jobs' charges.
                 let mut by_queue: BTreeMap<(QueueId, u16), Request> = BTreeMap::new();
-                for r in reg.iter().flatten() {
-                    if let Some(f) = r.flavor {
-                        let e = by_queue.entry((r.job.queue, f)).or_insert([0; 3]);
-                        for (a, b) in e.iter_mut().zip(r.req) {
-                            *a += b;
-                        }
+                let charges = reg
+                    .iter()
+                    .flatten()
+                    .filter_map(|r| r.flavor.map(|f| (r.job.queue, f, r.req)))
+                    .chain(
+                        c.nominated
+                            .iter()
+                            .filter_map(|n| n.reserved.map(|(f, req)| (n.queue, f, req))),
+                    );
+                for (q, f, req) in charges {
+                    let e = by_queue.entry((q, f)).or_insert([0; 3]);
+                    for (a, b) in e.iter_mut().zip(req) {
+                        *a += b;
                     }
                 }
                 for q in 0..c.queue_usage.len().max(usage.len()) {
@@ -913,6 +939,7 @@ impl Scheduler {
                 .collect();
             self.core.nominated.retain(|n| !n.victims.is_empty());
             for n in ready {
+                self.core.unreserve(&n);
                 let q = n.queue.index();
                 let Some(entry) = self
                     .pending
@@ -939,6 +966,16 @@ impl Scheduler {
                 pass.heads.push(h);
             }
         }
+        // The room nominated preemptors still wait for is theirs: its free part is held by
+        // phantoms for the rest of the pass (Kubernetes' nominated node).
+        pass.held = if self.core.nominated.is_empty() {
+            Vec::new()
+        } else {
+            crate::backfill::apply_phantom_allocs(
+                fleet,
+                self.core.nominated.iter().flat_map(|n| n.allocs.iter()),
+            )
+        };
         while let Some(Reverse((_, _, key, id, queue))) = pass.heads.pop() {
             if pass.budget == 0 {
                 break;
@@ -977,6 +1014,8 @@ impl Scheduler {
                 pass.heads.push(h);
             }
         }
+        let held = std::mem::take(&mut pass.held);
+        crate::backfill::release_phantoms(fleet, &held);
         self.core.reservations = std::mem::take(&mut pass.reservations);
         self.pass = pass;
         decisions
@@ -1008,7 +1047,7 @@ impl Scheduler {
                         slot => *slot = Some(Box::new(e.waited)),
                     }
                 }
-                self.core.nominated.retain(|n| n.preemptor != id);
+                self.core.drop_nomination(id);
                 self.core.register(e.job);
             }
             Outcome::Blocked(r) => {
@@ -1226,6 +1265,21 @@ impl Core {
         }
     }
 
+    /// Releases the quota a nomination held.
+    pub(crate) fn unreserve(&mut self, n: &Nomination) {
+        if let (Some(t), Some((f, req))) = (self.quota.as_mut(), n.reserved) {
+            t.remove_usage(n.queue, f, &req);
+        }
+    }
+
+    /// Forgets `job`'s nomination, if any, releasing its quota.
+    fn drop_nomination(&mut self, job: JobId) {
+        if let Some(i) = self.nominated.iter().position(|n| n.preemptor == job) {
+            let n = self.nominated.remove(i);
+            self.unreserve(&n);
+        }
+    }
+
     /// True when `job` nominated victims that are still inside their grace period.
     fn awaits_victims(&self, job: JobId) -> bool {
         self.nominated
@@ -1365,6 +1419,10 @@ fn try_job(
     may_preempt: bool,
 ) -> Outcome {
     let job = &entry.job;
+    if c.awaits_victims(job.id) {
+        // Its room is being made; its quota is reserved (see `Nomination`).
+        return Outcome::Blocked(PendingReason::Preempting);
+    }
     let qc = c.queue(job.queue);
     if let Some(max) = qc.max_gpu_milli {
         if c.usage(job.queue) + job.total_gpu_milli() > max {
@@ -1419,11 +1477,8 @@ fn try_job(
             }
         }
     }
-    let mut reason = physical.or(reason).unwrap_or(PendingReason::NoCapacity);
-    let waiting = c.awaits_victims(job.id);
-    if waiting {
-        reason = PendingReason::Preempting;
-    } else if may_preempt && c.preemption.is_some() && job.tier != Tier::BestEffort {
+    let reason = physical.or(reason).unwrap_or(PendingReason::NoCapacity);
+    if may_preempt && c.preemption.is_some() && job.tier != Tier::BestEffort {
         if let Some(started) = crate::preemption::preempt_for(c, pass, fleet, entry, key, out) {
             if started {
                 return Outcome::Started;

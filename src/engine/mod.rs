@@ -836,10 +836,14 @@ impl Simulation {
                     self.dirty = false;
                     self.passes += 1;
                     here += 1;
-                    if here > 10_000 {
+                    // Each extra pass follows a preemption that stopped a job; more passes than
+                    // twice the jobs in flight (plus slack) can only be a loop.
+                    if here as usize > 64 + 2 * self.jobs.len() {
                         return Err(EngineError::Invariant {
                             time: t,
-                            message: "10,000 passes at one instant without settling: preemptions are looping".into(),
+                            message: format!(
+                                "{here} passes at one instant without settling: preemptions are looping"
+                            ),
                         });
                     }
                     let decisions = self.sched.schedule_at(&mut self.fleet, t);

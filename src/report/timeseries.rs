@@ -1,15 +1,23 @@
 //! `timeseries.csv`: one row per interval of the window with time-averaged values: allocated
 //! and available accelerators (fleet and per cell), occupancy (fleet, per cell, per
-//! accelerator model), pending and running jobs.
+//! accelerator model), pending and running jobs, pending jobs per pending reason
+//! (`pending_<reason>`), and allocated accelerators per tenant (`tenant_<name>_allocated_gpus`,
+//! tenants in name order; left out when there are more than [`MAX_TENANT_COLUMNS`]).
 
 use std::io::Write;
 use std::path::Path;
+
+use fleetsim_policies::PendingReason;
 
 use crate::metrics::{ratio, Occupancy};
 use crate::report::atomic::AtomicFile;
 use crate::report::format::{milli_as_units, ms_as_secs, ratio6};
 
-/// Writes the series for cells named `cells` and accelerator models named `models`.
+/// Most tenants that get their own time-series column.
+pub const MAX_TENANT_COLUMNS: usize = 64;
+
+/// Writes the series for cells named `cells`, accelerator models named `models` and tenants
+/// named `tenants` (by tenant id).
 ///
 /// # Errors
 /// The I/O error from writing.
@@ -17,8 +25,14 @@ pub fn write(
     dest: &Path,
     cells: &[String],
     models: &[String],
+    tenants: &[String],
     o: &Occupancy,
 ) -> std::io::Result<()> {
+    let mut by_name: Vec<(usize, &String)> = tenants.iter().enumerate().collect();
+    by_name.sort_by(|a, b| a.1.cmp(b.1));
+    if by_name.len() > MAX_TENANT_COLUMNS {
+        by_name.clear();
+    }
     let mut w = csv::Writer::from_writer(AtomicFile::create(dest)?);
     let mut header: Vec<String> = [
         "time_s",
@@ -40,6 +54,12 @@ pub fn write(
     for m in models {
         header.push(format!("model_{m}_allocated_gpus"));
         header.push(format!("model_{m}_occupancy"));
+    }
+    for r in PendingReason::ALL {
+        header.push(format!("pending_{}", r.as_str()));
+    }
+    for (_, t) in &by_name {
+        header.push(format!("tenant_{t}_allocated_gpus"));
     }
     w.write_record(&header).map_err(std::io::Error::other)?;
     for row in &o.series {
@@ -69,6 +89,15 @@ pub fn write(
                 row.allocated_model_milli[i],
                 row.available_model_milli[i],
             )));
+        }
+        for r in PendingReason::ALL {
+            rec.push(milli_as_units(
+                row.pending_by_reason_ms[r.index()] * 1000 / len,
+            ));
+        }
+        for &(i, _) in &by_name {
+            let v = row.allocated_tenant_milli.get(i).copied().unwrap_or(0);
+            rec.push(milli_as_units(v / len));
         }
         w.write_record(&rec).map_err(std::io::Error::other)?;
     }

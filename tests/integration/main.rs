@@ -7,6 +7,7 @@ mod field_cases;
 mod field_cases_quota;
 mod hand_computed;
 mod invariants;
+mod policy_props;
 mod real_traces;
 mod snapshots;
 mod support;

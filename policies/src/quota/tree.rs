@@ -360,6 +360,22 @@ impl QuotaTree {
             .all(|(s, v)| node.usage[s] + v <= node.subtree[s])
     }
 
+    /// What queue `q` borrows in flavor `f` per resource (`max(0, usage − nominal)`), with
+    /// `req` added when given; zero for a resource the flavor does not limit.
+    pub fn borrowed(&self, q: QueueId, f: u16, add: Option<&Request>) -> Request {
+        let mut out = [0; 3];
+        let Some(n) = self.node_of(q) else { return out };
+        let node = &self.nodes[n];
+        for (r, o) in out.iter_mut().enumerate() {
+            let s = f as usize * R + r;
+            if node.declared[s] {
+                let u = node.usage[s] + add.map_or(0, |a| a[r]);
+                *o = u.saturating_sub(node.subtree[s]);
+            }
+        }
+        out
+    }
+
     /// Is queue `q` borrowing in flavor `f`: `usage > nominal` in some resource? A reclaim
     /// victim's queue must be (Kueue: candidates from other ClusterQueues only while they
     /// borrow).
