@@ -120,6 +120,8 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
             config: QueueConfig {
                 strategy: q.strategy.unwrap_or(p.queueing_strategy),
                 max_gpu_milli: q.max_gpus.map(|g| (g * 1000.0).round() as u64),
+                tier: q.tier.unwrap_or_default(),
+                weight_milli: crate::scenario::policies::weight_milli(q.weight),
             },
             default_time_limit: q.default_time_limit_s.map(|v| SimDuration(secs_to_ms(v))),
             max_time_limit: q.max_time_limit_s.map(|v| SimDuration(secs_to_ms(v))),
@@ -133,6 +135,19 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
         audit_every_instant: s.metrics.audit_every_instant,
         queue_mapping: s.workload.queues,
         queues,
+        estimate_oracle: p.runtime_estimate == crate::scenario::EstimateSource::Oracle,
+        retry_interval: p
+            .cycle
+            .as_ref()
+            .and_then(|c| c.retry_interval_s)
+            .map(|v| SimDuration(secs_to_ms(v))),
+        checkpoint_interval: p
+            .preemption
+            .as_ref()
+            .and_then(|pr| pr.checkpoint_interval_s)
+            .map(|v| SimDuration(secs_to_ms(v))),
+        node_changes: Vec::new(),
+        record_preemptions: false,
         node_events: Vec::new(),
     };
     (policies, cfg)
@@ -164,6 +179,8 @@ pub fn run_scenario(
     } = crate::whatif::fleet::build(loaded, &opts.trace_dir)?;
     let mut stream = open_workload(loaded, &opts.trace_dir, seed)?;
     let (policies, mut cfg) = engine_config(loaded);
+    let ext = crate::scenario::policies::extensions(loaded, &state)?;
+    cfg.node_changes = crate::scenario::policies::node_changes(loaded, &state)?;
     cfg.node_events = node_events;
     let cells: Vec<String> = state.cells().iter().map(|c| c.name.clone()).collect();
     let models_for_series: Vec<String> = state.models().to_vec();
@@ -173,7 +190,7 @@ pub fn run_scenario(
         let g: u64 = c.nodes.iter().map(|&n| state.node(n).gpus as u64).sum();
         gpus_by_cell.insert(cells[i].clone(), g);
     }
-    let mut sim = Simulation::new(state, policies, cfg);
+    let mut sim = Simulation::with_extensions(state, policies, ext, cfg);
     let (result, jobs) = match &opts.out_dir {
         Some(dir) => {
             std::fs::create_dir_all(dir).map_err(io_err(dir))?;
@@ -227,8 +244,15 @@ pub fn run_scenario(
     }
     if let Some(dir) = &opts.out_dir {
         let path = dir.join("timeseries.csv");
-        timeseries::write(&path, &cells, &models_for_series, &result.occupancy)
-            .map_err(io_err(&path))?;
+        let tenants: Vec<String> = result.tenants.iter().map(|t| t.name.clone()).collect();
+        timeseries::write(
+            &path,
+            &cells,
+            &models_for_series,
+            &tenants,
+            &result.occupancy,
+        )
+        .map_err(io_err(&path))?;
         let path = dir.join("summary.json");
         let mut text = serde_json::to_string_pretty(&summary).expect("summary serializes");
         text.push('\n');

@@ -234,6 +234,8 @@ pub struct Point {
     pub cells: Vec<String>,
     /// Model names in id order.
     pub models: Vec<String>,
+    /// Tenant names in id order.
+    pub tenants: Vec<String>,
     /// Simulated end, ms.
     pub end_ms: u64,
     /// The jobs, when asked for.
@@ -305,6 +307,7 @@ pub fn run_point(
     });
     Ok(Point {
         summary: serde_json::to_value(&out.summary).expect("summary serializes"),
+        tenants: out.result.tenants.iter().map(|t| t.name.clone()).collect(),
         occupancy: out.result.occupancy,
         cells: out.cells,
         models: out.models,
@@ -323,6 +326,7 @@ pub fn write_point(dir: &Path, p: &Point) -> std::io::Result<()> {
         &dir.join("timeseries.csv"),
         &p.cells,
         &p.models,
+        &p.tenants,
         &p.occupancy,
     )?;
     write_json(&dir.join("summary.json"), &p.summary)

@@ -5,6 +5,7 @@ use std::fmt;
 
 use crate::ids::{CellId, JobId};
 use crate::state::TaskAlloc;
+use crate::time::SimDuration;
 
 /// Why a job is refused for good at submit. Such a job never enters a queue, so it can never
 /// block one (field case B17).
@@ -25,6 +26,13 @@ pub enum RejectReason {
     InvalidTimeLimit,
     /// The job asks for zero tasks.
     EmptyGang,
+    /// The gang asks for more than its queue could ever hold under quota: more than the
+    /// nominal quota plus what the queue may borrow from its cohort, in every flavor it may
+    /// use (field case B01: a job larger than the cohort must never force preemptions).
+    OverQuota,
+    /// The queue declares quota, but none of its flavors offers an accelerator model the job
+    /// may use.
+    NoQuotaFlavor,
 }
 
 impl RejectReason {
@@ -38,6 +46,8 @@ impl RejectReason {
             RejectReason::NoAllowedModel => "no_allowed_model",
             RejectReason::InvalidTimeLimit => "invalid_time_limit",
             RejectReason::EmptyGang => "empty_gang",
+            RejectReason::OverQuota => "over_quota",
+            RejectReason::NoQuotaFlavor => "no_quota_flavor",
         }
     }
 }
@@ -48,25 +58,135 @@ impl fmt::Display for RejectReason {
     }
 }
 
-/// Why a job cannot start right now (waiting may help).
+/// Why a job cannot start right now (waiting, or preemption, may help).
+///
+/// Reported per pending job after every pass, time-integrated in `summary.json` and
+/// `timeseries.csv`, and per job in `jobs.csv` (the reason it waited longest).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum PendingReason {
-    /// No allowed cell has room for the whole gang.
+    /// Not tried yet (a pass stopped at its attempt budget before reaching it).
+    NotTried,
+    /// No allowed cell has enough free accelerators (of an allowed model) for the gang.
     NoCapacity,
+    /// Enough accelerators are free in total, but no node has room for a task: the free
+    /// capacity is fragmented.
+    Fragmentation,
+    /// Single tasks would fit, but not the whole gang at once (all-or-nothing).
+    Gang,
     /// The queue's hard maximum would be exceeded.
     QueueMax,
     /// A strict-FIFO queue's head is blocked and this job is behind it.
     StrictFifoHead,
+    /// Above the queue's nominal quota, and the queue has no cohort to borrow from.
+    OverQuota,
+    /// Borrowing would exceed a borrowing limit (of the queue or of a cohort on its path).
+    BorrowingLimit,
+    /// Within the queue's limits, but the cohort's quota is in use by other queues.
+    CohortQuota,
+    /// It would fit now, but would delay a backfill reservation.
+    Reservation,
+    /// Victims chosen for this job are still inside their termination grace period.
+    Preempting,
 }
 
 impl PendingReason {
+    /// Every reason, in a fixed order (the order of report columns).
+    pub const ALL: [PendingReason; 11] = [
+        PendingReason::NotTried,
+        PendingReason::NoCapacity,
+        PendingReason::Fragmentation,
+        PendingReason::Gang,
+        PendingReason::QueueMax,
+        PendingReason::StrictFifoHead,
+        PendingReason::OverQuota,
+        PendingReason::BorrowingLimit,
+        PendingReason::CohortQuota,
+        PendingReason::Reservation,
+        PendingReason::Preempting,
+    ];
+
+    /// Position in [`PendingReason::ALL`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
     /// A stable snake_case name for reports.
     pub fn as_str(&self) -> &'static str {
         match self {
+            PendingReason::NotTried => "not_tried",
             PendingReason::NoCapacity => "no_capacity",
+            PendingReason::Fragmentation => "fragmentation",
+            PendingReason::Gang => "gang",
             PendingReason::QueueMax => "queue_max",
             PendingReason::StrictFifoHead => "strict_fifo_head",
+            PendingReason::OverQuota => "over_quota",
+            PendingReason::BorrowingLimit => "borrowing_limit",
+            PendingReason::CohortQuota => "cohort_quota",
+            PendingReason::Reservation => "reservation",
+            PendingReason::Preempting => "preempting",
+        }
+    }
+}
+
+/// Milliseconds a job spent pending, per [`PendingReason`] (indexed by
+/// [`PendingReason::index`]).
+pub type WaitProfile = [u64; PendingReason::ALL.len()];
+
+/// The reason with the most time in `w`, ties to the earlier reason of
+/// [`PendingReason::ALL`]; `None` when the job never waited.
+pub fn longest_reason(w: &WaitProfile) -> Option<PendingReason> {
+    let mut best: Option<(u64, PendingReason)> = None;
+    for r in PendingReason::ALL {
+        let v = w[r.index()];
+        if v > 0 && best.is_none_or(|(b, _)| v > b) {
+            best = Some((v, r));
+        }
+    }
+    best.map(|(_, r)| r)
+}
+
+/// Which rule allowed a preemption (the preemption stage, DESIGN §5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum PreemptReason {
+    /// A higher-priority job of the same queue needs the room (Kueue `withinClusterQueue`).
+    WithinQueue,
+    /// A queue within its nominal quota takes back what a borrowing queue of its cohort holds
+    /// (Kueue `reclaimWithinCohort`).
+    Reclaim,
+    /// Fair sharing: the victim's queue keeps a larger dominant-resource share than the
+    /// preemptor's after the swap (Kueue KEP-1714 rules S2-a / S2-b).
+    FairShare,
+    /// A higher tier takes capacity from a lower one (Borg: best-effort is preempted first).
+    Tier,
+    /// Cluster-wide priority preemption for capacity (kube-scheduler `DefaultPreemption`,
+    /// Volcano `preempt`).
+    Priority,
+    /// Tiresias: the victim's attained service put it in a lower-priority LAS queue.
+    Las,
+}
+
+impl PreemptReason {
+    /// Every reason, in a fixed order.
+    pub const ALL: [PreemptReason; 6] = [
+        PreemptReason::WithinQueue,
+        PreemptReason::Reclaim,
+        PreemptReason::FairShare,
+        PreemptReason::Tier,
+        PreemptReason::Priority,
+        PreemptReason::Las,
+    ];
+
+    /// A stable snake_case name for reports.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            PreemptReason::WithinQueue => "within_queue",
+            PreemptReason::Reclaim => "reclaim",
+            PreemptReason::FairShare => "fair_share",
+            PreemptReason::Tier => "tier",
+            PreemptReason::Priority => "priority",
+            PreemptReason::Las => "las",
         }
     }
 }
@@ -93,6 +213,22 @@ pub enum Decision {
         cell: CellId,
         /// One binding per task of the gang.
         tasks: Vec<TaskAlloc>,
+    },
+    /// Evict a running job so that `preemptor` can start. With a zero `grace` the policy has
+    /// already released the victim's resources in the fleet state (as it reserves a start's),
+    /// and requeued it; otherwise the victim keeps its resources until `grace` has passed,
+    /// then the caller releases them and hands the job back
+    /// ([`crate::Scheduler::on_released`]). The victim is requeued with its original submit
+    /// time and sequence number and restarts from its last checkpoint.
+    Preempt {
+        /// The victim.
+        job: JobId,
+        /// The job it makes room for.
+        preemptor: JobId,
+        /// The rule that allowed it.
+        reason: PreemptReason,
+        /// Termination grace period.
+        grace: SimDuration,
     },
     /// Refuse the job for good.
     Reject {

@@ -5,8 +5,62 @@ use crate::resources::{ModelSet, TaskShape};
 use crate::time::{SimDuration, SimTime};
 use crate::topology::TopologySpec;
 
+/// A Borg-style tier (priority band). Higher tiers are considered first and may preempt lower
+/// ones when tier preemption is on; [`Tier::BestEffort`] work bypasses quota, runs only on
+/// capacity nobody else claims, and is preempted first (Verma et al., "Large-scale cluster
+/// management at Google with Borg", EuroSys'15, §2.5).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+pub enum Tier {
+    /// Best-effort ("free") tier: no quota, preempted first.
+    BestEffort,
+    /// Batch tier (the default).
+    #[default]
+    Batch,
+    /// Production tier.
+    Production,
+}
+
+impl Tier {
+    /// Every tier, lowest first.
+    pub const ALL: [Tier; 3] = [Tier::BestEffort, Tier::Batch, Tier::Production];
+
+    /// The name scenarios use.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Tier::BestEffort => "best-effort",
+            Tier::Batch => "batch",
+            Tier::Production => "production",
+        }
+    }
+
+    /// Rank in the cross-queue order: production 0, batch 1, best-effort 2 (smaller first).
+    pub const fn order_rank(self) -> u8 {
+        match self {
+            Tier::Production => 0,
+            Tier::Batch => 1,
+            Tier::BestEffort => 2,
+        }
+    }
+}
+
+impl std::str::FromStr for Tier {
+    type Err = String;
+    /// # Errors
+    /// A message listing the valid names.
+    fn from_str(s: &str) -> Result<Tier, String> {
+        Tier::ALL
+            .into_iter()
+            .find(|t| t.as_str() == s)
+            .ok_or_else(|| {
+                format!("unknown tier `{s}`; valid names: production, batch, best-effort")
+            })
+    }
+}
+
 /// A job waiting to start: a gang of `tasks` identical tasks of `shape`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PendingJob {
     /// The job.
     pub id: JobId,
@@ -28,10 +82,22 @@ pub struct PendingJob {
     pub models: ModelSet,
     /// Cells the job may run in, ascending; empty = any cell.
     pub cells: Vec<CellId>,
-    /// Runtime estimate (user time limit or a predictor), if any.
+    /// Runtime estimate of what is left to run (user time limit minus kept progress, or an
+    /// oracle or predictor), if any.
     pub runtime_estimate: Option<SimDuration>,
     /// Topology constraint of the gang (`None`: the scheduler's default, if any).
     pub topology: Option<TopologySpec>,
+    /// Tier; the scheduler sets it from the job's queue at submit.
+    pub tier: Tier,
+    /// Progress kept from earlier runs (checkpointed work, at reference speed); zero for a job
+    /// that never ran or restarts from scratch.
+    pub done: SimDuration,
+    /// Accelerator-time received in earlier runs, GPU-milli × ms / 1000 (= GPU·ms); Tiresias'
+    /// attained service.
+    pub attained_gpu_ms: u64,
+    /// Checkpoint interval (of progress): on preemption, work since the last multiple of it is
+    /// lost. `None`: the job restarts from scratch.
+    pub checkpoint_interval: Option<SimDuration>,
 }
 
 impl PendingJob {
@@ -43,5 +109,35 @@ impl PendingJob {
     /// True when the job may run in `cell`.
     pub fn allows_cell(&self, cell: CellId) -> bool {
         self.cells.is_empty() || self.cells.binary_search(&cell).is_ok()
+    }
+}
+
+/// Progress a job keeps when a run that reached `total` progress (earlier kept progress plus
+/// this run's) is stopped: the last multiple of `checkpoint` (Gandiva/Tiresias-style
+/// checkpoint-restart), or nothing without checkpoints.
+pub fn kept_progress(total: SimDuration, checkpoint: Option<SimDuration>) -> SimDuration {
+    match checkpoint {
+        Some(c) if c.0 > 0 => SimDuration(total.0 / c.0 * c.0),
+        _ => SimDuration::ZERO,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checkpoints_keep_whole_intervals() {
+        let s = SimDuration::from_secs;
+        assert_eq!(kept_progress(s(250), Some(s(100))), s(200));
+        assert_eq!(kept_progress(s(99), Some(s(100))), SimDuration::ZERO);
+        assert_eq!(kept_progress(s(250), None), SimDuration::ZERO);
+        assert_eq!(
+            kept_progress(s(250), Some(SimDuration::ZERO)),
+            SimDuration::ZERO
+        );
+        assert_eq!("best-effort".parse::<Tier>(), Ok(Tier::BestEffort));
+        assert!("gold".parse::<Tier>().unwrap_err().contains("production"));
+        assert!(Tier::Production > Tier::Batch && Tier::Batch > Tier::BestEffort);
     }
 }

@@ -9,10 +9,13 @@
 //!
 //! | stage | trait | built-ins |
 //! |---|---|---|
-//! | queue order | [`QueueOrder`] | [`queue_order::Fifo`], [`queue_order::Priority`] |
+//! | queue order | [`QueueOrder`] | [`queue_order::Fifo`], [`queue_order::Priority`], [`queue_order::Sjf`], [`queue_order::Srtf`], [`queue_order::Las`] (Tiresias), [`queue_order::Multifactor`] (Slurm) |
 //! | queueing strategy | [`QueueingStrategy`] | strict FIFO, best-effort FIFO (Kueue) |
+//! | admission | [`quota::QuotaTree`], [`AdmissionOrder`] | nominal quota, hierarchical cohorts with borrowing and lending limits, flavor fungibility (Kueue); order across queues: nominal-first (Kueue classic), DRF (Kueue fair sharing), decayed usage ([`fairshare`]; Slurm, Kueue AFS); Borg tiers ([`Tier`]) |
 //! | cell selection | [`CellSelect`] | [`cell_select::FirstCell`], [`cell_select::LeastLoaded`] |
 //! | placement | [`Placement`] | [`placement::FirstFit`], [`placement::BestFit`], [`placement::WorstFit`], [`placement::RandomFit`], [`placement::DotProd`], [`placement::GpuClustering`], [`placement::GpuPacking`], [`placement::FgdBestFit`], [`placement::Fgd`], [`placement::TopologyAware`] |
+//! | preemption | [`preemption::PreemptionConfig`] | within queue, cohort reclaim, Kueue fair-sharing strategies, tiers, priority for capacity, Tiresias LAS; least lost work first |
+//! | backfill | [`backfill::BackfillConfig`] | EASY, conservative |
 //!
 //! Units: time in milliseconds ([`SimTime`]), accelerators in GPU-milli (1000 = one whole
 //! accelerator), CPU in milli-cores, memory in MiB.
@@ -48,6 +51,7 @@
 //!     cells: vec![],
 //!     runtime_estimate: None,
 //!     topology: None,
+//!     ..PendingJob::default()
 //! };
 //! sched.submit(&mut fleet, job).unwrap();
 //! let decisions = sched.schedule(&mut fleet);
@@ -57,29 +61,41 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+#[macro_use]
+mod macros;
+
+pub mod backfill;
 pub mod bucket_index;
 pub mod cell_select;
 pub mod decision;
+pub mod fairshare;
 pub mod ids;
 pub mod job;
 pub mod placement;
+pub mod preemption;
 pub mod queue_order;
+pub mod quota;
 pub mod resources;
 pub mod scheduler;
 pub mod state;
 pub mod time;
 pub mod topology;
 
+pub use backfill::{BackfillConfig, BackfillKind, Reservation};
 pub use cell_select::CellSelect;
-pub use decision::{Decision, PendingReason, RejectReason, Verdict};
+pub use decision::{
+    longest_reason, Decision, PendingReason, PreemptReason, RejectReason, Verdict, WaitProfile,
+};
 pub use ids::{CellId, JobId, ModelId, NodeId, QueueId, TenantId};
-pub use job::PendingJob;
+pub use job::{kept_progress, PendingJob, Tier};
 pub use placement::{place_gang, Choice, PlaceCtx, Placement, ScoreArithmetic, TypicalTasks};
-pub use queue_order::{OrderKey, QueueOrder};
+pub use preemption::PreemptionConfig;
+pub use queue_order::{OrderCtx, OrderKey, QueueOrder};
+pub use quota::{QuotaError, QuotaSpec, QuotaTree};
 pub use resources::{ModelSet, TaskShape, WHOLE_GPU_MILLI};
 pub use scheduler::{
-    CellSelectKind, PlacementKind, QueueConfig, QueueOrderKind, QueueingStrategy, Scheduler,
-    SchedulerConfig,
+    AdmissionOrder, CellSelectKind, Extensions, PlacementKind, QueueConfig, QueueOrderKind,
+    QueueingStrategy, Scheduler, SchedulerConfig,
 };
 pub use state::{FleetState, NodeSpec, NodeState, StateError, TaskAlloc};
 pub use time::{SimDuration, SimTime};

@@ -92,6 +92,20 @@ impl ModelSet {
         self.0 |= 1u128 << m.0;
     }
 
+    /// The models both sets allow, or `None` when they have none in common (an empty set
+    /// cannot be represented: `ModelSet(0)` means any model).
+    pub const fn intersect(self, other: ModelSet) -> Option<ModelSet> {
+        if self.0 == 0 {
+            Some(other)
+        } else if other.0 == 0 {
+            Some(self)
+        } else if self.0 & other.0 == 0 {
+            None
+        } else {
+            Some(ModelSet(self.0 & other.0))
+        }
+    }
+
     /// True when a task with this constraint may run on model `m`.
     pub const fn allows(&self, m: crate::ModelId) -> bool {
         self.0 == 0 || (self.0 >> m.0) & 1 == 1

@@ -168,6 +168,9 @@ pub struct CellState {
     pub available_gpu_milli: u64,
     /// GPU-milli bound to tasks (on any node of the cell).
     pub allocated_gpu_milli: u64,
+    /// Free GPU-milli on schedulable nodes, per accelerator model (indexed by [`ModelId`];
+    /// kept with the capacity index).
+    free_by_model: Vec<u64>,
     gpu_index: BTreeMap<ModelId, BucketIndex>,
     cpu_index: BucketIndex,
     /// Distinct empty-node capacities `(model, gpus, cpu_milli, mem_mib)` with node counts;
@@ -210,6 +213,7 @@ impl FleetState {
             .into_iter()
             .map(|name| CellState {
                 name,
+                free_by_model: vec![0; models.len()],
                 ..CellState::default()
             })
             .collect();
@@ -761,6 +765,18 @@ impl FleetState {
         v.into_iter().map(|(_, id)| id).collect()
     }
 
+    /// Free GPU-milli on the schedulable nodes of `cell` whose model `models` allows.
+    /// `O(models)`.
+    pub fn free_gpu_milli(&self, cell: CellId, models: ModelSet) -> u64 {
+        self.cells[cell.index()]
+            .free_by_model
+            .iter()
+            .enumerate()
+            .filter(|&(m, _)| models.allows(ModelId(m as u16)))
+            .map(|(_, &f)| f)
+            .sum()
+    }
+
     /// Accelerator models present in `cell` (ascending id).
     pub fn cell_models(&self, cell: CellId) -> impl Iterator<Item = ModelId> + '_ {
         self.cells[cell.index()].gpu_index.keys().copied()
@@ -876,6 +892,19 @@ impl FleetState {
             }
         }
         for (c, cell) in self.cells.iter().enumerate() {
+            let mut by_model = vec![0u64; self.models.len()];
+            for &id in &cell.nodes {
+                let n = &self.nodes[id.index()];
+                if let (Some(m), true) = (n.model, n.schedulable) {
+                    by_model[m.index()] += n.free_gpu_milli as u64;
+                }
+            }
+            if by_model != cell.free_by_model {
+                return Err(format!(
+                    "cell {}: free GPU-milli per model disagrees with the nodes",
+                    cell.name
+                ));
+            }
             if cell.allocated_gpu_milli != cell_alloc[c] {
                 return Err(format!(
                     "cell {}: allocated GPU-milli disagrees with running tasks",
@@ -893,6 +922,7 @@ impl FleetState {
         }
         let cell = &mut self.cells[n.cell.index()];
         if let Some(m) = n.model {
+            cell.free_by_model[m.index()] -= n.free_gpu_milli as u64;
             if let Some(idx) = cell.gpu_index.get_mut(&m) {
                 idx.remove(n.free_gpu_milli as u64, n.pos);
             }
@@ -910,6 +940,7 @@ impl FleetState {
         let cell = &mut self.cells[n.cell.index()];
         let len = cell.nodes.len();
         if let Some(m) = n.model {
+            cell.free_by_model[m.index()] += n.free_gpu_milli as u64;
             cell.gpu_index
                 .entry(m)
                 .or_insert_with(|| BucketIndex::new(len))

@@ -20,6 +20,8 @@ pub enum EventClass {
     Arrival = 2,
     /// Replay mode: a job starts at its recorded start time.
     ForcedStart = 3,
+    /// A periodic scheduling pass (a retry interval while jobs are pending).
+    Tick = 4,
 }
 
 impl EventClass {
@@ -28,7 +30,8 @@ impl EventClass {
             0 => EventClass::Finish,
             1 => EventClass::Node,
             2 => EventClass::Arrival,
-            _ => EventClass::ForcedStart,
+            3 => EventClass::ForcedStart,
+            _ => EventClass::Tick,
         }
     }
 }
@@ -41,32 +44,48 @@ pub enum EventKind {
     Finish(JobId, u32),
     /// Job starts at its recorded time (replay mode).
     ForcedStart(JobId),
+    /// A terminating job (preempted with a grace period, or lost with its node) releases its
+    /// resources; `u32` is the run epoch it was stopped in (class of [`EventClass::Finish`]).
+    Release(JobId, u32),
     /// Node event `u32` of [`super::EngineConfig::node_events`] (what-if transforms).
     Node(u32),
+    /// Node failure or repair number `u32` of [`super::EngineConfig::node_changes`].
+    NodeChange(u32),
+    /// A periodic pass.
+    Tick,
 }
 
 impl EventKind {
     fn class(&self) -> EventClass {
         match self {
-            EventKind::Finish(..) => EventClass::Finish,
+            EventKind::Finish(..) | EventKind::Release(..) => EventClass::Finish,
+            EventKind::NodeChange(_) => EventClass::Node,
             EventKind::ForcedStart(_) => EventClass::ForcedStart,
             EventKind::Node(_) => EventClass::Node,
+            EventKind::Tick => EventClass::Tick,
         }
     }
 
     fn pack(&self) -> u64 {
+        // Finish and Release share a class: bit 63 tells them apart (job ids are 32 bits).
         match *self {
             EventKind::Finish(j, e) => (j.0 as u64) << 32 | e as u64,
+            EventKind::Release(j, e) => 1 << 63 | (j.0 as u64) << 32 | e as u64,
             EventKind::ForcedStart(j) => (j.0 as u64) << 32,
             EventKind::Node(i) => i as u64,
+            EventKind::NodeChange(i) => 1 << 62 | i as u64,
+            EventKind::Tick => 0,
         }
     }
 
     fn unpack(class: EventClass, p: u64) -> EventKind {
-        let job = JobId((p >> 32) as u32);
+        let job = JobId((p >> 32 & 0x7FFF_FFFF) as u32);
         match class {
             EventClass::ForcedStart => EventKind::ForcedStart(job),
+            EventClass::Node if p >> 62 & 1 == 1 => EventKind::NodeChange(p as u32),
             EventClass::Node => EventKind::Node(p as u32),
+            EventClass::Tick => EventKind::Tick,
+            _ if p >> 63 == 1 => EventKind::Release(job, p as u32),
             _ => EventKind::Finish(job, p as u32),
         }
     }

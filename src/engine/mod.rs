@@ -4,25 +4,43 @@
 //! Simulated time is integer milliseconds ([`SimTime`]). Events are ordered by the key
 //! `(time, class rank, sequence number)` ([`events::EventKey`]). At one instant `t`:
 //!
-//! 1. all completions at `t` are applied (resources released), in the order they were queued;
-//! 2. node events at `t` (fail, drain, repair, capacity change);
+//! 1. all completions at `t` are applied (resources released), in the order they were queued,
+//!    and so are the releases of terminating jobs whose grace period ends at `t` (they are
+//!    requeued);
+//! 2. node events at `t` ([`NodeChange`]: a failure stops the jobs on the node, which release
+//!    everything by `t + grace`; a repair brings the node back);
 //! 3. all arrivals at `t`, in trace order (the trace's order is the sequence number);
-//! 4. replay mode only: recorded starts at `t`;
-//! 5. a scheduling pass, if anything changed since the last one. A pass tries every pending
-//!    job once in queue order; since a pass only allocates, a second pass at the same state
-//!    could start nothing more. Jobs it starts with zero run time complete at `t` as well,
-//!    which re-runs steps 1–5 at `t`.
+//! 4. replay mode only: recorded starts at `t`; then periodic passes due at `t`
+//!    ([`EngineConfig::retry_interval`]);
+//! 5. scheduling passes, if anything changed since the last one, until a pass changes
+//!    nothing. A pass tries every pending job once in its order; since a pass only allocates,
+//!    a second pass at the same state could start nothing more, except when it preempted:
+//!    victims released at once are requeued and tried again in another pass at `t`. Jobs
+//!    started with zero run time complete at `t` as well, which re-runs steps 1–5 at `t`.
 //!
 //! So a job submitted at `t` can start at `t`, and a completion at `t` frees resources for
-//! jobs submitted at `t`. The policy is called once per instant (twice or more only when
-//! zero-length jobs end at the same instant).
+//! jobs submitted at `t`. The policy is called once per instant (more only after preemptions
+//! or when zero-length jobs end at the same instant); a run of passes at one instant that
+//! never settles is reported as an invariant violation, not looped forever.
+//!
+//! # Preemption, failures and restarts
+//! A [`Decision::Preempt`] stops its victim at once: progress since its last checkpoint
+//! ([`EngineConfig::checkpoint_interval`]; from scratch without one) is lost. With a zero
+//! grace period the policy has already released it and requeued it; otherwise it keeps its
+//! resources (allocated, doing nothing) until the grace period ends, then is released and
+//! requeued. A job on a failed node is stopped the same way and retried when its tasks are
+//! released (field case B15). A restart runs for the job's run time minus its kept progress
+//! and gets a fresh run id, so the completion of an earlier run is ignored as stale. Lost
+//! accelerator-time (progress lost plus time held in grace) is counted per job and tenant.
 //!
 //! # Checks
 //! Every start is reserved through the policy crate's checked [`FleetState`], which refuses
 //! to over-allocate any dimension; the engine refuses a decision for a job that is not
 //! pending or whose gang is incomplete, and at the end (or after every instant, when asked)
-//! audits the fleet state against the running jobs' bindings. At the end every submitted job
-//! is accounted for: `started + rejected + censored + cancelled = submitted`.
+//! audits the fleet state against the running jobs' bindings, the scheduler's queue and quota
+//! usage against the jobs holding resources, and every gang for a binding per task. At the
+//! end every submitted job is accounted for:
+//! `started + rejected + censored + cancelled = submitted`.
 //!
 //! # Determinism
 //! No wall clock, no hash-map iteration, no unseeded randomness: the same scenario and seed
@@ -33,9 +51,9 @@ pub mod events;
 use std::collections::{BTreeMap, BTreeSet};
 
 use fleetsim_policies::{
-    CellId, Decision, FleetState, JobId, ModelSet, NodeId, PendingJob, PendingReason, QueueConfig,
-    QueueId, RejectReason, Scheduler, SchedulerConfig, SimDuration, SimTime, TaskAlloc, TaskShape,
-    TenantId,
+    kept_progress, longest_reason, CellId, Decision, Extensions, FleetState, JobId, ModelSet,
+    NodeId, PendingJob, PendingReason, PreemptReason, QueueConfig, QueueId, RejectReason,
+    Scheduler, SchedulerConfig, SimDuration, SimTime, TaskAlloc, TaskShape, TenantId, WaitProfile,
 };
 
 use crate::metrics::{Collector, Dist, Occupancy};
@@ -73,6 +91,20 @@ pub struct EngineConfig {
     pub queue_mapping: QueueMapping,
     /// Named queues, registered first (in this order).
     pub queues: Vec<QueueSettings>,
+    /// Runtime estimates the policies see: the job's time limit (`false`) or its true
+    /// remaining run time (`true`: an oracle).
+    pub estimate_oracle: bool,
+    /// While jobs are pending, also run a pass this often (a retry cycle: Kueue requeueing,
+    /// an HTCondor negotiation cycle), at multiples of it after the first pending pass.
+    pub retry_interval: Option<SimDuration>,
+    /// Checkpoint interval of every job: a stopped job keeps its progress up to the last
+    /// multiple of it (`None`: it restarts from scratch).
+    pub checkpoint_interval: Option<SimDuration>,
+    /// Node failures and repairs, applied as node events (class 2 of the ordering
+    /// guarantees) in this order at equal times.
+    pub node_changes: Vec<NodeChange>,
+    /// Keep every preemption in [`RunResult::preemption_log`] (for tests; off by default).
+    pub record_preemptions: bool,
     /// Scheduled node changes (what-if transforms), applied as node events (class 2 of the
     /// ordering guarantees) in this order at equal times.
     pub node_events: Vec<NodeEvent>,
@@ -93,6 +125,70 @@ pub struct NodeEvent {
     pub up: bool,
 }
 
+/// A scheduled node failure or repair (a minimal failure model: one node, fixed times; a
+/// fuller one — MTBF distributions, drains, capacity changes — is separate work).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeChange {
+    /// When.
+    pub at: SimTime,
+    /// The node.
+    pub node: NodeId,
+    /// What happens.
+    pub kind: NodeChangeKind,
+}
+
+/// What a [`NodeChange`] does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeChangeKind {
+    /// The node fails at once: it takes no new work and stops counting as available; every
+    /// job with a task on it stops (work since its last checkpoint is lost), holds its
+    /// resources and quota until `grace` has passed (the termination grace), then releases
+    /// them and is retried.
+    Fail {
+        /// Termination grace.
+        grace: SimDuration,
+    },
+    /// The node comes back, empty.
+    Repair,
+}
+
+/// One preemption, as [`RunResult::preemption_log`] keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PreemptionEvent {
+    /// When.
+    pub at: SimTime,
+    /// The victim's input position.
+    pub victim: u64,
+    /// The preemptor's input position.
+    pub preemptor: u64,
+    /// The rule.
+    pub reason: PreemptReason,
+}
+
+/// Per-tenant results.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TenantStats {
+    /// Tenant name.
+    pub name: String,
+    /// Jobs submitted.
+    pub jobs: u64,
+    /// Jobs that started at least once.
+    pub started: u64,
+    /// Times its jobs were preempted.
+    pub preemptions: u64,
+    /// Times its jobs were lost to node failures.
+    pub failures: u64,
+    /// Accelerator-time lost to preemption and failures, GPU-milli·ms.
+    pub lost_gpu_milli_ms: u128,
+    /// Accelerator-time its jobs asked for (run time × accelerators), GPU-milli·ms.
+    pub demand_gpu_milli_ms: u128,
+    /// Waits of its measured started jobs, ms.
+    pub waits_ms: Vec<u64>,
+    /// Its entitlement: the nominal GPU quota (GPU-milli) of the queue named after it, when
+    /// quota is configured.
+    pub entitlement_gpu_milli: Option<u64>,
+}
+
 /// A job's final state, with Batsim's names where they exist.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum FinalState {
@@ -108,6 +204,8 @@ pub enum FinalState {
     RunningAtEnd,
     /// The trace records that it never ran (field case B18).
     Cancelled,
+    /// Started, then preempted or lost with its node, and pending again when the run stopped.
+    RequeuedAtEnd,
 }
 
 impl FinalState {
@@ -120,6 +218,7 @@ impl FinalState {
             FinalState::Censored => "CENSORED",
             FinalState::RunningAtEnd => "RUNNING_AT_END",
             FinalState::Cancelled => "CANCELLED",
+            FinalState::RequeuedAtEnd => "REQUEUED_AT_END",
         }
     }
 }
@@ -157,8 +256,18 @@ pub struct JobRow {
     pub cell: Option<String>,
     /// Nodes it ran on (one per task, in task order).
     pub nodes: Vec<String>,
+    /// Start of its last run (differs from `start` after a preemption or failure).
+    pub last_start: Option<SimTime>,
     /// Times it was preempted.
     pub preemptions: u32,
+    /// Times it was lost to a node failure.
+    pub failures: u32,
+    /// Accelerator-time lost to preemption and failures, GPU-milli·ms.
+    pub lost_gpu_milli_ms: u64,
+    /// The reason it waited longest (`None`: it never waited).
+    pub pending_reason: Option<PendingReason>,
+    /// Start time of the first backfill reservation it got, if any.
+    pub first_reservation: Option<SimTime>,
     /// Final state.
     pub state: FinalState,
     /// Reject reason or, for a censored job, why it was pending at the end.
@@ -276,14 +385,22 @@ pub struct Counts {
     pub censored: u64,
     /// Censored jobs by the reason they were pending at the end.
     pub censored_by_reason: BTreeMap<String, u64>,
-    /// Started jobs still running when the run stopped.
+    /// Started jobs still running (or terminating) when the run stopped.
     pub running_at_end: u64,
+    /// Started jobs pending again (after a preemption or failure) when the run stopped.
+    pub requeued_at_end: u64,
     /// Jobs the trace records as never run.
     pub cancelled: u64,
     /// Pre-existing jobs (running before the trace window).
     pub pre_existing: u64,
     /// Replay mode: recorded starts that did not fit and were queued instead.
     pub replay_conflicts: u64,
+    /// Preemptions (a job preempted twice counts twice).
+    pub preemptions: u64,
+    /// Preemptions by rule.
+    pub preemptions_by_reason: BTreeMap<String, u64>,
+    /// Runs stopped by node failures.
+    pub failures: u64,
 }
 
 /// Everything a run measured.
@@ -311,6 +428,12 @@ pub struct RunResult {
     pub passes: u64,
     /// Simulated time at the end.
     pub end_time: SimTime,
+    /// Accelerator-time lost to preemption and failures, GPU-milli·ms.
+    pub lost_gpu_milli_ms: u128,
+    /// Per tenant, in order of first appearance.
+    pub tenants: Vec<TenantStats>,
+    /// Every preemption, when [`EngineConfig::record_preemptions`] is on.
+    pub preemption_log: Vec<PreemptionEvent>,
 }
 
 /// A job's record while it is in flight (pending, awaiting a recorded start, or running).
@@ -340,9 +463,38 @@ struct JobRec {
     /// carrying another id is stale.
     run: u32,
     measured: bool,
+    state: JobState,
+    /// Progress kept from earlier runs.
+    done: SimDuration,
+    /// Start of the current (or last) run.
+    run_start: SimTime,
+    preemptions: u32,
+    failures: u32,
+    lost_gpu_milli_ms: u64,
+    attained_gpu_ms: u64,
+    /// Time pending per reason, once it has waited.
+    wait: Option<Box<WaitProfile>>,
+    first_reservation: Option<SimTime>,
+}
+
+/// Where a job in flight is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum JobState {
+    /// In a queue.
+    Pending,
+    /// Holding resources, making progress.
+    Running,
+    /// Stopped (preempted with a grace period, or lost with its node), holding resources
+    /// until its release.
+    Terminating,
+    /// Waiting for its recorded start (replay) outside the queues.
+    Awaiting,
 }
 
 const NOT_RUNNING: u32 = u32::MAX;
+
+/// Most jobs in flight: release events carry a flag in bit 31 of the job id.
+const MAX_IN_FLIGHT: usize = 1 << 31;
 
 /// A running job's task bindings. Most jobs have one task: it is kept inline, so starting and
 /// finishing it neither allocates nor touches a second cold cache line.
@@ -418,13 +570,34 @@ pub struct Simulation {
     dirty: bool,
     event_count: u64,
     passes: u64,
+    tenant_stats: Vec<TenantStats>,
+    lost_gpu_milli_ms: u128,
+    preemption_log: Vec<PreemptionEvent>,
+    next_tick: Option<SimTime>,
+    backfill: bool,
 }
 
 impl Simulation {
     /// A simulation of `fleet` under `policies`.
     pub fn new(fleet: FleetState, policies: SchedulerConfig, cfg: EngineConfig) -> Simulation {
+        Simulation::with_extensions(fleet, policies, Extensions::default(), cfg)
+    }
+
+    /// A simulation of `fleet` under `policies` plus the stages of `ext` (quota, admission
+    /// order, preemption, backfill, pass budget).
+    pub fn with_extensions(
+        fleet: FleetState,
+        policies: SchedulerConfig,
+        mut ext: Extensions,
+        cfg: EngineConfig,
+    ) -> Simulation {
         let queue_cfgs: Vec<QueueConfig> = cfg.queues.iter().map(|q| q.config).collect();
-        let sched = Scheduler::new(policies, queue_cfgs);
+        ext.track_running |= cfg
+            .node_changes
+            .iter()
+            .any(|c| matches!(c.kind, NodeChangeKind::Fail { .. }));
+        let backfill = ext.backfill.is_some();
+        let sched = Scheduler::new(policies, queue_cfgs).with(ext);
         let metrics = Collector::new(&fleet, cfg.warmup_ms, cfg.interval_ms);
         let mut sim = Simulation {
             fleet,
@@ -448,6 +621,11 @@ impl Simulation {
             dirty: false,
             event_count: 0,
             passes: 0,
+            tenant_stats: Vec::new(),
+            lost_gpu_milli_ms: 0,
+            preemption_log: Vec::new(),
+            next_tick: None,
+            backfill,
             cfg,
         };
         for q in sim.cfg.queues.clone() {
@@ -480,6 +658,10 @@ impl Simulation {
         let t = TenantId(self.tenants.len() as u32);
         self.tenants.push(name.to_string());
         self.tenant_ids.insert(name.to_string(), t);
+        self.tenant_stats.push(TenantStats {
+            name: name.to_string(),
+            ..TenantStats::default()
+        });
         t
     }
 
@@ -515,7 +697,12 @@ impl Simulation {
                 .iter()
                 .map(|a| self.fleet.node_name(a.node).to_string())
                 .collect(),
-            preemptions: 0,
+            last_start: r.start.map(|_| r.run_start),
+            preemptions: r.preemptions,
+            failures: r.failures,
+            lost_gpu_milli_ms: r.lost_gpu_milli_ms,
+            pending_reason: r.wait.as_deref().and_then(longest_reason),
+            first_reservation: r.first_reservation,
             state,
             reason,
             measured: r.measured && r.kind != RecordedKind::PreExisting,
@@ -554,6 +741,7 @@ impl Simulation {
         rec.allocs = Allocs::None;
         rec.name = Box::from("");
         rec.qos = None;
+        rec.wait = None;
         self.free_slots.push(id.0);
     }
 
@@ -572,6 +760,9 @@ impl Simulation {
     ) -> Result<RunResult, EngineError> {
         for (i, e) in self.cfg.node_events.iter().enumerate() {
             self.events.push(e.at, EventKind::Node(i as u32));
+        }
+        for (i, c) in self.cfg.node_changes.iter().enumerate() {
+            self.events.push(c.at, EventKind::NodeChange(i as u32));
         }
         let mut next = stream.next().transpose()?;
         let mut last_submit = SimTime::ZERO;
@@ -607,8 +798,10 @@ impl Simulation {
                 self.event_count += 1;
                 match kind {
                     EventKind::Finish(id, run) => self.finish(id, run, sink)?,
+                    EventKind::Release(id, run) => self.release(id, run)?,
                     EventKind::Node(i) => self.node_event(i as usize),
-                    EventKind::ForcedStart(_) => {}
+                    EventKind::NodeChange(i) => self.node_change(i as usize)?,
+                    EventKind::ForcedStart(_) | EventKind::Tick => {}
                 }
             }
             // (3) arrivals in trace order.
@@ -652,19 +845,61 @@ impl Simulation {
                     self.forced_start(id, sink)?;
                 }
             }
-            // (5) one scheduling pass.
+            // Periodic passes due now.
+            while let Some(k) = self.events.peek() {
+                if k.time != t || k.class != events::EventClass::Tick {
+                    break;
+                }
+                self.events.pop();
+                if self.next_tick == Some(t) {
+                    self.next_tick = None;
+                    self.dirty = true;
+                }
+            }
+            // (5) scheduling passes until one changes nothing.
             if self.dirty {
-                self.dirty = false;
-                self.passes += 1;
-                let decisions = self.sched.schedule(&mut self.fleet);
-                for d in decisions {
-                    self.apply(d)?;
+                let mut here = 0u32;
+                while self.dirty {
+                    self.dirty = false;
+                    self.passes += 1;
+                    here += 1;
+                    // Each extra pass follows a preemption that stopped a job; more passes than
+                    // twice the jobs in flight (plus slack) can only be a loop.
+                    if here as usize > 64 + 2 * self.jobs.len() {
+                        return Err(EngineError::Invariant {
+                            time: t,
+                            message: format!(
+                                "{here} passes at one instant without settling: preemptions are looping"
+                            ),
+                        });
+                    }
+                    let decisions = self.sched.schedule_at(&mut self.fleet, t);
+                    for d in decisions {
+                        self.apply(d)?;
+                    }
+                    if self.backfill {
+                        for r in self.sched.reservations() {
+                            let rec = &mut self.jobs[r.job.index()];
+                            rec.first_reservation.get_or_insert(r.start);
+                        }
+                    }
                 }
                 self.metrics.set_pending(self.sched.pending_len() as u64);
                 self.metrics.clear_pending_reasons();
                 let m = &mut self.metrics;
                 self.sched
                     .count_pending_reasons(|r, n| m.add_pending_reason(r.as_str(), n));
+                if let Some(iv) = self.cfg.retry_interval {
+                    // Another pass after the interval, while something is pending and
+                    // something holds resources (else nothing could change before the next
+                    // event, which brings its own pass).
+                    if self.sched.pending_len() > 0 && self.running > 0 && self.next_tick.is_none()
+                    {
+                        let at = t + SimDuration(iv.0.max(1));
+                        self.next_tick = Some(at);
+                        self.events.push(at, EventKind::Tick);
+                    }
+                }
             }
             // An interval starting at `t` sees the state after all of `t`'s events.
             self.sample_fragmentation(|b| b <= t);
@@ -690,11 +925,11 @@ impl Simulation {
                 seq,
                 message,
             })?;
-        if self.free_slots.is_empty() && self.jobs.len() >= NOT_RUNNING as usize {
+        if self.free_slots.is_empty() && self.jobs.len() >= MAX_IN_FLIGHT {
             return Err(EngineError::BadJob {
                 name: spec.name.clone(),
                 seq,
-                message: "more than 2^32 - 1 jobs in flight".into(),
+                message: "more than 2^31 jobs in flight".into(),
             });
         }
         self.next_seq += 1;
@@ -738,7 +973,24 @@ impl Simulation {
             kind: spec.recorded,
             run: NOT_RUNNING,
             measured,
+            state: JobState::Pending,
+            done: SimDuration::ZERO,
+            run_start: SimTime::ZERO,
+            preemptions: 0,
+            failures: 0,
+            lost_gpu_milli_ms: 0,
+            attained_gpu_ms: 0,
+            wait: None,
+            first_reservation: None,
         };
+        {
+            let ts = &mut self.tenant_stats[tenant.index()];
+            ts.jobs += 1;
+            if spec.recorded != RecordedKind::NeverRan {
+                ts.demand_gpu_milli_ms +=
+                    (spec.shape.total_gpu_milli() * spec.tasks as u64) as u128 * runtime.0 as u128;
+            }
+        }
         let id = match self.free_slots.pop() {
             Some(slot) => {
                 self.jobs[slot as usize] = rec;
@@ -798,8 +1050,14 @@ impl Simulation {
             tasks: spec.tasks,
             models,
             cells,
-            runtime_estimate: limit,
+            runtime_estimate: if self.cfg.estimate_oracle {
+                Some(runtime)
+            } else {
+                limit
+            },
+            checkpoint_interval: self.cfg.checkpoint_interval,
             topology: None,
+            ..PendingJob::default()
         };
         let forced_at = match (spec.recorded, self.cfg.mode, spec.recorded_start) {
             (RecordedKind::PreExisting, _, _) => Some(t),
@@ -815,9 +1073,10 @@ impl Simulation {
                     return self.reject(id, reason, sink);
                 }
                 self.awaiting_replay.insert(id, job);
+                self.jobs[id.index()].state = JobState::Awaiting;
                 self.events.push(at, EventKind::ForcedStart(id));
             }
-            None => match self.sched.submit(&mut self.fleet, job) {
+            None => match self.sched.submit_at(&mut self.fleet, job, t) {
                 Ok(()) => self.dirty = true,
                 Err(reason) => return self.reject(id, reason, sink),
             },
@@ -836,9 +1095,10 @@ impl Simulation {
             Some(d) => self.apply(d),
             None => {
                 self.counts.replay_conflicts += 1;
+                self.jobs[id.index()].state = JobState::Pending;
                 // It cannot start as recorded: queue it like any other job.
                 self.sched
-                    .submit(&mut self.fleet, job)
+                    .submit_at(&mut self.fleet, job, self.now)
                     .map_err(|r| EngineError::Invariant {
                         time: self.now,
                         message: format!("job {id} resolvable at submit became unresolvable: {r}"),
@@ -849,62 +1109,233 @@ impl Simulation {
         }
     }
 
+    fn invariant(&self, message: String) -> EngineError {
+        EngineError::Invariant {
+            time: self.now,
+            message,
+        }
+    }
+
     fn apply(&mut self, d: Decision) -> Result<(), EngineError> {
         let now = self.now;
         match d {
             Decision::Start { job, cell, tasks } => {
                 let rec = &mut self.jobs[job.index()];
-                if !rec.live || rec.start.is_some() || !rec.allocs.is_empty() {
-                    return Err(EngineError::Invariant {
-                        time: now,
-                        message: format!("job {job} started twice"),
-                    });
+                let startable = rec.live
+                    && rec.allocs.is_empty()
+                    && matches!(rec.state, JobState::Pending | JobState::Awaiting);
+                if !startable {
+                    return Err(self.invariant(format!("job {job} started twice")));
                 }
                 if tasks.len() != rec.tasks as usize {
-                    return Err(EngineError::Invariant {
-                        time: now,
-                        message: format!(
-                            "job {job}: {} of {} gang tasks placed",
-                            tasks.len(),
-                            rec.tasks
-                        ),
-                    });
+                    let want = rec.tasks;
+                    return Err(self.invariant(format!(
+                        "job {job}: {} of {want} gang tasks placed",
+                        tasks.len()
+                    )));
                 }
-                rec.start = Some(now);
+                let first = rec.start.is_none();
+                if first {
+                    rec.start = Some(now);
+                }
                 rec.cell = Some(cell);
                 rec.allocs = Allocs::from_vec(tasks);
+                rec.state = JobState::Running;
+                rec.run_start = now;
                 let run = self.next_run;
                 self.next_run = (self.next_run + 1) % NOT_RUNNING;
                 rec.run = run;
-                let (submit, pre, runtime) = (
+                let remaining = SimDuration(rec.runtime.0.saturating_sub(rec.done.0));
+                let (submit, pre, tenant, gpu) = (
                     rec.submit,
-                    rec.kind == RecordedKind::PreExisting,
-                    rec.runtime,
+                    rec.kind == RecordedKind::PreExisting || !rec.measured,
+                    rec.tenant,
+                    rec.shape.total_gpu_milli() * rec.tasks as u64,
                 );
+                if let Some(w) = self.sched.take_wait_profile(job) {
+                    let rec = &mut self.jobs[job.index()];
+                    match &mut rec.wait {
+                        Some(prev) => {
+                            for (a, b) in prev.iter_mut().zip(w.iter()) {
+                                *a += b;
+                            }
+                        }
+                        slot => *slot = Some(w),
+                    }
+                }
                 self.metrics
                     .on_allocs(&self.fleet, self.jobs[job.index()].allocs.as_slice(), true);
-                self.metrics
-                    .on_start(submit, now, pre || !self.jobs[job.index()].measured);
-                self.counts.started += 1;
+                self.metrics.on_tenant_alloc(tenant, gpu, true);
+                if first {
+                    self.metrics.on_start(submit, now, pre);
+                    self.counts.started += 1;
+                    let ts = &mut self.tenant_stats[tenant.index()];
+                    ts.started += 1;
+                    if !pre {
+                        ts.waits_ms.push((now - submit).0);
+                    }
+                }
                 self.running += 1;
-                self.events.push(now + runtime, EventKind::Finish(job, run));
+                self.events
+                    .push(now + remaining, EventKind::Finish(job, run));
+            }
+            Decision::Preempt {
+                job,
+                preemptor,
+                reason,
+                grace,
+            } => {
+                let rec = &self.jobs[job.index()];
+                if !rec.live || rec.state != JobState::Running {
+                    return Err(self.invariant(format!(
+                        "job {job} preempted while not running ({:?})",
+                        rec.state
+                    )));
+                }
+                if self.cfg.record_preemptions {
+                    self.preemption_log.push(PreemptionEvent {
+                        at: now,
+                        victim: rec.seq,
+                        preemptor: self.jobs[preemptor.index()].seq,
+                        reason,
+                    });
+                }
+                self.counts.preemptions += 1;
+                *self
+                    .counts
+                    .preemptions_by_reason
+                    .entry(reason.as_str().to_string())
+                    .or_insert(0) += 1;
+                let tenant = rec.tenant;
+                self.tenant_stats[tenant.index()].preemptions += 1;
+                self.jobs[job.index()].preemptions += 1;
+                self.stop_run(job, grace);
+                if grace == SimDuration::ZERO {
+                    // The policy released the victim's bindings and requeued it already.
+                    self.unbind(job);
+                    self.dirty = true;
+                } else {
+                    self.terminate(job, grace);
+                }
             }
             Decision::Reject { job, .. } => {
-                return Err(EngineError::Invariant {
-                    time: now,
-                    message: format!(
-                        "a scheduling pass rejected job {job}; rejection happens at submit"
-                    ),
-                });
+                return Err(self.invariant(format!(
+                    "a scheduling pass rejected job {job}; rejection happens at submit"
+                )));
             }
         }
+        Ok(())
+    }
+
+    /// Stops a running job's run at `now`: progress since its last checkpoint is lost, and
+    /// so is the accelerator-time it will hold during `grace`.
+    fn stop_run(&mut self, id: JobId, grace: SimDuration) {
+        let now = self.now;
+        let rec = &mut self.jobs[id.index()];
+        let gpu = rec.shape.total_gpu_milli() * rec.tasks as u64;
+        let ran = now.saturating_since(rec.run_start);
+        let total = SimDuration(rec.done.0 + ran.0);
+        let kept = kept_progress(total, self.cfg.checkpoint_interval);
+        let lost = (total.0 - kept.0 + grace.0) as u128 * gpu as u128;
+        rec.done = kept;
+        rec.attained_gpu_ms += (ran.0 as u128 * gpu as u128 / 1000) as u64;
+        rec.lost_gpu_milli_ms = rec
+            .lost_gpu_milli_ms
+            .saturating_add(lost.min(u64::MAX as u128) as u64);
+        self.tenant_stats[rec.tenant.index()].lost_gpu_milli_ms += lost;
+        self.lost_gpu_milli_ms += lost;
+    }
+
+    /// A stopped job keeps its bindings until `now + grace`, then [`Simulation::release`].
+    fn terminate(&mut self, id: JobId, grace: SimDuration) {
+        let rec = &mut self.jobs[id.index()];
+        rec.state = JobState::Terminating;
+        let run = self.next_run;
+        self.next_run = (self.next_run + 1) % NOT_RUNNING;
+        rec.run = run;
+        self.events
+            .push(self.now + grace, EventKind::Release(id, run));
+    }
+
+    /// Forgets a stopped job's bindings (already released in the fleet state) and marks it
+    /// pending.
+    fn unbind(&mut self, id: JobId) {
+        let rec = &self.jobs[id.index()];
+        let (tenant, gpu) = (rec.tenant, rec.shape.total_gpu_milli() * rec.tasks as u64);
+        self.metrics
+            .on_allocs(&self.fleet, rec.allocs.as_slice(), false);
+        self.metrics.on_tenant_alloc(tenant, gpu, false);
+        let nodes: Vec<NodeId> = if self.draining.is_empty() {
+            Vec::new()
+        } else {
+            rec.allocs.as_slice().iter().map(|a| a.node).collect()
+        };
+        let rec = &mut self.jobs[id.index()];
+        rec.allocs = Allocs::None;
+        rec.state = JobState::Pending;
+        rec.run = NOT_RUNNING;
+        self.running -= 1;
+        if !nodes.is_empty() {
+            self.settle_drained(&nodes);
+        }
+    }
+
+    /// A terminating job's grace period is over: its bindings are released and it is
+    /// requeued.
+    fn release(&mut self, id: JobId, run: u32) -> Result<(), EngineError> {
+        let rec = &self.jobs[id.index()];
+        if !rec.live || rec.run != run || rec.state != JobState::Terminating {
+            return Ok(()); // stale
+        }
+        for a in rec.allocs.as_slice() {
+            self.fleet
+                .release(a)
+                .map_err(|e| self.invariant(e.to_string()))?;
+        }
+        self.unbind(id);
+        self.sched.on_released(id, self.now);
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Applies node change `i`.
+    fn node_change(&mut self, i: usize) -> Result<(), EngineError> {
+        let change = self.cfg.node_changes[i];
+        match change.kind {
+            NodeChangeKind::Repair => {
+                self.fleet.set_schedulable(change.node, true);
+            }
+            NodeChangeKind::Fail { grace } => {
+                self.fleet.set_schedulable(change.node, false);
+                let hit: Vec<JobId> = (0..self.jobs.len())
+                    .map(|j| JobId(j as u32))
+                    .filter(|j| {
+                        let r = &self.jobs[j.index()];
+                        r.live
+                            && r.state == JobState::Running
+                            && r.allocs.as_slice().iter().any(|a| a.node == change.node)
+                    })
+                    .collect();
+                for id in hit {
+                    let tenant = self.jobs[id.index()].tenant;
+                    self.jobs[id.index()].failures += 1;
+                    self.counts.failures += 1;
+                    self.tenant_stats[tenant.index()].failures += 1;
+                    self.stop_run(id, grace);
+                    self.sched.mark_lost(id, self.now, self.now + grace);
+                    self.terminate(id, grace);
+                }
+            }
+        }
+        self.metrics.refresh_capacity(&self.fleet);
+        self.dirty = true;
         Ok(())
     }
 
     fn finish(&mut self, id: JobId, run: u32, sink: &mut dyn JobSink) -> Result<(), EngineError> {
         let now = self.now;
         let rec = &self.jobs[id.index()];
-        if !rec.live || rec.run != run {
+        if !rec.live || rec.run != run || rec.state != JobState::Running {
             return Ok(()); // a stale completion of an earlier run
         }
         for a in rec.allocs.as_slice() {
@@ -916,11 +1347,10 @@ impl Simulation {
         self.metrics
             .on_allocs(&self.fleet, rec.allocs.as_slice(), false);
         let total = rec.shape.total_gpu_milli() * rec.tasks as u64;
-        self.sched.on_job_end(rec.queue, total);
-        let start = rec.start.expect("checked");
+        self.metrics.on_tenant_alloc(rec.tenant, total, false);
+        self.sched.on_job_end(id, rec.queue, total, now);
         let pre = rec.kind == RecordedKind::PreExisting || !rec.measured;
-        self.metrics
-            .on_finish(rec.submit, now, (now - start).0, pre);
+        self.metrics.on_finish(rec.submit, now, rec.runtime.0, pre);
         let state = if rec.walltime_cut {
             self.counts.walltime_reached += 1;
             FinalState::WalltimeReached
@@ -1005,10 +1435,28 @@ impl Simulation {
     fn audit(&self) -> Result<(), EngineError> {
         self.fleet
             .audit(self.jobs.iter().flat_map(|j| j.allocs.as_slice().iter()))
-            .map_err(|message| EngineError::Invariant {
-                time: self.now,
-                message,
-            })
+            .map_err(|message| self.invariant(message))?;
+        let holding = self.jobs.iter().enumerate().filter(|(_, j)| {
+            j.live && matches!(j.state, JobState::Running | JobState::Terminating)
+        });
+        for (i, j) in holding.clone() {
+            if j.allocs.as_slice().len() != j.tasks as usize {
+                return Err(self.invariant(format!(
+                    "job {i} holds {} bindings for a gang of {}",
+                    j.allocs.as_slice().len(),
+                    j.tasks
+                )));
+            }
+        }
+        self.sched
+            .audit(holding.map(|(i, j)| {
+                (
+                    JobId(i as u32),
+                    j.queue,
+                    j.shape.total_gpu_milli() * j.tasks as u64,
+                )
+            }))
+            .map_err(|message| self.invariant(message))
     }
 
     fn close(
@@ -1026,6 +1474,15 @@ impl Simulation {
             .collect();
         censored.extend(self.awaiting_replay.keys().map(|&id| (id, None)));
         censored.sort_by_key(|&(id, _)| self.jobs[id.index()].seq);
+        // Jobs that ran and were requeued (preempted, or lost with a node) are not censored.
+        let (requeued, censored): (Vec<_>, Vec<_>) = censored
+            .into_iter()
+            .partition(|&(id, _)| self.jobs[id.index()].start.is_some());
+        for &(id, reason) in &requeued {
+            self.counts.requeued_at_end += 1;
+            let r = reason.map(|r| r.as_str().to_string());
+            emit(sink, || self.row(id, FinalState::RequeuedAtEnd, None, r))?;
+        }
         for &(id, reason) in &censored {
             let r = reason.map_or("recorded_start_after_horizon", |r| r.as_str());
             self.counts.censored += 1;
@@ -1082,6 +1539,20 @@ impl Simulation {
             events: self.event_count,
             passes: self.passes,
             end_time: self.now,
+            lost_gpu_milli_ms: self.lost_gpu_milli_ms,
+            tenants: {
+                let mut t = std::mem::take(&mut self.tenant_stats);
+                for ts in &mut t {
+                    ts.entitlement_gpu_milli = self.queue_ids.get(&ts.name).and_then(|&q| {
+                        self.sched
+                            .quota()
+                            .filter(|tree| tree.has_queue(q))
+                            .map(|tree| tree.nominal_gpu_milli(q))
+                    });
+                }
+                t
+            },
+            preemption_log: std::mem::take(&mut self.preemption_log),
         })
     }
 

@@ -10,6 +10,8 @@
 //!   inside the window; jobs that did not start by `b` are *censored*, counted apart. Jobs
 //!   running before the trace window (pre-existing load) are left out of per-job statistics.
 //! * **makespan** = last finish − first submission.
+//! * **per tenant**: allocated GPU-milli·ms over the window (and per interval), the basis of
+//!   the fairness figures (share vs entitlement, Jain's index) in the summary.
 //!
 //! * **split gangs**: started gangs (jobs of more than one task) whose tasks span more than
 //!   one NVLink domain, out of all started gangs.
@@ -23,7 +25,7 @@
 
 pub mod stats;
 
-use fleetsim_policies::{FleetState, SimTime, TaskAlloc};
+use fleetsim_policies::{FleetState, SimTime, TaskAlloc, TenantId};
 
 pub use stats::{dist_f64, dist_ms, Dist};
 
@@ -55,6 +57,9 @@ pub struct SeriesRow {
     /// Time-integrated pending jobs per pending reason (job·ms), indexed like
     /// [`Occupancy::pending_reasons`] (shorter when later reasons had not appeared yet).
     pub pending_by_reason_ms: Vec<u128>,
+    /// Time-integrated allocated accelerators per tenant (GPU-milli·ms), by [`TenantId`]
+    /// (shorter when later tenants had not appeared yet).
+    pub allocated_tenant_milli: Vec<u128>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -66,6 +71,7 @@ struct Bucket {
     pending: u128,
     running: u128,
     by_reason: Vec<u128>,
+    tenant: Vec<u128>,
 }
 
 /// Streaming collector of every time-weighted and per-job metric.
@@ -87,6 +93,9 @@ pub struct Collector {
     // Pending jobs by reason after the last pass, indexed like `reason_names` (first-seen order).
     reason_names: Vec<&'static str>,
     by_reason: Vec<u64>,
+    // Allocated GPU-milli per tenant now, and its integral over the window so far.
+    alloc_tenant: Vec<u64>,
+    alloc_int_tenant: Vec<u128>,
     // Capacity of drained nodes still running work, counted as available until they empty.
     draining_cell: Vec<u64>,
     draining_model: Vec<u64>,
@@ -236,6 +245,8 @@ pub struct Occupancy {
     /// Names of the pending reasons seen, in first-seen order (see
     /// [`SeriesRow::pending_by_reason_ms`]).
     pub pending_reasons: Vec<&'static str>,
+    /// Allocated GPU-milli·ms per tenant over the window (by [`TenantId`]).
+    pub allocated_tenant: Vec<u128>,
     /// Split gangs and largest placeable gangs.
     pub topology: TopologyFacts,
 }
@@ -264,6 +275,8 @@ impl Collector {
             pending: 0,
             running: 0,
             reason_names: Vec::new(),
+            alloc_tenant: Vec::new(),
+            alloc_int_tenant: Vec::new(),
             by_reason: Vec::new(),
             draining_cell: vec![0; cells],
             draining_model: vec![0; models],
@@ -321,6 +334,12 @@ impl Collector {
         for (i, &v) in self.avail_model.iter().enumerate() {
             self.avail_int_model[i] += v as u128 * dt;
         }
+        if self.alloc_int_tenant.len() < self.alloc_tenant.len() {
+            self.alloc_int_tenant.resize(self.alloc_tenant.len(), 0);
+        }
+        for (i, &v) in self.alloc_tenant.iter().enumerate() {
+            self.alloc_int_tenant[i] += v as u128 * dt;
+        }
         // Split [from, t) over time-series buckets.
         let mut s = from.0;
         while s < t.0 {
@@ -362,6 +381,12 @@ impl Collector {
             }
             for (i, &v) in self.by_reason.iter().enumerate() {
                 b.by_reason[i] += v as u128 * d;
+            }
+            if b.tenant.len() < self.alloc_tenant.len() {
+                b.tenant.resize(self.alloc_tenant.len(), 0);
+            }
+            for (i, &v) in self.alloc_tenant.iter().enumerate() {
+                b.tenant[i] += v as u128 * d;
             }
             s = e;
         }
@@ -436,6 +461,20 @@ impl Collector {
             self.first_submit = Some(t);
             self.window_start = Some(t + fleetsim_policies::SimDuration(self.warmup_ms));
             self.last_t = t;
+        }
+    }
+
+    /// A job of `tenant` bound (`bind`) or released `gpu_milli` accelerators.
+    pub fn on_tenant_alloc(&mut self, tenant: TenantId, gpu_milli: u64, bind: bool) {
+        let i = tenant.index();
+        if i >= self.alloc_tenant.len() {
+            self.alloc_tenant.resize(i + 1, 0);
+        }
+        let v = &mut self.alloc_tenant[i];
+        if bind {
+            *v += gpu_milli;
+        } else {
+            *v -= gpu_milli;
         }
     }
 
@@ -550,6 +589,7 @@ impl Collector {
                     pending_ms: b.pending,
                     running_ms: b.running,
                     pending_by_reason_ms: b.by_reason.clone(),
+                    allocated_tenant_milli: b.tenant.clone(),
                 }
             })
             .filter(|r| r.len_ms > 0)
@@ -586,6 +626,9 @@ impl Collector {
             available_model: avail_model,
             series,
             pending_reasons: self.reason_names.clone(),
+            // Nothing is allocated after the last completion: the integral so far is the
+            // window's.
+            allocated_tenant: self.alloc_int_tenant.clone(),
         }
     }
 }

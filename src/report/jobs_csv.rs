@@ -7,6 +7,11 @@
 //! `requested_number_of_resources` (here: tasks of the gang), `requested_time`,
 //! `allocated_resources` (node names, space-separated, one per task), `final_state`. Times
 //! are seconds with millisecond precision; empty means "does not apply".
+//!
+//! After Batsim's columns and ours (`preemptions`, `reason`, `measured`): `last_start_time`
+//! (start of the last run, after preemptions or failures), `failures` (runs lost to node
+//! failures), `lost_gpu_s` (accelerator-time lost to them and to preemption, GPU-s) and
+//! `pending_reason` (the reason the job waited longest, summed over all its waits).
 
 use std::path::Path;
 
@@ -43,6 +48,10 @@ pub const HEADER: &[&str] = &[
     "final_state",
     "reason",
     "measured",
+    "last_start_time",
+    "failures",
+    "lost_gpu_s",
+    "pending_reason",
 ];
 
 /// A [`JobSink`] writing `jobs.csv` atomically.
@@ -121,6 +130,12 @@ pub fn record(r: &JobRow) -> Vec<String> {
         r.state.as_str().to_string(),
         r.reason.clone().unwrap_or_default(),
         (if r.measured { "1" } else { "0" }).to_string(),
+        opt(r.last_start.map(|s| s.0)),
+        r.failures.to_string(),
+        crate::report::format::milli_as_units(r.lost_gpu_milli_ms as u128 / 1000),
+        r.pending_reason
+            .map(|p| p.as_str().to_string())
+            .unwrap_or_default(),
     ]
 }
 

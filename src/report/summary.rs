@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use fleetsim_policies::PendingReason;
+
 use crate::engine::{EndReason, RunResult};
 use crate::metrics::{ratio, Dist};
 
@@ -56,6 +58,17 @@ pub struct Summary {
     pub topology: TopologySummary,
     /// Engine work done.
     pub engine: EngineFacts,
+    /// Preemptions, node failures and the work they cost.
+    pub preemption: PreemptionFacts,
+    /// Pending jobs per reason, integrated over the window: job-seconds spent waiting for
+    /// each reason (`not_tried`, `no_capacity`, `fragmentation`, `gang`, `queue_max`,
+    /// `strict_fifo_head`, `over_quota`, `borrowing_limit`, `cohort_quota`, `reservation`,
+    /// `preempting`).
+    pub pending_reasons_job_s: BTreeMap<String, f64>,
+    /// Fairness across tenants (DESIGN §6).
+    pub fairness: Fairness,
+    /// Per tenant, by name.
+    pub tenants: BTreeMap<String, TenantSummary>,
     /// The scenario's `[transforms]` table as declared (absent when there is none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transforms: Option<serde_json::Value>,
@@ -82,6 +95,73 @@ pub struct LargestGang {
     pub mean: f64,
     /// Minimum, GPUs.
     pub min: u64,
+}
+
+/// Preemption and failure counts.
+#[derive(Clone, Debug, Serialize)]
+pub struct PreemptionFacts {
+    /// Preemptions (a job preempted twice counts twice).
+    pub preemptions: u64,
+    /// Preemptions by rule (`within_queue`, `reclaim`, `fair_share`, `tier`, `priority`, `las`).
+    pub by_reason: BTreeMap<String, u64>,
+    /// Runs stopped by node failures.
+    pub failures: u64,
+    /// Accelerator-time lost: progress since the last checkpoint of every stopped run plus
+    /// the time victims held their accelerators in a grace period, GPU-s.
+    pub lost_gpu_s: f64,
+    /// Started jobs pending again (requeued) when the run stopped.
+    pub requeued_at_end: u64,
+}
+
+/// Fairness across tenants.
+///
+/// A tenant's **share** is its allocated accelerator-time over everyone's, in the window; its
+/// **entitlement** is its nominal GPU quota (the queue named after it) over the sum of the
+/// tenants' nominal quotas (`nominal_quota`), or an equal part when no quota is configured
+/// (`equal`). **Jain's index** (Jain, Chiu & Hawe, 1984) over `x_i = share_i / entitlement_i`
+/// is `(Σx)² / (n Σx²)`: 1 when every tenant got exactly its entitlement, `1/n` when one got
+/// everything. The **demand-capped** index uses `x_i = allocated_i / min(entitlement_i ×
+/// capacity, demand_i)` instead, so a tenant that asked for less than its entitlement and got
+/// it counts as served. Tenants without jobs or entitlement are left out.
+#[derive(Clone, Debug, Serialize)]
+pub struct Fairness {
+    /// `nominal_quota` or `equal`.
+    pub entitlement_basis: String,
+    /// Tenants counted.
+    pub tenants: u64,
+    /// Jain's index over share / entitlement (null with no tenant).
+    pub jain_index: Option<f64>,
+    /// Jain's index over allocation / min(entitled allocation, demand).
+    pub jain_index_demand_capped: Option<f64>,
+}
+
+/// One tenant's results.
+#[derive(Clone, Debug, Serialize)]
+pub struct TenantSummary {
+    /// Jobs submitted.
+    pub jobs: u64,
+    /// Jobs started at least once.
+    pub started: u64,
+    /// Allocated accelerator-time in the window, GPU-s.
+    pub allocated_gpu_s: f64,
+    /// Share of all allocated accelerator-time in the window.
+    pub share: Option<f64>,
+    /// Entitled share (see [`Fairness`]).
+    pub entitlement: Option<f64>,
+    /// share / entitlement.
+    pub share_over_entitlement: Option<f64>,
+    /// Nominal GPU quota of its queue, GPUs (null without quota).
+    pub nominal_gpus: Option<f64>,
+    /// Accelerator-time its jobs asked for (run time × accelerators), GPU-s.
+    pub demand_gpu_s: f64,
+    /// Times its jobs were preempted.
+    pub preemptions: u64,
+    /// Times its jobs were lost to node failures.
+    pub failures: u64,
+    /// Accelerator-time it lost, GPU-s.
+    pub lost_gpu_s: f64,
+    /// Waits of its measured jobs, seconds.
+    pub wait_s: Dist,
 }
 
 /// Fleet facts.
@@ -133,6 +213,8 @@ pub struct Jobs {
     pub pre_existing: u64,
     /// Replay: recorded starts that did not fit.
     pub replay_conflicts: u64,
+    /// Started, then preempted or lost, and pending again at the end.
+    pub requeued_at_end: u64,
     /// Refusals by reason.
     pub rejected_by_reason: BTreeMap<String, u64>,
     /// Censored jobs by the reason they waited at the end.
@@ -194,6 +276,7 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
             .collect()
     };
     let c = &r.counts;
+    let (fair, tenants) = fairness(r, avail);
     Summary {
         scenario: input.scenario.to_string(),
         description: input.description.to_string(),
@@ -230,6 +313,7 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
             running_at_end: c.running_at_end,
             pre_existing: c.pre_existing,
             replay_conflicts: c.replay_conflicts,
+            requeued_at_end: c.requeued_at_end,
             rejected_by_reason: c.rejected_by_reason.clone(),
             censored_by_reason: c.censored_by_reason.clone(),
             skipped_rows: r.skipped_rows.clone(),
@@ -275,6 +359,127 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
             passes: r.passes,
             end_time_s: secs(r.end_time.0),
         },
+        preemption: PreemptionFacts {
+            preemptions: c.preemptions,
+            by_reason: c.preemptions_by_reason.clone(),
+            failures: c.failures,
+            lost_gpu_s: r.lost_gpu_milli_ms as f64 / 1e6,
+            requeued_at_end: c.requeued_at_end,
+        },
+        pending_reasons_job_s: pending_reasons_job_s(o),
+        fairness: fair,
+        tenants,
         transforms: None,
     }
+}
+
+/// Job-seconds pending per reason over the window, every reason listed (zero when unseen):
+/// the time-series integrals of the pending-reason counts, summed.
+fn pending_reasons_job_s(o: &crate::metrics::Occupancy) -> BTreeMap<String, f64> {
+    PendingReason::ALL
+        .iter()
+        .map(|p| {
+            let total: u128 = o
+                .pending_reasons
+                .iter()
+                .position(|&n| n == p.as_str())
+                .map_or(0, |i| {
+                    o.series
+                        .iter()
+                        .map(|r| r.pending_by_reason_ms.get(i).copied().unwrap_or(0))
+                        .sum()
+                });
+            (p.as_str().to_string(), total as f64 / 1000.0)
+        })
+        .collect()
+}
+
+/// The fairness figures and per-tenant summaries (see [`Fairness`]).
+fn fairness(r: &RunResult, capacity: u128) -> (Fairness, BTreeMap<String, TenantSummary>) {
+    let alloc = |i: usize| r.occupancy.allocated_tenant.get(i).copied().unwrap_or(0);
+    let total: u128 = (0..r.tenants.len()).map(alloc).sum();
+    let quota_basis = r.tenants.iter().any(|t| t.entitlement_gpu_milli.is_some());
+    // Tenants counted: with jobs, and (under quota) with a non-zero nominal quota.
+    let counted: Vec<usize> = (0..r.tenants.len())
+        .filter(|&i| {
+            let t = &r.tenants[i];
+            t.jobs > 0 && (!quota_basis || t.entitlement_gpu_milli.is_some_and(|e| e > 0))
+        })
+        .collect();
+    let ent_total: u128 = counted
+        .iter()
+        .map(|&i| r.tenants[i].entitlement_gpu_milli.unwrap_or(0) as u128)
+        .sum();
+    let entitlement = |i: usize| -> Option<f64> {
+        if !counted.contains(&i) {
+            return None;
+        }
+        if quota_basis {
+            (ent_total > 0)
+                .then(|| r.tenants[i].entitlement_gpu_milli.unwrap_or(0) as f64 / ent_total as f64)
+        } else {
+            Some(1.0 / counted.len() as f64)
+        }
+    };
+    let share = |i: usize| ratio(alloc(i), total);
+    let jain = |xs: &[f64]| -> Option<f64> {
+        let n = xs.len() as f64;
+        let sum: f64 = xs.iter().sum();
+        let sq: f64 = xs.iter().map(|x| x * x).sum();
+        (sq > 0.0).then(|| sum * sum / (n * sq))
+    };
+    let xs: Vec<f64> = counted
+        .iter()
+        .filter_map(|&i| Some(share(i)? / entitlement(i)?))
+        .collect();
+    let capped: Vec<f64> = counted
+        .iter()
+        .filter_map(|&i| {
+            let entitled = entitlement(i)? * capacity as f64;
+            let d = (r.tenants[i].demand_gpu_milli_ms as f64).min(entitled);
+            (d > 0.0).then(|| alloc(i) as f64 / d)
+        })
+        .collect();
+    let f = Fairness {
+        entitlement_basis: if quota_basis {
+            "nominal_quota"
+        } else {
+            "equal"
+        }
+        .to_string(),
+        tenants: counted.len() as u64,
+        jain_index: jain(&xs),
+        jain_index_demand_capped: jain(&capped),
+    };
+    let per = r
+        .tenants
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let sh = share(i);
+            let ent = entitlement(i);
+            let mut waits = t.waits_ms.clone();
+            (
+                t.name.clone(),
+                TenantSummary {
+                    jobs: t.jobs,
+                    started: t.started,
+                    allocated_gpu_s: alloc(i) as f64 / 1e6,
+                    share: sh,
+                    entitlement: ent,
+                    share_over_entitlement: match (sh, ent) {
+                        (Some(s), Some(e)) if e > 0.0 => Some(s / e),
+                        _ => None,
+                    },
+                    nominal_gpus: t.entitlement_gpu_milli.map(|e| e as f64 / 1000.0),
+                    demand_gpu_s: t.demand_gpu_milli_ms as f64 / 1e6,
+                    preemptions: t.preemptions,
+                    failures: t.failures,
+                    lost_gpu_s: t.lost_gpu_milli_ms as f64 / 1e6,
+                    wait_s: crate::metrics::dist_ms(&mut waits),
+                },
+            )
+        })
+        .collect();
+    (f, per)
 }

@@ -77,5 +77,45 @@ pub fn render(s: &Summary) -> String {
             let _ = writeln!(out, "  largest gang, cell {cell}: {}", v.join(", "));
         }
     }
+    let p = &s.preemption;
+    if p.preemptions > 0 || p.failures > 0 {
+        let by: Vec<String> = p
+            .by_reason
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "preempt  {} preemptions ({}), {} failures, {:.1} GPU-h lost",
+            p.preemptions,
+            by.join(", "),
+            p.failures,
+            p.lost_gpu_s / 3600.0
+        );
+    }
+    let fair = &s.fairness;
+    let _ = writeln!(
+        out,
+        "fairness Jain {} (demand-capped {}) over {} tenants, entitlement {}",
+        fair.jain_index.map_or("-".into(), |v| format!("{v:.3}")),
+        fair.jain_index_demand_capped
+            .map_or("-".into(), |v| format!("{v:.3}")),
+        fair.tenants,
+        fair.entitlement_basis
+    );
+    let mut waiting: Vec<(&String, &f64)> = s
+        .pending_reasons_job_s
+        .iter()
+        .filter(|(_, &v)| v > 0.0)
+        .collect();
+    waiting.sort_by(|a, b| b.1.total_cmp(a.1).then(a.0.cmp(b.0)));
+    if !waiting.is_empty() {
+        let top: Vec<String> = waiting
+            .iter()
+            .take(4)
+            .map(|(k, v)| format!("{k} {:.0} job-h", *v / 3600.0))
+            .collect();
+        let _ = writeln!(out, "pending  {}", top.join(", "));
+    }
     out
 }

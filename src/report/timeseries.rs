@@ -1,17 +1,25 @@
 //! `timeseries.csv`: one row per interval of the window with time-averaged values: allocated
 //! and available accelerators (fleet and per cell), occupancy (fleet, per cell, per
-//! accelerator model), pending and running jobs, and the fleet's fragmentation at the
-//! interval's start (FGD measure: GPUs, % of capacity, ratio to idle GPUs; empty before the
-//! workload has a GPU task).
+//! accelerator model), pending and running jobs, the fleet's fragmentation at the interval's
+//! start (FGD measure: GPUs, % of capacity, ratio to idle GPUs; empty before the workload has
+//! a GPU task), pending jobs per pending reason (`pending_<reason>`), and allocated
+//! accelerators per tenant (`tenant_<name>_allocated_gpus`, tenants in name order; left out
+//! when there are more than [`MAX_TENANT_COLUMNS`]).
 
 use std::io::Write;
 use std::path::Path;
+
+use fleetsim_policies::PendingReason;
 
 use crate::metrics::{ratio, Occupancy};
 use crate::report::atomic::AtomicFile;
 use crate::report::format::{milli_as_units, ms_as_secs, ratio6};
 
-/// Writes the series for cells named `cells` and accelerator models named `models`.
+/// Most tenants that get their own time-series column.
+pub const MAX_TENANT_COLUMNS: usize = 64;
+
+/// Writes the series for cells named `cells`, accelerator models named `models` and tenants
+/// named `tenants` (by tenant id).
 ///
 /// # Errors
 /// The I/O error from writing.
@@ -19,8 +27,14 @@ pub fn write(
     dest: &Path,
     cells: &[String],
     models: &[String],
+    tenants: &[String],
     o: &Occupancy,
 ) -> std::io::Result<()> {
+    let mut by_name: Vec<(usize, &String)> = tenants.iter().enumerate().collect();
+    by_name.sort_by(|a, b| a.1.cmp(b.1));
+    if by_name.len() > MAX_TENANT_COLUMNS {
+        by_name.clear();
+    }
     let mut w = csv::Writer::from_writer(AtomicFile::create(dest)?);
     let mut header: Vec<String> = [
         "time_s",
@@ -45,6 +59,17 @@ pub fn write(
     for m in models {
         header.push(format!("model_{m}_allocated_gpus"));
         header.push(format!("model_{m}_occupancy"));
+    }
+    // Every reason gets a column, in a fixed order, whether it occurred or not.
+    let reason_ix: Vec<Option<usize>> = PendingReason::ALL
+        .iter()
+        .map(|r| o.pending_reasons.iter().position(|&n| n == r.as_str()))
+        .collect();
+    for r in PendingReason::ALL {
+        header.push(format!("pending_{}", r.as_str()));
+    }
+    for (_, t) in &by_name {
+        header.push(format!("tenant_{t}_allocated_gpus"));
     }
     w.write_record(&header).map_err(std::io::Error::other)?;
     for row in &o.series {
@@ -85,6 +110,14 @@ pub fn write(
                 row.allocated_model_milli[i],
                 row.available_model_milli[i],
             )));
+        }
+        for &i in &reason_ix {
+            let v = i.and_then(|i| row.pending_by_reason_ms.get(i).copied());
+            rec.push(milli_as_units(v.unwrap_or(0) * 1000 / len));
+        }
+        for &(i, _) in &by_name {
+            let v = row.allocated_tenant_milli.get(i).copied().unwrap_or(0);
+            rec.push(milli_as_units(v / len));
         }
         w.write_record(&rec).map_err(std::io::Error::other)?;
     }

@@ -682,6 +682,10 @@ impl KueueConfig {
                     max_gpus: max_gpus.map(|m| Quantity(m).as_f64()),
                     default_time_limit_s: None,
                     max_time_limit_s: None,
+                    cohort: None,
+                    weight: None,
+                    tier: None,
+                    flavors: Vec::new(),
                 }
             })
             .collect()

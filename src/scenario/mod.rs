@@ -24,6 +24,7 @@
 
 pub mod kueue;
 pub mod overrides;
+pub mod policies;
 mod schema;
 mod validate;
 

@@ -2,9 +2,13 @@
 
 use serde::Deserialize;
 
+use fleetsim_policies::backfill::BackfillKind;
+use fleetsim_policies::preemption::{
+    CapacityPreemption, FairStrategy, ReclaimWithinCohort, WithinQueue,
+};
 use fleetsim_policies::{
-    CellSelectKind, Level, PlacementKind, QueueOrderKind, QueueingStrategy, RayStrategy,
-    ScoreArithmetic, TopologyMode, TopologySpec,
+    AdmissionOrder, CellSelectKind, Level, PlacementKind, QueueOrderKind, QueueingStrategy,
+    RayStrategy, ScoreArithmetic, Tier, TopologyMode, TopologySpec,
 };
 
 use crate::workload::synthetic::SyntheticSpec;
@@ -13,6 +17,10 @@ use crate::workload::synthetic::SyntheticSpec;
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
+    /// Another scenario file (relative to this one) this one starts from: its tables are
+    /// merged key by key, this file's values winning (arrays are replaced whole).
+    #[serde(default)]
+    pub extends: Option<String>,
     /// Scenario name, echoed in every output.
     pub name: String,
     /// Free text.
@@ -30,9 +38,17 @@ pub struct Scenario {
     pub fleet: FleetSpec,
     /// The workload.
     pub workload: WorkloadSpec,
-    /// Per-queue settings (queues not listed use the `[policy]` defaults).
+    /// Per-queue settings (queues not listed use the `[policy]` defaults and take no part in
+    /// quota).
     #[serde(default)]
     pub queues: Vec<QueueSpec>,
+    /// Cohorts (Kueue): groups of queues that lend and borrow quota; a cohort may have a
+    /// parent cohort (hierarchical cohorts).
+    #[serde(default)]
+    pub cohorts: Vec<CohortSpec>,
+    /// Node failures and repairs at given times.
+    #[serde(default)]
+    pub node_events: Vec<NodeEventSpec>,
     /// Kueue manifests whose LocalQueues become queues (explicit `[[queues]]` win by name).
     #[serde(default)]
     pub kueue: Option<KueueSpec>,
@@ -372,6 +388,94 @@ pub struct QueueSpec {
     /// Largest time limit a job may ask for, seconds; larger limits are cut to it.
     #[serde(default)]
     pub max_time_limit_s: Option<f64>,
+    /// The cohort the queue borrows from and lends to.
+    #[serde(default)]
+    pub cohort: Option<String>,
+    /// Fair-share weight (default 1): divides the queue's share under `drf` and
+    /// `decayed-usage`, and is its shares in the multifactor fair-share factor.
+    #[serde(default)]
+    pub weight: Option<f64>,
+    /// Tier of the queue's jobs: `production`, `batch` (default) or `best-effort`.
+    #[serde(default)]
+    pub tier: Option<Tier>,
+    /// Quota per resource flavor, in the order flavors are tried. A queue with no flavors
+    /// and no cohort takes no part in quota.
+    #[serde(default)]
+    pub flavors: Vec<FlavorQuotaSpec>,
+}
+
+/// A cohort.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CohortSpec {
+    /// Unique cohort name.
+    pub name: String,
+    /// Parent cohort.
+    #[serde(default)]
+    pub parent: Option<String>,
+    /// Fair-share weight towards its parent (default 1).
+    #[serde(default)]
+    pub weight: Option<f64>,
+    /// The cohort's own quota per flavor, and its limits towards its parent.
+    #[serde(default)]
+    pub flavors: Vec<FlavorQuotaSpec>,
+}
+
+/// Quota of one flavor.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlavorQuotaSpec {
+    /// An accelerator model of the fleet (`H100`, `P40`, …) or `*` for any model.
+    pub name: String,
+    /// Accelerators (may be fractional).
+    #[serde(default)]
+    pub gpus: Option<ResourceQuotaSpec>,
+    /// CPU cores.
+    #[serde(default)]
+    pub cpus: Option<ResourceQuotaSpec>,
+    /// Memory, GiB.
+    #[serde(default)]
+    pub memory_gib: Option<ResourceQuotaSpec>,
+}
+
+/// Nominal quota and limits of one resource (in the resource's unit: GPUs, cores, GiB).
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceQuotaSpec {
+    /// Nominal quota.
+    pub nominal: f64,
+    /// Most it may use above nominal, from its cohort (needs a cohort).
+    #[serde(default)]
+    pub borrowing_limit: Option<f64>,
+    /// Most of its nominal quota it lends to its cohort (needs a cohort).
+    #[serde(default)]
+    pub lending_limit: Option<f64>,
+}
+
+/// A node failure or repair.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeEventSpec {
+    /// When, seconds.
+    pub at_s: f64,
+    /// The node's name.
+    pub node: String,
+    /// `fail` or `repair`.
+    pub kind: NodeEventKind,
+    /// Failure only: termination grace, seconds — jobs on the node release their resources
+    /// (and quota) this long after the failure, then are retried.
+    #[serde(default)]
+    pub grace_s: f64,
+}
+
+/// What a node event does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeEventKind {
+    /// The node fails.
+    Fail,
+    /// The node comes back.
+    Repair,
 }
 
 /// Policy choices, by name.
@@ -391,6 +495,39 @@ pub struct PolicySpec {
     /// `first-fit` or `least-loaded`.
     #[serde(default)]
     pub cell_selection: CellSelectKind,
+    /// Order across queues: `queue-order` (default), `nominal-first`, `drf`,
+    /// `decayed-usage`.
+    #[serde(default)]
+    pub admission_order: AdmissionOrder,
+    /// `borrow` (default: borrow in the first flavor with room) or `try-next-flavor` (prefer
+    /// a later flavor with room within nominal quota) — Kueue `whenCanBorrow`.
+    #[serde(default)]
+    pub flavor_fungibility: FlavorFungibility,
+    /// `none` (default), `easy` or `conservative`.
+    #[serde(default)]
+    pub backfill: BackfillKind,
+    /// Conservative backfill: most reservations per pass (default 100).
+    #[serde(default)]
+    pub backfill_depth: Option<u32>,
+    /// Runtime estimates for SJF/SRTF and backfill: `user` (the job's time limit; default)
+    /// or `oracle` (its true run time).
+    #[serde(default)]
+    pub runtime_estimate: EstimateSource,
+    /// Tiresias LAS queues (for `queue_order = "las"` and LAS preemption).
+    #[serde(default)]
+    pub las: Option<LasSpec>,
+    /// Slurm multifactor weights (for `queue_order = "multifactor"`).
+    #[serde(default)]
+    pub multifactor: Option<MultifactorSpec>,
+    /// Decayed usage (for `decayed-usage` and the multifactor fair-share factor).
+    #[serde(default)]
+    pub fair_share: Option<FairShareSpec>,
+    /// Preemption (none when absent).
+    #[serde(default)]
+    pub preemption: Option<PreemptionSpec>,
+    /// The scheduling cycle: retries and budget.
+    #[serde(default)]
+    pub cycle: Option<CycleSpec>,
     /// Topology constraint given to every gang (job of more than one task).
     #[serde(default)]
     pub topology: Option<TopologyToml>,
@@ -437,6 +574,116 @@ impl TopologyToml {
             ray: self.ray_strategy,
         }
     }
+}
+
+/// Flavor fungibility (Kueue `flavorFungibility.whenCanBorrow`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlavorFungibility {
+    /// Borrow in the first flavor with room.
+    #[default]
+    Borrow,
+    /// Try the next flavors for room within nominal quota first.
+    TryNextFlavor,
+}
+
+/// Where runtime estimates come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EstimateSource {
+    /// The job's time limit (none: no estimate).
+    #[default]
+    User,
+    /// The job's true run time.
+    Oracle,
+}
+
+/// Tiresias LAS queues.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LasSpec {
+    /// Ascending attained-service thresholds, GPU-seconds (default `[3200]`).
+    pub thresholds_gpu_s: Vec<f64>,
+}
+
+/// Slurm multifactor priority weights.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MultifactorSpec {
+    /// `PriorityWeightAge` (default 1000).
+    #[serde(default)]
+    pub weight_age: Option<u64>,
+    /// `PriorityWeightJobSize` (default 1000).
+    #[serde(default)]
+    pub weight_job_size: Option<u64>,
+    /// `PriorityWeightFairshare` (default 10000).
+    #[serde(default)]
+    pub weight_fair_share: Option<u64>,
+    /// `PriorityWeightQOS`, on the tier (default 2000).
+    #[serde(default)]
+    pub weight_qos: Option<u64>,
+    /// `PriorityMaxAge`, seconds (default 7 days).
+    #[serde(default)]
+    pub max_age_s: Option<f64>,
+    /// `PriorityFavorSmall` (default false).
+    #[serde(default)]
+    pub favor_small: bool,
+    /// `PriorityCalcPeriod`, seconds (default 300): how often pending priorities are
+    /// recomputed.
+    #[serde(default)]
+    pub recalc_interval_s: Option<f64>,
+}
+
+/// Decayed usage.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FairShareSpec {
+    /// Half-life, seconds (Slurm `PriorityDecayHalfLife`; default 7 days).
+    pub half_life_s: f64,
+}
+
+/// Preemption settings.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreemptionSpec {
+    /// `never` (default), `lower-priority`, `lower-or-newer-equal-priority`.
+    #[serde(default)]
+    pub within_queue: WithinQueue,
+    /// `never` (default), `lower-priority`, `any`.
+    #[serde(default)]
+    pub reclaim_within_cohort: ReclaimWithinCohort,
+    /// Kueue fair-sharing strategies, tried in order (e.g.
+    /// `["less-than-or-equal-to-final-share", "less-than-initial-share"]`); empty: none.
+    #[serde(default)]
+    pub fair_sharing: Vec<FairStrategy>,
+    /// Cluster-wide priority preemption for capacity: `never` (default), `lower-priority`.
+    #[serde(default)]
+    pub capacity: CapacityPreemption,
+    /// Higher tiers preempt lower ones (best-effort first).
+    #[serde(default)]
+    pub tiers: bool,
+    /// Tiresias: preempt jobs in lower LAS queues (thresholds from `[policy.las]`).
+    #[serde(default)]
+    pub las: bool,
+    /// Termination grace of victims, seconds (default 0).
+    #[serde(default)]
+    pub grace_s: f64,
+    /// Jobs checkpoint every this many seconds of progress; a victim restarts from its last
+    /// checkpoint (default: none, from scratch).
+    #[serde(default)]
+    pub checkpoint_interval_s: Option<f64>,
+}
+
+/// The scheduling cycle.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CycleSpec {
+    /// While jobs are pending, also run a pass this often, seconds.
+    #[serde(default)]
+    pub retry_interval_s: Option<f64>,
+    /// Most placement attempts per pass (a class of identical jobs costs one).
+    #[serde(default)]
+    pub attempt_budget: Option<u64>,
 }
 
 /// The measurement window and time series.

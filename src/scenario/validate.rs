@@ -104,15 +104,27 @@ pub fn load(path: &Path) -> Result<Loaded, ScenarioError> {
     parse(&text, &path.display().to_string(), base)
 }
 
-/// Parses and validates scenario text.
+/// Parses and validates scenario text. A scenario with `extends = "base.toml"` is merged
+/// onto its base (resolved against `base_dir`; bases may extend further, up to 8 levels):
+/// tables key by key, this file's values winning, arrays replaced whole.
 ///
 /// # Errors
-/// [`ScenarioError::Parse`] or [`ScenarioError::Invalid`], naming `origin`.
+/// [`ScenarioError::Parse`] or [`ScenarioError::Invalid`], naming `origin`; [`ScenarioError::Io`]
+/// for a base that cannot be read.
 pub fn parse(text: &str, origin: &str, base_dir: PathBuf) -> Result<Loaded, ScenarioError> {
-    let scenario: Scenario = toml::from_str(text).map_err(|e| ScenarioError::Parse {
+    let parse_err = |origin: &str, e: &dyn std::fmt::Display| ScenarioError::Parse {
         origin: origin.to_string(),
         message: e.to_string(),
-    })?;
+    };
+    let table: toml::Table = toml::from_str(text).map_err(|e| parse_err(origin, &e))?;
+    let scenario: Scenario = if table.contains_key("extends") {
+        let merged = resolve_extends(table, origin, &base_dir, 0)?;
+        toml::Value::Table(merged)
+            .try_into()
+            .map_err(|e| parse_err(origin, &e))?
+    } else {
+        toml::from_str(text).map_err(|e| parse_err(origin, &e))?
+    };
     let mut scenario = scenario;
     validate(&scenario, origin)?;
     if let Some(k) = &scenario.kueue {
@@ -142,6 +154,12 @@ pub fn parse_value(
     base_dir: PathBuf,
 ) -> Result<Loaded, ScenarioError> {
     use serde::Deserialize;
+    let value = match value {
+        toml::Value::Table(t) if t.contains_key("extends") => {
+            toml::Value::Table(resolve_extends(t, origin, &base_dir, 0)?)
+        }
+        v => v,
+    };
     let scenario = Scenario::deserialize(value).map_err(|e| ScenarioError::Parse {
         origin: origin.to_string(),
         message: e.to_string(),
@@ -152,6 +170,55 @@ pub fn parse_value(
         origin: origin.to_string(),
         base_dir,
     })
+}
+
+/// Merges `table` onto the scenario it `extends`, recursively.
+fn resolve_extends(
+    mut table: toml::Table,
+    origin: &str,
+    base_dir: &Path,
+    depth: u32,
+) -> Result<toml::Table, ScenarioError> {
+    let Some(ext) = table.remove("extends") else {
+        return Ok(table);
+    };
+    let invalid = |message: String| ScenarioError::Invalid {
+        origin: origin.to_string(),
+        field: "extends".into(),
+        message,
+    };
+    let toml::Value::String(rel) = ext else {
+        return Err(invalid("must be a file name".into()));
+    };
+    if depth >= 8 {
+        return Err(invalid("more than 8 levels of `extends` (a cycle?)".into()));
+    }
+    let path = base_dir.join(&rel);
+    let text = std::fs::read_to_string(&path).map_err(|source| ScenarioError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    let base_origin = path.display().to_string();
+    let base: toml::Table = toml::from_str(&text).map_err(|e| ScenarioError::Parse {
+        origin: base_origin.clone(),
+        message: e.to_string(),
+    })?;
+    let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut base = resolve_extends(base, &base_origin, &base_dir, depth + 1)?;
+    merge_tables(&mut base, table);
+    Ok(base)
+}
+
+/// Tables merge key by key; any other value replaces.
+fn merge_tables(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge_tables(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
 }
 
 fn finite_nonneg(v: f64) -> bool {
@@ -263,6 +330,22 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
             }
         }
     }
+    validate_quota(s, &bad)?;
+    validate_policy(s, &bad)?;
+    for (i, e) in s.node_events.iter().enumerate() {
+        if !finite_nonneg(e.at_s) {
+            return Err(bad(
+                format!("node_events[{i}].at_s"),
+                "must be a number ≥ 0",
+            ));
+        }
+        if !finite_nonneg(e.grace_s) {
+            return Err(bad(
+                format!("node_events[{i}].grace_s"),
+                "must be a number ≥ 0",
+            ));
+        }
+    }
     match (&s.mode, &s.inflation) {
         (Mode::Inflation, None) => {
             return Err(bad(
@@ -363,6 +446,224 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
     }
     if let Some(c) = &s.check {
         c.validate().map_err(|(f, m)| bad(f, &m))?;
+    }
+    Ok(())
+}
+
+/// Checks cohorts and queue quotas: names, parents (no cycles), weights, and every quota
+/// value (non-negative; limits only with a cohort; lending within nominal).
+fn validate_quota(
+    s: &Scenario,
+    bad: &dyn Fn(String, &str) -> ScenarioError,
+) -> Result<(), ScenarioError> {
+    let mut cohorts = std::collections::BTreeMap::new();
+    for (i, c) in s.cohorts.iter().enumerate() {
+        if c.name.trim().is_empty() {
+            return Err(bad(format!("cohorts[{i}].name"), "must not be empty"));
+        }
+        if cohorts.insert(c.name.as_str(), i).is_some() {
+            return Err(bad(
+                format!("cohorts[{i}].name"),
+                &format!("duplicate cohort `{}`", c.name),
+            ));
+        }
+    }
+    for (i, c) in s.cohorts.iter().enumerate() {
+        if let Some(p) = &c.parent {
+            if !cohorts.contains_key(p.as_str()) {
+                return Err(bad(
+                    format!("cohorts[{i}].parent"),
+                    &format!("unknown cohort `{p}`"),
+                ));
+            }
+        }
+        // Follow parents; more steps than cohorts means a cycle.
+        let mut cur = c.parent.as_deref();
+        let mut steps = 0;
+        while let Some(p) = cur {
+            steps += 1;
+            if steps > s.cohorts.len() {
+                return Err(bad(
+                    format!("cohorts[{i}].parent"),
+                    &format!(
+                        "cohort `{}` is its own ancestor (a cycle of parents)",
+                        c.name
+                    ),
+                ));
+            }
+            cur = s.cohorts[cohorts[p]].parent.as_deref();
+        }
+        check_weight(bad, format!("cohorts[{i}].weight"), c.weight)?;
+        check_flavors(
+            bad,
+            &format!("cohorts[{i}]"),
+            &c.flavors,
+            c.parent.is_some(),
+            "cohort",
+        )?;
+    }
+    for (i, q) in s.queues.iter().enumerate() {
+        if let Some(c) = &q.cohort {
+            if !cohorts.contains_key(c.as_str()) {
+                return Err(bad(
+                    format!("queues[{i}].cohort"),
+                    &format!("unknown cohort `{c}`"),
+                ));
+            }
+        }
+        check_weight(bad, format!("queues[{i}].weight"), q.weight)?;
+        check_flavors(
+            bad,
+            &format!("queues[{i}]"),
+            &q.flavors,
+            q.cohort.is_some(),
+            "queue",
+        )?;
+    }
+    Ok(())
+}
+
+fn check_weight(
+    bad: &dyn Fn(String, &str) -> ScenarioError,
+    field: String,
+    w: Option<f64>,
+) -> Result<(), ScenarioError> {
+    match w {
+        Some(w) if !finite_nonneg(w) => Err(bad(field, &format!("must be a number ≥ 0, got {w}"))),
+        _ => Ok(()),
+    }
+}
+
+fn check_flavors(
+    bad: &dyn Fn(String, &str) -> ScenarioError,
+    node: &str,
+    flavors: &[FlavorQuotaSpec],
+    has_cohort: bool,
+    kind: &str,
+) -> Result<(), ScenarioError> {
+    let mut seen = BTreeSet::new();
+    for (j, fl) in flavors.iter().enumerate() {
+        let f = format!("{node}.flavors[{j}]");
+        if !seen.insert(fl.name.as_str()) {
+            return Err(bad(
+                format!("{f}.name"),
+                &format!("flavor `{}` listed twice", fl.name),
+            ));
+        }
+        for (res, q) in [
+            ("gpus", fl.gpus),
+            ("cpus", fl.cpus),
+            ("memory_gib", fl.memory_gib),
+        ] {
+            let Some(q) = q else { continue };
+            let f = format!("{f}.{res}");
+            for (k, v) in [
+                ("nominal", Some(q.nominal)),
+                ("borrowing_limit", q.borrowing_limit),
+                ("lending_limit", q.lending_limit),
+            ] {
+                if let Some(v) = v {
+                    if !finite_nonneg(v) {
+                        return Err(bad(
+                            format!("{f}.{k}"),
+                            &format!("must be a number ≥ 0, got {v}"),
+                        ));
+                    }
+                }
+            }
+            for (k, v) in [
+                ("borrowing_limit", q.borrowing_limit),
+                ("lending_limit", q.lending_limit),
+            ] {
+                if v.is_some() && !has_cohort {
+                    return Err(bad(
+                        format!("{f}.{k}"),
+                        &format!(
+                            "a {} needs a cohort to borrow from or lend to, and this {kind} belongs to none",
+                            k.replace('_', " ")
+                        ),
+                    ));
+                }
+            }
+            if q.lending_limit.is_some_and(|l| l > q.nominal) {
+                return Err(bad(
+                    format!("{f}.lending_limit"),
+                    "must not exceed the nominal quota it lends from",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks the policy's numeric settings.
+fn validate_policy(
+    s: &Scenario,
+    bad: &dyn Fn(String, &str) -> ScenarioError,
+) -> Result<(), ScenarioError> {
+    let p = &s.policy;
+    let positive = |field: &str, v: f64| -> Result<(), ScenarioError> {
+        if v.is_finite() && v > 0.0 {
+            Ok(())
+        } else {
+            Err(bad(
+                field.to_string(),
+                &format!("must be a number > 0, got {v}"),
+            ))
+        }
+    };
+    if let Some(las) = &p.las {
+        if las.thresholds_gpu_s.is_empty() {
+            return Err(bad(
+                "policy.las.thresholds_gpu_s".into(),
+                "needs at least one threshold",
+            ));
+        }
+        for (i, &t) in las.thresholds_gpu_s.iter().enumerate() {
+            positive(&format!("policy.las.thresholds_gpu_s[{i}]"), t)?;
+            if i > 0 && t <= las.thresholds_gpu_s[i - 1] {
+                return Err(bad(
+                    format!("policy.las.thresholds_gpu_s[{i}]"),
+                    "thresholds must be strictly ascending",
+                ));
+            }
+        }
+    }
+    if let Some(m) = &p.multifactor {
+        if let Some(v) = m.max_age_s {
+            positive("policy.multifactor.max_age_s", v)?;
+        }
+        if let Some(v) = m.recalc_interval_s {
+            positive("policy.multifactor.recalc_interval_s", v)?;
+        }
+    }
+    if let Some(f) = &p.fair_share {
+        positive("policy.fair_share.half_life_s", f.half_life_s)?;
+    }
+    if let Some(pr) = &p.preemption {
+        if !finite_nonneg(pr.grace_s) {
+            return Err(bad(
+                "policy.preemption.grace_s".into(),
+                "must be a number ≥ 0",
+            ));
+        }
+        if let Some(c) = pr.checkpoint_interval_s {
+            positive("policy.preemption.checkpoint_interval_s", c)?;
+        }
+    }
+    if let Some(c) = &p.cycle {
+        if let Some(v) = c.retry_interval_s {
+            positive("policy.cycle.retry_interval_s", v)?;
+        }
+        if c.attempt_budget == Some(0) {
+            return Err(bad(
+                "policy.cycle.attempt_budget".into(),
+                "must be at least 1",
+            ));
+        }
+    }
+    if p.backfill_depth == Some(0) {
+        return Err(bad("policy.backfill_depth".into(), "must be at least 1"));
     }
     Ok(())
 }

@@ -134,6 +134,7 @@ fn job(i: usize, g: &G) -> PendingJob {
         cells: vec![],
         runtime_estimate: None,
         topology: spec(g.topo),
+        ..PendingJob::default()
     }
 }
 

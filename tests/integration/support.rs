@@ -58,3 +58,18 @@ pub fn state(out: &RunOutput, name: &str) -> FinalState {
 pub fn occupancy(out: &RunOutput) -> f64 {
     out.summary.occupancy.expect("defined")
 }
+
+/// (start s, finish s) of a job's last run (after preemptions or failures).
+pub fn last_span(out: &RunOutput, name: &str) -> (Option<u64>, Option<u64>) {
+    let r = job(out, name);
+    (
+        r.last_start.map(|t| t.0 / 1000),
+        r.finish.map(|t| t.0 / 1000),
+    )
+}
+
+/// Wait (first start − submit) of a job, whole seconds.
+pub fn wait_s(out: &RunOutput, name: &str) -> Option<u64> {
+    let r = job(out, name);
+    r.start.map(|s| (s - r.submit).0 / 1000)
+}

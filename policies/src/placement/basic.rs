@@ -218,6 +218,7 @@ mod tests {
             cells: vec![],
             runtime_estimate: None,
             topology: None,
+            ..PendingJob::default()
         };
         assert!(place_gang(&BestFit, &mut PlaceCtx::new(), &mut f, CellId(0), &job).is_none());
         assert_eq!(

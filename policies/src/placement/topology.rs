@@ -404,6 +404,7 @@ mod tests {
             cells: vec![],
             runtime_estimate: None,
             topology,
+            ..PendingJob::default()
         }
     }
 

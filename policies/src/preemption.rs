@@ -1,0 +1,696 @@
+//! Preemption (the Kubernetes `PostFilter` extension point; Kueue's preemption): whom to evict
+//! so that a job that cannot start now can, and at what cost.
+//!
+//! # When
+//! A job that fits neither quota nor the fleet now, is not best-effort, and has no victims
+//! still terminating for it, looks for victims once per pass and per distinct requirement
+//! (queue, priority, tier, shape, gang size, models, cells). A job that could never fit is
+//! rejected at submit and never gets here (field case B01).
+//!
+//! # Who may be a victim (first matching rule)
+//! A victim is running (not already terminating), never of a higher tier than the preemptor,
+//! not preempted earlier at this instant (rule P3), and never a job that preempted the
+//! preemptor before (rule P2).
+//!
+//! | rule | victim | follows |
+//! |---|---|---|
+//! | [`PreemptReason::Tier`] | a job of a strictly lower tier (`tiers = true`) | Borg: best-effort is preempted first |
+//! | [`PreemptReason::WithinQueue`] | same queue, lower priority (or also equal priority and newer) | Kueue `withinClusterQueue` |
+//! | [`PreemptReason::Reclaim`] | another queue of the cohort tree while it borrows in the flavor, the preemptor's queue staying within its nominal quota | Kueue `reclaimWithinCohort` (field cases B05, B06, B01) |
+//! | [`PreemptReason::Priority`] | a job of lower capacity rank, in any queue — with quota, only from a queue that borrows (Kueue `borrowWithinCohort`) | kube-scheduler `DefaultPreemption`, Volcano `preempt` (field case B10) |
+//! | [`PreemptReason::Las`] | same, the rank being Tiresias' LAS queue after priority | Tiresias (NSDI'19) |
+//! | [`PreemptReason::FairShare`] | another queue of the cohort tree while it borrows, if the fair-sharing strategy holds | Kueue KEP-1714 |
+//!
+//! The *capacity rank* is `(priority, −LAS queue)` with the components the configuration
+//! turns on: one total order for the priority and LAS rules, so that neither can undo the
+//! other (a running job's LAS queue only moves down, so a job preempted under LAS can come
+//! back only after the preemptor has itself received more service: Tiresias' time-slicing).
+//!
+//! **Rule P1 (borrowing never grows by preemption)**: with quota, only the fair-sharing rule
+//! (whose strategies bound shares) and the tier rule (whose best-effort victims hold no quota)
+//! may leave the preemptor's queue borrowing more than before; victims taken from other
+//! queues under the reclaim, priority or LAS rules require the preemptor to end within its
+//! nominal quota. Without P1, a priority swap inside a borrowing queue (a larger job for a
+//! smaller one) raises that queue's share, fair sharing takes the room back, and three jobs go
+//! round for ever (found by the `no_preemption_cycle` property test).
+//!
+//! # Victim order (the first are taken first), then minimization
+//! 1. lower tier first; 2. borrowing queues first; 3. queues with the larger dominant resource
+//!    share first; 4. other queues before the preemptor's own (Kueue `CandidatesOrdering`);
+//! 5. lower priority first; 6. **less lost work first** (progress since the last checkpoint ×
+//!    accelerators); 7. most recently started first; 8. larger input sequence first.
+//!
+//! Victims are removed one by one in that order — from quota and from the fleet — until the
+//! preemptor fits quota *and* its whole gang can be placed (free capacity and victims'
+//! capacity together: field case B10). Then, as Kueue's `minimalPreemptions` does, every
+//! victim but the last is put back, latest first, if the preemptor still fits without it.
+//! If no set of victims makes room, nothing is preempted.
+//!
+//! # Fair-sharing strategies
+//! Strategies are tried in order, each a full round. Shares are dominant resource shares of
+//! the queues ([`crate::quota::QuotaTree::drs`]), compared *exactly* (Kueue compares
+//! truncated per-mille values, and equal truncated shares let two queues take turns):
+//! * [`FairStrategy::LessThanOrEqualToFinalShare`] (rule S2-a): the preemptor's share after
+//!   admission ≤ the victim queue's share after the victim leaves, which must be strictly
+//!   below its share before (a victim that frees nothing the queue borrows is useless);
+//! * [`FairStrategy::LessThanInitialShare`] (rule S2-b): the preemptor's share after admission
+//!   < the victim queue's share before.
+//!
+//! # Why jobs never preempt each other in a loop
+//! * Between two queues and nothing else changing, fair sharing cannot swap back: `P`
+//!   preempting `T` needs `s(P+p) ≤ s(T−t) < s(T)` (S2-a) or `s(P+p) < s(T)` (S2-b), and `T`'s
+//!   job coming back by preempting `P`'s needs `s(T) ≤ s(P)` or `s(T) < s(P)`, yet
+//!   `s(P) ≤ s(P+p) < s(T)`. Tier and capacity rank are strict orders; reclaim leaves the
+//!   reclaimer within nominal (not a borrower, so not reclaimable); P1 keeps the other rules
+//!   from feeding fair sharing.
+//! * P2 makes it structural for any mix of rules and of admissions in between: a job never
+//!   preempts a job that preempted it (the cycle check of kueue #6861, for two-job cycles).
+//! * P3: a job is preempted at most once per instant, so the passes at one instant settle.
+//! * A preemptor only preempts when it then fits, and the room it made stays its own: with a
+//!   zero grace period it starts in the same pass, before a victim could take its place back
+//!   (the B01 fault); with a grace period its request is reserved in its queue's quota and the
+//!   free part of its planned placement is held by phantoms in every pass until its victims
+//!   are gone (Kubernetes' nominated node); it is then tried first, and issues no more
+//!   preemptions meanwhile (field case B03). Without the phantoms, other jobs took the free
+//!   part during the grace period and the preemptor preempted again every few seconds without
+//!   ever starting (found by the property tests).
+//!
+//! # Termination grace and requeue
+//! With `grace = 0` victims are released and requeued in the same pass and the preemptor
+//! starts at once. Otherwise victims keep their resources (and quota) for `grace`, stop
+//! making progress, and are requeued when the caller releases them
+//! ([`crate::Scheduler::on_released`]). A victim keeps the progress up to its last checkpoint
+//! ([`crate::job::kept_progress`]).
+
+use std::cmp::Reverse;
+
+use crate::decision::{Decision, PreemptReason};
+use crate::fairshare::Share;
+use crate::ids::{CellId, JobId};
+use crate::job::PendingJob;
+use crate::queue_order::{Las, OrderKey};
+use crate::quota::QuotaFit;
+use crate::resources::ModelSet;
+use crate::scheduler::{
+    request, requeue_in_pass, stopped_job, Core, Entry, Eviction, Nomination, PassState, Running,
+};
+use crate::state::{FleetState, TaskAlloc};
+use crate::time::SimDuration;
+
+named_enum!(
+    /// Preemption within a queue (Kueue `withinClusterQueue`).
+    WithinQueue {
+        /// Never.
+        #[default]
+        Never => "never",
+        /// Jobs of lower priority.
+        LowerPriority => "lower-priority",
+        /// Jobs of lower priority, or of equal priority submitted later.
+        LowerOrNewerEqualPriority => "lower-or-newer-equal-priority",
+    }
+);
+
+named_enum!(
+    /// Reclaiming nominal quota from borrowing queues of the cohort (Kueue
+    /// `reclaimWithinCohort`).
+    ReclaimWithinCohort {
+        /// Never.
+        #[default]
+        Never => "never",
+        /// Only borrowers' jobs of lower priority.
+        LowerPriority => "lower-priority",
+        /// Any borrower's job.
+        Any => "any",
+    }
+);
+
+named_enum!(
+    /// Cluster-wide priority preemption for capacity (kube-scheduler, Volcano).
+    CapacityPreemption {
+        /// Never.
+        #[default]
+        Never => "never",
+        /// Jobs of lower priority, in any queue.
+        LowerPriority => "lower-priority",
+    }
+);
+
+named_enum!(
+    /// A Kueue fair-sharing preemption strategy (`fairSharing.preemptionStrategies`).
+    FairStrategy {
+        /// Rule S2-a.
+        #[default]
+        LessThanOrEqualToFinalShare => "less-than-or-equal-to-final-share",
+        /// Rule S2-b.
+        LessThanInitialShare => "less-than-initial-share",
+    }
+);
+
+/// Preemption settings. [`PreemptionConfig::default`] preempts nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PreemptionConfig {
+    /// Within a queue.
+    pub within_queue: WithinQueue,
+    /// Reclaiming nominal quota within the cohort.
+    pub reclaim_within_cohort: ReclaimWithinCohort,
+    /// Fair-sharing strategies, tried in order (empty: no fair-sharing preemption).
+    pub fair_sharing: Vec<FairStrategy>,
+    /// Cluster-wide priority preemption for capacity.
+    pub capacity: CapacityPreemption,
+    /// Higher tiers preempt lower ones.
+    pub tiers: bool,
+    /// Tiresias LAS preemption with these queues.
+    pub las: Option<Las>,
+    /// Termination grace period of victims.
+    pub grace: SimDuration,
+}
+
+/// One eligible victim with its sort key.
+struct Candidate {
+    id: JobId,
+    rule: PreemptReason,
+    key: VictimKey,
+}
+
+/// The victim order of the module docs, ascending.
+type VictimKey = (
+    u8,
+    bool,
+    Reverse<Share>,
+    bool,
+    i32,
+    u128,
+    Reverse<u64>,
+    Reverse<u64>,
+);
+
+/// A victim taken out of quota and the fleet during planning.
+struct Removed {
+    id: JobId,
+    rule: PreemptReason,
+}
+
+/// Looks for victims for `entry`'s job and applies them. `None`: no preemption. `Some(true)`:
+/// victims were released and the job started (zero grace). `Some(false)`: victims were told
+/// to terminate and the job waits for them.
+pub(crate) fn preempt_for(
+    c: &mut Core,
+    pass: &mut PassState,
+    fleet: &mut FleetState,
+    entry: &mut Entry,
+    key: OrderKey,
+    out: &mut Vec<Decision>,
+) -> Option<bool> {
+    let job = &entry.job;
+    let memo = (
+        job.queue,
+        job.priority,
+        job.tier,
+        job.shape,
+        job.tasks,
+        job.models,
+        entry.cells_key,
+    );
+    if pass.failed_preempt.contains(&memo) || pass.budget == 0 {
+        return None;
+    }
+    pass.budget -= 1;
+    let flavors: Vec<(Option<u16>, ModelSet)> = match c.quota.as_ref() {
+        Some(t) if t.has_queue(job.queue) => t
+            .queue_flavors(job.queue)
+            .expect("checked")
+            .iter()
+            .filter_map(|&f| {
+                job.models
+                    .intersect(t.flavor_models(f))
+                    .map(|m| (Some(f), m))
+            })
+            .collect(),
+        _ => vec![(None, job.models)],
+    };
+    let cfg = c.preemption.clone().expect("called with preemption on");
+    let rounds: Vec<Option<crate::preemption::FairStrategy>> = if cfg.fair_sharing.is_empty() {
+        vec![None]
+    } else {
+        cfg.fair_sharing.iter().map(|&s| Some(s)).collect()
+    };
+    for (flavor, models) in flavors {
+        let cands = candidates(c, &cfg, job, flavor);
+        if cands.is_empty() {
+            continue;
+        }
+        for &strategy in &rounds {
+            if let Some((cell, allocs, victims)) =
+                plan(c, pass, fleet, job, flavor, models, &cands, strategy)
+            {
+                let plan = Plan {
+                    flavor,
+                    cell,
+                    allocs,
+                    victims,
+                };
+                return Some(apply(c, pass, fleet, job, key, plan, out, &cfg));
+            }
+        }
+    }
+    pass.failed_preempt.insert(memo);
+    None
+}
+
+/// Eligible victims for `job` in `flavor`, sorted in victim order.
+fn candidates(
+    c: &Core,
+    cfg: &PreemptionConfig,
+    job: &PendingJob,
+    flavor: Option<u16>,
+) -> Vec<Candidate> {
+    let Some(reg) = &c.running else {
+        return Vec::new();
+    };
+    let now = c.now;
+    let quota = c.quota.as_ref();
+    let req = request(job);
+    let reclaimer = match (quota, flavor) {
+        (Some(t), Some(f)) => t.within_nominal_after(job.queue, f, &req),
+        _ => false,
+    };
+    let job_rank = (
+        if cfg.capacity == CapacityPreemption::LowerPriority {
+            job.priority
+        } else {
+            0
+        },
+        cfg.las
+            .as_ref()
+            .map_or(0, |l| -(l.level(job.attained_gpu_ms) as i64)),
+    );
+    let my_preemptors: &[u64] = c.preempted_by.get(&job.seq).map_or(&[], Vec::as_slice);
+    let mut out = Vec::new();
+    for r in reg.iter().flatten() {
+        let v = &r.job;
+        if r.evicting.is_some() || v.id == job.id {
+            continue;
+        }
+        if c.preempted_now.0 == now && c.preempted_now.1.contains(&v.id) {
+            // Rule P3: preempted earlier at this instant and restarted: not again now.
+            continue;
+        }
+        if my_preemptors.contains(&v.seq) {
+            // Rule P2: never preempt back a job that preempted this one.
+            continue;
+        }
+        let same_queue = v.queue == job.queue;
+        let same_tree = match quota {
+            Some(t) => !same_queue && t.same_tree(v.queue, job.queue),
+            None => false,
+        };
+        let borrowing = match (quota, r.flavor) {
+            (Some(t), Some(f)) => t.is_borrowing(v.queue, f),
+            _ => false,
+        };
+        // Never a higher tier; a lower one only under the tier rule or quota rules.
+        if v.tier > job.tier {
+            continue;
+        }
+        // The capacity rank (priority, then LAS queue): one total order for the priority and
+        // LAS rules, so that neither can undo the other.
+        let v_rank = (
+            if cfg.capacity == CapacityPreemption::LowerPriority {
+                v.priority
+            } else {
+                0
+            },
+            cfg.las
+                .as_ref()
+                .map_or(0, |l| -(l.level(r.attained_gpu_ms(now)) as i64)),
+        );
+        // With quota, a job charged to another queue is a capacity victim only while that queue
+        // borrows (Kueue `borrowWithinCohort`): never below its nominal quota.
+        let capacity_ok =
+            !(same_tree || (quota.is_some() && !same_queue && r.flavor.is_some())) || borrowing;
+        let rule = if cfg.tiers && job.tier > v.tier {
+            Some(PreemptReason::Tier)
+        } else if same_queue
+            && match cfg.within_queue {
+                WithinQueue::Never => false,
+                WithinQueue::LowerPriority => v.priority < job.priority,
+                WithinQueue::LowerOrNewerEqualPriority => {
+                    v.priority < job.priority
+                        || (v.priority == job.priority && (v.submit, v.seq) > (job.submit, job.seq))
+                }
+            }
+        {
+            Some(PreemptReason::WithinQueue)
+        } else if same_tree
+            && reclaimer
+            && borrowing
+            && match cfg.reclaim_within_cohort {
+                ReclaimWithinCohort::Never => false,
+                ReclaimWithinCohort::LowerPriority => v.priority < job.priority,
+                ReclaimWithinCohort::Any => true,
+            }
+        {
+            Some(PreemptReason::Reclaim)
+        } else if capacity_ok && job_rank > v_rank {
+            Some(if job_rank.0 > v_rank.0 {
+                PreemptReason::Priority
+            } else {
+                PreemptReason::Las
+            })
+        } else if same_tree && borrowing && !cfg.fair_sharing.is_empty() {
+            Some(PreemptReason::FairShare)
+        } else {
+            None
+        };
+        let Some(rule) = rule else { continue };
+        let share = quota.map_or(Share::ZERO, |t| t.drs(v.queue));
+        let key: VictimKey = (
+            v.tier as u8,
+            !borrowing,
+            Reverse(share),
+            same_queue,
+            v.priority,
+            r.lost_gpu_milli_ms(now),
+            Reverse(r.start.0),
+            Reverse(v.seq),
+        );
+        out.push(Candidate {
+            id: v.id,
+            rule,
+            key,
+        });
+    }
+    out.sort_by(|a, b| a.key.cmp(&b.key).then(a.id.cmp(&b.id)));
+    out
+}
+
+/// Greedy removal in victim order until `job` fits, then minimization. On success the
+/// victims are out of quota and the fleet and the job is placed; on failure nothing changed.
+#[allow(clippy::too_many_arguments)]
+fn plan(
+    c: &mut Core,
+    pass: &mut PassState,
+    fleet: &mut FleetState,
+    job: &PendingJob,
+    flavor: Option<u16>,
+    models: ModelSet,
+    cands: &[Candidate],
+    strategy: Option<FairStrategy>,
+) -> Option<(CellId, Vec<TaskAlloc>, Vec<Removed>)> {
+    let req = request(job);
+    let need = job.total_gpu_milli();
+    // What the preemptor's queue borrows before any victim leaves.
+    let before = match (c.quota.as_ref(), flavor) {
+        (Some(t), Some(f)) => t.borrowed(job.queue, f, None),
+        _ => [0; 3],
+    };
+    let mut removed: Vec<Removed> = Vec::new();
+    let mut fit: Option<(CellId, Vec<TaskAlloc>)> = None;
+    for cand in cands {
+        let r = running(c, cand.id);
+        let (vq, vf, vreq) = (r.job.queue, r.flavor, r.req);
+        match cand.rule {
+            PreemptReason::Reclaim => {
+                // Rule: the victim's queue must still be borrowing after earlier removals.
+                let t = c.quota.as_ref().expect("reclaim implies quota");
+                if !vf.is_some_and(|f| t.is_borrowing(vq, f)) {
+                    continue;
+                }
+            }
+            PreemptReason::FairShare => {
+                let t = c.quota.as_ref().expect("fair sharing implies quota");
+                let (Some(f), Some(pf)) = (vf, flavor) else {
+                    continue;
+                };
+                if !t.is_borrowing(vq, f) {
+                    continue;
+                }
+                let preemptor_new = t.drs_with(job.queue, pf, &req, true);
+                let target_old = t.drs(vq);
+                let target_new = t.drs_with(vq, f, &vreq, false);
+                let ok = match strategy {
+                    Some(FairStrategy::LessThanOrEqualToFinalShare) => {
+                        preemptor_new <= target_new && target_new < target_old
+                    }
+                    Some(FairStrategy::LessThanInitialShare) => preemptor_new < target_old,
+                    None => false,
+                };
+                if !ok {
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        take_out(c, fleet, cand.id);
+        removed.push(Removed {
+            id: cand.id,
+            rule: cand.rule,
+        });
+        if !quota_ok(c, job, flavor, &req, &removed, &before)
+            || c.free_for(fleet, job, models) < need
+        {
+            continue;
+        }
+        if let Some(p) = c.place_in_cells(pass, fleet, job, models) {
+            fit = Some(p);
+            break;
+        }
+    }
+    let Some((mut cell, mut allocs)) = fit else {
+        for v in removed.iter().rev() {
+            put_back(c, fleet, v.id);
+        }
+        return None;
+    };
+    // Minimize (Kueue fillBackWorkloads): every victim but the last, latest first.
+    let mut i = removed.len().saturating_sub(1);
+    while i > 0 {
+        i -= 1;
+        release(fleet, &allocs);
+        put_back(c, fleet, removed[i].id);
+        let kept = removed.remove(i);
+        let placed = if quota_ok(c, job, flavor, &req, &removed, &before) {
+            c.place_in_cells(pass, fleet, job, models)
+        } else {
+            None
+        };
+        match placed {
+            Some(p) => (cell, allocs) = p,
+            None => {
+                take_out(c, fleet, kept.id);
+                removed.insert(i, kept);
+                (cell, allocs) = c
+                    .place_in_cells(pass, fleet, job, models)
+                    .expect("the preemptor fitted with this very victim set");
+            }
+        }
+    }
+    Some((cell, allocs, removed))
+}
+
+/// Does `job` fit its quota in `flavor` now, given the victims `removed` so far? Rule P1:
+/// only the fair-sharing rule (whose strategies bound shares) and the tier rule (whose
+/// best-effort victims hold no quota) may leave the preemptor's queue borrowing more than
+/// `before`, what it borrowed before the preemption; and victims taken from other queues
+/// under the reclaim, priority or LAS rules require the preemptor to end within its nominal
+/// quota. Without P1 a priority swap inside a borrowing queue (a larger job for a smaller one)
+/// raises that queue's share, fair sharing takes the room back, and the three jobs go round.
+fn quota_ok(
+    c: &Core,
+    job: &PendingJob,
+    flavor: Option<u16>,
+    req: &crate::quota::Request,
+    removed: &[Removed],
+    before: &crate::quota::Request,
+) -> bool {
+    let (Some(t), Some(f)) = (c.quota.as_ref(), flavor) else {
+        return true;
+    };
+    match t.check(job.queue, f, req) {
+        QuotaFit::Fits { borrows: false } => true,
+        QuotaFit::Fits { borrows: true } => {
+            let after = t.borrowed(job.queue, f, Some(req));
+            let increases = after.iter().zip(before).any(|(a, b)| a > b);
+            !removed.iter().any(|v| match v.rule {
+                PreemptReason::FairShare | PreemptReason::Tier => false,
+                PreemptReason::WithinQueue => increases,
+                PreemptReason::Reclaim | PreemptReason::Priority | PreemptReason::Las => {
+                    increases || running(c, v.id).job.queue != job.queue
+                }
+            })
+        }
+        QuotaFit::Blocked { .. } => false,
+    }
+}
+
+fn running(c: &Core, id: JobId) -> &Running {
+    c.running
+        .as_ref()
+        .and_then(|reg| reg.get(id.index()))
+        .and_then(|r| r.as_deref())
+        .expect("a candidate is a tracked running job")
+}
+
+/// Takes a running job out of quota and the fleet (tentatively).
+fn take_out(c: &mut Core, fleet: &mut FleetState, id: JobId) {
+    let r = running(c, id);
+    let (q, f, req) = (r.job.queue, r.flavor, r.req);
+    release(fleet, &r.allocs);
+    if let (Some(t), Some(f)) = (c.quota.as_mut(), f) {
+        t.remove_usage(q, f, &req);
+    }
+}
+
+/// Undoes [`take_out`].
+fn put_back(c: &mut Core, fleet: &mut FleetState, id: JobId) {
+    let r = running(c, id);
+    let (q, f, req) = (r.job.queue, r.flavor, r.req);
+    for a in &r.allocs {
+        fleet
+            .apply(a)
+            .expect("restoring a running job's own binding cannot fail");
+    }
+    if let (Some(t), Some(f)) = (c.quota.as_mut(), f) {
+        t.add_usage(q, f, &req);
+    }
+}
+
+fn release(fleet: &mut FleetState, allocs: &[TaskAlloc]) {
+    for a in allocs.iter().rev() {
+        fleet
+            .release(a)
+            .expect("releasing a binding made or restored in this pass cannot fail");
+    }
+}
+
+/// A set of victims that makes room, and where the preemptor then goes.
+struct Plan {
+    flavor: Option<u16>,
+    cell: CellId,
+    allocs: Vec<TaskAlloc>,
+    victims: Vec<Removed>,
+}
+
+/// Commits a plan. Zero grace: victims stay released, are requeued and the preemptor starts
+/// (returns true). Otherwise the plan is undone, victims are marked terminating and the
+/// preemptor waits (returns false).
+#[allow(clippy::too_many_arguments)]
+fn apply(
+    c: &mut Core,
+    pass: &mut PassState,
+    fleet: &mut FleetState,
+    job: &PendingJob,
+    key: OrderKey,
+    plan: Plan,
+    out: &mut Vec<Decision>,
+    cfg: &PreemptionConfig,
+) -> bool {
+    let Plan {
+        flavor,
+        cell,
+        allocs,
+        victims,
+    } = plan;
+    let now = c.now;
+    if c.preempted_now.0 != now {
+        c.preempted_now = (now, std::collections::BTreeSet::new());
+    }
+    c.preempted_now.1.extend(victims.iter().map(|v| v.id));
+    for v in &victims {
+        let seq = running(c, v.id).job.seq;
+        let by = c.preempted_by.entry(seq).or_default();
+        if !by.contains(&job.seq) {
+            by.push(job.seq);
+        }
+    }
+    if cfg.grace == SimDuration::ZERO {
+        for v in &victims {
+            let r = c
+                .running
+                .as_mut()
+                .and_then(|reg| reg.get_mut(v.id.index()))
+                .and_then(Option::take)
+                .expect("a victim is tracked");
+            c.uncharge(r.job.queue, r.job.total_gpu_milli(), now);
+            requeue_in_pass(pass, stopped_job(&r, now));
+            for n in &mut c.nominated {
+                n.victims.retain(|&x| x != v.id);
+            }
+            out.push(Decision::Preempt {
+                job: v.id,
+                preemptor: job.id,
+                reason: v.rule,
+                grace: SimDuration::ZERO,
+            });
+        }
+        c.admit(job, flavor, &allocs);
+        out.push(Decision::Start {
+            job: job.id,
+            cell,
+            tasks: allocs,
+        });
+        return true;
+    }
+    release(fleet, &allocs);
+    for v in victims.iter().rev() {
+        put_back(c, fleet, v.id);
+    }
+    // The free part of the room is the preemptor's from now on (the victims' part is theirs
+    // until they go): held by phantoms for the rest of this pass, and in later passes.
+    let phantoms = crate::backfill::apply_phantom_allocs(fleet, allocs.iter());
+    pass.held.extend(phantoms);
+    let held = allocs;
+    let release_at = now + cfg.grace;
+    let reg = c.running.as_mut().expect("victims are tracked");
+    let mut ids = Vec::new();
+    for v in &victims {
+        let r = reg[v.id.index()].as_mut().expect("a victim is tracked");
+        r.evicting = Some(Eviction {
+            at: now,
+            release_at,
+        });
+        ids.push(v.id);
+        out.push(Decision::Preempt {
+            job: v.id,
+            preemptor: job.id,
+            reason: v.rule,
+            grace: cfg.grace,
+        });
+    }
+    let reserved = flavor
+        .filter(|_| job.tier != crate::Tier::BestEffort)
+        .map(|f| (f, request(job)));
+    if let (Some(t), Some((f, req))) = (c.quota.as_mut(), reserved) {
+        t.add_usage(job.queue, f, &req);
+    }
+    c.nominated.push(Nomination {
+        preemptor: job.id,
+        queue: job.queue,
+        key,
+        victims: ids,
+        reserved,
+        allocs: held,
+    });
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(
+            "lower-or-newer-equal-priority".parse::<WithinQueue>(),
+            Ok(WithinQueue::LowerOrNewerEqualPriority)
+        );
+        assert!("sometimes"
+            .parse::<ReclaimWithinCohort>()
+            .unwrap_err()
+            .contains("never, lower-priority, any"));
+        assert_eq!(
+            FairStrategy::LessThanInitialShare.as_str(),
+            "less-than-initial-share"
+        );
+    }
+}

@@ -1,0 +1,251 @@
+//! From a scenario's `[policy]`, `[[queues]]`, `[[cohorts]]` and `[[node_events]]` to the
+//! policy crate's stage objects ([`Extensions`]: quota tree, admission order, preemption,
+//! backfill, budget) and the engine's node changes. Needs the built fleet: quota flavors and
+//! node events name its accelerator models and nodes.
+//!
+//! Units: quota `gpus` are accelerators (× 1000 → GPU-milli), `cpus` cores (× 1000 →
+//! milli-cores), `memory_gib` GiB (× 1024 → MiB), each rounded to the nearest unit; weights
+//! × 1000 → thousandths.
+
+use std::collections::BTreeMap;
+
+use fleetsim_policies::backfill::BackfillConfig;
+use fleetsim_policies::queue_order::{Las, Multifactor};
+use fleetsim_policies::quota::{
+    Flavor, FlavorQuota, Fungibility, QuotaNodeSpec, QuotaSpec, ResourceQuota,
+};
+use fleetsim_policies::{
+    Extensions, FleetState, ModelId, ModelSet, NodeId, PreemptionConfig, QueueId, QueueOrderKind,
+    QuotaTree, SimDuration, SimTime,
+};
+
+use super::schema::*;
+use super::{secs_to_ms, Loaded, ScenarioError};
+use crate::engine::{NodeChange, NodeChangeKind};
+
+/// Quota resources scale: (accelerators, cores, GiB) → (GPU-milli, milli-cores, MiB).
+const SCALE: [f64; 3] = [1000.0, 1000.0, 1024.0];
+
+fn units(v: f64, r: usize) -> u64 {
+    (v * SCALE[r]).round() as u64
+}
+
+/// Weight in thousandths (default 1).
+pub fn weight_milli(w: Option<f64>) -> u64 {
+    (w.unwrap_or(1.0) * 1000.0).round() as u64
+}
+
+fn flavor_quota(f: &FlavorQuotaSpec) -> FlavorQuota {
+    let conv = |q: Option<ResourceQuotaSpec>, r: usize| {
+        q.map(|q| ResourceQuota {
+            nominal: units(q.nominal, r),
+            borrowing_limit: q.borrowing_limit.map(|v| units(v, r)),
+            lending_limit: q.lending_limit.map(|v| units(v, r)),
+        })
+    };
+    FlavorQuota {
+        flavor: f.name.clone(),
+        resources: [conv(f.gpus, 0), conv(f.cpus, 1), conv(f.memory_gib, 2)],
+    }
+}
+
+/// The quota tree of the scenario, `None` when no queue takes part in quota (has a cohort or
+/// flavors) and no cohort is declared.
+///
+/// # Errors
+/// [`ScenarioError::Invalid`] naming `queues[i].flavors[j].name` (or the cohort's) for a
+/// flavor that is neither `*` nor an accelerator model of the fleet.
+pub fn quota_tree(loaded: &Loaded, fleet: &FleetState) -> Result<Option<QuotaTree>, ScenarioError> {
+    let s = &loaded.scenario;
+    let in_quota = |q: &QueueSpec| q.cohort.is_some() || !q.flavors.is_empty();
+    if s.cohorts.is_empty() && !s.queues.iter().any(in_quota) {
+        return Ok(None);
+    }
+    let invalid = |field: String, message: String| ScenarioError::Invalid {
+        origin: loaded.origin.clone(),
+        field,
+        message,
+    };
+    let models: BTreeMap<&str, ModelId> = fleet
+        .models()
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.as_str(), ModelId(i as u16)))
+        .collect();
+    let mut flavors: Vec<Flavor> = Vec::new();
+    let mut add_flavors = |node: String, list: &[FlavorQuotaSpec]| -> Result<(), ScenarioError> {
+        for (j, f) in list.iter().enumerate() {
+            if flavors.iter().any(|x| x.name == f.name) {
+                continue;
+            }
+            let set = if f.name == "*" {
+                ModelSet::ANY
+            } else {
+                let Some(&m) = models.get(f.name.as_str()) else {
+                    let known: Vec<&str> = models.keys().copied().collect();
+                    return Err(invalid(
+                        format!("{node}.flavors[{j}].name"),
+                        format!(
+                            "unknown flavor `{}`: a flavor is an accelerator model of the fleet ({}) or `*` for any",
+                            f.name,
+                            known.join(", ")
+                        ),
+                    ));
+                };
+                let mut set = ModelSet::ANY;
+                set.insert(m);
+                set
+            };
+            flavors.push(Flavor {
+                name: f.name.clone(),
+                models: set,
+            });
+        }
+        Ok(())
+    };
+    for (i, c) in s.cohorts.iter().enumerate() {
+        add_flavors(format!("cohorts[{i}]"), &c.flavors)?;
+    }
+    for (i, q) in s.queues.iter().enumerate() {
+        add_flavors(format!("queues[{i}]"), &q.flavors)?;
+    }
+    let spec = QuotaSpec {
+        flavors,
+        cohorts: s
+            .cohorts
+            .iter()
+            .map(|c| QuotaNodeSpec {
+                name: c.name.clone(),
+                parent: c.parent.clone(),
+                flavors: c.flavors.iter().map(flavor_quota).collect(),
+                weight_milli: weight_milli(c.weight),
+            })
+            .collect(),
+        queues: s
+            .queues
+            .iter()
+            .enumerate()
+            .filter(|(_, q)| in_quota(q))
+            .map(|(i, q)| {
+                (
+                    QueueId(i as u32),
+                    QuotaNodeSpec {
+                        name: q.name.clone(),
+                        parent: q.cohort.clone(),
+                        flavors: q.flavors.iter().map(flavor_quota).collect(),
+                        weight_milli: weight_milli(q.weight),
+                    },
+                )
+            })
+            .collect(),
+    };
+    QuotaTree::new(&spec)
+        .map(Some)
+        .map_err(|e| invalid("cohorts".into(), e.to_string()))
+}
+
+/// The stages beyond the basic policy choices.
+///
+/// # Errors
+/// From [`quota_tree`].
+pub fn extensions(loaded: &Loaded, fleet: &FleetState) -> Result<Extensions, ScenarioError> {
+    let p = &loaded.scenario.policy;
+    let las = || Las {
+        thresholds_gpu_ms: p.las.as_ref().map_or_else(
+            || Las::default().thresholds_gpu_ms,
+            |l| {
+                l.thresholds_gpu_s
+                    .iter()
+                    .map(|&t| (t * 1000.0).round() as u64)
+                    .collect()
+            },
+        ),
+    };
+    let order: Option<Box<dyn fleetsim_policies::QueueOrder>> = match p.queue_order {
+        QueueOrderKind::Las => Some(Box::new(las())),
+        QueueOrderKind::Multifactor => {
+            let d = Multifactor::default();
+            let m = p.multifactor.clone();
+            Some(Box::new(match m {
+                None => d,
+                Some(m) => Multifactor {
+                    weight_age: m.weight_age.unwrap_or(d.weight_age),
+                    weight_job_size: m.weight_job_size.unwrap_or(d.weight_job_size),
+                    weight_fair_share: m.weight_fair_share.unwrap_or(d.weight_fair_share),
+                    weight_qos: m.weight_qos.unwrap_or(d.weight_qos),
+                    max_age: m
+                        .max_age_s
+                        .map_or(d.max_age, |v| SimDuration(secs_to_ms(v))),
+                    favor_small: m.favor_small,
+                    rekey: m
+                        .recalc_interval_s
+                        .map_or(d.rekey, |v| SimDuration(secs_to_ms(v))),
+                },
+            }))
+        }
+        _ => None,
+    };
+    let preemption = p.preemption.as_ref().map(|pr| PreemptionConfig {
+        within_queue: pr.within_queue,
+        reclaim_within_cohort: pr.reclaim_within_cohort,
+        fair_sharing: pr.fair_sharing.clone(),
+        capacity: pr.capacity,
+        tiers: pr.tiers,
+        las: pr.las.then(las),
+        grace: SimDuration(secs_to_ms(pr.grace_s)),
+    });
+    Ok(Extensions {
+        order,
+        quota: quota_tree(loaded, fleet)?,
+        fungibility: match p.flavor_fungibility {
+            FlavorFungibility::Borrow => Fungibility::Borrow,
+            FlavorFungibility::TryNextFlavor => Fungibility::TryNextFlavor,
+        },
+        admission: p.admission_order,
+        half_life: p
+            .fair_share
+            .as_ref()
+            .map(|f| SimDuration(secs_to_ms(f.half_life_s))),
+        preemption,
+        backfill: BackfillConfig::of(p.backfill, p.backfill_depth.unwrap_or(100) as usize),
+        attempt_budget: p.cycle.as_ref().and_then(|c| c.attempt_budget),
+        track_running: false,
+    })
+}
+
+/// The scenario's node events against the fleet's node names.
+///
+/// # Errors
+/// [`ScenarioError::Invalid`] naming `node_events[i].node` for an unknown node.
+pub fn node_changes(loaded: &Loaded, fleet: &FleetState) -> Result<Vec<NodeChange>, ScenarioError> {
+    let s = &loaded.scenario;
+    if s.node_events.is_empty() {
+        return Ok(Vec::new());
+    }
+    let names: BTreeMap<&str, NodeId> = (0..fleet.nodes().len())
+        .map(|i| (fleet.node_name(NodeId(i as u32)), NodeId(i as u32)))
+        .collect();
+    s.node_events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let node = *names
+                .get(e.node.as_str())
+                .ok_or_else(|| ScenarioError::Invalid {
+                    origin: loaded.origin.clone(),
+                    field: format!("node_events[{i}].node"),
+                    message: format!("unknown node `{}`", e.node),
+                })?;
+            Ok(NodeChange {
+                at: SimTime(secs_to_ms(e.at_s)),
+                node,
+                kind: match e.kind {
+                    NodeEventKind::Fail => NodeChangeKind::Fail {
+                        grace: SimDuration(secs_to_ms(e.grace_s)),
+                    },
+                    NodeEventKind::Repair => NodeChangeKind::Repair,
+                },
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,424 @@
+//! Property tests for the queueing, quota, preemption and backfill stages, one per kind of
+//! fault the field cases stand for. Every run audits after every instant: no node
+//! over-allocated, every running or terminating gang bound task for task (GANG-PARTIAL),
+//! every queue's and cohort's quota usage equal to what the jobs holding resources request
+//! (QUOTA-DRIFT). On top of that:
+//!
+//! * **no preemption cycle** (PREEMPTION-LOOP): with every job submitted at once and none
+//!   finishing, no job is preempted twice at one instant, and no two jobs ever preempt each
+//!   other in both directions;
+//! * **a backfilled job never delays a reservation** (BACKFILL-RESERVATION): under FIFO with
+//!   EASY backfill and estimates that are never exceeded, a job that got a reservation starts
+//!   no later than its first reservation;
+//! * **quota usage always equals the sum of running jobs' requests**, also across node
+//!   failures and repairs with termination grace.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use fleetsim::engine::{
+    EngineConfig, JobRow, NodeChange, NodeChangeKind, PreemptionEvent, QueueSettings, RunResult,
+    Simulation,
+};
+use fleetsim::scenario::QueueMapping;
+use fleetsim::workload::{JobSpec, VecStream};
+use fleetsim_policies::backfill::{BackfillConfig, BackfillKind};
+use fleetsim_policies::preemption::{
+    CapacityPreemption, FairStrategy, ReclaimWithinCohort, WithinQueue,
+};
+use fleetsim_policies::quota::{Flavor, FlavorQuota, QuotaNodeSpec, QuotaSpec, ResourceQuota};
+use fleetsim_policies::{
+    AdmissionOrder, CellId, Extensions, FleetState, ModelId, ModelSet, NodeId, PreemptionConfig,
+    QueueConfig, QueueId, QueueOrderKind, QueueingStrategy, QuotaTree, SchedulerConfig,
+    SimDuration, SimTime, TaskShape, Tier,
+};
+use proptest::prelude::*;
+
+fn fleet(nodes: &[u8]) -> FleetState {
+    let specs = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, &gpus)| fleetsim_policies::NodeSpec {
+            name: format!("n{i}"),
+            cell: CellId(0),
+            block: 0,
+            domain: i as u32,
+            model: Some(ModelId(0)),
+            gpus: gpus as u32,
+            cpu_milli: 64_000,
+            mem_mib: 256_000,
+        })
+        .collect();
+    FleetState::new(vec!["c".into()], vec!["H100".into()], specs).unwrap()
+}
+
+#[derive(Clone, Debug)]
+struct Q {
+    nominal: u8,
+    borrowing_limit: Option<u8>,
+    lending_limit: Option<u8>,
+    tier: u8,
+}
+
+fn queue_strategy() -> impl Strategy<Value = Q> {
+    (
+        0u8..9,
+        prop::option::of(0u8..9),
+        prop::option::of(0u8..9),
+        0u8..3,
+    )
+        .prop_map(|(nominal, borrowing_limit, lending_limit, tier)| Q {
+            nominal,
+            borrowing_limit,
+            lending_limit: lending_limit.map(|l| l.min(nominal)),
+            tier,
+        })
+}
+
+#[derive(Clone, Debug)]
+struct J {
+    at_s: u16,
+    queue: u8,
+    tasks: u8,
+    gpus: u8,
+    run_s: u16,
+    prio: i8,
+}
+
+fn job_strategy(max_at: u16, min_run: u16) -> impl Strategy<Value = J> {
+    (
+        0..=max_at,
+        0u8..3,
+        1u8..3,
+        1u8..5,
+        min_run..min_run + 400,
+        -2i8..3,
+    )
+        .prop_map(|(at_s, queue, tasks, gpus, run_s, prio)| J {
+            at_s,
+            queue,
+            tasks,
+            gpus,
+            run_s,
+            prio,
+        })
+}
+
+fn specs(jobs: &[J]) -> Vec<JobSpec> {
+    let mut v: Vec<JobSpec> = jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| JobSpec {
+            tasks: j.tasks as u32,
+            shape: TaskShape::whole_gpus(j.gpus as u32),
+            priority: j.prio as i32,
+            queue: Some(format!("q{}", j.queue)),
+            time_limit: Some(SimDuration::from_secs(j.run_s as u64)),
+            ..JobSpec::simple(
+                &format!("j{i}"),
+                &format!("t{}", j.queue),
+                j.at_s as u64,
+                0,
+                j.run_s as u64,
+            )
+        })
+        .collect();
+    v.sort_by_key(|j| j.submit);
+    v
+}
+
+/// Three queues in one cohort with the given quotas (flavor `*`), or no quota.
+fn quota(queues: &[Q]) -> QuotaTree {
+    let g = |v: u8| v as u64 * 1000;
+    QuotaTree::new(&QuotaSpec {
+        flavors: vec![Flavor {
+            name: "*".into(),
+            models: ModelSet::ANY,
+        }],
+        cohorts: vec![QuotaNodeSpec {
+            name: "C".into(),
+            parent: None,
+            flavors: vec![],
+            weight_milli: 1000,
+        }],
+        queues: queues
+            .iter()
+            .enumerate()
+            .map(|(i, q)| {
+                (
+                    QueueId(i as u32),
+                    QuotaNodeSpec {
+                        name: format!("q{i}"),
+                        parent: Some("C".into()),
+                        flavors: vec![FlavorQuota {
+                            flavor: "*".into(),
+                            resources: [
+                                Some(ResourceQuota {
+                                    nominal: g(q.nominal),
+                                    borrowing_limit: q.borrowing_limit.map(g),
+                                    lending_limit: q.lending_limit.map(g),
+                                }),
+                                None,
+                                None,
+                            ],
+                        }],
+                        weight_milli: 1000 + 500 * i as u64,
+                    },
+                )
+            })
+            .collect(),
+    })
+    .unwrap()
+}
+
+struct Setup {
+    nodes: Vec<u8>,
+    queues: Vec<Q>,
+    order: QueueOrderKind,
+    admission: AdmissionOrder,
+    preemption: Option<PreemptionConfig>,
+    backfill: Option<BackfillConfig>,
+    use_quota: bool,
+    node_changes: Vec<NodeChange>,
+    horizon: Option<SimTime>,
+    oracle: bool,
+    retry: Option<SimDuration>,
+}
+
+fn simulate(s: &Setup, jobs: &[JobSpec]) -> (RunResult, Vec<JobRow>) {
+    let queues = (0..3)
+        .map(|i| QueueSettings {
+            name: format!("q{i}"),
+            config: QueueConfig {
+                strategy: QueueingStrategy::BestEffortFifo,
+                tier: [Tier::BestEffort, Tier::Batch, Tier::Production][s.queues[i].tier as usize],
+                ..QueueConfig::default()
+            },
+            default_time_limit: None,
+            max_time_limit: None,
+        })
+        .collect();
+    let cfg = EngineConfig {
+        interval_ms: 60_000,
+        audit_every_instant: true,
+        queue_mapping: QueueMapping::PerTenant,
+        queues,
+        horizon: s.horizon,
+        estimate_oracle: s.oracle,
+        retry_interval: s.retry,
+        checkpoint_interval: Some(SimDuration::from_secs(50)),
+        node_changes: s.node_changes.clone(),
+        record_preemptions: true,
+        ..EngineConfig::default()
+    };
+    let ext = Extensions {
+        quota: s.use_quota.then(|| quota(&s.queues)),
+        admission: s.admission,
+        preemption: s.preemption.clone(),
+        backfill: s.backfill,
+        half_life: Some(SimDuration::from_secs(600)),
+        ..Extensions::default()
+    };
+    let policies = SchedulerConfig {
+        queue_order: s.order,
+        ..SchedulerConfig::default()
+    };
+    let mut sim = Simulation::with_extensions(fleet(&s.nodes), policies, ext, cfg);
+    let mut rows = Vec::new();
+    let mut stream = VecStream::new(jobs.to_vec(), BTreeMap::new());
+    let r = sim
+        .run(&mut stream, &mut rows, &mut |_, _| {})
+        .expect("run succeeds and every audit passes");
+    (r, rows)
+}
+
+fn preemption_strategy() -> impl Strategy<Value = PreemptionConfig> {
+    (
+        0usize..3,
+        0usize..3,
+        0usize..4,
+        0usize..2,
+        any::<bool>(),
+        0u64..3,
+    )
+        .prop_map(|(w, r, f, c, tiers, grace)| PreemptionConfig {
+            within_queue: [
+                WithinQueue::Never,
+                WithinQueue::LowerPriority,
+                WithinQueue::LowerOrNewerEqualPriority,
+            ][w],
+            reclaim_within_cohort: [
+                ReclaimWithinCohort::Never,
+                ReclaimWithinCohort::LowerPriority,
+                ReclaimWithinCohort::Any,
+            ][r],
+            fair_sharing: match f {
+                0 => vec![],
+                1 => vec![FairStrategy::LessThanOrEqualToFinalShare],
+                2 => vec![FairStrategy::LessThanInitialShare],
+                _ => vec![
+                    FairStrategy::LessThanOrEqualToFinalShare,
+                    FairStrategy::LessThanInitialShare,
+                ],
+            },
+            capacity: [CapacityPreemption::Never, CapacityPreemption::LowerPriority][c],
+            tiers,
+            las: None,
+            grace: SimDuration::from_secs(grace * 5),
+        })
+}
+
+fn admission_strategy() -> impl Strategy<Value = AdmissionOrder> {
+    (0usize..4).prop_map(|i| {
+        [
+            AdmissionOrder::QueueOrder,
+            AdmissionOrder::NominalFirst,
+            AdmissionOrder::Drf,
+            AdmissionOrder::DecayedUsage,
+        ][i]
+    })
+}
+
+/// No job preempted twice at one instant; no pair preempting each other both ways.
+fn check_no_cycle(log: &[PreemptionEvent]) -> Result<(), TestCaseError> {
+    let mut at_instant: BTreeMap<(SimTime, u64), u32> = BTreeMap::new();
+    let mut pairs: BTreeSet<(u64, u64)> = BTreeSet::new();
+    for e in log {
+        let n = at_instant.entry((e.at, e.victim)).or_insert(0);
+        *n += 1;
+        prop_assert!(*n == 1, "job {} preempted twice at {}", e.victim, e.at);
+        pairs.insert((e.preemptor, e.victim));
+    }
+    for &(a, b) in &pairs {
+        prop_assert!(
+            !pairs.contains(&(b, a)),
+            "jobs {a} and {b} preempt each other: {log:?}"
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, max_shrink_iters: 400, ..ProptestConfig::default() })]
+
+    /// PREEMPTION-LOOP: every job arrives in the first 20 s and none finishes within the
+    /// horizon, so nothing but preemption changes the set of running jobs; a pass runs every
+    /// second. Under any mix of rules, no job is preempted twice at one instant and no two
+    /// jobs preempt each other in both directions.
+    #[test]
+    fn no_preemption_cycle(
+        nodes in prop::collection::vec(1u8..9, 1..4),
+        queues in prop::collection::vec(queue_strategy(), 3),
+        jobs in prop::collection::vec(job_strategy(20, 10_000), 1..30),
+        preemption in preemption_strategy(),
+        admission in admission_strategy(),
+        use_quota in any::<bool>(),
+        order in (0usize..2).prop_map(|i| [QueueOrderKind::Fifo, QueueOrderKind::Priority][i]),
+    ) {
+        let setup = Setup {
+            nodes,
+            queues,
+            order,
+            admission,
+            preemption: Some(preemption),
+            backfill: None,
+            use_quota,
+            node_changes: vec![],
+            horizon: Some(SimTime::from_secs(300)),
+            oracle: false,
+            retry: Some(SimDuration::from_secs(1)),
+        };
+        let (r, _) = simulate(&setup, &specs(&jobs));
+        check_no_cycle(&r.preemption_log)?;
+        prop_assert_eq!(r.counts.preemptions as usize, r.preemption_log.len());
+    }
+
+    /// GANG-PARTIAL and QUOTA-DRIFT: gangs under preemption, node failures (with and without
+    /// grace) and repairs; the every-instant audits check that each running or terminating gang
+    /// holds a binding per task and that queue and cohort usage equal what those jobs request.
+    /// Every job ends accounted for, and each started gang ran whole.
+    #[test]
+    fn gangs_whole_and_quota_exact_under_preemption_and_failures(
+        nodes in prop::collection::vec(1u8..9, 2..5),
+        queues in prop::collection::vec(queue_strategy(), 3),
+        jobs in prop::collection::vec(job_strategy(400, 1), 1..35),
+        preemption in prop::option::of(preemption_strategy()),
+        admission in admission_strategy(),
+        use_quota in any::<bool>(),
+        fails in prop::collection::vec((0u16..500, 0usize..4, 0u64..40, 0u16..300), 0..3),
+    ) {
+        let mut node_changes = Vec::new();
+        for &(at, node, grace, back) in &fails {
+            let node = NodeId((node % nodes.len()) as u32);
+            node_changes.push(NodeChange {
+                at: SimTime::from_secs(at as u64),
+                node,
+                kind: NodeChangeKind::Fail { grace: SimDuration::from_secs(grace) },
+            });
+            node_changes.push(NodeChange {
+                at: SimTime::from_secs(at as u64 + back as u64 + 1),
+                node,
+                kind: NodeChangeKind::Repair,
+            });
+        }
+        let setup = Setup {
+            nodes,
+            queues,
+            order: QueueOrderKind::Priority,
+            admission,
+            preemption,
+            backfill: None,
+            use_quota,
+            node_changes,
+            horizon: None,
+            oracle: false,
+            retry: None,
+        };
+        let specs = specs(&jobs);
+        let (r, rows) = simulate(&setup, &specs);
+        let c = &r.counts;
+        prop_assert_eq!(c.started + c.rejected + c.censored + c.cancelled, c.submitted);
+        for row in &rows {
+            if row.start.is_some() {
+                prop_assert_eq!(row.nodes.len(), row.tasks as usize, "{} ran partially", row.name);
+            }
+        }
+    }
+
+    /// BACKFILL-RESERVATION: FIFO, EASY backfill, oracle estimates (never exceeded), no
+    /// preemption: every job that got a reservation starts no later than its first one.
+    #[test]
+    fn backfill_never_delays_a_reservation(
+        nodes in prop::collection::vec(1u8..9, 1..5),
+        jobs in prop::collection::vec(job_strategy(600, 1), 1..40),
+        oracle in any::<bool>(),
+    ) {
+        let setup = Setup {
+            nodes,
+            queues: vec![Q { nominal: 0, borrowing_limit: None, lending_limit: None, tier: 1 }; 3],
+            order: QueueOrderKind::Fifo,
+            admission: AdmissionOrder::QueueOrder,
+            preemption: None,
+            backfill: BackfillConfig::of(BackfillKind::Easy, 1),
+            use_quota: false,
+            node_changes: vec![],
+            horizon: None,
+            oracle,
+            retry: None,
+        };
+        // One queue: EASY's head is the first job of the one FIFO order.
+        let mut specs = specs(&jobs);
+        for s in &mut specs {
+            s.queue = Some("q0".into());
+        }
+        let (_, rows) = simulate(&setup, &specs);
+        for row in &rows {
+            if let (Some(res), Some(start)) = (row.first_reservation, row.start) {
+                prop_assert!(
+                    start <= res,
+                    "{} was reserved for {} but started at {}",
+                    row.name, res, start
+                );
+            }
+        }
+    }
+}
