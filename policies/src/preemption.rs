@@ -172,11 +172,12 @@ struct Candidate {
     key: VictimKey,
 }
 
-/// The victim order of the module docs, ascending.
+/// The victim order of the module docs, ascending (the share in per-mille: it orders victims
+/// only; the strategy rules compare exact shares).
 type VictimKey = (
     u8,
     bool,
-    Reverse<Share>,
+    Reverse<u64>,
     bool,
     i32,
     u128,
@@ -235,6 +236,9 @@ pub(crate) fn preempt_for(
         cfg.fair_sharing.iter().map(|&s| Some(s)).collect()
     };
     for (flavor, models) in flavors {
+        if !could_preempt(c, pass, &cfg, job, flavor) {
+            continue;
+        }
         let cands = candidates(c, &cfg, job, flavor);
         if cands.is_empty() {
             continue;
@@ -255,6 +259,101 @@ pub(crate) fn preempt_for(
     }
     pass.failed_preempt.insert(memo);
     None
+}
+
+/// What the running jobs offer as victims, summarized once per pass (at its first preemption
+/// attempt): a necessary-condition filter, so that a job no rule could serve costs no scan.
+/// Jobs started later in the pass are not in it (preempting a job started at the same instant
+/// is waste anyway); victims taken in the pass stay in it (a needless scan at worst).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RunSummary {
+    /// Lowest priority of a running job, per queue.
+    min_prio: Vec<Option<i32>>,
+    /// Lowest priority of any running job.
+    min_prio_all: Option<i32>,
+    /// Running jobs per tier ([`crate::Tier`] as index).
+    tiers: [u64; 3],
+    /// Highest LAS queue of a running job.
+    max_level: usize,
+}
+
+fn summary(c: &Core, cfg: &PreemptionConfig) -> RunSummary {
+    let mut s = RunSummary::default();
+    let Some(reg) = &c.running else { return s };
+    for r in reg.iter().flatten().filter(|r| r.evicting.is_none()) {
+        let q = r.job.queue.index();
+        if q >= s.min_prio.len() {
+            s.min_prio.resize(q + 1, None);
+        }
+        let p = r.job.priority;
+        s.min_prio[q] = Some(s.min_prio[q].map_or(p, |m: i32| m.min(p)));
+        s.min_prio_all = Some(s.min_prio_all.map_or(p, |m: i32| m.min(p)));
+        s.tiers[r.job.tier as usize] += 1;
+        if let Some(l) = &cfg.las {
+            s.max_level = s.max_level.max(l.level(r.attained_gpu_ms(c.now)));
+        }
+    }
+    s
+}
+
+/// Could any rule give `job` a victim in `flavor`? A cheap necessary condition: per rule,
+/// does some running job (or queue) meet its prerequisite? `O(queues)`.
+fn could_preempt(
+    c: &Core,
+    pass: &mut PassState,
+    cfg: &PreemptionConfig,
+    job: &PendingJob,
+    flavor: Option<u16>,
+) -> bool {
+    if pass.run_summary.is_none() {
+        pass.run_summary = Some(summary(c, cfg));
+    }
+    let s = pass.run_summary.as_ref().expect("set above");
+    if cfg.tiers && s.tiers[..job.tier as usize].iter().any(|&n| n > 0) {
+        return true;
+    }
+    let queue_min = s.min_prio.get(job.queue.index()).copied().flatten();
+    let within = match cfg.within_queue {
+        WithinQueue::Never => false,
+        WithinQueue::LowerPriority => queue_min.is_some_and(|m| m < job.priority),
+        WithinQueue::LowerOrNewerEqualPriority => queue_min.is_some_and(|m| m <= job.priority),
+    };
+    if within {
+        return true;
+    }
+    if cfg.capacity == CapacityPreemption::LowerPriority
+        && s.min_prio_all.is_some_and(|m| m < job.priority)
+    {
+        return true;
+    }
+    if let Some(l) = &cfg.las {
+        if s.max_level > l.level(job.attained_gpu_ms) {
+            return true;
+        }
+    }
+    let (Some(t), Some(f)) = (c.quota.as_ref(), flavor) else {
+        return false;
+    };
+    let req = request(job);
+    let reclaim = cfg.reclaim_within_cohort != ReclaimWithinCohort::Never
+        && t.within_nominal_after(job.queue, f, &req);
+    let fair = !cfg.fair_sharing.is_empty();
+    if !reclaim && !fair {
+        return false;
+    }
+    // Both need another queue of the tree that borrows; fair sharing needs its share above
+    // the preemptor's share after admission (S2-a and S2-b both imply it).
+    let preemptor_new = if fair {
+        t.drs_with(job.queue, f, &req, true)
+    } else {
+        Share::ZERO
+    };
+    t.queues().any(|q| {
+        q != job.queue
+            && t.same_tree(q, job.queue)
+            && t.borrows_any(q)
+            && (reclaim || t.drs(q) > preemptor_new)
+    })
 }
 
 /// Eligible victims for `job` in `flavor`, sorted in victim order.
@@ -285,6 +384,26 @@ fn candidates(
             .map_or(0, |l| -(l.level(job.attained_gpu_ms) as i64)),
     );
     let my_preemptors: &[u64] = c.preempted_by.get(&job.seq).map_or(&[], Vec::as_slice);
+    // Per queue, computed once per call: (flavor, borrowing in it, share per-mille).
+    let mut queue_info: Vec<Option<(Option<u16>, bool, u64)>> = Vec::new();
+    let mut info = |q: crate::ids::QueueId, f: Option<u16>| -> (bool, u64) {
+        let i = q.index();
+        if i >= queue_info.len() {
+            queue_info.resize(i + 1, None);
+        }
+        match queue_info[i] {
+            Some((cf, b, sh)) if cf == f => (b, sh),
+            _ => {
+                let b = match (quota, f) {
+                    (Some(t), Some(f)) => t.is_borrowing(q, f),
+                    _ => false,
+                };
+                let sh = quota.map_or(0, |t| t.drs(q).per_mille());
+                queue_info[i] = Some((f, b, sh));
+                (b, sh)
+            }
+        }
+    };
     let mut out = Vec::new();
     for r in reg.iter().flatten() {
         let v = &r.job;
@@ -304,10 +423,7 @@ fn candidates(
             Some(t) => !same_queue && t.same_tree(v.queue, job.queue),
             None => false,
         };
-        let borrowing = match (quota, r.flavor) {
-            (Some(t), Some(f)) => t.is_borrowing(v.queue, f),
-            _ => false,
-        };
+        let (borrowing, share) = info(v.queue, r.flavor);
         // Never a higher tier; a lower one only under the tier rule or quota rules.
         if v.tier > job.tier {
             continue;
@@ -363,7 +479,6 @@ fn candidates(
             None
         };
         let Some(rule) = rule else { continue };
-        let share = quota.map_or(Share::ZERO, |t| t.drs(v.queue));
         let key: VictimKey = (
             v.tier as u8,
             !borrowing,
@@ -380,7 +495,7 @@ fn candidates(
             key,
         });
     }
-    out.sort_by(|a, b| a.key.cmp(&b.key).then(a.id.cmp(&b.id)));
+    out.sort_unstable_by(|a, b| a.key.cmp(&b.key).then(a.id.cmp(&b.id)));
     out
 }
 
@@ -406,6 +521,8 @@ fn plan(
     };
     let mut removed: Vec<Removed> = Vec::new();
     let mut fit: Option<(CellId, Vec<TaskAlloc>)> = None;
+    let mut pn_cache: Option<Share> = None;
+    let mut old_cache: Vec<Option<Share>> = Vec::new();
     for cand in cands {
         let r = running(c, cand.id);
         let (vq, vf, vreq) = (r.job.queue, r.flavor, r.req);
@@ -425,14 +542,25 @@ fn plan(
                 if !t.is_borrowing(vq, f) {
                     continue;
                 }
-                let preemptor_new = t.drs_with(job.queue, pf, &req, true);
-                let target_old = t.drs(vq);
-                let target_new = t.drs_with(vq, f, &vreq, false);
+                // The preemptor's share after admission changes only when a victim of its own
+                // queue leaves; a queue's share only when a victim of it leaves: both cached.
+                let preemptor_new =
+                    *pn_cache.get_or_insert_with(|| t.drs_with(job.queue, pf, &req, true));
+                let qi = vq.index();
+                if qi >= old_cache.len() {
+                    old_cache.resize(qi + 1, None);
+                }
+                let target_old = *old_cache[qi].get_or_insert_with(|| t.drs(vq));
+                // Both strategies need the preemptor to end below the target's share before.
+                if preemptor_new >= target_old {
+                    continue;
+                }
                 let ok = match strategy {
                     Some(FairStrategy::LessThanOrEqualToFinalShare) => {
+                        let target_new = t.drs_with(vq, f, &vreq, false);
                         preemptor_new <= target_new && target_new < target_old
                     }
-                    Some(FairStrategy::LessThanInitialShare) => preemptor_new < target_old,
+                    Some(FairStrategy::LessThanInitialShare) => true,
                     None => false,
                 };
                 if !ok {
@@ -446,6 +574,12 @@ fn plan(
             id: cand.id,
             rule: cand.rule,
         });
+        if vq == job.queue {
+            pn_cache = None;
+        }
+        if let Some(slot) = old_cache.get_mut(vq.index()) {
+            *slot = None;
+        }
         if !quota_ok(c, job, flavor, &req, &removed, &before)
             || c.free_for(fleet, job, models) < need
         {

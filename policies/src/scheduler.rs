@@ -326,6 +326,8 @@ pub(crate) struct PassState {
     pub(crate) ends: Option<Vec<(SimTime, JobId)>>,
     /// Phantoms holding the free part of nominated preemptors' room until the pass ends.
     pub(crate) held: Vec<TaskAlloc>,
+    /// What running jobs offer as victims (built on the first preemption attempt).
+    pub(crate) run_summary: Option<crate::preemption::RunSummary>,
 }
 
 /// An eviction in progress.
@@ -993,6 +995,7 @@ impl Scheduler {
         pass.requeued.clear();
         pass.reservations.clear();
         pass.ends = None;
+        pass.run_summary = None;
         pass.budget = self.core.budget.unwrap_or(u64::MAX);
         // Preemptors whose victims are gone go first: the room was made for them.
         if !self.core.nominated.is_empty() {

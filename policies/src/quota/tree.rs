@@ -388,6 +388,23 @@ impl QuotaTree {
         (base..base + R).any(|s| node.declared[s] && node.usage[s] > node.subtree[s])
     }
 
+    /// The queues that take part in quota, ascending.
+    pub fn queues(&self) -> impl Iterator<Item = QueueId> + '_ {
+        self.queue_node
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.is_some())
+            .map(|(q, _)| QueueId(q as u32))
+    }
+
+    /// Is queue `q` borrowing in any flavor?
+    pub fn borrows_any(&self, q: QueueId) -> bool {
+        self.node_of(q).is_some_and(|n| {
+            let node = &self.nodes[n];
+            (0..node.usage.len()).any(|s| node.declared[s] && node.usage[s] > node.subtree[s])
+        })
+    }
+
     /// True when both queues are in the same cohort tree (same root), so one may borrow what
     /// the other lends.
     pub fn same_tree(&self, a: QueueId, b: QueueId) -> bool {
