@@ -177,10 +177,10 @@ pub fn run_scenario(
         },
         events: node_events,
     } = crate::whatif::fleet::build(loaded, &opts.trace_dir)?;
-    let mut stream = open_workload(loaded, &opts.trace_dir, seed)?;
     let (policies, mut cfg) = engine_config(loaded);
     let ext = crate::scenario::policies::extensions(loaded, &state)?;
     cfg.node_changes = crate::scenario::policies::node_changes(loaded, &state)?;
+    let mut stream = open_workload(loaded, &opts.trace_dir, seed)?;
     cfg.node_events = node_events;
     let cells: Vec<String> = state.cells().iter().map(|c| c.name.clone()).collect();
     let models_for_series: Vec<String> = state.models().to_vec();
@@ -211,15 +211,23 @@ pub fn run_scenario(
         ),
     };
     let p = &loaded.scenario.policy;
-    let policy: BTreeMap<String, String> = [
+    let mut policy: BTreeMap<String, String> = [
         ("queue_order", p.queue_order.as_str()),
         ("queueing_strategy", p.queueing_strategy.as_str()),
         ("placement", p.placement.as_str()),
         ("cell_selection", p.cell_selection.as_str()),
+        ("admission_order", p.admission_order.as_str()),
+        ("backfill", p.backfill.as_str()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
+    if let Some(pr) = &p.preemption {
+        policy.insert(
+            "preemption".into(),
+            crate::scenario::policies::describe_preemption(pr),
+        );
+    }
     let mut summary = summary::build(
         summary::SummaryInput {
             scenario: &loaded.scenario.name,

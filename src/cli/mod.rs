@@ -222,6 +222,9 @@ pub fn main(cli: Cli) -> Result<()> {
             let loaded = load(Some(&scenario))?;
             let trace_dir = TraceDir::resolve(trace_dir);
             let fleet = crate::whatif::fleet::build(&loaded, &trace_dir)?.built;
+            // Quota flavors and node events name the fleet's models and nodes.
+            crate::scenario::policies::extensions(&loaded, &fleet.state)?;
+            crate::scenario::policies::node_changes(&loaded, &fleet.state)?;
             if loaded.scenario.mode == scenario::Mode::Inflation {
                 let t = loaded
                     .scenario

@@ -249,3 +249,40 @@ pub fn node_changes(loaded: &Loaded, fleet: &FleetState) -> Result<Vec<NodeChang
         })
         .collect()
 }
+
+/// A one-line description of the preemption settings for reports: the rules that are on,
+/// e.g. `reclaim=any fair_sharing=less-than-or-equal-to-final-share grace=30s`.
+pub fn describe_preemption(p: &PreemptionSpec) -> String {
+    use fleetsim_policies::preemption::{CapacityPreemption, ReclaimWithinCohort, WithinQueue};
+    let mut parts = Vec::new();
+    if p.within_queue != WithinQueue::Never {
+        parts.push(format!("within_queue={}", p.within_queue));
+    }
+    if p.reclaim_within_cohort != ReclaimWithinCohort::Never {
+        parts.push(format!("reclaim={}", p.reclaim_within_cohort));
+    }
+    if !p.fair_sharing.is_empty() {
+        let s: Vec<&str> = p.fair_sharing.iter().map(|f| f.as_str()).collect();
+        parts.push(format!("fair_sharing={}", s.join("+")));
+    }
+    if p.capacity != CapacityPreemption::Never {
+        parts.push(format!("capacity={}", p.capacity));
+    }
+    if p.tiers {
+        parts.push("tiers".into());
+    }
+    if p.las {
+        parts.push("las".into());
+    }
+    if p.grace_s > 0.0 {
+        parts.push(format!("grace={}s", p.grace_s));
+    }
+    if let Some(c) = p.checkpoint_interval_s {
+        parts.push(format!("checkpoint={c}s"));
+    }
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join(" ")
+    }
+}

@@ -579,7 +579,7 @@ fn check_flavors(
                     return Err(bad(
                         format!("{f}.{k}"),
                         &format!(
-                            "a {} needs a cohort to borrow from or lend to, and this {kind} belongs to none",
+                            "a {} needs a cohort to borrow from or lend to, but this {kind} belongs to no cohort",
                             k.replace('_', " ")
                         ),
                     ));

@@ -112,3 +112,62 @@ fn bad_trace_row_names_file_line_and_field() {
     let o = dir.path().join("o");
     assert!(!o.join("jobs.csv").exists() && !o.join("summary.json").exists());
 }
+
+/// A bad quota configuration is bad input (exit code 2) with a message naming the field:
+/// a negative quota, a cohort cycle, a borrowing limit on a queue with no cohort, an unknown
+/// flavor (`validate` and `run` alike).
+#[test]
+fn bad_quota_configuration_names_the_field() {
+    let base = format!(
+        "name = \"q\"\n{OK_FLEET}[workload]\ntrace = {{ format = \"native\", path = \"missing.csv\" }}\n"
+    );
+    let cases = [
+        (
+            "[[cohorts]]\nname = \"c\"\n[[queues]]\nname = \"a\"\ncohort = \"c\"\nflavors = [{ name = \"H100\", gpus = { nominal = -4 } }]\n",
+            "queues[0].flavors[0].gpus.nominal",
+            "-4",
+        ),
+        (
+            "[[cohorts]]\nname = \"x\"\nparent = \"y\"\n[[cohorts]]\nname = \"y\"\nparent = \"x\"\n",
+            "cohorts[0].parent",
+            "cycle",
+        ),
+        (
+            "[[queues]]\nname = \"a\"\nflavors = [{ name = \"H100\", gpus = { nominal = 4, borrowing_limit = 2 } }]\n",
+            "queues[0].flavors[0].gpus.borrowing_limit",
+            "belongs to no cohort",
+        ),
+        (
+            "[[cohorts]]\nname = \"c\"\n[[queues]]\nname = \"a\"\ncohort = \"c\"\nflavors = [{ name = \"B300\", gpus = { nominal = 4 } }]\n",
+            "queues[0].flavors[0].name",
+            "B300",
+        ),
+        (
+            "[[queues]]\nname = \"a\"\ncohort = \"nope\"\n",
+            "queues[0].cohort",
+            "nope",
+        ),
+    ];
+    for (extra, field, word) in cases {
+        let (code, err) = bad_scenario(&format!("{base}{extra}"));
+        assert_eq!(code, 2, "{extra}: {err}");
+        assert!(
+            err.contains(field) && err.contains(word),
+            "{extra}: expected `{field}` and `{word}` in: {err}"
+        );
+    }
+    // `run` refuses the same way.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.toml");
+    std::fs::write(&p, format!("{base}{}", cases[3].0)).unwrap();
+    let o = fleetsim()
+        .arg("run")
+        .arg(&p)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("queues[0].flavors[0].name"), "{err}");
+}
