@@ -290,8 +290,9 @@ pub(crate) struct Entry {
     reason: Option<PendingReason>,
     /// Since when `reason` holds.
     since: SimTime,
-    /// Time pending so far, per reason.
-    waited: WaitProfile,
+    /// Time pending so far, per reason; allocated when the job first waits a non-zero time
+    /// (most jobs start in the pass that sees them arrive), so an entry stays small.
+    waited: Option<Box<WaitProfile>>,
 }
 
 /// A queue's pending jobs in queue order.
@@ -700,7 +701,7 @@ impl Scheduler {
             cells_key,
             reason,
             since: now,
-            waited: [0; PendingReason::ALL.len()],
+            waited: None,
         };
         c.reason_counts[q][reason.unwrap_or(PendingReason::NotTried).index()] += 1;
         jobs.insert((key, entry.job.id), entry);
@@ -1101,19 +1102,19 @@ impl Scheduler {
                 let counts = &mut self.core.reason_counts[q];
                 let old = e.reason.unwrap_or(PendingReason::NotTried);
                 counts[old.index()] -= 1;
-                e.waited[old.index()] += now.saturating_since(e.since).0;
-                if e.waited.iter().any(|&w| w > 0) {
+                charge(&mut e, old, now);
+                if let Some(waited) = e.waited.take() {
                     let w = &mut self.core.waits;
                     if id.index() >= w.len() {
                         w.resize(id.index() + 1, None);
                     }
                     match &mut w[id.index()] {
                         Some(prev) => {
-                            for (a, b) in prev.iter_mut().zip(e.waited) {
+                            for (a, b) in prev.iter_mut().zip(waited.iter()) {
                                 *a += b;
                             }
                         }
-                        slot => *slot = Some(Box::new(e.waited)),
+                        slot => *slot = Some(waited),
                     }
                 }
                 self.core.drop_nomination(id);
@@ -1164,11 +1165,20 @@ fn set_reason(counts: &mut WaitProfile, e: &mut Entry, r: PendingReason, now: Si
     if e.reason == Some(r) {
         return;
     }
-    e.waited[old.index()] += now.saturating_since(e.since).0;
+    charge(e, old, now);
     e.since = now;
     counts[old.index()] -= 1;
     counts[r.index()] += 1;
     e.reason = Some(r);
+}
+
+/// Charges the time since the entry's last reason change to reason `old`.
+fn charge(e: &mut Entry, old: PendingReason, now: SimTime) {
+    let dt = now.saturating_since(e.since).0;
+    if dt > 0 {
+        e.waited
+            .get_or_insert_with(|| Box::new([0; PendingReason::ALL.len()]))[old.index()] += dt;
+    }
 }
 
 /// The job to requeue after a run stopped at `at`: progress cut back to its last checkpoint,
@@ -1402,9 +1412,14 @@ impl Core {
             return Ok(None);
         }
         pass.budget -= 1;
-        let phantoms = crate::backfill::apply_phantoms(fleet, &pass.reservations[..prefix]);
-        let placed = self.place_in_cells(pass, fleet, job, models);
-        crate::backfill::release_phantoms(fleet, &phantoms);
+        let placed = if prefix == 0 {
+            self.place_in_cells(pass, fleet, job, models)
+        } else {
+            let phantoms = crate::backfill::apply_phantoms(fleet, &pass.reservations[..prefix]);
+            let placed = self.place_in_cells(pass, fleet, job, models);
+            crate::backfill::release_phantoms(fleet, &phantoms);
+            placed
+        };
         if let Some(p) = placed {
             return Ok(Some(p));
         }

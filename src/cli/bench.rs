@@ -294,7 +294,7 @@ pub fn main(child: Option<String>, jobs: u64, nodes: u32, quick: bool) -> Result
         if same { "byte-identical" } else { "DIFFERENT" }
     );
     println!(
-        "state per job in flight: {} bytes (engine record) + per finished job 24 bytes of wait/JCT/slowdown samples",
+        "state per job in flight: {} bytes (engine record) + per finished job 28 bytes of wait/JCT/slowdown samples and the wait's tenant",
         crate::engine::job_record_bytes()
     );
     if !same {

@@ -182,8 +182,8 @@ pub struct TenantStats {
     pub lost_gpu_milli_ms: u128,
     /// Accelerator-time its jobs asked for (run time × accelerators), GPU-milli·ms.
     pub demand_gpu_milli_ms: u128,
-    /// Waits of its measured started jobs, ms.
-    pub waits_ms: Vec<u64>,
+    /// Waits of its measured started jobs, seconds.
+    pub wait_s: Dist,
     /// Its entitlement: the nominal GPU quota (GPU-milli) of the queue named after it, when
     /// quota is configured.
     pub entitlement_gpu_milli: Option<u64>,
@@ -464,16 +464,22 @@ struct JobRec {
     run: u32,
     measured: bool,
     state: JobState,
+    /// Time pending per reason, once it has waited.
+    wait: Option<Box<WaitProfile>>,
+    /// What only preempted, lost or reserved jobs need (boxed: most jobs have none).
+    extra: Option<Box<Restarts>>,
+}
+
+/// The record of a job's stopped runs and reservations.
+#[derive(Clone, Debug, Default)]
+struct Restarts {
     /// Progress kept from earlier runs.
     done: SimDuration,
-    /// Start of the current (or last) run.
-    run_start: SimTime,
+    /// Start of the last run, once the job restarted.
+    run_start: Option<SimTime>,
     preemptions: u32,
     failures: u32,
     lost_gpu_milli_ms: u64,
-    attained_gpu_ms: u64,
-    /// Time pending per reason, once it has waited.
-    wait: Option<Box<WaitProfile>>,
     first_reservation: Option<SimTime>,
 }
 
@@ -571,6 +577,8 @@ pub struct Simulation {
     event_count: u64,
     passes: u64,
     tenant_stats: Vec<TenantStats>,
+    /// Tenant of each wait the collector keeps, in the same order.
+    wait_tenant: Vec<u32>,
     lost_gpu_milli_ms: u128,
     preemption_log: Vec<PreemptionEvent>,
     next_tick: Option<SimTime>,
@@ -622,6 +630,7 @@ impl Simulation {
             event_count: 0,
             passes: 0,
             tenant_stats: Vec::new(),
+            wait_tenant: Vec::new(),
             lost_gpu_milli_ms: 0,
             preemption_log: Vec::new(),
             next_tick: None,
@@ -697,12 +706,12 @@ impl Simulation {
                 .iter()
                 .map(|a| self.fleet.node_name(a.node).to_string())
                 .collect(),
-            last_start: r.start.map(|_| r.run_start),
-            preemptions: r.preemptions,
-            failures: r.failures,
-            lost_gpu_milli_ms: r.lost_gpu_milli_ms,
+            last_start: r.extra.as_ref().and_then(|x| x.run_start).or(r.start),
+            preemptions: r.extra.as_ref().map_or(0, |x| x.preemptions),
+            failures: r.extra.as_ref().map_or(0, |x| x.failures),
+            lost_gpu_milli_ms: r.extra.as_ref().map_or(0, |x| x.lost_gpu_milli_ms),
             pending_reason: r.wait.as_deref().and_then(longest_reason),
-            first_reservation: r.first_reservation,
+            first_reservation: r.extra.as_ref().and_then(|x| x.first_reservation),
             state,
             reason,
             measured: r.measured && r.kind != RecordedKind::PreExisting,
@@ -742,6 +751,7 @@ impl Simulation {
         rec.name = Box::from("");
         rec.qos = None;
         rec.wait = None;
+        rec.extra = None;
         self.free_slots.push(id.0);
     }
 
@@ -880,7 +890,10 @@ impl Simulation {
                     if self.backfill {
                         for r in self.sched.reservations() {
                             let rec = &mut self.jobs[r.job.index()];
-                            rec.first_reservation.get_or_insert(r.start);
+                            rec.extra
+                                .get_or_insert_with(Box::default)
+                                .first_reservation
+                                .get_or_insert(r.start);
                         }
                     }
                 }
@@ -974,14 +987,8 @@ impl Simulation {
             run: NOT_RUNNING,
             measured,
             state: JobState::Pending,
-            done: SimDuration::ZERO,
-            run_start: SimTime::ZERO,
-            preemptions: 0,
-            failures: 0,
-            lost_gpu_milli_ms: 0,
-            attained_gpu_ms: 0,
             wait: None,
-            first_reservation: None,
+            extra: None,
         };
         {
             let ts = &mut self.tenant_stats[tenant.index()];
@@ -1135,17 +1142,20 @@ impl Simulation {
                     )));
                 }
                 let first = rec.start.is_none();
+                let mut done = SimDuration::ZERO;
                 if first {
                     rec.start = Some(now);
+                } else if let Some(x) = rec.extra.as_mut() {
+                    x.run_start = Some(now);
+                    done = x.done;
                 }
                 rec.cell = Some(cell);
                 rec.allocs = Allocs::from_vec(tasks);
                 rec.state = JobState::Running;
-                rec.run_start = now;
                 let run = self.next_run;
                 self.next_run = (self.next_run + 1) % NOT_RUNNING;
                 rec.run = run;
-                let remaining = SimDuration(rec.runtime.0.saturating_sub(rec.done.0));
+                let remaining = SimDuration(rec.runtime.0.saturating_sub(done.0));
                 let (submit, pre, tenant, gpu) = (
                     rec.submit,
                     rec.kind == RecordedKind::PreExisting || !rec.measured,
@@ -1169,10 +1179,10 @@ impl Simulation {
                 if first {
                     self.metrics.on_start(submit, now, pre);
                     self.counts.started += 1;
-                    let ts = &mut self.tenant_stats[tenant.index()];
-                    ts.started += 1;
+                    self.tenant_stats[tenant.index()].started += 1;
                     if !pre {
-                        ts.waits_ms.push((now - submit).0);
+                        // Parallel to the collector's waits (same condition).
+                        self.wait_tenant.push(tenant.0);
                     }
                 }
                 self.running += 1;
@@ -1208,7 +1218,10 @@ impl Simulation {
                     .or_insert(0) += 1;
                 let tenant = rec.tenant;
                 self.tenant_stats[tenant.index()].preemptions += 1;
-                self.jobs[job.index()].preemptions += 1;
+                self.jobs[job.index()]
+                    .extra
+                    .get_or_insert_with(Box::default)
+                    .preemptions += 1;
                 self.stop_run(job, grace);
                 if grace == SimDuration::ZERO {
                     // The policy released the victim's bindings and requeued it already.
@@ -1233,13 +1246,14 @@ impl Simulation {
         let now = self.now;
         let rec = &mut self.jobs[id.index()];
         let gpu = rec.shape.total_gpu_milli() * rec.tasks as u64;
-        let ran = now.saturating_since(rec.run_start);
-        let total = SimDuration(rec.done.0 + ran.0);
+        let start = rec.start.expect("a stopped job started");
+        let x = rec.extra.get_or_insert_with(Box::default);
+        let ran = now.saturating_since(x.run_start.unwrap_or(start));
+        let total = SimDuration(x.done.0 + ran.0);
         let kept = kept_progress(total, self.cfg.checkpoint_interval);
         let lost = (total.0 - kept.0 + grace.0) as u128 * gpu as u128;
-        rec.done = kept;
-        rec.attained_gpu_ms += (ran.0 as u128 * gpu as u128 / 1000) as u64;
-        rec.lost_gpu_milli_ms = rec
+        x.done = kept;
+        x.lost_gpu_milli_ms = x
             .lost_gpu_milli_ms
             .saturating_add(lost.min(u64::MAX as u128) as u64);
         self.tenant_stats[rec.tenant.index()].lost_gpu_milli_ms += lost;
@@ -1318,7 +1332,10 @@ impl Simulation {
                     .collect();
                 for id in hit {
                     let tenant = self.jobs[id.index()].tenant;
-                    self.jobs[id.index()].failures += 1;
+                    self.jobs[id.index()]
+                        .extra
+                        .get_or_insert_with(Box::default)
+                        .failures += 1;
                     self.counts.failures += 1;
                     self.tenant_stats[tenant.index()].failures += 1;
                     self.stop_run(id, grace);
@@ -1523,6 +1540,15 @@ impl Simulation {
             (None, n) => EndReason::Stuck { pending: n as u64 },
         };
         let occupancy = self.metrics.finish(stopped_at_horizon);
+        // Per-tenant waits: the collector's waits grouped by tenant in place (no copy).
+        let groups = crate::metrics::stats::group_by_tag(
+            &mut self.metrics.waits_ms,
+            &mut self.wait_tenant,
+            self.tenant_stats.len(),
+        );
+        for (ts, r) in self.tenant_stats.iter_mut().zip(groups) {
+            ts.wait_s = crate::metrics::dist_ms(&mut self.metrics.waits_ms[r]);
+        }
         let makespan_ms = match (self.metrics.first_submit(), self.metrics.last_finish()) {
             (Some(a), Some(b)) => Some((b - a).0),
             _ => None,

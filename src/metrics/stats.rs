@@ -70,6 +70,46 @@ pub fn dist_ms(ms: &mut [u64]) -> Dist {
     }
 }
 
+/// Groups `values` by `tags` in place (an American-flag bucket sort: `O(n + groups)` time, no
+/// allocation beyond the group bounds): afterwards the values tagged `g` are
+/// `values[ranges[g].clone()]`, in no particular order; `tags` is permuted alongside.
+///
+/// # Panics
+/// If the slices differ in length or a tag is not below `groups`.
+pub fn group_by_tag(
+    values: &mut [u64],
+    tags: &mut [u32],
+    groups: usize,
+) -> Vec<std::ops::Range<usize>> {
+    assert_eq!(values.len(), tags.len(), "one tag per value");
+    let mut counts = vec![0usize; groups];
+    for &t in tags.iter() {
+        counts[t as usize] += 1;
+    }
+    let mut ranges = Vec::with_capacity(groups);
+    let mut at = 0;
+    for &c in &counts {
+        ranges.push(at..at + c);
+        at += c;
+    }
+    let mut next: Vec<usize> = ranges.iter().map(|r| r.start).collect();
+    for g in 0..groups {
+        while next[g] < ranges[g].end {
+            let i = next[g];
+            let t = tags[i] as usize;
+            if t == g {
+                next[g] += 1;
+            } else {
+                let j = next[t];
+                values.swap(i, j);
+                tags.swap(i, j);
+                next[t] += 1;
+            }
+        }
+    }
+    ranges
+}
+
 /// Summarizes unitless ratios (e.g. bounded slowdown). Sorts `v` in place; values must not be
 /// NaN. The mean is summed in sorted order, so it does not depend on the order values came in.
 pub fn dist_f64(v: &mut [f64]) -> Dist {
@@ -89,6 +129,17 @@ pub fn dist_f64(v: &mut [f64]) -> Dist {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn groups_in_place() {
+        let mut v = vec![10, 20, 30, 40, 50, 60];
+        let mut t = vec![2, 0, 2, 1, 0, 2];
+        let r = group_by_tag(&mut v, &mut t, 3);
+        let mut g: Vec<Vec<u64>> = r.iter().map(|r| v[r.clone()].to_vec()).collect();
+        g.iter_mut().for_each(|x| x.sort());
+        assert_eq!(g, vec![vec![20, 50], vec![40], vec![10, 30, 60]]);
+        assert!(t.windows(2).all(|w| w[0] <= w[1]));
+    }
 
     #[test]
     fn nearest_rank_by_hand() {

@@ -458,7 +458,6 @@ fn fairness(r: &RunResult, capacity: u128) -> (Fairness, BTreeMap<String, Tenant
         .map(|(i, t)| {
             let sh = share(i);
             let ent = entitlement(i);
-            let mut waits = t.waits_ms.clone();
             (
                 t.name.clone(),
                 TenantSummary {
@@ -476,7 +475,7 @@ fn fairness(r: &RunResult, capacity: u128) -> (Fairness, BTreeMap<String, Tenant
                     preemptions: t.preemptions,
                     failures: t.failures,
                     lost_gpu_s: t.lost_gpu_milli_ms as f64 / 1e6,
-                    wait_s: crate::metrics::dist_ms(&mut waits),
+                    wait_s: t.wait_s.clone(),
                 },
             )
         })
