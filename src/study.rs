@@ -46,6 +46,10 @@ pub const METRICS: &[Metric] = &[
         better: Better::Higher,
     },
     Metric {
+        name: "fragmentation.mean_pct_of_capacity",
+        better: Better::Lower,
+    },
+    Metric {
         name: "wait_s.mean",
         better: Better::Lower,
     },
@@ -84,6 +88,10 @@ pub const METRICS: &[Metric] = &[
     Metric {
         name: "bounded_slowdown.p99",
         better: Better::Lower,
+    },
+    Metric {
+        name: "fairness.jain_index",
+        better: Better::Higher,
     },
     Metric {
         name: "makespan_s",

@@ -393,8 +393,8 @@ pub fn run(
         notes: vec![
             METHOD.to_string(),
             "Occupancy, tenant-share and pending-reason plots show the first seed's run; the CDFs pool every seed's measured jobs (x axis log-scaled, values below 1 s drawn at 1 s).".into(),
-            "Tenant shares: each tenant's share of the GPU-time allocated in the interval; the dashed line is the equal share 1/n over the n tenants with jobs. fleetsim has no quota model yet, so entitlement is the equal share.".into(),
-            "Fragmentation over time is not plotted: the engine records no fragmentation series yet.".into(),
+            "Tenant shares: each tenant's share of the GPU-time allocated in the interval; dashed lines are entitlements: each queue's nominal GPU quota over all nominal quotas when the scenario declares quotas, else the equal share 1/n over the n tenants with jobs.".into(),
+            "Fragmentation: the fleet's fragmented GPUs (FGD measure, Weng et al. ATC'23, against the typical tasks submitted so far) sampled at each interval start, as a share of the capacity available in that interval; `fragmentation.mean_pct_of_capacity` is its time-weighted mean.".into(),
         ],
         scenario_text: source.text.clone(),
     };
@@ -563,6 +563,38 @@ fn figures(variants: &[Variant], points: &[Vec<Point>], seeds: &[u64]) -> Vec<Fi
             kind: Kind::Lines(series),
         });
     }
+    // Fragmentation over time (FGD measure sampled at each interval start), one line per
+    // policy, as a share of the capacity available in that interval.
+    let frag_series: Vec<Series> = variants
+        .iter()
+        .zip(points)
+        .map(|(v, ps)| {
+            let o = &ps[0].occupancy;
+            let a = o.window_start.0;
+            Series {
+                name: v.label.clone(),
+                points: o
+                    .series
+                    .iter()
+                    .filter_map(|r| {
+                        let f = u128::from(r.frag_milli?);
+                        let avail: u128 = r.available_milli.iter().sum();
+                        crate::metrics::ratio(f * u128::from(r.len_ms) * 100, avail)
+                            .map(|y| (days(r.start.0, a), y))
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    if frag_series.iter().any(|s| !s.points.is_empty()) {
+        figs.push(Figure {
+            file: "fragmentation".into(),
+            title: format!("Fragmentation over time (seed {s0})"),
+            x_label: "days since the window start".into(),
+            y_label: "fragmented GPUs, % of capacity".into(),
+            kind: Kind::Lines(frag_series),
+        });
+    }
     // CDFs pooled over seeds.
     for (what, file, f) in [
         (
@@ -636,15 +668,48 @@ fn figures(variants: &[Variant], points: &[Vec<Point>], seeds: &[u64]) -> Vec<Fi
                         .collect(),
                 });
             }
-            let eq = 1.0 / active.len().max(1) as f64;
-            let reference = vec![Series {
-                name: format!("equal share 1/{}", active.len()),
-                points: vec![(0.0, eq), (x(n), eq)],
-            }];
+            // Entitlement: the tenant's nominal quota over all nominal quotas when the
+            // scenario has quotas (summary `fairness.entitlement_basis`), else 1/n.
+            let quota_basis =
+                p.summary["fairness"]["entitlement_basis"].as_str() == Some("nominal_quota");
+            let entitlement = |t: usize| -> Option<f64> {
+                p.summary["tenants"][jobs.tenants[t].as_str()]["entitlement"].as_f64()
+            };
+            let reference = if quota_basis {
+                let mut refs: Vec<Series> = shown
+                    .iter()
+                    .map(|&t| {
+                        let e = entitlement(t).unwrap_or(0.0);
+                        Series {
+                            name: format!("{} entitlement", jobs.tenants[t]),
+                            points: vec![(0.0, e), (x(n), e)],
+                        }
+                    })
+                    .collect();
+                if !rest.is_empty() {
+                    let e: f64 = rest.iter().filter_map(|&t| entitlement(t)).sum();
+                    refs.push(Series {
+                        name: format!("{} others' entitlement", rest.len()),
+                        points: vec![(0.0, e), (x(n), e)],
+                    });
+                }
+                refs
+            } else {
+                let eq = 1.0 / active.len().max(1) as f64;
+                vec![Series {
+                    name: format!("equal share 1/{}", active.len()),
+                    points: vec![(0.0, eq), (x(n), eq)],
+                }]
+            };
             figs.push(Figure {
                 file: format!("tenant-share-{}", study::safe_name(&v.label)),
                 title: format!(
-                    "Tenant share of allocated GPU-time vs equal share, {} (seed {s0})",
+                    "Tenant share of allocated GPU-time vs {}, {} (seed {s0})",
+                    if quota_basis {
+                        "entitlement"
+                    } else {
+                        "equal share"
+                    },
                     v.label
                 ),
                 x_label: "days since the window start".into(),

@@ -54,6 +54,8 @@ pub struct Summary {
     pub bounded_slowdown: Dist,
     /// Last finish − first submit, seconds.
     pub makespan_s: Option<f64>,
+    /// Fleet fragmentation over the window (FGD measure).
+    pub fragmentation: FragmentationSummary,
     /// Gangs split across NVLink domains; largest placeable gang per cell and level.
     pub topology: TopologySummary,
     /// Engine work done.
@@ -72,6 +74,45 @@ pub struct Summary {
     /// The scenario's `[transforms]` table as declared (absent when there is none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transforms: Option<serde_json::Value>,
+}
+
+/// Fleet fragmentation over the window (DESIGN §6; Weng et al., ATC'23): the expected
+/// free GPU-milli that a task drawn from the workload's typical tasks cannot use, summed over
+/// nodes. The engine samples it at every time-series interval start (the `fragmented_*`
+/// columns of `timeseries.csv`); here each sample stands for its whole interval. All
+/// fields are `null` when no sample was defined (no GPU task submitted yet, or no interval).
+#[derive(Clone, Debug, Serialize)]
+pub struct FragmentationSummary {
+    /// Time-weighted mean of fragmented GPUs: `Σ frag·len / Σ len`, GPUs.
+    pub mean_gpus: Option<f64>,
+    /// Time-weighted fragmented share of capacity: `100 · Σ frag·len / Σ available·len`, %.
+    pub mean_pct_of_capacity: Option<f64>,
+    /// Fragmented over idle GPU-time: `Σ frag·len / Σ idle·len` (0–1; the FGD paper's
+    /// fragmentation ratio, time-weighted).
+    pub mean_ratio_to_idle: Option<f64>,
+    /// Largest sample, GPUs.
+    pub max_gpus: Option<f64>,
+}
+
+/// Time-weighted fragmentation over the series rows that hold a sample.
+fn fragmentation(series: &[crate::metrics::SeriesRow]) -> FragmentationSummary {
+    let (mut frag_ms, mut len_ms, mut avail_ms, mut idle_ms, mut max) =
+        (0u128, 0u128, 0u128, 0u128, None);
+    for row in series {
+        let Some(f) = row.frag_milli else { continue };
+        let len = u128::from(row.len_ms);
+        frag_ms += u128::from(f) * len;
+        len_ms += len;
+        avail_ms += row.available_milli.iter().sum::<u128>();
+        idle_ms += u128::from(row.idle_milli) * len;
+        max = Some(max.map_or(f, |m: u64| m.max(f)));
+    }
+    FragmentationSummary {
+        mean_gpus: ratio(frag_ms, len_ms).map(|v| v / 1000.0),
+        mean_pct_of_capacity: ratio(frag_ms, avail_ms).map(|v| 100.0 * v),
+        mean_ratio_to_idle: ratio(frag_ms, idle_ms),
+        max_gpus: max.map(|m| m as f64 / 1000.0),
+    }
 }
 
 /// Topology metrics (DESIGN §6).
@@ -328,6 +369,7 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
         jct_s: r.jct_s.clone(),
         bounded_slowdown: r.bounded_slowdown.clone(),
         makespan_s: r.makespan_ms.map(secs),
+        fragmentation: fragmentation(&o.series),
         topology: TopologySummary {
             gangs: o.topology.gangs,
             split_gangs: o.topology.split_gangs,
@@ -481,4 +523,42 @@ fn fairness(r: &RunResult, capacity: u128) -> (Fairness, BTreeMap<String, Tenant
         })
         .collect();
     (f, per)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::SeriesRow;
+
+    fn row(len_ms: u64, frag: Option<u64>, idle: u64, avail_milli: u64) -> SeriesRow {
+        SeriesRow {
+            len_ms,
+            frag_milli: frag,
+            idle_milli: idle,
+            available_milli: vec![u128::from(avail_milli) * u128::from(len_ms)],
+            ..SeriesRow::default()
+        }
+    }
+
+    #[test]
+    fn fragmentation_is_time_weighted_over_defined_samples() {
+        // 8 GPUs available throughout. Interval 1 (1,000 ms): 2 GPUs fragmented of 4 idle;
+        // interval 2 (3,000 ms): 1 GPU of 2 idle; interval 0 has no sample yet.
+        let rows = [
+            row(5_000, None, 8_000, 8_000),
+            row(1_000, Some(2_000), 4_000, 8_000),
+            row(3_000, Some(1_000), 2_000, 8_000),
+        ];
+        let f = fragmentation(&rows);
+        // (2·1 + 1·3) / 4 = 1.25 GPUs; 1.25 / 8 = 15.625 %; 5 / (4·1 + 2·3) = 0.5.
+        assert_eq!(f.mean_gpus, Some(1.25));
+        assert_eq!(f.mean_pct_of_capacity, Some(15.625));
+        assert_eq!(f.mean_ratio_to_idle, Some(0.5));
+        assert_eq!(f.max_gpus, Some(2.0));
+        let none = fragmentation(&rows[..1]);
+        assert_eq!(
+            (none.mean_gpus, none.mean_pct_of_capacity, none.max_gpus),
+            (None, None, None)
+        );
+    }
 }

@@ -554,7 +554,7 @@ pub fn write_report(dir: &Path, m: &Manifest, rows: &[Vec<String>], png: bool) -
     let n_axes = m.axes.len();
     let metric_col = |name: &str| header.iter().position(|h| h == name);
     let num = |s: &str| s.parse::<f64>().ok();
-    // Plots: each numeric axis against occupancy and p99 wait, mean over seeds and every
+    // Plots: each numeric axis against occupancy, p99 wait and mean fragmentation, mean over seeds and every
     // other axis held, one line per combination of the other (non-seed) axes.
     let mut figures = Vec::new();
     for (ai, axis) in m.axes.iter().enumerate() {
@@ -562,7 +562,11 @@ pub fn write_report(dir: &Path, m: &Manifest, rows: &[Vec<String>], png: bool) -
         if !numeric || axis.labels.len() < 2 {
             continue;
         }
-        for metric in ["occupancy", "wait_s.p99"] {
+        for metric in [
+            "occupancy",
+            "wait_s.p99",
+            "fragmentation.mean_pct_of_capacity",
+        ] {
             let Some(col) = metric_col(metric) else {
                 continue;
             };

@@ -303,10 +303,13 @@ fn compare_writes_paired_statistics_and_a_report_with_plots() {
         "CDF of wait",
         "Pending jobs by reason",
         "equal share",
+        "Fragmentation over time",
         "[[fleet.cells]]",
     ] {
         assert!(html.contains(needle), "report lacks `{needle}`");
     }
+    assert!(out.join("plots/fragmentation.svg").is_file());
+    assert!(c["policies"][0]["metrics"]["fragmentation.mean_pct_of_capacity"]["mean"].is_number());
     assert!(
         !html.contains("http://") || html.contains("http://www.w3.org/2000/svg"),
         "no external resource"
@@ -398,4 +401,43 @@ fn compaction_finds_a_smaller_fleet_that_meets_the_goal() {
     }
     let o = run(&["compact", "--goal", "occupancy=1", "--out"], &[&out, &s]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+#[test]
+fn compare_draws_quota_entitlements_when_the_scenario_has_quotas() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("cmp");
+    let s = repo().join("scenarios/kueue-cohorts.toml");
+    let o = run(
+        &[
+            "compare",
+            "--policies",
+            "admission_order=drf,admission_order=queue-order",
+            "--seeds",
+            "2",
+            "--out",
+        ],
+        &[&out, &s],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let runs = out.join("runs/admission_order=drf/seed-42/summary.json");
+    let summary: serde_json::Value = serde_json::from_slice(&read(&runs)).unwrap();
+    assert_eq!(summary["fairness"]["entitlement_basis"], "nominal_quota");
+    let svg = String::from_utf8(read(
+        &out.join("plots/tenant-share-admission_order=drf.svg"),
+    ))
+    .unwrap();
+    // research-a's nominal quota is 40 H100 + 16 GB200 of the 200 GPUs all queues hold.
+    assert!(
+        svg.contains("research-a entitlement"),
+        "no entitlement line"
+    );
+    assert!(
+        !svg.contains("equal share"),
+        "quota scenario drew the equal share"
+    );
+    assert_eq!(
+        summary["tenants"]["research-a"]["entitlement"].as_f64(),
+        Some(56.0 / 200.0)
+    );
 }
