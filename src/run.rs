@@ -125,6 +125,7 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
             },
             default_time_limit: q.default_time_limit_s.map(|v| SimDuration(secs_to_ms(v))),
             max_time_limit: q.max_time_limit_s.map(|v| SimDuration(secs_to_ms(v))),
+            local_queues: q.local_queues.clone(),
         })
         .collect();
     let cfg = EngineConfig {

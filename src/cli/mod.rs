@@ -274,6 +274,12 @@ pub fn main(cli: Cli) -> Result<()> {
                     format!(", skipped rows {skipped:?}")
                 }
             );
+            if let Some(k) = &loaded.scenario.kueue {
+                let cfg = crate::scenario::kueue::load(&loaded.base_dir.join(&k.path))?;
+                for note in cfg.quota().unsimulated {
+                    println!("  Kueue manifests: {note}");
+                }
+            }
             Ok(())
         }
     }

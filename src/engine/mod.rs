@@ -72,6 +72,8 @@ pub struct QueueSettings {
     pub default_time_limit: Option<SimDuration>,
     /// Largest time limit; larger ones are cut to it.
     pub max_time_limit: Option<SimDuration>,
+    /// Other names jobs reach this queue by (Kueue LocalQueues of a ClusterQueue).
+    pub local_queues: Vec<String>,
 }
 
 /// Engine settings.
@@ -638,8 +640,11 @@ impl Simulation {
             cfg,
         };
         for q in sim.cfg.queues.clone() {
-            sim.queue_id(&q.name);
+            let id = sim.queue_id(&q.name);
             sim.queue_limits[sim.queues.len() - 1] = (q.default_time_limit, q.max_time_limit);
+            for lq in q.local_queues {
+                sim.queue_ids.entry(lq).or_insert(id);
+            }
         }
         sim
     }

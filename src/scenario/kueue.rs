@@ -28,18 +28,30 @@
 //! LocalQueues with the same name in different namespaces (fleetsim's queues are not
 //! namespaced); a cycle in the cohort tree.
 //!
-//! # What fleetsim simulates today
+//! # What fleetsim simulates ([`KueueConfig::quota`])
 //!
-//! [`KueueConfig::queue_specs`] maps every LocalQueue onto a scenario `[[queues]]` entry:
-//! name = the LocalQueue's name (jobs reach it through their `queue`, or their tenant under
-//! `queues = "per-tenant"`), strategy = its ClusterQueue's `queueingStrategy`, and
-//! `max_gpus` = the ClusterQueue's `nvidia.com/gpu` quota summed over flavors: nominal +
-//! borrowingLimit when it belongs to a cohort and every flavor sets a borrowingLimit,
-//! nominal alone when it has no cohort, unbounded otherwise. **Not simulated yet** (the quota
-//! model is a separate issue): admission against nominal quota per flavor, borrowing and
-//! lending within the cohort tree, cohort-level quotas, preemption, fair sharing,
-//! flavor-to-node mapping through node labels, CPU and memory quotas, and priority classes
-//! (read and validated only).
+//! * Each **ClusterQueue** becomes a scenario `[[queues]]` entry of the same name: its
+//!   `queueingStrategy`, its cohort, and per flavor (in order) the nominal quota,
+//!   `borrowingLimit` and `lendingLimit` of the accelerator resource ([`ACCELERATOR_RESOURCES`]
+//!   → `gpus`), `cpu` (→ cores) and `memory` (bytes → GiB). Each of its **LocalQueues**
+//!   becomes one of its `local_queues`: a job that names the LocalQueue (its `queue`, or its
+//!   tenant under `queues = "per-tenant"`) is queued, admitted and preempted in the
+//!   ClusterQueue, as in Kueue.
+//! * Each **Cohort** (declared, or only named by a ClusterQueue or a parent) becomes a
+//!   `[[cohorts]]` entry with its parent and its own quota.
+//! * Each **ResourceFlavor** becomes a `[[flavors]]` entry whose accelerator model is the value
+//!   of its first node label among [`MODEL_LABELS`] (e.g. `nvidia.com/gpu.product:
+//!   NVIDIA-H100-80GB-HBM3` → the fleet's `H100`, see [`super::schema::FlavorSpec`]); a flavor
+//!   without such a label covers every model. A label naming no model of the fleet is an
+//!   error naming `flavors[i].models[j]`.
+//!
+//! What the scenario declares itself wins over the manifests, entry by entry (by name).
+//! Admission order, preemption and fair sharing are the scenario's `[policy]` stages (Kueue's
+//! `spec.preemption` and `fairSharing` of a ClusterQueue are not read). **Not simulated**, and
+//! listed by `fleetsim validate`: resource groups without an accelerator resource beside one
+//! with it (fleetsim assigns one flavor for all of a job's resources), resources other than
+//! accelerators, `cpu` and `memory`, and WorkloadPriorityClasses (read and validated; job
+//! priorities come from the trace).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -47,7 +59,7 @@ use std::path::{Path, PathBuf};
 use fleetsim_policies::QueueingStrategy;
 use serde_yaml_ng::Value;
 
-use super::schema::QueueSpec;
+use super::schema::{CohortSpec, FlavorQuotaSpec, FlavorSpec, QueueSpec, ResourceQuotaSpec};
 
 /// The GPU resource name whose quota becomes `max_gpus`.
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
@@ -649,46 +661,155 @@ pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
     Ok(cfg)
 }
 
-impl KueueConfig {
-    /// The `[[queues]]` settings the LocalQueues map onto (see the module docs), by name.
-    pub fn queue_specs(&self) -> Vec<QueueSpec> {
-        self.local_queues
-            .values()
-            .map(|lq| {
-                let cq = &self.cluster_queues[&lq.cluster_queue];
-                let gpu: Vec<&ResourceQuota> = cq
-                    .resource_groups
-                    .iter()
-                    .flat_map(|g| &g.flavors)
-                    .flat_map(|f| &f.resources)
-                    .filter(|r| r.name == GPU_RESOURCE)
-                    .collect();
-                let max_gpus = if gpu.is_empty() {
-                    None
-                } else if cq.cohort.is_none() {
-                    Some(gpu.iter().map(|r| r.nominal.0).sum::<u128>())
-                } else if gpu.iter().all(|r| r.borrowing_limit.is_some()) {
-                    Some(
-                        gpu.iter()
-                            .map(|r| r.nominal.0 + r.borrowing_limit.map_or(0, |b| b.0))
-                            .sum::<u128>(),
-                    )
-                } else {
-                    None
-                };
-                QueueSpec {
-                    name: lq.name.clone(),
-                    strategy: Some(cq.strategy),
-                    max_gpus: max_gpus.map(|m| Quantity(m).as_f64()),
-                    default_time_limit_s: None,
-                    max_time_limit_s: None,
-                    cohort: None,
-                    weight: None,
-                    tier: None,
-                    flavors: Vec::new(),
+/// Resources that count as accelerators (`gpus` in a quota flavor).
+pub const ACCELERATOR_RESOURCES: [&str; 3] = [GPU_RESOURCE, "amd.com/gpu", "google.com/tpu"];
+
+/// Node-label keys whose value names a ResourceFlavor's accelerator model.
+pub const MODEL_LABELS: [&str; 4] = [
+    "nvidia.com/gpu.product",
+    "amd.com/gpu.product-name",
+    "cloud.google.com/gke-accelerator",
+    "cloud.google.com/gke-tpu-accelerator",
+];
+
+/// A Kueue configuration as scenario quota settings (see the module docs).
+#[derive(Clone, Debug, Default)]
+pub struct KueueQuota {
+    /// One queue per ClusterQueue, with its LocalQueues as `local_queues`.
+    pub queues: Vec<QueueSpec>,
+    /// Every cohort (declared or only named).
+    pub cohorts: Vec<CohortSpec>,
+    /// One flavor per ResourceFlavor.
+    pub flavors: Vec<FlavorSpec>,
+    /// What was read but is not simulated, one sentence each (printed by `fleetsim validate`).
+    pub unsimulated: Vec<String>,
+}
+
+fn resource_quota(r: &ResourceQuota, scale: f64) -> ResourceQuotaSpec {
+    ResourceQuotaSpec {
+        nominal: r.nominal.as_f64() / scale,
+        borrowing_limit: r.borrowing_limit.map(|q| q.as_f64() / scale),
+        lending_limit: r.lending_limit.map(|q| q.as_f64() / scale),
+    }
+}
+
+/// Quota flavors of a ClusterQueue's or Cohort's resource groups: every flavor of a group
+/// that covers an accelerator resource (or of every group when none does), with its
+/// accelerator, `cpu` (cores) and `memory` (GiB) quotas.
+fn flavor_quotas(
+    owner: &str,
+    groups: &[ResourceGroup],
+    notes: &mut Vec<String>,
+) -> Vec<FlavorQuotaSpec> {
+    let is_accel = |g: &ResourceGroup| {
+        g.covered_resources
+            .iter()
+            .any(|r| ACCELERATOR_RESOURCES.contains(&r.as_str()))
+    };
+    let any_accel = groups.iter().any(is_accel);
+    let mut out = Vec::new();
+    for (gi, g) in groups.iter().enumerate() {
+        if any_accel && !is_accel(g) {
+            notes.push(format!(
+                "{owner}: resource group {gi} ({}) is not simulated: fleetsim assigns one flavor for all of a job's resources, taken from the accelerator group",
+                g.covered_resources.join(", ")
+            ));
+            continue;
+        }
+        for f in &g.flavors {
+            let mut q = FlavorQuotaSpec {
+                name: f.flavor.clone(),
+                gpus: None,
+                cpus: None,
+                memory_gib: None,
+            };
+            for r in &f.resources {
+                match r.name.as_str() {
+                    n if ACCELERATOR_RESOURCES.contains(&n) => {
+                        q.gpus = Some(resource_quota(r, 1.0))
+                    }
+                    "cpu" => q.cpus = Some(resource_quota(r, 1.0)),
+                    // Bytes (a quantity in milli-units / 1000) to GiB.
+                    "memory" => q.memory_gib = Some(resource_quota(r, (1u64 << 30) as f64)),
+                    other => notes.push(format!(
+                        "{owner}: flavor `{}` resource `{other}` is not simulated",
+                        f.flavor
+                    )),
                 }
+            }
+            out.push(q);
+        }
+    }
+    out
+}
+
+impl KueueConfig {
+    /// The scenario quota settings the manifests map onto (see the module docs): cohorts
+    /// and ClusterQueues in name order, LocalQueues as each queue's `local_queues`.
+    pub fn quota(&self) -> KueueQuota {
+        let mut notes = Vec::new();
+        let flavors = self
+            .flavors
+            .values()
+            .map(|f| FlavorSpec {
+                name: f.name.clone(),
+                models: MODEL_LABELS
+                    .iter()
+                    .filter_map(|k| f.node_labels.get(*k).cloned())
+                    .collect(),
             })
-            .collect()
+            .collect();
+        let cohorts = self
+            .cohorts
+            .values()
+            .map(|c| CohortSpec {
+                name: c.name.clone(),
+                parent: c.parent.clone(),
+                weight: None,
+                flavors: flavor_quotas(
+                    &format!("Cohort {}", c.name),
+                    &c.resource_groups,
+                    &mut notes,
+                ),
+            })
+            .collect();
+        let queues = self
+            .cluster_queues
+            .values()
+            .map(|cq| QueueSpec {
+                name: cq.name.clone(),
+                strategy: Some(cq.strategy),
+                max_gpus: None,
+                default_time_limit_s: None,
+                max_time_limit_s: None,
+                cohort: cq.cohort.clone(),
+                weight: None,
+                tier: None,
+                flavors: flavor_quotas(
+                    &format!("ClusterQueue {}", cq.name),
+                    &cq.resource_groups,
+                    &mut notes,
+                ),
+                local_queues: self
+                    .local_queues
+                    .values()
+                    .filter(|lq| lq.cluster_queue == cq.name && lq.name != cq.name)
+                    .map(|lq| lq.name.clone())
+                    .collect(),
+            })
+            .collect();
+        if !self.priority_classes.is_empty() {
+            notes.push(format!(
+                "{} WorkloadPriorityClass(es) read and validated, not applied: job priorities come from the trace",
+                self.priority_classes.len()
+            ));
+        }
+        KueueQuota {
+            queues,
+            cohorts,
+            flavors,
+            unsimulated: notes,
+        }
     }
 }
 
@@ -800,14 +921,57 @@ metadata:
         assert_eq!(c.priority_classes["high"].value, 1000);
         assert_eq!(c.flavors["h100"].node_labels["gpu"], "h100");
         assert_eq!(c.ignored["v1/Namespace"], 1);
-        let q = c.queue_specs();
-        assert_eq!(q.len(), 2);
-        assert_eq!((q[0].name.as_str(), q[0].max_gpus), ("product", None));
-        assert_eq!(
-            (q[1].name.as_str(), q[1].max_gpus),
-            ("research", Some(24.0))
+        let k = c.quota();
+        let names: Vec<&str> = k.queues.iter().map(|q| q.name.as_str()).collect();
+        assert_eq!(names, ["cq-a", "cq-b"]);
+        let a = &k.queues[0];
+        assert_eq!(a.strategy, Some(QueueingStrategy::StrictFifo));
+        assert_eq!(a.cohort.as_deref(), Some("all"));
+        assert_eq!(a.local_queues, ["research"]);
+        assert_eq!(k.queues[1].local_queues, ["product"]);
+        let f = &a.flavors[0];
+        assert_eq!(f.name, "h100");
+        let g = f.gpus.expect("GPU quota");
+        assert_eq!((g.nominal, g.borrowing_limit), (16.0, Some(8.0)));
+        assert_eq!(f.cpus.map(|c| c.nominal), Some(0.5));
+        assert!(f.memory_gib.is_none());
+        // The label `gpu` is not one of MODEL_LABELS: the flavor covers any model.
+        assert_eq!(k.flavors.len(), 1);
+        assert_eq!(k.flavors[0].name, "h100");
+        assert!(k.flavors[0].models.is_empty());
+        // Memory in GiB; a CPU-only group beside the accelerator group is reported, not used.
+        let text = MANIFESTS
+            .replace("    gpu: h100", "    nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3")
+            .replace(
+                "  - coveredResources: [nvidia.com/gpu]\n    flavors:\n    - name: h100\n      resources:\n      - name: nvidia.com/gpu\n        nominalQuota: 8",
+                "  - coveredResources: [nvidia.com/gpu, memory]\n    flavors:\n    - name: h100\n      resources:\n      - name: nvidia.com/gpu\n        nominalQuota: 8\n      - name: memory\n        nominalQuota: 64Gi\n  - coveredResources: [cpu]\n    flavors:\n    - name: h100\n      resources:\n      - name: cpu\n        nominalQuota: 96",
+            );
+        let k2 = parse(&text, Path::new("k.yaml")).unwrap().quota();
+        assert_eq!(k2.flavors[0].models, ["NVIDIA-H100-80GB-HBM3"]);
+        let b = &k2.queues[1].flavors;
+        assert_eq!(b.len(), 1, "{b:?}");
+        assert_eq!(b[0].memory_gib.map(|m| m.nominal), Some(64.0));
+        assert!(b[0].cpus.is_none());
+        assert!(
+            k2.unsimulated
+                .iter()
+                .any(|n| n.contains("ClusterQueue cq-b: resource group 1 (cpu)")),
+            "{:?}",
+            k2.unsimulated
         );
-        assert_eq!(q[1].strategy, Some(QueueingStrategy::StrictFifo));
+        let parents: Vec<(&str, Option<&str>)> = k
+            .cohorts
+            .iter()
+            .map(|c| (c.name.as_str(), c.parent.as_deref()))
+            .collect();
+        assert_eq!(parents, [("all", Some("org")), ("org", None)]);
+        assert!(
+            k.unsimulated
+                .iter()
+                .any(|n| n.contains("WorkloadPriorityClass")),
+            "{:?}",
+            k.unsimulated
+        );
     }
 
     #[test]

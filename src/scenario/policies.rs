@@ -49,6 +49,23 @@ fn flavor_quota(f: &FlavorQuotaSpec) -> FlavorQuota {
     }
 }
 
+/// The fleet model a `[[flavors]]` `models` entry names: equal to a model name ignoring
+/// case, else the first model (in name order) that is a token of the entry split at `-`,
+/// `_`, `.`, `/` and spaces, ignoring case (`NVIDIA-H100-80GB-HBM3` → `H100`).
+fn match_model(entry: &str, models: &BTreeMap<&str, ModelId>) -> Option<ModelId> {
+    if let Some((_, &id)) = models.iter().find(|(m, _)| m.eq_ignore_ascii_case(entry)) {
+        return Some(id);
+    }
+    let tokens: Vec<&str> = entry
+        .split(|c: char| matches!(c, '-' | '_' | '.' | '/') || c.is_whitespace())
+        .filter(|t| !t.is_empty())
+        .collect();
+    models
+        .iter()
+        .find(|(m, _)| tokens.iter().any(|t| t.eq_ignore_ascii_case(m)))
+        .map(|(_, &id)| id)
+}
+
 /// The quota tree of the scenario, `None` when no queue takes part in quota (has a cohort or
 /// flavors) and no cohort is declared.
 ///
@@ -78,7 +95,25 @@ pub fn quota_tree(loaded: &Loaded, fleet: &FleetState) -> Result<Option<QuotaTre
             if flavors.iter().any(|x| x.name == f.name) {
                 continue;
             }
-            let set = if f.name == "*" {
+            let set = if let Some((k, fl)) =
+                s.flavors.iter().enumerate().find(|(_, x)| x.name == f.name)
+            {
+                let mut set = ModelSet::ANY;
+                for (m, entry) in fl.models.iter().enumerate() {
+                    let Some(id) = match_model(entry, &models) else {
+                        let known: Vec<&str> = models.keys().copied().collect();
+                        return Err(invalid(
+                            format!("flavors[{k}].models[{m}]"),
+                            format!(
+                                "`{entry}` names no accelerator model of the fleet ({})",
+                                known.join(", ")
+                            ),
+                        ));
+                    };
+                    set.insert(id);
+                }
+                set
+            } else if f.name == "*" {
                 ModelSet::ANY
             } else {
                 let Some(&m) = models.get(f.name.as_str()) else {
@@ -284,5 +319,24 @@ pub fn describe_preemption(p: &PreemptionSpec) -> String {
         "none".into()
     } else {
         parts.join(" ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flavor_models_match_names_and_label_tokens() {
+        let models: BTreeMap<&str, ModelId> = [("A100", ModelId(0)), ("H100", ModelId(1))]
+            .into_iter()
+            .collect();
+        assert_eq!(match_model("h100", &models), Some(ModelId(1)));
+        assert_eq!(match_model("NVIDIA-H100-80GB-HBM3", &models), Some(ModelId(1)));
+        assert_eq!(match_model("nvidia-a100_sxm4.40gb", &models), Some(ModelId(0)));
+        // A token must be the whole model name: `H1000` and `xH100` name nothing.
+        assert_eq!(match_model("NVIDIA-H1000", &models), None);
+        assert_eq!(match_model("xH100", &models), None);
+        assert_eq!(match_model("", &models), None);
     }
 }

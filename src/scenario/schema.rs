@@ -46,6 +46,9 @@ pub struct Scenario {
     /// parent cohort (hierarchical cohorts).
     #[serde(default)]
     pub cohorts: Vec<CohortSpec>,
+    /// Named resource flavors (sets of accelerator models) for quota.
+    #[serde(default)]
+    pub flavors: Vec<FlavorSpec>,
     /// Node failures and repairs at given times.
     #[serde(default)]
     pub node_events: Vec<NodeEventSpec>,
@@ -402,6 +405,26 @@ pub struct QueueSpec {
     /// and no cohort takes no part in quota.
     #[serde(default)]
     pub flavors: Vec<FlavorQuotaSpec>,
+    /// Other names by which jobs reach this queue (a job's `queue`, or its tenant under
+    /// `queues = "per-tenant"`): the Kueue LocalQueues that point at this ClusterQueue.
+    /// Each name may belong to one queue only and may not be another queue's name.
+    #[serde(default)]
+    pub local_queues: Vec<String>,
+}
+
+/// A resource flavor (Kueue `ResourceFlavor`): a named set of accelerator models that quota
+/// can be given for. Without a `[[flavors]]` entry, a quota flavor's name must be a model of
+/// the fleet or `*`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlavorSpec {
+    /// Unique flavor name, used by `[[queues]]` and `[[cohorts]]` `flavors[].name`.
+    pub name: String,
+    /// The accelerator models the flavor covers; empty = every model. Each entry is a model
+    /// of the fleet (`H100`, case-insensitive) or a node label value that names one as a
+    /// token separated by `-`, `_`, `.` or spaces (`NVIDIA-H100-80GB-HBM3` → `H100`).
+    #[serde(default)]
+    pub models: Vec<String>,
 }
 
 /// A cohort.
@@ -425,7 +448,8 @@ pub struct CohortSpec {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlavorQuotaSpec {
-    /// An accelerator model of the fleet (`H100`, `P40`, …) or `*` for any model.
+    /// A `[[flavors]]` name, an accelerator model of the fleet (`H100`, `P40`, …), or `*`
+    /// for any model.
     pub name: String,
     /// Accelerators (may be fractional).
     #[serde(default)]

@@ -1,6 +1,6 @@
 //! Loading and validating scenario files.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use super::schema::*;
@@ -127,20 +127,61 @@ pub fn parse(text: &str, origin: &str, base_dir: PathBuf) -> Result<Loaded, Scen
     };
     let mut scenario = scenario;
     validate(&scenario, origin)?;
-    if let Some(k) = &scenario.kueue {
-        let cfg = super::kueue::load(&base_dir.join(&k.path))?;
-        let explicit: BTreeSet<String> = scenario.queues.iter().map(|q| q.name.clone()).collect();
-        for q in cfg.queue_specs() {
-            if !explicit.contains(&q.name) {
-                scenario.queues.push(q);
-            }
-        }
-    }
+    apply_kueue(&mut scenario, origin, &base_dir)?;
     Ok(Loaded {
         scenario,
         origin: origin.to_string(),
         base_dir,
     })
+}
+
+/// Reads the scenario's Kueue manifests (if any), merges their quota settings in and
+/// checks the result.
+fn apply_kueue(
+    scenario: &mut Scenario,
+    origin: &str,
+    base_dir: &Path,
+) -> Result<(), ScenarioError> {
+    let Some(k) = &scenario.kueue else {
+        return Ok(());
+    };
+    let path = base_dir.join(&k.path);
+    let cfg = super::kueue::load(&path)?;
+    merge_kueue(scenario, cfg.quota());
+    validate_quota(scenario, &|field, message| ScenarioError::Invalid {
+        origin: format!("{origin} with the Kueue manifests {}", path.display()),
+        field,
+        message: message.to_string(),
+    })
+}
+
+/// Adds the Kueue manifests' quota settings to a scenario. What the scenario declares
+/// itself wins: a `[[queues]]`, `[[cohorts]]` or `[[flavors]]` entry with the same name as a
+/// ClusterQueue, Cohort or ResourceFlavor replaces it, except that a queue also keeps the
+/// ClusterQueue's LocalQueues as `local_queues`.
+fn merge_kueue(scenario: &mut Scenario, k: super::kueue::KueueQuota) {
+    for q in k.queues {
+        match scenario.queues.iter_mut().find(|e| e.name == q.name) {
+            Some(e) => {
+                for lq in q.local_queues {
+                    if !e.local_queues.contains(&lq) {
+                        e.local_queues.push(lq);
+                    }
+                }
+            }
+            None => scenario.queues.push(q),
+        }
+    }
+    for c in k.cohorts {
+        if !scenario.cohorts.iter().any(|e| e.name == c.name) {
+            scenario.cohorts.push(c);
+        }
+    }
+    for f in k.flavors {
+        if !scenario.flavors.iter().any(|e| e.name == f.name) {
+            scenario.flavors.push(f);
+        }
+    }
 }
 
 /// Validates a scenario given as a parsed TOML value (after `--set` or sweep overrides, see
@@ -164,7 +205,9 @@ pub fn parse_value(
         origin: origin.to_string(),
         message: e.to_string(),
     })?;
+    let mut scenario = scenario;
     validate(&scenario, origin)?;
+    apply_kueue(&mut scenario, origin, &base_dir)?;
     Ok(Loaded {
         scenario,
         origin: origin.to_string(),
@@ -501,6 +544,43 @@ fn validate_quota(
             c.parent.is_some(),
             "cohort",
         )?;
+    }
+    let mut flavor_names = BTreeSet::new();
+    for (i, f) in s.flavors.iter().enumerate() {
+        if f.name.is_empty() || f.name == "*" {
+            return Err(bad(
+                format!("flavors[{i}].name"),
+                "must be a name other than `*` (which already means any model)",
+            ));
+        }
+        if !flavor_names.insert(f.name.as_str()) {
+            return Err(bad(
+                format!("flavors[{i}].name"),
+                &format!("duplicate flavor `{}`", f.name),
+            ));
+        }
+    }
+    // Every name a job can reach a queue by (its name and its local queues) is unique.
+    let mut reach: BTreeMap<&str, String> = s
+        .queues
+        .iter()
+        .map(|q| (q.name.as_str(), q.name.clone()))
+        .collect();
+    for (i, q) in s.queues.iter().enumerate() {
+        for (j, lq) in q.local_queues.iter().enumerate() {
+            if lq.is_empty() {
+                return Err(bad(
+                    format!("queues[{i}].local_queues[{j}]"),
+                    "must not be empty",
+                ));
+            }
+            if let Some(owner) = reach.insert(lq.as_str(), q.name.clone()) {
+                return Err(bad(
+                    format!("queues[{i}].local_queues[{j}]"),
+                    &format!("`{lq}` already names queue `{owner}`"),
+                ));
+            }
+        }
     }
     for (i, q) in s.queues.iter().enumerate() {
         if let Some(c) = &q.cohort {

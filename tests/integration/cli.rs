@@ -147,6 +147,16 @@ fn bad_quota_configuration_names_the_field() {
             "queues[0].cohort",
             "nope",
         ),
+        (
+            "[[flavors]]\nname = \"f\"\nmodels = [\"NVIDIA-B300\"]\n[[cohorts]]\nname = \"c\"\n[[queues]]\nname = \"a\"\ncohort = \"c\"\nflavors = [{ name = \"f\", gpus = { nominal = 4 } }]\n",
+            "flavors[0].models[0]",
+            "NVIDIA-B300",
+        ),
+        (
+            "[[queues]]\nname = \"a\"\n[[queues]]\nname = \"b\"\nlocal_queues = [\"a\"]\n",
+            "queues[1].local_queues[0]",
+            "already names queue `a`",
+        ),
     ];
     for (extra, field, word) in cases {
         let (code, err) = bad_scenario(&format!("{base}{extra}"));

@@ -195,6 +195,7 @@ fn simulate(s: &Setup, jobs: &[JobSpec]) -> (RunResult, Vec<JobRow>) {
             },
             default_time_limit: None,
             max_time_limit: None,
+            local_queues: Vec::new(),
         })
         .collect();
     let cfg = EngineConfig {

@@ -128,20 +128,53 @@ fn sample_scenarios_of_every_format_run_end_to_end() {
 }
 
 #[test]
-fn kueue_local_queues_become_queues() {
+fn kueue_cluster_queues_become_quota_queues_reached_by_their_local_queues() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/kueue-quota.toml");
     let loaded = scenario::load(&path).unwrap();
-    let q: Vec<(String, Option<f64>)> = loaded
-        .scenario
+    let s = &loaded.scenario;
+    type Row<'a> = (&'a str, Option<&'a str>, Vec<String>, Option<(f64, Option<f64>)>);
+    let q: Vec<Row> = s
         .queues
         .iter()
-        .map(|q| (q.name.clone(), q.max_gpus))
+        .map(|q| {
+            (
+                q.name.as_str(),
+                q.cohort.as_deref(),
+                q.local_queues.clone(),
+                q.flavors[0].gpus.map(|g| (g.nominal, g.borrowing_limit)),
+            )
+        })
         .collect();
     assert_eq!(
         q,
         [
-            ("product".to_string(), Some(16.0)),
-            ("research".to_string(), Some(24.0))
+            (
+                "team-a",
+                Some("org"),
+                vec!["research".to_string()],
+                Some((16.0, Some(8.0)))
+            ),
+            (
+                "team-b",
+                Some("org"),
+                vec!["product".to_string()],
+                Some((16.0, Some(0.0)))
+            ),
         ]
     );
+    assert_eq!(s.flavors[0].models, ["H100"]);
+    // Jobs name the LocalQueue (sacct Partition) and land in its ClusterQueue, whose nominal
+    // quota is the tenant's entitlement.
+    let out = run_sample("kueue-quota.toml");
+    assert_eq!(out.summary.fairness.entitlement_basis, "nominal_quota");
+    let a = &out.summary.tenants["team-a"];
+    assert_eq!((a.nominal_gpus, a.entitlement), (Some(16.0), Some(0.5)));
+    let queues: std::collections::BTreeSet<&str> = out
+        .jobs
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|r| r.queue.as_str())
+        .collect();
+    assert_eq!(queues.into_iter().collect::<Vec<_>>(), ["team-a", "team-b"]);
 }
