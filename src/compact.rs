@@ -49,7 +49,11 @@ impl Goal {
                 let value: f64 = v
                     .trim()
                     .parse()
-                    .map_err(|_| BadInput(format!("goal `{s}`: `{}` is not a number", v.trim())))?;
+                    .ok()
+                    .filter(|v: &f64| v.is_finite())
+                    .ok_or_else(|| {
+                        BadInput(format!("goal `{s}`: `{}` is not a finite number", v.trim()))
+                    })?;
                 return Ok(Goal {
                     metric: m.trim().to_string(),
                     op: op.to_string(),
@@ -158,10 +162,17 @@ pub fn run(source: &Source, extra: &[Override], opts: &CompactOptions) -> Result
     if opts.seeds.is_empty() {
         return Err(BadInput("compaction needs at least one seed".into()).into());
     }
-    if !(opts.lo > 0.0 && opts.lo < opts.hi && opts.hi.is_finite() && opts.tolerance > 0.0) {
+    if !(opts.lo > 0.0
+        && opts.lo < opts.hi
+        && opts.hi <= crate::whatif::MAX_SCALE
+        && opts.tolerance > 0.0)
+    {
         return Err(BadInput(format!(
-            "need 0 < --lo < --hi and --tolerance > 0 (got lo {}, hi {}, tolerance {})",
-            opts.lo, opts.hi, opts.tolerance
+            "need 0 < --lo < --hi ≤ {} and --tolerance > 0 (got lo {}, hi {}, tolerance {})",
+            crate::whatif::MAX_SCALE,
+            opts.lo,
+            opts.hi,
+            opts.tolerance
         ))
         .into());
     }

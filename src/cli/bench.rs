@@ -144,17 +144,23 @@ fn measure_fgd(workload: &str) -> Result<Option<Measurement>> {
 /// The FGD section of `fleetsim bench` (skipped without the openb traces).
 fn fgd_section() -> Result<()> {
     if benchmarks::fgd_trace_dir().is_none() {
-        println!(
+        outln!(
             "FGD experiment: skipped (no openb traces in $FLEETSIM_TRACE_DIR, traces/public or ../shared/traces)"
         );
         return Ok(());
     }
-    println!(
+    outln!(
         "FGD experiment (openb: 1,213 nodes, 6,212 GPUs), each in a fresh process: read fleet, pod list (and log), place every pod"
     );
-    println!(
+    outln!(
         "{:<32} {:>6} {:>7} {:>8} {:>8} {:>9} {:>7}  vs the artifact's own run",
-        "workload", "pods", "placed", "total_s", "place_s", "peak_MiB", "alloc"
+        "workload",
+        "pods",
+        "placed",
+        "total_s",
+        "place_s",
+        "peak_MiB",
+        "alloc"
     );
     let mut names: Vec<String> = Vec::new();
     for (log, _) in PEER_WALL_S {
@@ -176,7 +182,7 @@ fn fgd_section() -> Result<()> {
                     s / m.wall_s
                 )
             });
-        println!(
+        outln!(
             "{:<32} {:>6} {:>7} {:>8.3} {:>8.3} {:>9.1} {:>6.2}%  {}",
             m.workload,
             m.jobs,
@@ -232,10 +238,10 @@ fn row(m: &Measurement) -> String {
 pub fn main(child: Option<String>, jobs: u64, nodes: u32, quick: bool) -> Result<()> {
     if let Some(w) = child {
         let m = measure(&w, jobs, nodes)?;
-        println!("{}", serde_json::to_string(&m)?);
+        outln!("{}", serde_json::to_string(&m)?);
         return Ok(());
     }
-    println!(
+    outln!(
         "{:<24} {:>9} {:>7} {:>8} {:>11} {:>11} {:>9} {:>9} {:>8} {:>9}",
         "workload",
         "jobs",
@@ -253,25 +259,25 @@ pub fn main(child: Option<String>, jobs: u64, nodes: u32, quick: bool) -> Result
     } else {
         (1_000_000, 16_384)
     };
-    println!("{}", row(&in_child("replay_1m_fifo_bestfit", j, n)?));
-    println!("growth over jobs (16,384 nodes):");
+    outln!("{}", row(&in_child("replay_1m_fifo_bestfit", j, n)?));
+    outln!("growth over jobs (16,384 nodes):");
     let sizes: &[u64] = if quick {
         &[10_000, 100_000]
     } else {
         &[10_000, 100_000, 1_000_000]
     };
     for &jobs in sizes {
-        println!(
+        outln!(
             "{}",
             row(&in_child("replay_1m_fifo_bestfit", jobs, 16_384)?)
         );
     }
-    println!(
+    outln!(
         "growth over nodes ({} jobs):",
         if quick { 100_000 } else { 1_000_000 }
     );
     for nodes in [1_024u32, 16_384, 65_536] {
-        println!(
+        outln!(
             "{}",
             row(&in_child(
                 "replay_1m_fifo_bestfit",
@@ -288,12 +294,12 @@ pub fn main(child: Option<String>, jobs: u64, nodes: u32, quick: bool) -> Result
     let two = benchmarks::sweep_8(sweep_jobs, 2);
     let t2 = t.elapsed().as_secs_f64();
     let same = serde_json::to_string(&one)? == serde_json::to_string(&two)?;
-    println!(
+    outln!(
         "sweep_8 (8 seeds x {sweep_jobs} jobs): 1 thread {t1:.3} s, 2 threads {t2:.3} s, speed-up {:.2}x, results {}",
         t1 / t2,
         if same { "byte-identical" } else { "DIFFERENT" }
     );
-    println!(
+    outln!(
         "state per job in flight: {} bytes (engine record) + per finished job 28 bytes of wait/JCT/slowdown samples and the wait's tenant",
         crate::engine::job_record_bytes()
     );

@@ -50,7 +50,7 @@ pub fn check(a: CheckArgs) -> Result<()> {
             std::fs::create_dir_all(dir)?;
         }
         study::write_json(&a.baseline, &b)?;
-        println!(
+        outln!(
             "wrote baseline {} ({} metrics of scenario `{}`, seed {seed})",
             a.baseline.display(),
             b.metrics.len(),
@@ -60,7 +60,7 @@ pub fn check(a: CheckArgs) -> Result<()> {
     }
     let base = check::read_baseline(&a.baseline)?;
     let lines = check::compare(&spec, &base, &point.summary)?;
-    print!("{}", check::render(&lines));
+    out!("{}", check::render(&lines));
     let bad = lines.iter().filter(|l| !l.ok).count();
     if bad > 0 {
         bail!(
@@ -69,7 +69,7 @@ pub fn check(a: CheckArgs) -> Result<()> {
             a.baseline.display()
         );
     }
-    println!(
+    outln!(
         "check passed: {} metrics within tolerance of {}",
         lines.len(),
         a.baseline.display()

@@ -19,8 +19,8 @@ pub struct CompareArgs {
     /// (`placement=first-fit`), or settings joined with `+`.
     #[arg(long, required = true)]
     pub policies: String,
-    /// Number of seeds: the scenario seed, +1, …
-    #[arg(long, default_value_t = 5)]
+    /// Number of seeds: the scenario seed, +1, … (1 to 10,000)
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub seeds: u64,
     /// The policy differences are taken against (default: the first).
     #[arg(long)]
@@ -42,8 +42,8 @@ pub struct CompactArgs {
     /// `wait_s.p99<=3600`, `censored_pct<=0.2`.
     #[arg(long = "goal", required = true)]
     pub goals: Vec<String>,
-    /// Number of seeds: the scenario seed, +1, …
-    #[arg(long, default_value_t = 5)]
+    /// Number of seeds: the scenario seed, +1, … (1 to 10,000)
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub seeds: u64,
     /// Smallest fleet scale factor tried.
     #[arg(long, default_value_t = 0.05)]
@@ -87,7 +87,7 @@ pub fn compare(a: CompareArgs) -> Result<()> {
         threads: a.common.threads,
     };
     let c = compare::run(&source, &extra, &variants, &opts)?;
-    print!("{}", compare::render(&c));
+    out!("{}", compare::render(&c));
     eprintln!(
         "wrote {0}/report.html, {0}/report.md, {0}/compare.json",
         out.display()
@@ -119,6 +119,6 @@ pub fn compact(a: CompactArgs) -> Result<()> {
         out: a.out,
     };
     let c = compact::run(&source, &extra, &opts)?;
-    print!("{}", compact::render(&c));
+    out!("{}", compact::render(&c));
     Ok(())
 }

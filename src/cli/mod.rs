@@ -1,6 +1,21 @@
 //! The `fleetsim` command line (clap): `run`, `validate`, `bench`, `trace` (in [`trace`]),
 //! and the studies `sweep`, `merge`, `compare`, `compact`, `check`.
 
+/// `println!` for the CLI's standard output: a reader that closed the pipe early
+/// (`fleetsim run | head -1`) ends the process quietly with status 0 instead of a panic.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` for the CLI's standard output (see `outln!`).
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!($($arg)*))
+    };
+}
+
 pub mod bench;
 pub mod check;
 pub mod common;
@@ -8,7 +23,7 @@ pub mod compare;
 pub mod sweep;
 pub mod trace;
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -118,7 +133,10 @@ pub fn is_bad_input(e: &anyhow::Error) -> bool {
     let engine_input = |e: &EngineError| {
         matches!(
             e,
-            EngineError::Trace(_) | EngineError::BadJob { .. } | EngineError::Unsorted { .. }
+            EngineError::Trace(_)
+                | EngineError::BadJob { .. }
+                | EngineError::Unsorted { .. }
+                | EngineError::TooManyIntervals { .. }
         )
     };
     e.chain().any(|c| {
@@ -174,7 +192,7 @@ pub fn main(cli: Cli) -> Result<()> {
                 let summary = crate::run::run_inflation(&loaded, &opts)
                     .with_context(|| format!("running scenario `{}`", loaded.scenario.name))?;
                 if !quiet {
-                    print!("{}", crate::inflation::report::table(&summary));
+                    out!("{}", crate::inflation::report::table(&summary));
                 }
                 eprintln!(
                     "wrote {}/{{summary.json,curves.csv,allocation.svg}} in {:.2} s",
@@ -195,7 +213,7 @@ pub fn main(cli: Cli) -> Result<()> {
                 .with_context(|| format!("running scenario `{}`", loaded.scenario.name))?;
             bar.finish_and_clear();
             if !quiet {
-                print!("{}", crate::report::table::render(&output.summary));
+                out!("{}", crate::report::table::render(&output.summary));
             }
             eprintln!(
                 "wrote {}/{{summary.json,jobs.csv,timeseries.csv}} in {:.2} s",
@@ -235,7 +253,7 @@ pub fn main(cli: Cli) -> Result<()> {
                 let path =
                     loaded.resolve_path("workload.trace", &t.path, &t.public_path, &trace_dir)?;
                 let pods = crate::workload::alibaba_openb::read_pod_shapes(&path)?;
-                println!(
+                outln!(
                     "{}: ok — {} nodes, {} GPUs; {} pods (inflation)",
                     scenario.display(),
                     fleet.state.nodes().len(),
@@ -249,19 +267,21 @@ pub fn main(cli: Cli) -> Result<()> {
             let mut previous = fleetsim_policies::SimTime::ZERO;
             for j in stream.by_ref() {
                 let j = j?;
-                j.shape
-                    .validate()
-                    .map_err(|m| anyhow::anyhow!("job `{}` (input #{jobs}): {m}", j.name))?;
-                anyhow::ensure!(
-                    j.submit >= previous,
-                    "job `{}` (input #{jobs}) is submitted before the previous job; the trace must be sorted",
-                    j.name
-                );
+                j.shape.validate().map_err(|m| {
+                    crate::study::BadInput(format!("job `{}` (input #{jobs}): {m}", j.name))
+                })?;
+                if j.submit < previous {
+                    return Err(crate::study::BadInput(format!(
+                        "job `{}` (input #{jobs}) is submitted before the previous job; the trace must be sorted (`sort = true` in `[workload.trace]`)",
+                        j.name
+                    ))
+                    .into());
+                }
                 previous = j.submit;
                 jobs += 1;
             }
             let skipped = stream.skipped();
-            println!(
+            outln!(
                 "{}: ok — {} cells, {} nodes, {} GPUs; {} jobs{}",
                 scenario.display(),
                 fleet.state.cells().len(),
@@ -277,7 +297,7 @@ pub fn main(cli: Cli) -> Result<()> {
             if let Some(k) = &loaded.scenario.kueue {
                 let cfg = crate::scenario::kueue::load(&loaded.base_dir.join(&k.path))?;
                 for note in cfg.quota().unsimulated {
-                    println!("  Kueue manifests: {note}");
+                    outln!("  Kueue manifests: {note}");
                 }
             }
             Ok(())
@@ -296,4 +316,19 @@ fn progress_bar() -> indicatif::ProgressBar {
     );
     bar.enable_steady_tick(std::time::Duration::from_millis(200));
     bar
+}
+
+/// Writes to standard output; a closed pipe ends the process with status 0 (the reader has
+/// what it wanted; every output file is written atomically before anything is printed).
+///
+/// # Panics
+/// Never: other write errors are ignored, as `print!` would have panicked on them.
+pub fn write_stdout(args: std::fmt::Arguments<'_>) {
+    let mut out = std::io::stdout().lock();
+    let r = out.write_fmt(args).and_then(|()| out.flush());
+    if let Err(e) = r {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+    }
 }

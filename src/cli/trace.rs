@@ -84,9 +84,9 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
             let mut stream = open_trace(format, &file, sort)?;
             let i = inspect(stream.as_mut(), bucket_s)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&i)?);
+                outln!("{}", serde_json::to_string_pretty(&i)?);
             } else {
-                print!("{}", render(&file.display().to_string(), format, &i, top));
+                out!("{}", render(&file.display().to_string(), format, &i, top));
             }
             Ok(())
         }

@@ -76,6 +76,11 @@ pub struct QueueSettings {
     pub local_queues: Vec<String>,
 }
 
+/// Most time-series intervals a run may span (each holds a row of per-cell, per-model and
+/// per-tenant integrals; 4 M rows of a small fleet are a few GiB). A run that would need more
+/// stops with [`EngineError::TooManyIntervals`], a bad-input error.
+pub const MAX_SERIES_INTERVALS: u64 = 4_000_000;
+
 /// Engine settings.
 #[derive(Clone, Debug, Default)]
 pub struct EngineConfig {
@@ -339,6 +344,18 @@ pub enum EngineError {
         submit: SimTime,
         /// The previous job's.
         previous: SimTime,
+    },
+    /// The run would need more time-series intervals than [`MAX_SERIES_INTERVALS`].
+    #[error("the run reaches {time}, {intervals} time-series intervals of {interval_ms} ms (at most {max} are kept): raise `[metrics] timeseries_interval_s`, or check the times of node events, grace periods and the trace")]
+    TooManyIntervals {
+        /// Simulated time reached.
+        time: SimTime,
+        /// Intervals that time needs.
+        intervals: u64,
+        /// The interval, ms.
+        interval_ms: u64,
+        /// [`MAX_SERIES_INTERVALS`].
+        max: u64,
     },
     /// An internal check failed: a bug, reported instead of continuing with wrong numbers.
     #[error("invariant violated at {time}: {message}")]
@@ -783,6 +800,13 @@ impl Simulation {
         let mut last_submit = SimTime::ZERO;
         let mut stopped_at_horizon = None;
         loop {
+            // The workload has drained: no arrival left and no job pending, running or in a
+            // grace period. What remains in the heap (node events, periodic passes) cannot
+            // change any job or the window, which ends at the last completion; stopping here
+            // keeps a far-future node event from stretching the run.
+            if next.is_none() && self.jobs.len() == self.free_slots.len() {
+                break;
+            }
             let t_arrival = next.as_ref().map(|j| j.submit);
             let t_event = self.events.peek().map(|k| k.time);
             let t = match (t_arrival, t_event) {
@@ -798,6 +822,17 @@ impl Simulation {
                     self.metrics.advance(h);
                     self.now = h;
                     break;
+                }
+            }
+            if let Some(a) = self.metrics.window_start() {
+                let intervals = t.0.saturating_sub(a.0) / self.cfg.interval_ms.max(1);
+                if intervals > MAX_SERIES_INTERVALS {
+                    return Err(EngineError::TooManyIntervals {
+                        time: t,
+                        intervals,
+                        interval_ms: self.cfg.interval_ms,
+                        max: MAX_SERIES_INTERVALS,
+                    });
                 }
             }
             // Interval starts before `t` see the state left by the previous instant.

@@ -332,8 +332,14 @@ mod tests {
             .into_iter()
             .collect();
         assert_eq!(match_model("h100", &models), Some(ModelId(1)));
-        assert_eq!(match_model("NVIDIA-H100-80GB-HBM3", &models), Some(ModelId(1)));
-        assert_eq!(match_model("nvidia-a100_sxm4.40gb", &models), Some(ModelId(0)));
+        assert_eq!(
+            match_model("NVIDIA-H100-80GB-HBM3", &models),
+            Some(ModelId(1))
+        );
+        assert_eq!(
+            match_model("nvidia-a100_sxm4.40gb", &models),
+            Some(ModelId(0))
+        );
         // A token must be the whole model name: `H1000` and `xH100` name nothing.
         assert_eq!(match_model("NVIDIA-H1000", &models), None);
         assert_eq!(match_model("xH100", &models), None);

@@ -81,7 +81,22 @@ impl Loaded {
     ) -> Result<PathBuf, ScenarioError> {
         match (path, public_path) {
             (Some(p), None) => Ok(self.base_dir.join(p)),
-            (None, Some(p)) => Ok(trace_dir.0.join(p)),
+            (None, Some(p)) => {
+                let full = trace_dir.0.join(p);
+                if full.exists() {
+                    Ok(full)
+                } else {
+                    Err(ScenarioError::Invalid {
+                        origin: self.origin.clone(),
+                        field: format!("{field}.public_path"),
+                        message: format!(
+                            "`{}` does not exist: public traces are read from the trace directory `{}` (--trace-dir, else $FLEETSIM_TRACE_DIR, else traces/public); traces/README.md says where to get them",
+                            full.display(),
+                            trace_dir.0.display()
+                        ),
+                    })
+                }
+            }
             _ => Err(ScenarioError::Invalid {
                 origin: self.origin.clone(),
                 field: field.to_string(),

@@ -41,9 +41,17 @@ pub fn merge(inputs: &[PathBuf], out: &Path, png: bool) -> Result<MergeOutcome> 
     if inputs.is_empty() {
         return Err(BadInput("merge needs at least one sweep directory".into()).into());
     }
-    let manifest = read_manifest(&inputs[0])?;
+    let manifest_of = |d: &PathBuf| {
+        read_manifest(d).map_err(|e| {
+            BadInput(format!(
+                "{} is not the output directory of `fleetsim sweep`: {e:#}",
+                d.display()
+            ))
+        })
+    };
+    let manifest = manifest_of(&inputs[0])?;
     for d in &inputs[1..] {
-        let m = read_manifest(d)?;
+        let m = manifest_of(d)?;
         if m != manifest {
             return Err(BadInput(format!(
                 "{} and {} hold different sweeps (scenario `{}` digest {} vs `{}` digest {})",

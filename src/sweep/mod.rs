@@ -227,12 +227,28 @@ pub fn plan(source: &Source, extra: &[Override], seeds: Option<Seeds>) -> Result
         .into());
     }
     let mut axes = Vec::new();
-    for a in &spec.axes {
+    for (ai, a) in spec.axes.iter().enumerate() {
         let labels: Vec<String> = if a.labels.is_empty() {
             a.values.iter().map(value_label).collect()
         } else {
             a.labels.clone()
         };
+        // Labels name runs (and their directories): two equal labels would be one run id.
+        let mut seen = std::collections::BTreeSet::new();
+        for (vi, l) in labels.iter().enumerate() {
+            if !seen.insert(l.as_str()) {
+                let what = if a.labels.is_empty() {
+                    "values"
+                } else {
+                    "labels"
+                };
+                return Err(BadInput(format!(
+                    "{}: field `sweep.axes[{ai}].{what}[{vi}]`: `{l}` appears twice on the axis `{}`; every run needs its own id",
+                    source.origin, a.param
+                ))
+                .into());
+            }
+        }
         for v in &a.values {
             let mut o = extra.to_vec();
             o.push(Override {

@@ -327,7 +327,7 @@ impl OpenbPods {
                         "creation_time",
                         format!(
                             "creation time {} is earlier than {} on line {prev_line}: the file is \
-                             not sorted by creation_time; use alibaba_openb::read_all_sorted",
+                             not sorted by creation_time; set `sort = true` in the scenario's `[workload.trace]`",
                             job.submit, prev
                         ),
                     )));
@@ -509,7 +509,7 @@ p3,4000,2048,8,1000,,Burstable,Failed,20,40,25
             4,
             Some("creation_time"),
         );
-        assert!(e.contains("read_all_sorted") && e.contains("line 3"), "{e}");
+        assert!(e.contains("sort = true") && e.contains("line 3"), "{e}");
     }
 
     #[test]

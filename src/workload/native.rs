@@ -929,7 +929,7 @@ impl NativeStream {
                             FIELDS[SUBMIT_S],
                             format!(
                                 "submit time {} is earlier than {} on line {prev_line}: the file \
-                                 is not sorted by submit time; use read_all_sorted",
+                                 is not sorted by submit time; set `sort = true` in the scenario's `[workload.trace]`",
                                 job.submit, prev
                             ),
                         )));
@@ -1247,7 +1247,7 @@ T5,50,t,1,60,60
         // In table order T4 (submit clipped to 0) comes after T2 (30 s): streaming refuses.
         let e = all(&p).unwrap_err().to_string();
         assert!(e.contains("b18.csv") && e.contains("line 5:") && e.contains("`submit_s`"));
-        assert!(e.contains("read_all_sorted"), "{e}");
+        assert!(e.contains("sort = true"), "{e}");
 
         let mut s = read_all_sorted(&p).unwrap();
         let jobs: Vec<JobSpec> = s.by_ref().map(Result::unwrap).collect();

@@ -181,3 +181,125 @@ fn bad_quota_configuration_names_the_field() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("queues[0].flavors[0].name"), "{err}");
 }
+
+/// A small synthetic workload on [`OK_FLEET`], followed by `extra`.
+fn synthetic(extra: &str) -> String {
+    format!(
+        "name = \"x\"\n{OK_FLEET}[workload.synthetic]\njobs = 40\narrival_rate_per_hour = 30.0\ntenants = [{{ name = \"t\", weight = 1.0 }}]\nsizes = [{{ gpus = 1, weight = 1.0 }}]\nruntime = {{ dist = \"lognormal\", median_s = 600.0, sigma = 1.0, max_s = 3600.0 }}\n{extra}"
+    )
+}
+
+fn run_text(text: &str, args: &[&str]) -> (i32, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.toml");
+    std::fs::write(&p, text).unwrap();
+    let o = fleetsim()
+        .args(args)
+        .arg(&p)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn out_of_range_sizes_and_times_are_bad_input_not_exhaustion() {
+    // Scale factors that would build a billion-node fleet or overflow arrival times.
+    for (extra, field) in [
+        (
+            "[transforms]\nfleet_scale = 1e9\n",
+            "transforms.fleet_scale",
+        ),
+        (
+            "[transforms]\nfleet_scale = 0.0\n",
+            "transforms.fleet_scale",
+        ),
+        (
+            "[transforms]\narrival_rate_scale = 1e-300\n",
+            "transforms.arrival_rate_scale",
+        ),
+    ] {
+        let (code, err) = bad_scenario(&synthetic(extra));
+        assert_eq!(code, 2, "{extra}: {err}");
+        assert!(err.contains(field), "{extra}: {err}");
+    }
+    // A time series of 1 ms intervals over hours of simulated time is refused, not built.
+    let (code, err) = run_text(
+        &synthetic("[metrics]\ntimeseries_interval_s = 0.001\n"),
+        &["run"],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("timeseries_interval_s"), "{err}");
+    // A node event far beyond the workload does not stretch the run: it ends once every job
+    // has finished.
+    let (code, err) = run_text(
+        &synthetic("[[node_events]]\nat_s = 1e12\nnode = \"c-n00000\"\nkind = \"fail\"\n"),
+        &["run"],
+    );
+    assert_eq!(code, 0, "{err}");
+    // Seeds are bounded.
+    let (code, err) = run_text(
+        &synthetic(""),
+        &[
+            "compare",
+            "--policies",
+            "best-fit,worst-fit",
+            "--seeds",
+            "4294967295",
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn duplicate_sweep_labels_and_foreign_merge_inputs_are_bad_input() {
+    let (code, err) = run_text(
+        &synthetic("[sweep]\n[[sweep.axes]]\nparam = \"policy.placement\"\nvalues = [\"best-fit\", \"worst-fit\"]\nlabels = [\"x\", \"x\"]\n"),
+        &["sweep"],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("sweep.axes[0].labels[1]"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let o = fleetsim()
+        .arg("merge")
+        .arg(dir.path().join("nope"))
+        .arg("--out")
+        .arg(dir.path().join("m"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("not the output directory of `fleetsim sweep`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_reader_closing_the_pipe_early_is_not_a_crash() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = fleetsim()
+        .args(["run", "--out"])
+        .arg(dir.path().join("out"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close our end of stdout at once, before the run prints its summary.
+    drop(child.stdout.take());
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(status.code(), Some(0), "{err}");
+}
