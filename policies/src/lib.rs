@@ -88,7 +88,10 @@ pub use decision::{
 };
 pub use ids::{CellId, JobId, ModelId, NodeId, QueueId, TenantId};
 pub use job::{kept_progress, PendingJob, Tier};
-pub use placement::{place_gang, Choice, PlaceCtx, Placement, ScoreArithmetic, TypicalTasks};
+pub use placement::{
+    place_gang, Choice, PlaceCtx, Placement, PlacementCall, PlacementRecorder, ScoreArithmetic,
+    TypicalTasks,
+};
 pub use preemption::PreemptionConfig;
 pub use queue_order::{OrderCtx, OrderKey, QueueOrder};
 pub use quota::{QuotaError, QuotaSpec, QuotaTree};

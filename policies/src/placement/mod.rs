@@ -190,6 +190,48 @@ pub struct PlaceCtx {
     pub decisions: u64,
     /// Placements where more than one node had the top score (the rank decided).
     pub tied_decisions: u64,
+    /// Called after every [`place_gang`] with the state it started from and its answer
+    /// (decision recording; off by default, one branch per gang when off).
+    recorder: Option<Recorder>,
+}
+
+/// One [`place_gang`] call as a [`PlacementRecorder`] sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct PlacementCall<'a> {
+    /// The policy's name ([`Placement::name`]).
+    pub policy: &'static str,
+    /// The fleet as the call found it (before any reservation of this gang).
+    pub before: &'a FleetState,
+    /// The cell placed in.
+    pub cell: CellId,
+    /// The gang (its topology constraint already defaulted by the scheduler).
+    pub job: &'a PendingJob,
+    /// The answer: one allocation per task, or `None` when the gang did not fit.
+    pub result: Option<&'a [TaskAlloc]>,
+}
+
+/// Receives every [`place_gang`] call of a context it is installed in
+/// ([`PlaceCtx::set_recorder`]): the decision-equivalence test of the scheduler extender
+/// records the simulator's snapshots and decisions with it. Must not panic.
+pub trait PlacementRecorder: Send + Sync {
+    /// Asked before each call: record this one? (`false` skips the fleet copy; the default
+    /// records every call.)
+    fn wants(&self) -> bool {
+        true
+    }
+
+    /// One call, after it decided.
+    fn record(&self, call: &PlacementCall<'_>);
+}
+
+/// A shared [`PlacementRecorder`] (cloned with the context).
+#[derive(Clone)]
+struct Recorder(std::sync::Arc<dyn PlacementRecorder>);
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Recorder")
+    }
 }
 
 impl Default for PlaceCtx {
@@ -216,7 +258,15 @@ impl PlaceCtx {
             observed_at_build: 0,
             decisions: 0,
             tied_decisions: 0,
+            recorder: None,
         }
+    }
+
+    /// Installs (or, with `None`, removes) a recorder called after every [`place_gang`]
+    /// with this context. Recording clones the fleet once per gang; without a recorder the
+    /// cost is one branch per gang.
+    pub fn set_recorder(&mut self, recorder: Option<std::sync::Arc<dyn PlacementRecorder>>) {
+        self.recorder = recorder.map(Recorder);
     }
 
     /// Sets the tie-break rank of every node (indexed by [`NodeId`]; lower wins). Nodes past
@@ -458,6 +508,28 @@ pub fn place_gang(
         // CPU-only tasks are placed through the CPU index, kept only once such a task exists.
         fleet.enable_cpu_index();
     }
+    if let Some(rec) = ctx.recorder.clone().filter(|r| r.0.wants()) {
+        let before = fleet.clone();
+        let out = place_gang_inner(policy, ctx, fleet, cell, job);
+        rec.0.record(&PlacementCall {
+            policy: policy.name(),
+            before: &before,
+            cell,
+            job,
+            result: out.as_deref(),
+        });
+        return out;
+    }
+    place_gang_inner(policy, ctx, fleet, cell, job)
+}
+
+fn place_gang_inner(
+    policy: &dyn Placement,
+    ctx: &mut PlaceCtx,
+    fleet: &mut FleetState,
+    cell: CellId,
+    job: &PendingJob,
+) -> Option<Vec<TaskAlloc>> {
     match job.topology {
         Some(spec) if !spec.is_empty() => {
             topology::place_gang_topology(policy, ctx, fleet, cell, job, &spec)
