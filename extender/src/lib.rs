@@ -4,7 +4,7 @@
 //! `filter`, `prioritize` and `preempt` with the placement policies of
 //! [`fleetsim_policies`] — the same code, called the same way ([`fleetsim_policies::place_gang`]
 //! on a [`fleetsim_policies::FleetState`]), as the simulator. The decision-equivalence test
-//! (`tests/equivalence.rs`) replays simulator decisions through this service over HTTP and
+//! (`tests/integration/equivalence.rs`) replays simulator decisions through this service over HTTP and
 //! requires identical answers.
 //!
 //! Each request is decided on its own: the request's nodes become a one-cell snapshot
@@ -36,6 +36,34 @@
 //! | victim pod annotation | `fleetsim.io/gpu-alloc` | `<hex mask>:<milli>`: the accelerators it holds |
 //!
 //! Units as in the policy crate: GPU-milli (1000 = one accelerator), milli-cores, MiB.
+//!
+//! # Example
+//!
+//! The verbs are plain functions of a request (the HTTP layer, [`server`], only parses and
+//! serializes):
+//!
+//! ```
+//! use fleetsim_extender::{verbs, wire::ExtenderArgs};
+//! use fleetsim_policies::PlacementKind;
+//!
+//! let args: ExtenderArgs = serde_json::from_str(r#"{
+//!   "Pod": {"metadata": {"name": "p"}, "spec": {"containers": [
+//!     {"name": "c", "resources": {"requests": {"cpu": "4", "nvidia.com/gpu": "2"}}}]}},
+//!   "Nodes": {"items": [
+//!     {"metadata": {"name": "idle"},
+//!      "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "4"}}},
+//!     {"metadata": {"name": "busy", "annotations": {"fleetsim.io/gpu-free-milli": "0,0,1000,1000"}},
+//!      "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "4"}}}]}
+//! }"#).unwrap();
+//! let (snap, pod) = verbs::read_args(&args).unwrap();
+//! let placed = verbs::place(&snap, &pod, PlacementKind::BestFit);
+//! let scores = verbs::prioritize(&snap, &placed);
+//! // Best-fit: the busy node still holds the pod's two GPUs and has the least free.
+//! assert_eq!((scores[1].host.as_str(), scores[1].score), ("busy", 10));
+//! assert_eq!(verbs::placement_text(&snap, &placed), "busy:c");
+//! let filtered = verbs::filter(&args, &snap, &placed);
+//! assert_eq!(filtered.node_names.unwrap(), ["idle", "busy"]);
+//! ```
 
 pub mod server;
 pub mod snapshot;
