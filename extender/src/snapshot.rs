@@ -134,7 +134,7 @@ pub fn quantity(v: &serde_json::Value, scale: u128, ceil: bool) -> Result<u64, S
         denom = denom
             .checked_mul(
                 10u128
-                    .checked_pow((-exp) as u32)
+                    .checked_pow(exp.unsigned_abs())
                     .ok_or("exponent too small")?,
             )
             .ok_or_else(|| format!("quantity `{s}` is too small"))?;
@@ -490,10 +490,10 @@ impl PodRequest {
             .map_err(|e| bad(format!("{obj}: GPU request: {e}")))?;
         let gang_tasks = match num(ANN_GANG_TASKS)? {
             None => 1,
-            Some(n) if (1..=100_000).contains(&n) => n as u32,
+            Some(n) if (1..=10_000).contains(&n) => n as u32,
             Some(n) => {
                 return Err(bad(format!(
-                    "{obj}: {ANN_GANG_TASKS} {n} is outside 1..=100000"
+                    "{obj}: {ANN_GANG_TASKS} {n} is outside 1..=10000"
                 )))
             }
         };
@@ -606,5 +606,7 @@ mod tests {
         assert!(quantity(&json!(""), 1, true).is_err());
         assert!(quantity(&json!(true), 1, true).is_err());
         assert!(quantity(&json!("99999999999999999999999Ei"), 1, true).is_err());
+        assert!(quantity(&json!("1e-2147483648"), 1, true).is_err());
+        assert!(quantity(&json!("1e2147483647"), 1, true).is_err());
     }
 }
