@@ -729,3 +729,69 @@ fn argmax_fitting(
     }
     best.map(|(_, _, c)| c)
 }
+
+#[cfg(test)]
+mod recorder_tests {
+    use super::*;
+    use crate::ids::ModelId;
+    use crate::state::NodeSpec;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    struct Rec {
+        asked: AtomicU64,
+        calls: Mutex<Vec<(u64, Option<Vec<TaskAlloc>>)>>,
+    }
+
+    impl PlacementRecorder for Rec {
+        fn wants(&self) -> bool {
+            // Every other call.
+            self.asked.fetch_add(1, Ordering::Relaxed) % 2 == 0
+        }
+        fn record(&self, call: &PlacementCall<'_>) {
+            self.calls.lock().unwrap().push((
+                call.before.allocated_gpu_milli(),
+                call.result.map(<[TaskAlloc]>::to_vec),
+            ));
+        }
+    }
+
+    #[test]
+    fn recorder_sees_the_state_before_and_the_answer_and_changes_nothing() {
+        let node = NodeSpec {
+            name: "n".into(),
+            cell: CellId(0),
+            block: 0,
+            domain: 0,
+            model: Some(ModelId(0)),
+            gpus: 4,
+            cpu_milli: 1000,
+            mem_mib: 1024,
+        };
+        let mut fleet = FleetState::new(vec!["c".into()], vec!["m".into()], vec![node]).unwrap();
+        let job = PendingJob {
+            shape: TaskShape::whole_gpus(1),
+            tasks: 2,
+            ..PendingJob::default()
+        };
+        let rec = Arc::new(Rec {
+            asked: AtomicU64::new(0),
+            calls: Mutex::new(Vec::new()),
+        });
+        let mut ctx = PlaceCtx::new();
+        ctx.set_recorder(Some(rec.clone()));
+        let mut plain = fleet.clone();
+        let mut plain_ctx = PlaceCtx::new();
+        for _ in 0..3 {
+            let got = place_gang(&BestFit, &mut ctx, &mut fleet, CellId(0), &job);
+            let want = place_gang(&BestFit, &mut plain_ctx, &mut plain, CellId(0), &job);
+            assert_eq!(got, want);
+        }
+        let calls = rec.calls.lock().unwrap();
+        // Calls 1 and 3 recorded: the first on an empty node, the third finding it full.
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].0, 0);
+        assert_eq!(calls[0].1.as_ref().map(Vec::len), Some(2));
+        assert_eq!(calls[1], (4000, None));
+    }
+}
