@@ -58,6 +58,44 @@
 //! assert!(matches!(&decisions[0], Decision::Start { tasks, .. } if tasks.len() == 2));
 //! assert_eq!(fleet.allocated_gpu_milli(), 16_000);
 //! ```
+//!
+//! A placement policy can also be asked directly, on a snapshot built by hand — what the
+//! scheduler extender (`fleetsim-extender`) does for every request:
+//!
+//! ```
+//! use fleetsim_policies::placement::{BestFit, FirstFit};
+//! use fleetsim_policies::*;
+//!
+//! let node = |name: &str| NodeSpec {
+//!     name: name.into(),
+//!     cell: CellId(0),
+//!     block: 0,
+//!     domain: 0,
+//!     model: Some(ModelId(0)),
+//!     gpus: 4,
+//!     cpu_milli: 32_000,
+//!     mem_mib: 256 * 1024,
+//! };
+//! let mut fleet =
+//!     FleetState::new(vec!["c".into()], vec!["A100".into()], vec![node("a"), node("b")]).unwrap();
+//! // Node b already runs a task on accelerators 0 and 1 (a bind seen by the production side).
+//! fleet
+//!     .apply(&TaskAlloc { node: NodeId(1), gpu_mask: 0b11, gpu_milli: 1000, cpu_milli: 0, mem_mib: 0 })
+//!     .unwrap();
+//! // A gang of two 1-GPU tasks: best-fit packs both onto the busier node b.
+//! let job = PendingJob { shape: TaskShape::whole_gpus(1), tasks: 2, ..PendingJob::default() };
+//! let tasks = place_gang(&BestFit, &mut PlaceCtx::new(), &mut fleet.clone(), CellId(0), &job).unwrap();
+//! assert_eq!(tasks.iter().map(|t| t.node).collect::<Vec<_>>(), [NodeId(1), NodeId(1)]);
+//! assert_eq!(tasks[0].gpu_mask, 0b100); // the lowest wholly free accelerator
+//! // First-fit takes the lowest node id instead.
+//! let tasks = place_gang(&FirstFit, &mut PlaceCtx::new(), &mut fleet, CellId(0), &job).unwrap();
+//! assert_eq!(tasks[0].node, NodeId(0));
+//! ```
+//!
+//! The crate does no I/O, has no async code and does not depend on the simulator; a
+//! [`placement::PlacementRecorder`] installed on a [`PlaceCtx`] sees every gang placement
+//! (the snapshot, the gang, the answer), which is how the extender's decision-equivalence
+//! test records the simulator's decisions.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -88,7 +126,10 @@ pub use decision::{
 };
 pub use ids::{CellId, JobId, ModelId, NodeId, QueueId, TenantId};
 pub use job::{kept_progress, PendingJob, Tier};
-pub use placement::{place_gang, Choice, PlaceCtx, Placement, ScoreArithmetic, TypicalTasks};
+pub use placement::{
+    place_gang, Choice, PlaceCtx, Placement, PlacementCall, PlacementRecorder, ScoreArithmetic,
+    TypicalTasks,
+};
 pub use preemption::PreemptionConfig;
 pub use queue_order::{OrderCtx, OrderKey, QueueOrder};
 pub use quota::{QuotaError, QuotaSpec, QuotaTree};

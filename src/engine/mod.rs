@@ -666,6 +666,12 @@ impl Simulation {
         sim
     }
 
+    /// The scheduler's placement context, to set up before [`Simulation::run`] (e.g. a
+    /// decision recorder, [`fleetsim_policies::PlaceCtx::set_recorder`]).
+    pub fn placement_ctx_mut(&mut self) -> &mut fleetsim_policies::PlaceCtx {
+        self.sched.placement_ctx_mut()
+    }
+
     /// The fleet state (after [`Simulation::run`]: at the end of the run).
     pub fn fleet(&self) -> &FleetState {
         &self.fleet

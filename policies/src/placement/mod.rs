@@ -190,6 +190,48 @@ pub struct PlaceCtx {
     pub decisions: u64,
     /// Placements where more than one node had the top score (the rank decided).
     pub tied_decisions: u64,
+    /// Called after every [`place_gang`] with the state it started from and its answer
+    /// (decision recording; off by default, one branch per gang when off).
+    recorder: Option<Recorder>,
+}
+
+/// One [`place_gang`] call as a [`PlacementRecorder`] sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct PlacementCall<'a> {
+    /// The policy's name ([`Placement::name`]).
+    pub policy: &'static str,
+    /// The fleet as the call found it (before any reservation of this gang).
+    pub before: &'a FleetState,
+    /// The cell placed in.
+    pub cell: CellId,
+    /// The gang (its topology constraint already defaulted by the scheduler).
+    pub job: &'a PendingJob,
+    /// The answer: one allocation per task, or `None` when the gang did not fit.
+    pub result: Option<&'a [TaskAlloc]>,
+}
+
+/// Receives every [`place_gang`] call of a context it is installed in
+/// ([`PlaceCtx::set_recorder`]): the decision-equivalence test of the scheduler extender
+/// records the simulator's snapshots and decisions with it. Must not panic.
+pub trait PlacementRecorder: Send + Sync {
+    /// Asked before each call: record this one? (`false` skips the fleet copy; the default
+    /// records every call.)
+    fn wants(&self) -> bool {
+        true
+    }
+
+    /// One call, after it decided.
+    fn record(&self, call: &PlacementCall<'_>);
+}
+
+/// A shared [`PlacementRecorder`] (cloned with the context).
+#[derive(Clone)]
+struct Recorder(std::sync::Arc<dyn PlacementRecorder>);
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Recorder")
+    }
 }
 
 impl Default for PlaceCtx {
@@ -216,7 +258,15 @@ impl PlaceCtx {
             observed_at_build: 0,
             decisions: 0,
             tied_decisions: 0,
+            recorder: None,
         }
+    }
+
+    /// Installs (or, with `None`, removes) a recorder called after every [`place_gang`]
+    /// with this context. Recording clones the fleet once per gang; without a recorder the
+    /// cost is one branch per gang.
+    pub fn set_recorder(&mut self, recorder: Option<std::sync::Arc<dyn PlacementRecorder>>) {
+        self.recorder = recorder.map(Recorder);
     }
 
     /// Sets the tie-break rank of every node (indexed by [`NodeId`]; lower wins). Nodes past
@@ -458,6 +508,28 @@ pub fn place_gang(
         // CPU-only tasks are placed through the CPU index, kept only once such a task exists.
         fleet.enable_cpu_index();
     }
+    if let Some(rec) = ctx.recorder.clone().filter(|r| r.0.wants()) {
+        let before = fleet.clone();
+        let out = place_gang_inner(policy, ctx, fleet, cell, job);
+        rec.0.record(&PlacementCall {
+            policy: policy.name(),
+            before: &before,
+            cell,
+            job,
+            result: out.as_deref(),
+        });
+        return out;
+    }
+    place_gang_inner(policy, ctx, fleet, cell, job)
+}
+
+fn place_gang_inner(
+    policy: &dyn Placement,
+    ctx: &mut PlaceCtx,
+    fleet: &mut FleetState,
+    cell: CellId,
+    job: &PendingJob,
+) -> Option<Vec<TaskAlloc>> {
     match job.topology {
         Some(spec) if !spec.is_empty() => {
             topology::place_gang_topology(policy, ctx, fleet, cell, job, &spec)
@@ -656,4 +728,70 @@ fn argmax_fitting(
         }
     }
     best.map(|(_, _, c)| c)
+}
+
+#[cfg(test)]
+mod recorder_tests {
+    use super::*;
+    use crate::ids::ModelId;
+    use crate::state::NodeSpec;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    struct Rec {
+        asked: AtomicU64,
+        calls: Mutex<Vec<(u64, Option<Vec<TaskAlloc>>)>>,
+    }
+
+    impl PlacementRecorder for Rec {
+        fn wants(&self) -> bool {
+            // Every other call.
+            self.asked.fetch_add(1, Ordering::Relaxed) % 2 == 0
+        }
+        fn record(&self, call: &PlacementCall<'_>) {
+            self.calls.lock().unwrap().push((
+                call.before.allocated_gpu_milli(),
+                call.result.map(<[TaskAlloc]>::to_vec),
+            ));
+        }
+    }
+
+    #[test]
+    fn recorder_sees_the_state_before_and_the_answer_and_changes_nothing() {
+        let node = NodeSpec {
+            name: "n".into(),
+            cell: CellId(0),
+            block: 0,
+            domain: 0,
+            model: Some(ModelId(0)),
+            gpus: 4,
+            cpu_milli: 1000,
+            mem_mib: 1024,
+        };
+        let mut fleet = FleetState::new(vec!["c".into()], vec!["m".into()], vec![node]).unwrap();
+        let job = PendingJob {
+            shape: TaskShape::whole_gpus(1),
+            tasks: 2,
+            ..PendingJob::default()
+        };
+        let rec = Arc::new(Rec {
+            asked: AtomicU64::new(0),
+            calls: Mutex::new(Vec::new()),
+        });
+        let mut ctx = PlaceCtx::new();
+        ctx.set_recorder(Some(rec.clone()));
+        let mut plain = fleet.clone();
+        let mut plain_ctx = PlaceCtx::new();
+        for _ in 0..3 {
+            let got = place_gang(&BestFit, &mut ctx, &mut fleet, CellId(0), &job);
+            let want = place_gang(&BestFit, &mut plain_ctx, &mut plain, CellId(0), &job);
+            assert_eq!(got, want);
+        }
+        let calls = rec.calls.lock().unwrap();
+        // Calls 1 and 3 recorded: the first on an empty node, the third finding it full.
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].0, 0);
+        assert_eq!(calls[0].1.as_ref().map(Vec::len), Some(2));
+        assert_eq!(calls[1], (4000, None));
+    }
 }

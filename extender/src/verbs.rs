@@ -1,0 +1,487 @@
+//! The three verbs as pure functions of a request: no I/O, no clock. The HTTP layer
+//! ([`crate::server`]) only parses, calls these, and serializes.
+
+use std::collections::BTreeMap;
+
+use fleetsim_policies::{place_gang, FleetState, NodeId, PlaceCtx, PlacementKind, TaskAlloc};
+
+use crate::snapshot::{InputError, PodRequest, Snapshot, ANN_GPU_ALLOC};
+use crate::wire::{
+    ExtenderArgs, ExtenderFilterResult, ExtenderPreemptionArgs, ExtenderPreemptionResult,
+    HostPriority, MetaPod, MetaVictims, NodeList, Pod, MAX_EXTENDER_PRIORITY,
+};
+
+/// The policy a request is decided with: the pod's `fleetsim.io/placement` annotation, or
+/// the server's default.
+///
+/// # Errors
+/// [`InputError`] listing the valid names for an unknown policy name.
+pub fn policy_for(pod: &PodRequest, default: PlacementKind) -> Result<PlacementKind, InputError> {
+    match &pod.placement {
+        None => Ok(default),
+        Some(name) => name.parse::<PlacementKind>().map_err(|e| {
+            InputError(format!(
+                "annotation {}: {e}",
+                crate::snapshot::ANN_PLACEMENT
+            ))
+        }),
+    }
+}
+
+/// The placement decision for a pod on a snapshot: the whole gang's allocations, as the
+/// simulator's [`place_gang`] makes them (same policy object, fresh [`PlaceCtx`]: node rank =
+/// node id, seed 0).
+#[derive(Clone, Debug)]
+pub struct Placed {
+    /// The policy used.
+    pub policy: PlacementKind,
+    /// Tasks of the gang placed (the pod and the rest of its gang).
+    pub tasks: u32,
+    /// One allocation per task of the gang; `None` when the gang does not fit.
+    pub gang: Option<Vec<TaskAlloc>>,
+    /// Per node (by [`NodeId`]): `Some(reason)` when one task of the pod does not fit there
+    /// now, with `true` when it never could (capacity or model).
+    pub misfit: Vec<Option<(String, bool)>>,
+    /// Per node (by [`NodeId`]): the policy's own score ([`fleetsim_policies::Placement::node_score`]),
+    /// when it has one and the node fits.
+    pub scores: Vec<Option<i64>>,
+}
+
+/// Why one task of `req` does not fit node `n` now (`None`: it fits), and whether no
+/// eviction could help.
+fn misfit(
+    fleet: &FleetState,
+    n: NodeId,
+    req: &PodRequest,
+    models: Result<fleetsim_policies::ModelSet, String>,
+) -> Option<(String, bool)> {
+    let s = &req.shape;
+    let node = fleet.node(n);
+    let models = match models {
+        Ok(m) => m,
+        Err(names) if s.num_gpu > 0 => {
+            return Some((format!("no node has GPU model {names}"), true))
+        }
+        Err(_) => fleetsim_policies::ModelSet::ANY,
+    };
+    if s.num_gpu > 0 {
+        match node.model {
+            None => return Some(("node has no GPU".into(), true)),
+            Some(m) if !models.allows(m) => {
+                return Some((
+                    format!(
+                        "GPU model {} not in the pod's models {}",
+                        fleet.models()[m.index()],
+                        req.models.join(",")
+                    ),
+                    true,
+                ))
+            }
+            _ => {}
+        }
+        if node.gpus < s.num_gpu {
+            return Some((
+                format!("node has {} GPUs, pod needs {}", node.gpus, s.num_gpu),
+                true,
+            ));
+        }
+    }
+    if node.cpu_milli < s.cpu_milli {
+        return Some((
+            format!(
+                "node has {} CPU milli-cores, pod needs {}",
+                node.cpu_milli, s.cpu_milli
+            ),
+            true,
+        ));
+    }
+    if node.mem_mib < s.mem_mib {
+        return Some((
+            format!(
+                "node has {} MiB memory, pod needs {}",
+                node.mem_mib, s.mem_mib
+            ),
+            true,
+        ));
+    }
+    if !node.schedulable {
+        return Some(("node is unschedulable".into(), false));
+    }
+    if fleet.fits(n, s, models) {
+        return None;
+    }
+    let why = if node.free_cpu_milli < s.cpu_milli {
+        format!(
+            "insufficient CPU: {} milli-cores free, pod needs {}",
+            node.free_cpu_milli, s.cpu_milli
+        )
+    } else if node.free_mem_mib < s.mem_mib {
+        format!(
+            "insufficient memory: {} MiB free, pod needs {}",
+            node.free_mem_mib, s.mem_mib
+        )
+    } else {
+        format!(
+            "insufficient GPU: pod needs {} GPU(s) with {} GPU-milli free each; free per GPU: {:?}",
+            s.num_gpu,
+            s.gpu_milli,
+            fleet.gpu_free(n)
+        )
+    };
+    Some((why, false))
+}
+
+/// Decides a pod on a snapshot with the simulator's code.
+pub fn place(snap: &Snapshot, req: &PodRequest, policy: PlacementKind) -> Placed {
+    let p = policy.build();
+    let models = req.model_set(&snap.fleet);
+    let fleet = &snap.fleet;
+    let n = fleet.nodes().len();
+    let misfits: Vec<Option<(String, bool)>> = (0..n)
+        .map(|i| misfit(fleet, NodeId(i as u32), req, models.clone()))
+        .collect();
+    let Ok(set) = models else {
+        return Placed {
+            policy,
+            tasks: req.gang_tasks,
+            gang: None,
+            misfit: misfits,
+            scores: vec![None; n],
+        };
+    };
+    let mut ctx = PlaceCtx::new();
+    let scores = (0..n)
+        .map(|i| {
+            let id = NodeId(i as u32);
+            if misfits[i].is_some() {
+                return None;
+            }
+            p.node_score(&mut ctx, fleet, id, &req.shape, set)
+                .map(|(s, _)| s)
+        })
+        .collect();
+    let job = req.job(set, p.default_topology());
+    let mut work = fleet.clone();
+    let mut ctx = PlaceCtx::new();
+    let gang = place_gang(
+        p.as_ref(),
+        &mut ctx,
+        &mut work,
+        fleetsim_policies::CellId(0),
+        &job,
+    );
+    Placed {
+        policy,
+        tasks: req.gang_tasks,
+        gang,
+        misfit: misfits,
+        scores,
+    }
+}
+
+/// The snapshot and pod of a `filter` / `prioritize` request.
+///
+/// # Errors
+/// [`InputError`] when `Nodes` is missing (the extender needs node objects:
+/// `nodeCacheCapable: false`) or a node or the pod is malformed.
+pub fn read_args(args: &ExtenderArgs) -> Result<(Snapshot, PodRequest), InputError> {
+    let Some(nodes) = &args.nodes else {
+        return Err(InputError(
+            "missing field `Nodes`: this extender reads node resources from the request; set nodeCacheCapable: false".into(),
+        ));
+    };
+    let snap = Snapshot::build(&nodes.items)?;
+    let req = PodRequest::from_pod(&args.pod)?;
+    Ok((snap, req))
+}
+
+/// `filter`: nodes where one task of the pod fits now pass, provided the pod's whole gang can
+/// be placed on the nodes given; the others fail with a reason (unresolvable when the node
+/// could never hold the task).
+pub fn filter(args: &ExtenderArgs, snap: &Snapshot, placed: &Placed) -> ExtenderFilterResult {
+    let mut out = ExtenderFilterResult::default();
+    let items = &args.nodes.as_ref().expect("read_args checked Nodes").items;
+    let mut pass = Vec::new();
+    let mut names = Vec::new();
+    for (pos, item) in items.iter().enumerate() {
+        let id = snap.ids[pos];
+        let name = snap.names[pos].clone();
+        match &placed.misfit[id.index()] {
+            Some((why, true)) => {
+                out.failed_and_unresolvable_nodes.insert(name, why.clone());
+            }
+            Some((why, false)) => {
+                out.failed_nodes.insert(name, why.clone());
+            }
+            None if placed.gang.is_none() => {
+                out.failed_nodes.insert(
+                    name,
+                    format!(
+                        "the pod's gang of {} task(s) does not fit the nodes given (policy {})",
+                        placed.tasks, placed.policy
+                    ),
+                );
+            }
+            None => {
+                pass.push(item.clone());
+                names.push(name);
+            }
+        }
+    }
+    out.nodes = Some(NodeList { items: pass });
+    out.node_names = Some(names);
+    out
+}
+
+/// `prioritize`: the node the policy places the pod's task on (the first task of the gang)
+/// gets [`MAX_EXTENDER_PRIORITY`]; every other node that fits gets the policy's own score
+/// ([`fleetsim_policies::Placement::node_score`]) scaled linearly onto `0..=9` across those
+/// nodes (0 for a policy without per-node scores); nodes that do not fit get 0. Hosts are in
+/// request order.
+pub fn prioritize(snap: &Snapshot, placed: &Placed) -> Vec<HostPriority> {
+    let chosen = placed.gang.as_ref().and_then(|g| g.first()).map(|a| a.node);
+    let others: Vec<i64> = placed
+        .scores
+        .iter()
+        .enumerate()
+        .filter(|&(i, s)| s.is_some() && Some(NodeId(i as u32)) != chosen)
+        .filter_map(|(_, s)| *s)
+        .collect();
+    let lo = others.iter().copied().min().unwrap_or(0);
+    let hi = others.iter().copied().max().unwrap_or(0);
+    snap.ids
+        .iter()
+        .enumerate()
+        .map(|(pos, &id)| {
+            let score = if Some(id) == chosen {
+                MAX_EXTENDER_PRIORITY
+            } else {
+                match placed.scores[id.index()] {
+                    Some(s) if hi > lo => (s - lo) * (MAX_EXTENDER_PRIORITY - 1) / (hi - lo),
+                    Some(_) => MAX_EXTENDER_PRIORITY - 1,
+                    None => 0,
+                }
+            };
+            HostPriority {
+                host: snap.names[pos].clone(),
+                score,
+            }
+        })
+        .collect()
+}
+
+/// The gang's placement as text: `node:mask` per task (mask in hex), comma-separated, or
+/// `none` — the `fleetsim-placement` response header of `prioritize`.
+pub fn placement_text(snap: &Snapshot, placed: &Placed) -> String {
+    match &placed.gang {
+        None => "none".into(),
+        Some(g) => g
+            .iter()
+            .map(|a| format!("{}:{:x}", snap.name(a.node), a.gpu_mask))
+            .collect::<Vec<_>>()
+            .join(","),
+    }
+}
+
+/// What the victim frees on its node: accelerators (mask, GPU-milli each, when known), CPU and
+/// memory.
+fn victim_alloc(v: &Pod) -> Result<(PodRequest, Option<(u64, u32)>), InputError> {
+    let req = PodRequest::from_pod(v)?;
+    let known = match v.metadata.annotations.get(ANN_GPU_ALLOC) {
+        None => None,
+        Some(s) => {
+            let err = || {
+                InputError(format!(
+                    "victim pod `{}`: {ANN_GPU_ALLOC} `{s}` is not `<hex mask>:<milli>`",
+                    v.metadata.name
+                ))
+            };
+            let (m, milli) = s.split_once(':').ok_or_else(err)?;
+            let mask = u64::from_str_radix(m.trim_start_matches("0x"), 16).map_err(|_| err())?;
+            let milli: u32 = milli.parse().map_err(|_| err())?;
+            if milli == 0 || milli > 1000 {
+                return Err(err());
+            }
+            Some((mask, milli))
+        }
+    };
+    Ok((req, known))
+}
+
+/// Frees a victim's resources on `node` in `fleet`: its annotated accelerators, or else
+/// (approximation) its GPU-milli from the fullest accelerators that can take it back; CPU and
+/// memory up to what is in use. Returns the release applied, to put it back with
+/// [`FleetState::apply`].
+fn free_victim(
+    fleet: &mut FleetState,
+    node: NodeId,
+    req: &PodRequest,
+    known: Option<(u64, u32)>,
+) -> Vec<TaskAlloc> {
+    let n = fleet.node(node).clone();
+    let mut out = Vec::new();
+    let cpu = req.shape.cpu_milli.min(n.cpu_milli - n.free_cpu_milli);
+    let mem = req.shape.mem_mib.min(n.mem_mib - n.free_mem_mib);
+    let mut gpu: Vec<TaskAlloc> = Vec::new();
+    let free = fleet.gpu_free(node).to_vec();
+    let milli = known.map(|k| k.1).unwrap_or(req.shape.gpu_milli);
+    let mask = match known {
+        Some((m, _)) => m,
+        None => {
+            // The accelerators with the least free share that can take the share back.
+            let mut idx: Vec<usize> = (0..free.len())
+                .filter(|&i| u32::from(free[i]) + milli <= 1000)
+                .collect();
+            idx.sort_by_key(|&i| (free[i], i));
+            idx.iter()
+                .take(req.shape.num_gpu as usize)
+                .fold(0u64, |m, &i| m | 1 << i)
+        }
+    };
+    for (i, &f) in free.iter().enumerate() {
+        if mask >> i & 1 == 1 && u32::from(f) + milli <= 1000 && milli > 0 {
+            gpu.push(TaskAlloc {
+                node,
+                gpu_mask: 1 << i,
+                gpu_milli: milli,
+                cpu_milli: 0,
+                mem_mib: 0,
+            });
+        }
+    }
+    if cpu > 0 || mem > 0 {
+        out.push(TaskAlloc {
+            node,
+            gpu_mask: 0,
+            gpu_milli: 0,
+            cpu_milli: cpu,
+            mem_mib: mem,
+        });
+    }
+    out.extend(gpu);
+    out.retain(|a| fleet.release(a).is_ok());
+    out
+}
+
+/// `preempt`: on each node kube-scheduler proposes, the extender keeps the smallest victim set
+/// in fleetsim's preemption order ([`fleetsim_policies::preemption`]: lower priority first,
+/// then most recently started first, then UID) that lets one task of the pod fit: victims are
+/// taken in that order until the task fits, then every victim but the last is put back,
+/// latest first, if the task still fits without it (Kueue `minimalPreemptions`). A node where
+/// even all victims do not make room is dropped. A node the extender has not seen in an
+/// earlier `filter` or `prioritize` (no resources known) keeps kube-scheduler's victims.
+///
+/// `nodes` are the last seen node objects by name.
+///
+/// # Errors
+/// [`InputError`] for a malformed pod, victim or node, or a request with neither victims
+/// map.
+pub fn preempt(
+    args: &ExtenderPreemptionArgs,
+    nodes: &BTreeMap<String, Box<serde_json::value::RawValue>>,
+) -> Result<ExtenderPreemptionResult, InputError> {
+    let req = PodRequest::from_pod(&args.pod)?;
+    let mut out = ExtenderPreemptionResult::default();
+    if let Some(meta) = &args.node_name_to_meta_victims {
+        if args.node_name_to_victims.is_none() {
+            // Only UIDs: nothing to weigh; keep kube-scheduler's choice.
+            out.node_name_to_meta_victims = meta.clone();
+            return Ok(out);
+        }
+    }
+    let Some(victims) = &args.node_name_to_victims else {
+        return Err(InputError(
+            "missing field `NodeNameToVictims` (or `NodeNameToMetaVictims`)".into(),
+        ));
+    };
+    for (name, vs) in victims {
+        let meta = |pods: &[&Pod]| MetaVictims {
+            pods: pods
+                .iter()
+                .map(|p| MetaPod {
+                    uid: p.metadata.uid.clone(),
+                })
+                .collect(),
+            num_pdb_violations: vs.num_pdb_violations,
+        };
+        let Some(raw) = nodes.get(name) else {
+            let all: Vec<&Pod> = vs.pods.iter().collect();
+            out.node_name_to_meta_victims
+                .insert(name.clone(), meta(&all));
+            continue;
+        };
+        let snap = Snapshot::build(std::slice::from_ref(raw))?;
+        let mut fleet = snap.fleet.clone();
+        let node = NodeId(0);
+        let models = match req.model_set(&fleet) {
+            Ok(m) => m,
+            Err(_) if req.shape.num_gpu > 0 => continue,
+            Err(_) => fleetsim_policies::ModelSet::ANY,
+        };
+        let mut order: Vec<&Pod> = vs.pods.iter().collect();
+        order.sort_by(|a, b| {
+            let pa = a.spec.priority.unwrap_or(0);
+            let pb = b.spec.priority.unwrap_or(0);
+            pa.cmp(&pb)
+                .then_with(|| b.status.start_time.cmp(&a.status.start_time))
+                .then_with(|| b.metadata.uid.cmp(&a.metadata.uid))
+        });
+        let mut taken: Vec<(&Pod, Vec<TaskAlloc>)> = Vec::new();
+        let mut fits = fleet.fits(node, &req.shape, models);
+        for v in &order {
+            if fits {
+                break;
+            }
+            let (vr, known) = victim_alloc(v)?;
+            let freed = free_victim(&mut fleet, node, &vr, known);
+            taken.push((v, freed));
+            fits = fleet.fits(node, &req.shape, models);
+        }
+        if !fits {
+            continue;
+        }
+        // Put back every victim but the last, latest first, if the task still fits.
+        let mut keep = vec![true; taken.len()];
+        for i in (0..taken.len().saturating_sub(1)).rev() {
+            let back: Vec<TaskAlloc> = taken[i].1.clone();
+            let mut applied = Vec::new();
+            let mut ok = true;
+            for a in &back {
+                if fleet.apply(a).is_ok() {
+                    applied.push(*a);
+                } else {
+                    ok = false;
+                    break;
+                }
+            }
+            if ok && fleet.fits(node, &req.shape, models) {
+                keep[i] = false;
+            } else {
+                for a in applied.iter().rev() {
+                    let _ = fleet.release(a);
+                }
+            }
+        }
+        let chosen: Vec<&Pod> = taken
+            .iter()
+            .zip(&keep)
+            .filter(|(_, &k)| k)
+            .map(|((p, _), _)| *p)
+            .collect();
+        out.node_name_to_meta_victims
+            .insert(name.clone(), meta(&chosen));
+    }
+    Ok(out)
+}
+
+/// A request's nodes by name, for the server's node cache.
+pub fn node_names(
+    snap: &Snapshot,
+    items: &[Box<serde_json::value::RawValue>],
+) -> Vec<(String, Box<serde_json::value::RawValue>)> {
+    snap.names
+        .iter()
+        .cloned()
+        .zip(items.iter().cloned())
+        .collect()
+}
