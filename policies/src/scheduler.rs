@@ -438,7 +438,9 @@ pub struct Scheduler {
     core: Core,
     pending: Vec<QueueJobs>,
     pending_len: usize,
-    pass: PassState,
+    /// The pass buffers, boxed so that a pass takes and returns them by moving a pointer
+    /// (`None` only while a pass holds them).
+    pass: Option<Box<PassState>>,
 }
 
 /// Outcome of trying one job.
@@ -500,7 +502,7 @@ impl Scheduler {
             },
             pending: Vec::new(),
             pending_len: 0,
-            pass: PassState::default(),
+            pass: Some(Box::default()),
         }
     }
 
@@ -863,7 +865,8 @@ impl Scheduler {
             fleet.enable_cpu_index();
         }
         let c = &mut self.core;
-        let mut cells = std::mem::take(&mut self.pass.cells);
+        let pass = self.pass.get_or_insert_with(Box::default);
+        let mut cells = std::mem::take(&mut pass.cells);
         c.cell_select.candidates(fleet, job, &mut cells);
         let mut out = None;
         for &cell in &cells {
@@ -888,7 +891,7 @@ impl Scheduler {
                 break;
             }
         }
-        self.pass.cells = cells;
+        self.pass.get_or_insert_with(Box::default).cells = cells;
         out
     }
 
@@ -988,7 +991,7 @@ impl Scheduler {
         self.core.fleet_gpu_milli = fleet.cells().iter().map(|c| c.available_gpu_milli).sum();
         self.maybe_rekey(now);
         let mut decisions = Vec::new();
-        let mut pass = std::mem::take(&mut self.pass);
+        let mut pass = self.pass.take().unwrap_or_default();
         pass.heads.clear();
         pass.failed_exact.clear();
         pass.failed_single.clear();
@@ -1087,7 +1090,7 @@ impl Scheduler {
         let held = std::mem::take(&mut pass.held);
         crate::backfill::release_phantoms(fleet, &held);
         self.core.reservations = std::mem::take(&mut pass.reservations);
-        self.pass = pass;
+        self.pass = Some(pass);
         decisions
     }
 
