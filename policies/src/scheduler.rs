@@ -987,10 +987,22 @@ impl Scheduler {
     /// (a zero-grace victim is released in `fleet` and requeued at once), in the order they
     /// were decided.
     pub fn schedule_at(&mut self, fleet: &mut FleetState, now: SimTime) -> Vec<Decision> {
+        let mut decisions = Vec::new();
+        self.schedule_into(fleet, now, &mut decisions);
+        decisions
+    }
+
+    /// As [`Scheduler::schedule_at`], appending the decisions to `decisions` (a buffer the
+    /// caller reuses from pass to pass, so a pass allocates no list of its own).
+    pub fn schedule_into(
+        &mut self,
+        fleet: &mut FleetState,
+        now: SimTime,
+        decisions: &mut Vec<Decision>,
+    ) {
         self.core.now = now;
         self.core.fleet_gpu_milli = fleet.cells().iter().map(|c| c.available_gpu_milli).sum();
         self.maybe_rekey(now);
-        let mut decisions = Vec::new();
         let mut pass = self.pass.take().unwrap_or_default();
         pass.heads.clear();
         pass.failed_exact.clear();
@@ -1027,7 +1039,7 @@ impl Scheduler {
                     fleet,
                     entry,
                     n.key,
-                    &mut decisions,
+                    decisions,
                     false,
                 );
                 self.settle(q, n.key, n.preemptor, out, &mut pass);
@@ -1067,7 +1079,7 @@ impl Scheduler {
                     fleet,
                     entry,
                     key,
-                    &mut decisions,
+                    decisions,
                     true,
                 )
             };
@@ -1091,7 +1103,6 @@ impl Scheduler {
         crate::backfill::release_phantoms(fleet, &held);
         self.core.reservations = std::mem::take(&mut pass.reservations);
         self.pass = Some(pass);
-        decisions
     }
 
     /// Applies a try's outcome to the entry `(key, id)` of queue `q`, then requeues the
@@ -1563,11 +1574,16 @@ fn try_job(
             }
         }
         candidates.extend(later);
-    } else {
-        candidates.push((None, job.models));
     }
+    // Without quota the one candidate is the job's own models: no list to allocate.
+    let unquoted = [(None, job.models)];
+    let candidates: &[(Option<u16>, ModelSet)] = if quota_applies {
+        &candidates
+    } else {
+        &unquoted
+    };
     let mut physical: Option<PendingReason> = None;
-    for (flavor, models) in candidates {
+    for &(flavor, models) in candidates {
         match c.try_place(pass, fleet, job, entry.cells_key, models) {
             Ok(Some((cell, tasks))) => {
                 c.admit(job, flavor, &tasks);
