@@ -101,13 +101,25 @@ pub fn group_capacities(
     level: Level,
 ) -> BTreeMap<u32, u64> {
     let mut caps = BTreeMap::new();
+    // Nodes come mostly in id order, so runs of one group: a run is summed here and added
+    // to the map once.
+    let mut run: Option<(u32, u64)> = None;
     let mut add = |n| {
         if !ctx.allowed(fleet, n) {
             return;
         }
         let k = u64::from(fleet.tasks_fit_now(n, shape, models));
-        if k > 0 {
-            *caps.entry(fleet.level_id(n, level)).or_insert(0u64) += k;
+        if k == 0 {
+            return;
+        }
+        let g = fleet.level_id(n, level);
+        match &mut run {
+            Some((rg, rk)) if *rg == g => *rk += k,
+            _ => {
+                if let Some((rg, rk)) = run.replace((g, k)) {
+                    *caps.entry(rg).or_insert(0u64) += rk;
+                }
+            }
         }
     };
     match u32::try_from(shape.total_gpu_milli()) {
@@ -121,6 +133,9 @@ pub fn group_capacities(
             .iter()
             .copied()
             .for_each(&mut add),
+    }
+    if let Some((g, k)) = run {
+        *caps.entry(g).or_insert(0u64) += k;
     }
     caps
 }
