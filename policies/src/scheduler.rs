@@ -424,6 +424,10 @@ pub(crate) struct Core {
     fleet_gpu_milli: u64,
     fair_factors: Vec<u32>,
     reservations: Vec<Reservation>,
+    /// [`Scheduler::check_resolvable`]'s verdicts for jobs that name no cells, by (shape,
+    /// models, gang size, queue): it reads only those, the fleet's empty-node capacity
+    /// classes and the queue and quota configuration, none of which change during a run.
+    resolvable: BTreeMap<(TaskShape, ModelSet, u32, QueueId), Result<(), RejectReason>>,
 }
 
 /// A queue manager plus the scheduling cycle. Owns the pending jobs (and, when a stage needs
@@ -499,6 +503,7 @@ impl Scheduler {
                 fleet_gpu_milli: 0,
                 fair_factors: Vec::new(),
                 reservations: Vec::new(),
+                resolvable: BTreeMap::new(),
             },
             pending: Vec::new(),
             pending_len: 0,
@@ -625,7 +630,20 @@ impl Scheduler {
         mut job: PendingJob,
         now: SimTime,
     ) -> Result<(), RejectReason> {
-        self.check_resolvable(fleet, &job)?;
+        if job.cells.is_empty() {
+            let key = (job.shape, job.models, job.tasks, job.queue);
+            let verdict = match self.core.resolvable.get(&key) {
+                Some(v) => v.clone(),
+                None => {
+                    let v = self.check_resolvable(fleet, &job);
+                    self.core.resolvable.insert(key, v.clone());
+                    v
+                }
+            };
+            verdict?;
+        } else {
+            self.check_resolvable(fleet, &job)?;
+        }
         if job.shape.num_gpu == 0 {
             fleet.enable_cpu_index();
         }
