@@ -33,6 +33,21 @@ fn replay_1m_fifo_bestfit(c: &mut Criterion) {
     g.finish();
 }
 
+/// The same jobs under quota: one queue per tenant in a cohort (nominal 40/30/20/10 % of the
+/// GPUs, borrowing), DRF across queues, EASY backfill, gangs packed into as few blocks as
+/// possible around best-fit.
+fn replay_1m_quota_topology(c: &mut Criterion) {
+    let loaded = benchmarks::replay_quota_topology(1_000_000, 16_384);
+    let mut g = c.benchmark_group("replay_1m_quota_topology");
+    g.sample_size(10);
+    g.measurement_time(std::time::Duration::from_secs(60));
+    g.throughput(Throughput::Elements(1_000_000));
+    g.bench_function("1m_jobs_16384_nodes", |b| {
+        b.iter(|| benchmarks::run_quiet(&loaded, None))
+    });
+    g.finish();
+}
+
 /// Eight runs (seeds) through rayon, on one thread and on two.
 fn sweep_8(c: &mut Criterion) {
     let mut g = c.benchmark_group("sweep_8");
@@ -81,6 +96,7 @@ criterion_group!(
     benches,
     engine_events,
     replay_1m_fifo_bestfit,
+    replay_1m_quota_topology,
     sweep_8,
     openb_fgd_inflation
 );

@@ -8,6 +8,12 @@
 //! load, onto 16,384 HGX H100 nodes (131,072 GPUs) in 4 cells; one strict-FIFO queue,
 //! best-fit placement, first-fit cell selection.
 //!
+//! `replay_1m_quota_topology`: the same jobs, one queue per tenant (4 tenants, equal demand)
+//! in one cohort with nominal GPU quotas of 40, 30, 20 and 10 % of the fleet (so the small
+//! queues borrow what the large ones leave idle), DRF admission order across queues, EASY
+//! backfill on true run times, and a topology constraint on gangs: each gang packed into as
+//! few 32-node blocks as possible (Kueue TAS, `preferred = "block"`) around best-fit.
+//!
 //! `openb_fgd_inflation`: one seed of the FGD paper's inflation experiment on the real openb
 //! fleet and pod list ([`openb_fgd_setup`], needs the public traces), and the FGD artifact's
 //! own run of it replayed from its log ([`peer_replay_setup`]); [`run_fgd`] places every pod
@@ -38,8 +44,16 @@ pub const SIGMA: f64 = 1.5;
 pub const MAX_S: f64 = 4_628_226.0;
 
 /// Scenario TOML for `jobs` jobs on `nodes` 8-GPU nodes split over 4 cells, at `load` offered
-/// load (fraction of GPUs), with the given policy table.
-pub fn replay_toml(name: &str, jobs: u64, nodes: u32, load: f64, policy: &str) -> String {
+/// load (fraction of GPUs), with the given queue mapping (`single` or `per-tenant`) and
+/// policy tables.
+pub fn replay_toml(
+    name: &str,
+    jobs: u64,
+    nodes: u32,
+    load: f64,
+    queues: &str,
+    policy: &str,
+) -> String {
     let cells = 4u32;
     let mut s = format!("name = \"{name}\"\nseed = 1\n");
     for c in 0..cells {
@@ -63,7 +77,7 @@ pub fn replay_toml(name: &str, jobs: u64, nodes: u32, load: f64, policy: &str) -
         .map(|&(g, n)| format!("{{ gpus = {g}, weight = {n}.0 }}"))
         .collect();
     s.push_str(&format!(
-        "[workload]\nqueues = \"single\"\n[workload.synthetic]\njobs = {jobs}\narrival_rate_per_hour = {rate_per_hour}\n\
+        "[workload]\nqueues = \"{queues}\"\n[workload.synthetic]\njobs = {jobs}\narrival_rate_per_hour = {rate_per_hour}\n\
          tenants = [{{ name = \"t0\", weight = 1.0 }}, {{ name = \"t1\", weight = 1.0 }}, {{ name = \"t2\", weight = 1.0 }}, {{ name = \"t3\", weight = 1.0 }}]\n\
          sizes = [{}]\n\
          runtime = {{ dist = \"lognormal\", median_s = {PHILLY_MEDIAN_S}, sigma = {SIGMA}, min_s = 1.0, max_s = {MAX_S} }}\n\
@@ -81,7 +95,53 @@ pub const FIFO_BESTFIT: &str = "[policy]\nqueue_order = \"fifo\"\nqueueing_strat
 /// # Panics
 /// Never for the sizes used here: the generated TOML is valid by construction.
 pub fn replay_fifo_bestfit(jobs: u64, nodes: u32) -> Loaded {
-    let text = replay_toml("replay_1m_fifo_bestfit", jobs, nodes, 0.9, FIFO_BESTFIT);
+    let text = replay_toml(
+        "replay_1m_fifo_bestfit",
+        jobs,
+        nodes,
+        0.9,
+        "single",
+        FIFO_BESTFIT,
+    );
+    scenario::parse(&text, "<bench>", std::path::PathBuf::from(".")).expect("valid bench scenario")
+}
+
+/// Nominal GPU quota of each tenant's queue in `replay_1m_quota_topology`, percent of the
+/// fleet's GPUs.
+pub const QUOTA_PCT: [u32; 4] = [40, 30, 20, 10];
+
+/// The policy and quota tables of `replay_1m_quota_topology` for a fleet of `nodes` 8-GPU
+/// nodes: strict FIFO within each tenant's queue, DRF across queues, EASY backfill (oracle
+/// estimates), best-fit nodes, gangs packed into as few blocks as possible, one cohort.
+pub fn quota_topology_policy(nodes: u32) -> String {
+    let gpus = u64::from(nodes) * 8;
+    let mut s = String::from(
+        "[policy]\nqueue_order = \"fifo\"\nqueueing_strategy = \"strict-fifo\"\nplacement = \"best-fit\"\n\
+         cell_selection = \"first-fit\"\nadmission_order = \"drf\"\nbackfill = \"easy\"\nruntime_estimate = \"oracle\"\n\
+         [policy.topology]\npreferred = \"block\"\n[[cohorts]]\nname = \"fleet\"\n",
+    );
+    for (t, pct) in QUOTA_PCT.iter().enumerate() {
+        s.push_str(&format!(
+            "[[queues]]\nname = \"t{t}\"\ncohort = \"fleet\"\nflavors = [{{ name = \"H100\", gpus = {{ nominal = {} }} }}]\n",
+            gpus * u64::from(*pct) / 100
+        ));
+    }
+    s
+}
+
+/// The `replay_1m_quota_topology` scenario at a given size.
+///
+/// # Panics
+/// Never for the sizes used here: the generated TOML is valid by construction.
+pub fn replay_quota_topology(jobs: u64, nodes: u32) -> Loaded {
+    let text = replay_toml(
+        "replay_1m_quota_topology",
+        jobs,
+        nodes,
+        0.9,
+        "per-tenant",
+        &quota_topology_policy(nodes),
+    );
     scenario::parse(&text, "<bench>", std::path::PathBuf::from(".")).expect("valid bench scenario")
 }
 

@@ -424,6 +424,10 @@ pub(crate) struct Core {
     fleet_gpu_milli: u64,
     fair_factors: Vec<u32>,
     reservations: Vec<Reservation>,
+    /// [`Scheduler::check_resolvable`]'s verdicts for jobs that name no cells, by (shape,
+    /// models, gang size, queue): it reads only those, the fleet's empty-node capacity
+    /// classes and the queue and quota configuration, none of which change during a run.
+    resolvable: BTreeMap<(TaskShape, ModelSet, u32, QueueId), Result<(), RejectReason>>,
 }
 
 /// A queue manager plus the scheduling cycle. Owns the pending jobs (and, when a stage needs
@@ -438,7 +442,9 @@ pub struct Scheduler {
     core: Core,
     pending: Vec<QueueJobs>,
     pending_len: usize,
-    pass: PassState,
+    /// The pass buffers, boxed so that a pass takes and returns them by moving a pointer
+    /// (`None` only while a pass holds them).
+    pass: Option<Box<PassState>>,
 }
 
 /// Outcome of trying one job.
@@ -497,10 +503,11 @@ impl Scheduler {
                 fleet_gpu_milli: 0,
                 fair_factors: Vec::new(),
                 reservations: Vec::new(),
+                resolvable: BTreeMap::new(),
             },
             pending: Vec::new(),
             pending_len: 0,
-            pass: PassState::default(),
+            pass: Some(Box::default()),
         }
     }
 
@@ -623,7 +630,20 @@ impl Scheduler {
         mut job: PendingJob,
         now: SimTime,
     ) -> Result<(), RejectReason> {
-        self.check_resolvable(fleet, &job)?;
+        if job.cells.is_empty() {
+            let key = (job.shape, job.models, job.tasks, job.queue);
+            let verdict = match self.core.resolvable.get(&key) {
+                Some(v) => v.clone(),
+                None => {
+                    let v = self.check_resolvable(fleet, &job);
+                    self.core.resolvable.insert(key, v.clone());
+                    v
+                }
+            };
+            verdict?;
+        } else {
+            self.check_resolvable(fleet, &job)?;
+        }
         if job.shape.num_gpu == 0 {
             fleet.enable_cpu_index();
         }
@@ -863,7 +883,8 @@ impl Scheduler {
             fleet.enable_cpu_index();
         }
         let c = &mut self.core;
-        let mut cells = std::mem::take(&mut self.pass.cells);
+        let pass = self.pass.get_or_insert_with(Box::default);
+        let mut cells = std::mem::take(&mut pass.cells);
         c.cell_select.candidates(fleet, job, &mut cells);
         let mut out = None;
         for &cell in &cells {
@@ -888,7 +909,7 @@ impl Scheduler {
                 break;
             }
         }
-        self.pass.cells = cells;
+        self.pass.get_or_insert_with(Box::default).cells = cells;
         out
     }
 
@@ -984,11 +1005,23 @@ impl Scheduler {
     /// (a zero-grace victim is released in `fleet` and requeued at once), in the order they
     /// were decided.
     pub fn schedule_at(&mut self, fleet: &mut FleetState, now: SimTime) -> Vec<Decision> {
+        let mut decisions = Vec::new();
+        self.schedule_into(fleet, now, &mut decisions);
+        decisions
+    }
+
+    /// As [`Scheduler::schedule_at`], appending the decisions to `decisions` (a buffer the
+    /// caller reuses from pass to pass, so a pass allocates no list of its own).
+    pub fn schedule_into(
+        &mut self,
+        fleet: &mut FleetState,
+        now: SimTime,
+        decisions: &mut Vec<Decision>,
+    ) {
         self.core.now = now;
         self.core.fleet_gpu_milli = fleet.cells().iter().map(|c| c.available_gpu_milli).sum();
         self.maybe_rekey(now);
-        let mut decisions = Vec::new();
-        let mut pass = std::mem::take(&mut self.pass);
+        let mut pass = self.pass.take().unwrap_or_default();
         pass.heads.clear();
         pass.failed_exact.clear();
         pass.failed_single.clear();
@@ -1024,7 +1057,7 @@ impl Scheduler {
                     fleet,
                     entry,
                     n.key,
-                    &mut decisions,
+                    decisions,
                     false,
                 );
                 self.settle(q, n.key, n.preemptor, out, &mut pass);
@@ -1064,7 +1097,7 @@ impl Scheduler {
                     fleet,
                     entry,
                     key,
-                    &mut decisions,
+                    decisions,
                     true,
                 )
             };
@@ -1087,8 +1120,7 @@ impl Scheduler {
         let held = std::mem::take(&mut pass.held);
         crate::backfill::release_phantoms(fleet, &held);
         self.core.reservations = std::mem::take(&mut pass.reservations);
-        self.pass = pass;
-        decisions
+        self.pass = Some(pass);
     }
 
     /// Applies a try's outcome to the entry `(key, id)` of queue `q`, then requeues the
@@ -1560,11 +1592,16 @@ fn try_job(
             }
         }
         candidates.extend(later);
-    } else {
-        candidates.push((None, job.models));
     }
+    // Without quota the one candidate is the job's own models: no list to allocate.
+    let unquoted = [(None, job.models)];
+    let candidates: &[(Option<u16>, ModelSet)] = if quota_applies {
+        &candidates
+    } else {
+        &unquoted
+    };
     let mut physical: Option<PendingReason> = None;
-    for (flavor, models) in candidates {
+    for &(flavor, models) in candidates {
         match c.try_place(pass, fleet, job, entry.cells_key, models) {
             Ok(Some((cell, tasks))) => {
                 c.admit(job, flavor, &tasks);

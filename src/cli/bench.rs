@@ -1,6 +1,8 @@
 //! `fleetsim bench`: runs the bench workloads once each, in a fresh child process per workload
 //! (so each peak-memory figure is its own), and prints wall time, jobs/s, events/s, peak
-//! memory and time per job, plus growth curves over job count and fleet size.
+//! memory and time per job, plus growth curves over job count and fleet size. Every figure
+//! comes with the CPU time the run got besides its wall time, so a run slowed by other work on
+//! the machine shows as wall ≫ CPU (and the load average is printed first).
 
 use std::process::Command;
 use std::time::Instant;
@@ -24,6 +26,9 @@ pub struct Measurement {
     pub events: u64,
     /// Wall time of the simulation (fleet build, generation, run), seconds.
     pub wall_s: f64,
+    /// CPU time (user + system, all threads) the process used over the same span, seconds.
+    #[serde(default)]
+    pub cpu_s: f64,
     /// Peak resident memory of the process, MiB (`VmHWM`).
     pub peak_mib: f64,
     /// Occupancy reached (a sanity check that the load is as intended).
@@ -33,6 +38,34 @@ pub struct Measurement {
     /// FGD workloads: the placement loop alone (after reading the inputs), seconds.
     #[serde(default)]
     pub place_s: Option<f64>,
+    /// `sweep_8`: digest of the eight summaries (equal digests = byte-identical results).
+    #[serde(default)]
+    pub digest: Option<String>,
+}
+
+/// CPU time (user + system, every thread) of this process so far, seconds, from
+/// `/proc/self/stat` (clock ticks of 10 ms); NaN where that file does not exist.
+fn cpu_time_s() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return f64::NAN;
+    };
+    // Fields after the command name (which may hold spaces) start at state (field 3);
+    // utime and stime are fields 14 and 15.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        f.get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(f64::NAN)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// The 1-minute load average (`/proc/loadavg`).
+fn load_average() -> Option<String> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
 }
 
 fn peak_rss_mib() -> f64 {
@@ -55,9 +88,13 @@ pub fn measure(workload: &str, jobs: u64, nodes: u32) -> Result<Measurement> {
     if let Some(m) = measure_fgd(workload)? {
         return Ok(m);
     }
+    if let Some(threads) = workload.strip_prefix("sweep_8:") {
+        return measure_sweep(threads.parse().context("sweep_8:<threads>")?, jobs);
+    }
     let loaded = match workload {
         "replay_1m_fifo_bestfit" => benchmarks::replay_fifo_bestfit(jobs, nodes),
-        other => bail!("unknown bench workload `{other}`; known: replay_1m_fifo_bestfit, openb_fgd_inflation, peer_replay:<FGD|BestFit>:<on|off>"),
+        "replay_1m_quota_topology" => benchmarks::replay_quota_topology(jobs, nodes),
+        other => bail!("unknown bench workload `{other}`; known: replay_1m_fifo_bestfit, replay_1m_quota_topology, sweep_8:<threads>, openb_fgd_inflation, peer_replay:<FGD|BestFit>:<on|off>"),
     };
     let opts = RunOptions {
         seed: None,
@@ -65,19 +102,48 @@ pub fn measure(workload: &str, jobs: u64, nodes: u32) -> Result<Measurement> {
         out_dir: None,
         keep_rows: false,
     };
-    let t = Instant::now();
+    let (t, c) = (Instant::now(), cpu_time_s());
     let out = run_scenario(&loaded, &opts, &mut |_, _| {})?;
     let wall_s = t.elapsed().as_secs_f64();
+    let cpu_s = cpu_time_s() - c;
     Ok(Measurement {
         workload: workload.to_string(),
         jobs: out.result.counts.submitted,
         nodes: out.summary.fleet.nodes,
         events: out.result.events,
         wall_s,
+        cpu_s,
         peak_mib: peak_rss_mib(),
         occupancy: out.summary.occupancy.unwrap_or(0.0),
         mean_wait_s: out.summary.wait_s.mean.unwrap_or(0.0),
         place_s: None,
+        digest: None,
+    })
+}
+
+/// `sweep_8` on `threads` threads (eight seeds × `jobs` jobs), with a digest of its results.
+fn measure_sweep(threads: usize, jobs: u64) -> Result<Measurement> {
+    use std::hash::{Hash, Hasher};
+    let (t, c) = (Instant::now(), cpu_time_s());
+    let runs = benchmarks::sweep_8(jobs, threads);
+    let wall_s = t.elapsed().as_secs_f64();
+    let cpu_s = cpu_time_s() - c;
+    let text = serde_json::to_string(&runs)?;
+    // A digest only to compare two runs of this binary (not a stable format).
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    Ok(Measurement {
+        workload: format!("sweep_8:{threads}"),
+        jobs: jobs * 8,
+        nodes: 16_384,
+        events: 0,
+        wall_s,
+        cpu_s,
+        peak_mib: peak_rss_mib(),
+        occupancy: 0.0,
+        mean_wait_s: 0.0,
+        place_s: None,
+        digest: Some(format!("{:016x}:{}", h.finish(), text.len())),
     })
 }
 
@@ -127,6 +193,7 @@ fn measure_fgd(workload: &str) -> Result<Option<Measurement>> {
     let trace = benchmarks::run_fgd(&setup, policy, cfg);
     let place_s = t1.elapsed().as_secs_f64();
     let wall_s = t0.elapsed().as_secs_f64();
+    let cpu_s = cpu_time_s();
     let last = trace.events.last().copied().unwrap_or_default();
     Ok(Some(Measurement {
         workload: workload.to_string(),
@@ -134,10 +201,12 @@ fn measure_fgd(workload: &str) -> Result<Option<Measurement>> {
         nodes: setup.exp.fleet.nodes().len() as u64,
         events: trace.placed,
         wall_s,
+        cpu_s,
         peak_mib: peak_rss_mib(),
         occupancy: last.allocated_milli as f64 / setup.exp.capacity_milli as f64,
         mean_wait_s: 0.0,
         place_s: Some(place_s),
+        digest: None,
     }))
 }
 
@@ -153,14 +222,8 @@ fn fgd_section() -> Result<()> {
         "FGD experiment (openb: 1,213 nodes, 6,212 GPUs), each in a fresh process: read fleet, pod list (and log), place every pod"
     );
     outln!(
-        "{:<32} {:>6} {:>7} {:>8} {:>8} {:>9} {:>7}  vs the artifact's own run",
-        "workload",
-        "pods",
-        "placed",
-        "total_s",
-        "place_s",
-        "peak_MiB",
-        "alloc"
+        "{:<32} {:>6} {:>7} {:>8} {:>8} {:>7} {:>9} {:>7}  vs the artifact's own run",
+        "workload", "pods", "placed", "total_s", "place_s", "cpu_s", "peak_MiB", "alloc"
     );
     let mut names: Vec<String> = Vec::new();
     for (log, _) in PEER_WALL_S {
@@ -183,12 +246,13 @@ fn fgd_section() -> Result<()> {
                 )
             });
         outln!(
-            "{:<32} {:>6} {:>7} {:>8.3} {:>8.3} {:>9.1} {:>6.2}%  {}",
+            "{:<32} {:>6} {:>7} {:>8.3} {:>8.3} {:>7.2} {:>9.1} {:>6.2}%  {}",
             m.workload,
             m.jobs,
             m.events,
             m.wall_s,
             m.place_s.unwrap_or(f64::NAN),
+            m.cpu_s,
             m.peak_mib,
             100.0 * m.occupancy,
             versus
@@ -217,11 +281,12 @@ fn in_child(workload: &str, jobs: u64, nodes: u32) -> Result<Measurement> {
 
 fn row(m: &Measurement) -> String {
     format!(
-        "{:<24} {:>9} {:>7} {:>8.3} {:>11.0} {:>11.0} {:>9.1} {:>9.3} {:>7.1}% {:>9.0}",
+        "{:<24} {:>9} {:>7} {:>8.3} {:>7.2} {:>11.0} {:>11.0} {:>9.1} {:>9.3} {:>7.1}% {:>9.0}",
         m.workload,
         m.jobs,
         m.nodes,
         m.wall_s,
+        m.cpu_s,
         m.jobs as f64 / m.wall_s,
         m.events as f64 / m.wall_s,
         m.peak_mib,
@@ -242,11 +307,17 @@ pub fn main(child: Option<String>, jobs: u64, nodes: u32, quick: bool) -> Result
         return Ok(());
     }
     outln!(
-        "{:<24} {:>9} {:>7} {:>8} {:>11} {:>11} {:>9} {:>9} {:>8} {:>9}",
+        "load average (1 min) before the runs: {} on {} cores; wall ≫ cpu below means the run waited for a core",
+        load_average().unwrap_or_else(|| "?".into()),
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    outln!(
+        "{:<24} {:>9} {:>7} {:>8} {:>7} {:>11} {:>11} {:>9} {:>9} {:>8} {:>9}",
         "workload",
         "jobs",
         "nodes",
         "wall_s",
+        "cpu_s",
         "jobs/s",
         "events/s",
         "peak_MiB",
@@ -254,12 +325,12 @@ pub fn main(child: Option<String>, jobs: u64, nodes: u32, quick: bool) -> Result
         "occ",
         "wait_s"
     );
-    let (j, n) = if quick {
-        (100_000, 16_384)
-    } else {
-        (1_000_000, 16_384)
-    };
-    outln!("{}", row(&in_child("replay_1m_fifo_bestfit", j, n)?));
+    let big = if quick { 100_000 } else { 1_000_000 };
+    outln!("{}", row(&in_child("replay_1m_fifo_bestfit", big, 16_384)?));
+    outln!(
+        "{}",
+        row(&in_child("replay_1m_quota_topology", big, 16_384)?)
+    );
     outln!("growth over jobs (16,384 nodes):");
     let sizes: &[u64] = if quick {
         &[10_000, 100_000]
@@ -272,31 +343,23 @@ pub fn main(child: Option<String>, jobs: u64, nodes: u32, quick: bool) -> Result
             row(&in_child("replay_1m_fifo_bestfit", jobs, 16_384)?)
         );
     }
-    outln!(
-        "growth over nodes ({} jobs):",
-        if quick { 100_000 } else { 1_000_000 }
-    );
+    outln!("growth over nodes ({big} jobs):");
     for nodes in [1_024u32, 16_384, 65_536] {
-        outln!(
-            "{}",
-            row(&in_child(
-                "replay_1m_fifo_bestfit",
-                if quick { 100_000 } else { 1_000_000 },
-                nodes
-            )?)
-        );
+        outln!("{}", row(&in_child("replay_1m_fifo_bestfit", big, nodes)?));
     }
     let sweep_jobs = if quick { 20_000 } else { 100_000 };
-    let t = Instant::now();
-    let one = benchmarks::sweep_8(sweep_jobs, 1);
-    let t1 = t.elapsed().as_secs_f64();
-    let t = Instant::now();
-    let two = benchmarks::sweep_8(sweep_jobs, 2);
-    let t2 = t.elapsed().as_secs_f64();
-    let same = serde_json::to_string(&one)? == serde_json::to_string(&two)?;
+    let one = in_child("sweep_8:1", sweep_jobs, 16_384)?;
+    let two = in_child("sweep_8:2", sweep_jobs, 16_384)?;
+    let same = one.digest.is_some() && one.digest == two.digest;
     outln!(
-        "sweep_8 (8 seeds x {sweep_jobs} jobs): 1 thread {t1:.3} s, 2 threads {t2:.3} s, speed-up {:.2}x, results {}",
-        t1 / t2,
+        "sweep_8 (8 seeds x {sweep_jobs} jobs, a fresh process each): 1 thread {:.3} s wall / {:.2} s cpu, \
+         2 threads {:.3} s wall / {:.2} s cpu ({:.2} cores busy); speed-up {:.2}x wall, results {}",
+        one.wall_s,
+        one.cpu_s,
+        two.wall_s,
+        two.cpu_s,
+        two.cpu_s / two.wall_s,
+        one.wall_s / two.wall_s,
         if same { "byte-identical" } else { "DIFFERENT" }
     );
     outln!(

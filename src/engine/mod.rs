@@ -602,6 +602,8 @@ pub struct Simulation {
     preemption_log: Vec<PreemptionEvent>,
     next_tick: Option<SimTime>,
     backfill: bool,
+    /// The decision list, reused from pass to pass.
+    decisions: Vec<Decision>,
 }
 
 impl Simulation {
@@ -654,6 +656,7 @@ impl Simulation {
             preemption_log: Vec::new(),
             next_tick: None,
             backfill,
+            decisions: Vec::new(),
             cfg,
         };
         for q in sim.cfg.queues.clone() {
@@ -929,10 +932,12 @@ impl Simulation {
                             ),
                         });
                     }
-                    let decisions = self.sched.schedule_at(&mut self.fleet, t);
-                    for d in decisions {
+                    let mut decisions = std::mem::take(&mut self.decisions);
+                    self.sched.schedule_into(&mut self.fleet, t, &mut decisions);
+                    for d in decisions.drain(..) {
                         self.apply(d)?;
                     }
+                    self.decisions = decisions;
                     if self.backfill {
                         for r in self.sched.reservations() {
                             let rec = &mut self.jobs[r.job.index()];

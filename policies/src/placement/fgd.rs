@@ -122,14 +122,30 @@ impl TypicalTasks {
     /// # Panics
     /// If `tasks` is empty or `threshold_pct` is 0 or above 100.
     pub fn build(tasks: impl IntoIterator<Item = TaskSample>, threshold_pct: u32) -> TypicalTasks {
+        TypicalTasks::build_weighted(tasks.into_iter().map(|t| (t, 1)), threshold_pct)
+    }
+
+    /// As [`TypicalTasks::build`], from tasks given with a count each (a sample counted `k`
+    /// times is `k` copies of it in `build`; a count of 0 is no copy): `O(distinct samples)`,
+    /// not `O(tasks)`.
+    ///
+    /// # Panics
+    /// If the counts add up to 0 or `threshold_pct` is 0 or above 100.
+    pub fn build_weighted(
+        tasks: impl IntoIterator<Item = (TaskSample, u64)>,
+        threshold_pct: u32,
+    ) -> TypicalTasks {
         assert!(
             (1..=100).contains(&threshold_pct),
             "threshold_pct must be in 1..=100"
         );
         let mut groups: BTreeMap<(u64, u32, u32, String), (u64, ModelSet)> = BTreeMap::new();
         let mut all = 0u64;
-        for t in tasks {
-            all += 1;
+        for (t, k) in tasks {
+            if k == 0 {
+                continue;
+            }
+            all += k;
             let key = if t.shape.num_gpu == 0 {
                 (t.shape.cpu_milli, 0, 0, String::new())
             } else {
@@ -145,7 +161,7 @@ impl TypicalTasks {
             } else {
                 t.models
             };
-            groups.entry(key).or_insert((0, models)).0 += 1;
+            groups.entry(key).or_insert((0, models)).0 += k;
         }
         assert!(all > 0, "a typical-task table needs at least one task");
         let mut sorted: Vec<_> = groups.into_iter().collect();
@@ -614,6 +630,32 @@ mod tests {
         assert_eq!(t.weight_total(), 96);
         assert_eq!(t.tasks()[0].gpu_milli, 500);
         assert_eq!(TypicalTasks::build(all, 100).tasks().len(), 4);
+    }
+
+    #[test]
+    fn weighted_build_equals_the_expanded_one() {
+        let groups = [
+            (1000, 1, 500, 60),
+            (2000, 0, 0, 30),
+            (1500, 0, 0, 0),
+            (4000, 2, 1000, 6),
+            (1000, 1, 250, 4),
+            (1000, 1, 500, 7),
+        ];
+        for pct in [50, 95, 100] {
+            let expanded: Vec<TaskSample> = groups
+                .iter()
+                .flat_map(|&(cpu, g, m, n)| sample(cpu, g, m, n))
+                .collect();
+            let weighted = groups.iter().map(|&(cpu, g, m, n)| {
+                let one = sample(cpu, g, m, 1).pop().expect("one");
+                (one, n as u64)
+            });
+            assert_eq!(
+                TypicalTasks::build_weighted(weighted, pct),
+                TypicalTasks::build(expanded, pct)
+            );
+        }
     }
 
     #[test]

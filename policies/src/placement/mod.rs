@@ -333,21 +333,19 @@ impl PlaceCtx {
         {
             return;
         }
-        let samples = self.observed.iter().flat_map(|(&(shape, models), &k)| {
-            std::iter::repeat_n(
-                fgd::TaskSample {
-                    shape,
-                    models,
-                    type_key: if models.is_any() {
-                        String::new()
-                    } else {
-                        format!("{:x}", models.0)
-                    },
+        let samples = self.observed.iter().map(|(&(shape, models), &k)| {
+            let sample = fgd::TaskSample {
+                shape,
+                models,
+                type_key: if models.is_any() {
+                    String::new()
+                } else {
+                    format!("{:x}", models.0)
                 },
-                k as usize,
-            )
+            };
+            (sample, k)
         });
-        self.typical = Some(TypicalTasks::build(samples, 95));
+        self.typical = Some(TypicalTasks::build_weighted(samples, 95));
         self.clear_caches();
         self.observed_at_build = self.observed_total;
     }

@@ -88,6 +88,10 @@ impl Placement for TopologyAware {
 
 /// Capacity for `shape` of every group of `level` among the allowed nodes of `cell`, by
 /// group id (ascending).
+///
+/// A task with accelerators fits only a node with at least its total GPU-milli free, so
+/// for one only the capacity index's candidates of the allowed models are visited (the
+/// sums do not depend on the order nodes are visited in); a CPU-only task scans the cell.
 pub fn group_capacities(
     ctx: &PlaceCtx,
     fleet: &FleetState,
@@ -97,14 +101,41 @@ pub fn group_capacities(
     level: Level,
 ) -> BTreeMap<u32, u64> {
     let mut caps = BTreeMap::new();
-    for &n in &fleet.cells()[cell.index()].nodes {
+    // Nodes come mostly in id order, so runs of one group: a run is summed here and added
+    // to the map once.
+    let mut run: Option<(u32, u64)> = None;
+    let mut add = |n| {
         if !ctx.allowed(fleet, n) {
-            continue;
+            return;
         }
         let k = u64::from(fleet.tasks_fit_now(n, shape, models));
-        if k > 0 {
-            *caps.entry(fleet.level_id(n, level)).or_insert(0u64) += k;
+        if k == 0 {
+            return;
         }
+        let g = fleet.level_id(n, level);
+        match &mut run {
+            Some((rg, rk)) if *rg == g => *rk += k,
+            _ => {
+                if let Some((rg, rk)) = run.replace((g, k)) {
+                    *caps.entry(rg).or_insert(0u64) += rk;
+                }
+            }
+        }
+    };
+    match u32::try_from(shape.total_gpu_milli()) {
+        Ok(need) if shape.num_gpu > 0 => {
+            for m in fleet.cell_models(cell).filter(|&m| models.allows(m)) {
+                fleet.gpu_candidates(cell, m, need).for_each(&mut add);
+            }
+        }
+        _ => fleet.cells()[cell.index()]
+            .nodes
+            .iter()
+            .copied()
+            .for_each(&mut add),
+    }
+    if let Some((g, k)) = run {
+        *caps.entry(g).or_insert(0u64) += k;
     }
     caps
 }
