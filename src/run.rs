@@ -149,6 +149,9 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
         node_changes: Vec::new(),
         record_preemptions: false,
         node_events: Vec::new(),
+        startup: None,
+        model_speed_permille: Vec::new(),
+        reliability: false,
     };
     (policies, cfg)
 }
@@ -180,6 +183,19 @@ pub fn run_scenario(
     let (policies, mut cfg) = engine_config(loaded);
     let ext = crate::scenario::policies::extensions(loaded, &state)?;
     cfg.node_changes = crate::scenario::policies::node_changes(loaded, &state)?;
+    // Failures and maintenance (seeded per node: the workload's streams are untouched).
+    let timeline = crate::reliability::timeline(loaded, &state, seed, &opts.trace_dir)?;
+    cfg.node_changes.extend(timeline.iter().map(|e| e.change));
+    cfg.startup = crate::reliability::startup_model(loaded);
+    cfg.model_speed_permille = crate::reliability::model_speeds(loaded, &state)?;
+    cfg.reliability = loaded.scenario.failures.is_some()
+        || cfg.startup.is_some()
+        || !cfg.model_speed_permille.is_empty();
+    let timeline_csv = loaded
+        .scenario
+        .failures
+        .is_some()
+        .then(|| crate::reliability::timeline_csv(&timeline, &state));
     let mut stream = open_workload(loaded, &opts.trace_dir, seed)?;
     cfg.node_events = node_events;
     let cells: Vec<String> = state.cells().iter().map(|c| c.name.clone()).collect();
@@ -250,6 +266,15 @@ pub fn run_scenario(
     if !loaded.scenario.transforms.is_empty() {
         summary.transforms = Some(loaded.scenario.transforms.echo());
     }
+    if let Some(r) = &result.reliability {
+        summary.reliability = Some(crate::reliability::summary(
+            r,
+            &timeline,
+            result.counts.failures,
+            &cells,
+            &models_for_series,
+        ));
+    }
     if let Some(dir) = &opts.out_dir {
         let path = dir.join("timeseries.csv");
         let tenants: Vec<String> = result.tenants.iter().map(|t| t.name.clone()).collect();
@@ -261,6 +286,10 @@ pub fn run_scenario(
             &result.occupancy,
         )
         .map_err(io_err(&path))?;
+        if let Some(text) = &timeline_csv {
+            let path = dir.join("failures.csv");
+            crate::report::atomic::write_atomic(&path, text.as_bytes()).map_err(io_err(&path))?;
+        }
         let path = dir.join("summary.json");
         let mut text = serde_json::to_string_pretty(&summary).expect("summary serializes");
         text.push('\n');

@@ -72,6 +72,10 @@ pub struct Summary {
     /// The scenario's `[transforms]` table as declared (absent when there is none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transforms: Option<serde_json::Value>,
+    /// Goodput, lost work, failures and recovery (present only with `[failures]` or
+    /// `[startup]`; see [`crate::reliability`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reliability: Option<crate::reliability::ReliabilitySummary>,
 }
 
 /// Topology metrics (DESIGN §6).
@@ -370,6 +374,7 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
         fairness: fair,
         tenants,
         transforms: None,
+        reliability: None,
     }
 }
 

@@ -49,6 +49,16 @@ pub struct Scenario {
     /// Node failures and repairs at given times.
     #[serde(default)]
     pub node_events: Vec<NodeEventSpec>,
+    /// Failures and maintenance (see [`crate::reliability`]); none when absent.
+    #[serde(default)]
+    pub failures: Option<crate::reliability::FailuresSpec>,
+    /// Relative speeds of accelerator models (see [`crate::reliability::PlatformSpec`]);
+    /// every model at reference speed when absent.
+    #[serde(default)]
+    pub platform: Option<crate::reliability::PlatformSpec>,
+    /// Per-run startup latency (see [`crate::reliability`]); none when absent.
+    #[serde(default)]
+    pub startup: Option<crate::reliability::StartupSpec>,
     /// Kueue manifests whose LocalQueues become queues (explicit `[[queues]]` win by name).
     #[serde(default)]
     pub kueue: Option<KueueSpec>,

@@ -13,6 +13,7 @@ mod peer_fgd;
 mod placement_props;
 mod policy_props;
 mod real_traces;
+mod reliability;
 mod snapshots;
 mod studies;
 mod support;
