@@ -152,6 +152,7 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
         startup: None,
         model_speed_permille: Vec::new(),
         reliability: false,
+        dispatch_latency: SimDuration(p.dispatch_latency_s.map_or(0, secs_to_ms)),
     };
     (policies, cfg)
 }
@@ -173,6 +174,20 @@ pub fn run_scenario(
     progress: &mut dyn FnMut(u64, SimTime),
 ) -> Result<RunOutput, RunError> {
     let seed = opts.seed.unwrap_or(loaded.scenario.seed);
+    // Quota flexibility off: every queue only within its own nominal quota (no cohorts).
+    let own_quota_only;
+    let loaded = match &loaded.scenario.flexibility {
+        Some(f) if !f.quota => {
+            let mut l = loaded.clone();
+            l.scenario.cohorts.clear();
+            for q in &mut l.scenario.queues {
+                q.cohort = None;
+            }
+            own_quota_only = l;
+            &own_quota_only
+        }
+        _ => loaded,
+    };
     let crate::whatif::fleet::TransformedFleet {
         built: BuiltFleet {
             state,
@@ -190,13 +205,25 @@ pub fn run_scenario(
     cfg.model_speed_permille = crate::reliability::model_speeds(loaded, &state)?;
     cfg.reliability = loaded.scenario.failures.is_some()
         || cfg.startup.is_some()
-        || !cfg.model_speed_permille.is_empty();
+        || !cfg.model_speed_permille.is_empty()
+        || loaded.scenario.flexibility.is_some();
     let timeline_csv = loaded
         .scenario
         .failures
         .is_some()
         .then(|| crate::reliability::timeline_csv(&timeline, &state));
     let mut stream = open_workload(loaded, &opts.trace_dir, seed)?;
+    if let Some(f) = &loaded.scenario.flexibility {
+        stream = Box::new(
+            crate::reliability::flexibility::FlexibleStream::new(stream, f, &state).map_err(
+                |(field, message)| crate::scenario::ScenarioError::Invalid {
+                    origin: loaded.origin.clone(),
+                    field,
+                    message,
+                },
+            )?,
+        );
+    }
     cfg.node_events = node_events;
     let cells: Vec<String> = state.cells().iter().map(|c| c.name.clone()).collect();
     let models_for_series: Vec<String> = state.models().to_vec();

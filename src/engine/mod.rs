@@ -118,6 +118,10 @@ pub struct EngineConfig {
     /// Keep the goodput account ([`reliability::ReliabilityStats`] in
     /// [`RunResult::reliability`]); off by default.
     pub reliability: bool,
+    /// Dispatch latency of the global level (Kueue MultiKueue's manager → worker cluster): a
+    /// job enters the queues this long after its submission (its wait counts from submit);
+    /// zero by default.
+    pub dispatch_latency: SimDuration,
 }
 
 /// A scheduled change of node availability.
@@ -515,6 +519,9 @@ struct Restarts {
     allocated_gpu_milli_ms: u64,
     /// When it was last lost to a node failure, until it restarts (time to recovery).
     lost_at: Option<SimTime>,
+    /// Its home cell (the first of the cells its trace row allows, when it allows several;
+    /// kept only with the goodput account): a first start elsewhere is a cross-cell dispatch.
+    home_cell: Option<CellId>,
 }
 
 /// Where a job in flight is.
@@ -619,6 +626,9 @@ pub struct Simulation {
     backfill: bool,
     /// The goodput account (kept only with [`EngineConfig::reliability`]).
     rel: reliability::ReliabilityStats,
+    /// Jobs waiting out the dispatch latency ([`EngineConfig::dispatch_latency`]) in
+    /// `awaiting_replay`, to be queued (not force-started) when it ends.
+    dispatching: BTreeSet<JobId>,
 }
 
 impl Simulation {
@@ -674,6 +684,7 @@ impl Simulation {
             next_tick: None,
             backfill,
             rel: reliability::ReliabilityStats::default(),
+            dispatching: BTreeSet::new(),
             cfg,
         };
         for q in sim.cfg.queues.clone() {
@@ -1087,6 +1098,20 @@ impl Simulation {
         if !spec.cells.is_empty() && cells.is_empty() {
             return self.reject(id, RejectReason::NoAllowedCell, sink);
         }
+        if self.cfg.reliability && cells.len() > 1 {
+            let home = self
+                .fleet
+                .cells()
+                .iter()
+                .position(|x| x.name == spec.cells[0])
+                .map(|i| CellId(i as u16));
+            if home.is_some() {
+                self.jobs[id.index()]
+                    .extra
+                    .get_or_insert_with(Box::default)
+                    .home_cell = home;
+            }
+        }
         let job = PendingJob {
             id,
             tenant,
@@ -1115,9 +1140,17 @@ impl Simulation {
         if spec.recorded == RecordedKind::PreExisting {
             self.counts.pre_existing += 1;
         }
+        let forced_at = match forced_at {
+            None if self.cfg.dispatch_latency > SimDuration::ZERO => {
+                self.dispatching.insert(id);
+                Some(t + self.cfg.dispatch_latency)
+            }
+            f => f,
+        };
         match forced_at {
             Some(at) => {
                 if let Err(reason) = self.sched.check_resolvable(&self.fleet, &job) {
+                    self.dispatching.remove(&id);
                     return self.reject(id, reason, sink);
                 }
                 self.awaiting_replay.insert(id, job);
@@ -1139,6 +1172,18 @@ impl Simulation {
                 message: format!("recorded start of job {id} that is not awaiting one"),
             });
         };
+        if self.dispatching.remove(&id) {
+            // Dispatched: it joins the queues now, like a submission.
+            self.jobs[id.index()].state = JobState::Pending;
+            self.sched
+                .submit_at(&mut self.fleet, job, self.now)
+                .map_err(|r| EngineError::Invariant {
+                    time: self.now,
+                    message: format!("job {id} resolvable at submit became unresolvable: {r}"),
+                })?;
+            self.dirty = true;
+            return Ok(());
+        }
         match self.sched.place_now(&mut self.fleet, &job) {
             Some(d) => self.apply(d),
             None => {

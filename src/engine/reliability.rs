@@ -204,6 +204,15 @@ impl Simulation {
             .map_or(self.fleet.models().len(), |m| m.0 as usize);
         let (cells, models) = (self.fleet.cells().len(), self.fleet.models().len() + 1);
         let rec = &mut self.jobs[id.index()];
+        if first
+            && rec
+                .extra
+                .as_ref()
+                .and_then(|x| x.home_cell)
+                .is_some_and(|h| rec.cell != Some(h))
+        {
+            self.rel.cross_cell_dispatches += 1;
+        }
         if let Some(t) = rec.extra.as_mut().and_then(|x| x.lost_at.take()) {
             self.rel.recoveries += 1;
             self.rel.recovery_ms += u128::from(since(now, t));

@@ -44,6 +44,8 @@
 //! naming an unknown node, an unknown event or a bad number is an error naming the file,
 //! line and column).
 
+pub mod flexibility;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -279,6 +281,7 @@ fn invalid(loaded: &Loaded, field: &str, message: String) -> ScenarioError {
 pub fn startup_model(loaded: &Loaded) -> Option<StartupModel> {
     let s = &loaded.scenario;
     let restart = s.failures.as_ref().map_or(0.0, |f| f.restart_overhead_s);
+    // (`[flexibility]` alone keeps the account on through `reliability` in run.rs.)
     if s.startup.is_none() && restart == 0.0 {
         return None;
     }
@@ -314,6 +317,9 @@ pub fn validate(s: &crate::scenario::Scenario, origin: &str) -> Result<(), Scena
             Err(bad(field, "must be a number > 0".into()))
         }
     };
+    if let Some(d) = s.policy.dispatch_latency_s {
+        nonneg("policy.dispatch_latency_s", d)?;
+    }
     if let Some(st) = &s.startup {
         nonneg("startup.base_s", st.base_s)?;
         nonneg("startup.per_doubling_s", st.per_doubling_s)?;
@@ -749,6 +755,9 @@ pub struct ReliabilitySummary {
     pub failures_survived_per_job_mean: Option<f64>,
     /// Failures survived by one completed job: most.
     pub failures_survived_per_job_max: u32,
+    /// Jobs whose first start was in a cell other than their home cell (the first cell their
+    /// row allows, with spatial flexibility on).
+    pub cross_cell_dispatches: u64,
     /// Mean wait of measured jobs by the cell of their first start, s.
     pub wait_s_mean_by_cell: BTreeMap<String, Option<f64>>,
     /// Mean wait of measured jobs by the accelerator model of their first start, s
@@ -797,6 +806,7 @@ pub fn summary(
         failures_survived_per_job_mean: (r.completed > 0)
             .then(|| r.failures_survived as f64 / r.completed as f64),
         failures_survived_per_job_max: r.max_failures_survived,
+        cross_cell_dispatches: r.cross_cell_dispatches,
         wait_s_mean_by_cell: cells
             .iter()
             .enumerate()

@@ -9,6 +9,7 @@ mod fuzz_stable;
 mod hand_computed;
 mod inflation;
 mod invariants;
+mod multicell;
 mod peer_fgd;
 mod placement_props;
 mod policy_props;
