@@ -111,6 +111,12 @@ impl CellSelect for BestFitCell {
 /// flavor of its queue covers; least loaded first within each class, ties to the lower id
 /// (MultiKueue dispatch to the worker cluster whose ClusterQueue has the quota). Without a
 /// quota tree, or for a queue outside it, it is [`LeastLoaded`].
+///
+/// In a scheduling pass the flavor is assigned before the cell (Kueue order), which already
+/// narrows the job to the models of a flavor with room (`flavor_fungibility =
+/// "try-next-flavor"` prefers one within nominal quota); the classes then separate cells only
+/// where a flavor spans several models. Outside passes ([`crate::Scheduler::place_now`]:
+/// replayed and pre-existing starts) the flavor follows the cell, and the order decides it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct QuotaAware;
 
