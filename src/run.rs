@@ -101,6 +101,48 @@ fn open_untransformed(
     Ok(crate::workload::open_trace(t.format, &path, t.sort)?)
 }
 
+/// A job stream with its first item read ahead (the default origin of generated failures).
+struct Peeked {
+    first: Option<Result<crate::workload::JobSpec, TraceError>>,
+    rest: Box<dyn JobStream>,
+}
+
+impl Peeked {
+    fn new(mut rest: Box<dyn JobStream>) -> Peeked {
+        Peeked {
+            first: rest.next(),
+            rest,
+        }
+    }
+
+    /// The first job's submit time (`None`: empty stream or a read error, which the run
+    /// reports when it reads it).
+    fn first_submit(&self) -> Option<SimTime> {
+        match &self.first {
+            Some(Ok(j)) => Some(j.submit),
+            _ => None,
+        }
+    }
+}
+
+impl Iterator for Peeked {
+    type Item = Result<crate::workload::JobSpec, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.first.take().or_else(|| self.rest.next())
+    }
+}
+
+impl JobStream for Peeked {
+    fn skipped(&self) -> crate::workload::Skipped {
+        self.rest.skipped()
+    }
+
+    fn notes(&self) -> crate::workload::Skipped {
+        self.rest.notes()
+    }
+}
+
 /// The engine settings a scenario asks for.
 pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
     let s = &loaded.scenario;
@@ -198,8 +240,20 @@ pub fn run_scenario(
     let (policies, mut cfg) = engine_config(loaded);
     let ext = crate::scenario::policies::extensions(loaded, &state)?;
     cfg.node_changes = crate::scenario::policies::node_changes(loaded, &state)?;
-    // Failures and maintenance (seeded per node: the workload's streams are untouched).
-    let timeline = crate::reliability::timeline(loaded, &state, seed, &opts.trace_dir)?;
+    let mut stream = open_workload(loaded, &opts.trace_dir, seed)?;
+    // Failures and maintenance (seeded per node: the workload's streams are untouched),
+    // generated from the first job's submit time unless `failures.start_s` says otherwise.
+    let first_submit = match &loaded.scenario.failures {
+        Some(f) if f.start_s.is_none() && f.timeline.is_none() => {
+            let peeked = Peeked::new(stream);
+            let first = peeked.first_submit();
+            stream = Box::new(peeked);
+            first
+        }
+        _ => None,
+    };
+    let timeline =
+        crate::reliability::timeline(loaded, &state, seed, &opts.trace_dir, first_submit)?;
     cfg.node_changes.extend(timeline.iter().map(|e| e.change));
     cfg.startup = crate::reliability::startup_model(loaded);
     cfg.model_speed_permille = crate::reliability::model_speeds(loaded, &state)?;
@@ -212,7 +266,6 @@ pub fn run_scenario(
         .failures
         .is_some()
         .then(|| crate::reliability::timeline_csv(&timeline, &state));
-    let mut stream = open_workload(loaded, &opts.trace_dir, seed)?;
     if let Some(f) = &loaded.scenario.flexibility {
         stream = Box::new(
             crate::reliability::flexibility::FlexibleStream::new(stream, f, &state).map_err(

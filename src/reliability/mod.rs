@@ -12,7 +12,8 @@
 //! correlated = [{ level = "block", mtbf_h = 50000 }]   # a whole block (rack row, PDU) at once
 //! grace_s = 30                    # termination grace of jobs on a failed node
 //! restart_overhead_s = 300        # every restart (checkpoint reload), on top of startup
-//! until_s = 7776000               # generate over [0, until_s) (default: metrics.horizon_s)
+//! # start_s = 0                   # generate from start_s (default: the first job's submit time)
+//! until_s = 7776000               # generate over [start_s, until_s) (default: metrics.horizon_s)
 //! # timeline = { path = "failures.csv" }   # replay a timeline file instead of generating
 //!
 //! [[failures.maintenance]]        # scheduled drain: no new work from at_s; jobs still
@@ -23,6 +24,14 @@
 //! ```
 //!
 //! # Generation (seeded, per component)
+//! Failures are generated over `[start_s, until_s)`, both absolute simulated times like a job's
+//! submit time. `start_s` defaults to the submit time of the workload's first job (after
+//! `[transforms]`), the same origin as `metrics.warmup_s`, so a trace whose window begins late
+//! (Philly's starts 26 days into its clock) has its failures where its jobs are rather than
+//! before the first arrival; an empty workload starts at 0. Every renewal process (node and
+//! correlated group) starts afresh at `start_s` (its first failure one exponential gap after
+//! it). Scheduled maintenance is at its own absolute `at_s` and is not shifted.
+//!
 //! Each node draws from its own RNG stream `failures.node.<node name>` (of the run's seed),
 //! each correlated group from `failures.<level>.<group id>`: times between failures are
 //! exponential with the model's MTBF (a node's own failures restart their clock at repair:
@@ -151,7 +160,11 @@ pub struct FailuresSpec {
     /// Added to every restart of a job (reloading its checkpoint), seconds.
     #[serde(default)]
     pub restart_overhead_s: f64,
-    /// Generate failures over `[0, until_s)`, seconds (default `metrics.horizon_s`).
+    /// Generate failures from this simulated time on, seconds (default: the submit time of
+    /// the workload's first job, 0 for an empty workload; see the module docs).
+    #[serde(default)]
+    pub start_s: Option<f64>,
+    /// Generate failures over `[start_s, until_s)`, seconds (default `metrics.horizon_s`).
     #[serde(default)]
     pub until_s: Option<f64>,
     /// Replay this timeline file (the `failures.csv` of an earlier run) instead of generating
@@ -340,6 +353,9 @@ pub fn validate(s: &crate::scenario::Scenario, origin: &str) -> Result<(), Scena
     if let Some(u) = f.until_s {
         nonneg("failures.until_s", u)?;
     }
+    if let Some(v) = f.start_s {
+        nonneg("failures.start_s", v)?;
+    }
     for (i, m) in f.maintenance.iter().enumerate() {
         nonneg(&format!("failures.maintenance[{i}].at_s"), m.at_s)?;
         nonneg(
@@ -367,7 +383,7 @@ pub fn validate(s: &crate::scenario::Scenario, origin: &str) -> Result<(), Scena
     if f.timeline.is_none() && generates && f.until_s.or(s.metrics.horizon_s).is_none() {
         return Err(bad(
             "failures.until_s",
-            "failures are generated over [0, until_s): give `until_s` or `metrics.horizon_s`"
+            "failures are generated over [start_s, until_s): give `until_s` or `metrics.horizon_s`"
                 .into(),
         ));
     }
@@ -387,16 +403,16 @@ fn draw_repair(r: &RepairSpec, rng: &mut crate::rng::Rng) -> u64 {
     secs_to_ms(s).max(1)
 }
 
-/// Failure intervals of one renewal process over `[0, until)`.
+/// Failure intervals of one renewal process over `[start, until)`.
 fn renewal(
     mtbf_h: f64,
     repair: &RepairSpec,
-    until: SimTime,
+    (start, until): (SimTime, SimTime),
     rng: &mut crate::rng::Rng,
     out: &mut Vec<(SimTime, SimTime)>,
 ) {
     let exp = Exp::new(1.0 / (mtbf_h * 3600.0)).expect("mtbf > 0");
-    let mut t = 0u64;
+    let mut t = start.0;
     loop {
         let gap = secs_to_ms(exp.sample(rng)).max(1);
         t = t.saturating_add(gap);
@@ -410,7 +426,9 @@ fn renewal(
 }
 
 /// The timeline of a scenario on its built fleet: generated from `[failures]` (seeded by
-/// `seed`) or read from its `timeline` file. Empty without `[failures]`.
+/// `seed`) or read from its `timeline` file. Empty without `[failures]`. `first_submit` is
+/// the workload's first submit time (the default of `failures.start_s`; `None`: empty
+/// workload, origin 0).
 ///
 /// # Errors
 /// [`ScenarioError::Invalid`] naming the field (an unknown cell or node) or the timeline
@@ -420,6 +438,7 @@ pub fn timeline(
     fleet: &FleetState,
     seed: u64,
     trace_dir: &TraceDir,
+    first_submit: Option<SimTime>,
 ) -> Result<Vec<TimelineEvent>, ScenarioError> {
     let s = &loaded.scenario;
     let Some(f) = &s.failures else {
@@ -436,6 +455,11 @@ pub fn timeline(
         return read_timeline(&path, fleet);
     }
     let until = SimTime(secs_to_ms(f.until_s.or(s.metrics.horizon_s).unwrap_or(0.0)));
+    let start = match f.start_s {
+        Some(v) => SimTime(secs_to_ms(v)),
+        None => first_submit.unwrap_or(SimTime::ZERO),
+    };
+    let span = (start, until);
     let mut downs: Vec<Vec<Down>> = vec![Vec::new(); fleet.nodes().len()];
     let mut iv = Vec::new();
     for (i, n) in fleet.nodes().iter().enumerate() {
@@ -447,7 +471,7 @@ pub fn timeline(
         let name = fleet.node_name(NodeId(i as u32));
         let mut rng = crate::rng::stream(seed, &format!("failures.node.{name}"));
         iv.clear();
-        renewal(mtbf, &f.repair, until, &mut rng, &mut iv);
+        renewal(mtbf, &f.repair, span, &mut rng, &mut iv);
         downs[i].extend(iv.iter().map(|&(a, b)| Down {
             start: a,
             evict: None,
@@ -468,7 +492,7 @@ pub fn timeline(
         for (g, nodes) in groups {
             let mut rng = crate::rng::stream(seed, &format!("failures.{lname}.{g}"));
             iv.clear();
-            renewal(c.mtbf_h, &f.repair, until, &mut rng, &mut iv);
+            renewal(c.mtbf_h, &f.repair, span, &mut rng, &mut iv);
             for &(a, b) in &iv {
                 for &n in &nodes {
                     downs[n].push(Down {

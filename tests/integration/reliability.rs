@@ -345,3 +345,49 @@ proptest! {
             "occupancy integral {} vs account {}", out.summary.allocated_gpu_s, rel.allocated_gpu_s);
     }
 }
+
+/// Generated failures start at the workload's first submit time (`failures.start_s`'s
+/// default), not at 0: with a trace whose only job arrives at 100,000 s, every renewal
+/// process starts there, so the timeline is exactly the `start_s = 0` one shifted by
+/// 100,000 s (same streams, same gaps; fixed repair, `until_s` shifted too), and equals
+/// the one with an explicit `start_s = 100000`.
+#[test]
+fn generated_failures_start_at_the_first_submit() {
+    let jobs = "id,submit_s,tenant,num_gpu,runtime_s\nJ,100000,T,8,600\n".to_string();
+    let scen = |extra: &str| {
+        format!(
+            "name = \"origin\"\n{}[failures]\nmtbf_h = {{ H100 = 10 }}\nrepair = {{ distribution = \"fixed\", mean_s = 600 }}\n{extra}",
+            fleet(&["n1", "n2"], "H100")
+        )
+    };
+    let timeline = |all: &str| -> Vec<(u64, String)> {
+        all.split("\n\n")
+            .next()
+            .unwrap()
+            .lines()
+            .skip(1)
+            .map(|l| {
+                let (t, rest) = l.split_once(',').unwrap();
+                (t.parse().unwrap(), rest.to_string())
+            })
+            .collect()
+    };
+    let files = [("jobs.csv", jobs)];
+    let (_a, from0) = run_dir(&scen("start_s = 0\nuntil_s = 200000\n"), &files, 3);
+    let (_b, default) = run_dir(&scen("until_s = 300000\n"), &files, 3);
+    let (_c, explicit) = run_dir(&scen("start_s = 100000\nuntil_s = 300000\n"), &files, 3);
+    let (from0, default, explicit) = (timeline(&from0), timeline(&default), timeline(&explicit));
+    // MTBF 10 h on 2 nodes over 200,000 s: about 11 failures expected.
+    assert!(
+        from0.iter().filter(|e| e.1.contains(",fail,")).count() >= 3,
+        "{from0:?}"
+    );
+    assert!(from0.iter().any(|e| e.0 < 100_000_000), "{from0:?}");
+    let shifted: Vec<(u64, String)> = from0
+        .iter()
+        .map(|(t, r)| (t + 100_000_000, r.clone()))
+        .collect();
+    assert_eq!(default, shifted);
+    assert_eq!(explicit, default);
+    assert!(default.iter().all(|e| e.0 > 100_000_000));
+}
