@@ -413,7 +413,9 @@ pub struct Counts {
     pub rejected_by_reason: BTreeMap<String, u64>,
     /// Jobs that never started inside the window.
     pub censored: u64,
-    /// Censored jobs by the reason they were pending at the end.
+    /// Censored jobs by the reason they were pending at the end: a [`PendingReason`], or
+    /// `dispatching` (submitted but still inside `policy.dispatch_latency_s`, not yet in the
+    /// queues) or `recorded_start_after_horizon` (replay: awaiting a recorded start).
     pub censored_by_reason: BTreeMap<String, u64>,
     /// Started jobs still running (or terminating) when the run stopped.
     pub running_at_end: u64,
@@ -1594,7 +1596,13 @@ impl Simulation {
             emit(sink, || self.row(id, FinalState::RequeuedAtEnd, None, r))?;
         }
         for &(id, reason) in &censored {
-            let r = reason.map_or("recorded_start_after_horizon", |r| r.as_str());
+            // Not in the queues: still inside the dispatch latency (`dispatching`), or
+            // awaiting a recorded (replay or pre-existing) start after the horizon.
+            let r = match reason {
+                Some(r) => r.as_str(),
+                None if self.dispatching.contains(&id) => "dispatching",
+                None => "recorded_start_after_horizon",
+            };
             self.counts.censored += 1;
             *self
                 .counts

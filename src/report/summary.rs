@@ -221,7 +221,9 @@ pub struct Jobs {
     pub requeued_at_end: u64,
     /// Refusals by reason.
     pub rejected_by_reason: BTreeMap<String, u64>,
-    /// Censored jobs by the reason they waited at the end.
+    /// Censored jobs by the reason they waited at the end (`dispatching`: still inside
+    /// `policy.dispatch_latency_s`; `recorded_start_after_horizon`: replay, awaiting a
+    /// recorded start; otherwise a pending reason).
     pub censored_by_reason: BTreeMap<String, u64>,
     /// Trace rows skipped by the format's convention, by reason.
     pub skipped_rows: BTreeMap<String, u64>,

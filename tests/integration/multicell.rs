@@ -148,3 +148,45 @@ quota = {quota}
     let on = run(&scenario(true), &[("jobs.csv", jobs)]);
     assert_eq!(span(&on, "J2"), (Some(0), Some(100)));
 }
+
+/// A job still inside the dispatch latency when the run stops at its horizon was submitted
+/// but never reached the queues: it is censored as `dispatching`, not as a replayed job
+/// awaiting its recorded start. One 8-GPU node, latency 10 s, horizon 100 s: J1 (submit 0)
+/// joins at 10 and runs 10–60; J2 (submit 95) would join at 105 > 100; J3 (submit 52, 8
+/// GPUs, joins at 62) runs 62–562; J4 (submit 55) joins at 65 and waits for
+/// J3 in the queue: censored with a pending reason.
+#[test]
+fn job_inside_dispatch_latency_at_horizon_is_censored_as_dispatching() {
+    let scenario = r#"
+name = "dispatch-horizon"
+[[fleet.cells]]
+name = "c"
+[[fleet.cells.nodes]]
+names = ["n1"]
+accelerator = "H100"
+gpus = 8
+[workload]
+trace = { format = "native", path = "jobs.csv" }
+[policy]
+dispatch_latency_s = 10
+[metrics]
+horizon_s = 100
+"#;
+    let jobs = "id,submit_s,tenant,num_gpu,runtime_s\nJ1,0,T,8,50\nJ3,52,T,8,500\nJ4,55,T,8,10\nJ2,95,T,8,10\n";
+    let out = run(scenario, &[("jobs.csv", jobs)]);
+    assert_eq!(span(&out, "J1"), (Some(10), Some(60)));
+    assert_eq!(span(&out, "J3").0, Some(62));
+    let j2 = job(&out, "J2");
+    assert_eq!(j2.state, fleetsim::engine::FinalState::Censored);
+    assert_eq!(j2.reason.as_deref(), Some("dispatching"));
+    let j4 = job(&out, "J4");
+    assert_eq!(j4.state, fleetsim::engine::FinalState::Censored);
+    assert_ne!(j4.reason.as_deref(), Some("dispatching"));
+    let c = &out.summary.jobs;
+    assert_eq!(c.censored, 2);
+    assert_eq!(c.censored_by_reason.get("dispatching"), Some(&1));
+    assert_eq!(
+        c.censored_by_reason.get("recorded_start_after_horizon"),
+        None
+    );
+}
