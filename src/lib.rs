@@ -19,6 +19,7 @@ pub mod compare;
 pub mod engine;
 pub mod inflation;
 pub mod metrics;
+pub mod reliability;
 pub mod report;
 pub mod run;
 pub mod scenario;

@@ -101,6 +101,48 @@ fn open_untransformed(
     Ok(crate::workload::open_trace(t.format, &path, t.sort)?)
 }
 
+/// A job stream with its first item read ahead (the default origin of generated failures).
+struct Peeked {
+    first: Option<Result<crate::workload::JobSpec, TraceError>>,
+    rest: Box<dyn JobStream>,
+}
+
+impl Peeked {
+    fn new(mut rest: Box<dyn JobStream>) -> Peeked {
+        Peeked {
+            first: rest.next(),
+            rest,
+        }
+    }
+
+    /// The first job's submit time (`None`: empty stream or a read error, which the run
+    /// reports when it reads it).
+    fn first_submit(&self) -> Option<SimTime> {
+        match &self.first {
+            Some(Ok(j)) => Some(j.submit),
+            _ => None,
+        }
+    }
+}
+
+impl Iterator for Peeked {
+    type Item = Result<crate::workload::JobSpec, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.first.take().or_else(|| self.rest.next())
+    }
+}
+
+impl JobStream for Peeked {
+    fn skipped(&self) -> crate::workload::Skipped {
+        self.rest.skipped()
+    }
+
+    fn notes(&self) -> crate::workload::Skipped {
+        self.rest.notes()
+    }
+}
+
 /// The engine settings a scenario asks for.
 pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
     let s = &loaded.scenario;
@@ -150,6 +192,10 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
         node_changes: Vec::new(),
         record_preemptions: false,
         node_events: Vec::new(),
+        startup: None,
+        model_speed_permille: Vec::new(),
+        reliability: false,
+        dispatch_latency: SimDuration(p.dispatch_latency_s.map_or(0, secs_to_ms)),
     };
     (policies, cfg)
 }
@@ -171,6 +217,20 @@ pub fn run_scenario(
     progress: &mut dyn FnMut(u64, SimTime),
 ) -> Result<RunOutput, RunError> {
     let seed = opts.seed.unwrap_or(loaded.scenario.seed);
+    // Quota flexibility off: every queue only within its own nominal quota (no cohorts).
+    let own_quota_only;
+    let loaded = match &loaded.scenario.flexibility {
+        Some(f) if !f.quota => {
+            let mut l = loaded.clone();
+            l.scenario.cohorts.clear();
+            for q in &mut l.scenario.queues {
+                q.cohort = None;
+            }
+            own_quota_only = l;
+            &own_quota_only
+        }
+        _ => loaded,
+    };
     let crate::whatif::fleet::TransformedFleet {
         built: BuiltFleet {
             state,
@@ -182,6 +242,42 @@ pub fn run_scenario(
     let ext = crate::scenario::policies::extensions(loaded, &state)?;
     cfg.node_changes = crate::scenario::policies::node_changes(loaded, &state)?;
     let mut stream = open_workload(loaded, &opts.trace_dir, seed)?;
+    // Failures and maintenance (seeded per node: the workload's streams are untouched),
+    // generated from the first job's submit time unless `failures.start_s` says otherwise.
+    let first_submit = match &loaded.scenario.failures {
+        Some(f) if f.start_s.is_none() && f.timeline.is_none() => {
+            let peeked = Peeked::new(stream);
+            let first = peeked.first_submit();
+            stream = Box::new(peeked);
+            first
+        }
+        _ => None,
+    };
+    let timeline =
+        crate::reliability::timeline(loaded, &state, seed, &opts.trace_dir, first_submit)?;
+    cfg.node_changes.extend(timeline.iter().map(|e| e.change));
+    cfg.startup = crate::reliability::startup_model(loaded);
+    cfg.model_speed_permille = crate::reliability::model_speeds(loaded, &state)?;
+    cfg.reliability = loaded.scenario.failures.is_some()
+        || cfg.startup.is_some()
+        || !cfg.model_speed_permille.is_empty()
+        || loaded.scenario.flexibility.is_some();
+    let timeline_csv = loaded
+        .scenario
+        .failures
+        .is_some()
+        .then(|| crate::reliability::timeline_csv(&timeline, &state));
+    if let Some(f) = &loaded.scenario.flexibility {
+        stream = Box::new(
+            crate::reliability::flexibility::FlexibleStream::new(stream, f, &state).map_err(
+                |(field, message)| crate::scenario::ScenarioError::Invalid {
+                    origin: loaded.origin.clone(),
+                    field,
+                    message,
+                },
+            )?,
+        );
+    }
     cfg.node_events = node_events;
     let cells: Vec<String> = state.cells().iter().map(|c| c.name.clone()).collect();
     let models_for_series: Vec<String> = state.models().to_vec();
@@ -251,6 +347,15 @@ pub fn run_scenario(
     if !loaded.scenario.transforms.is_empty() {
         summary.transforms = Some(loaded.scenario.transforms.echo());
     }
+    if let Some(r) = &result.reliability {
+        summary.reliability = Some(crate::reliability::summary(
+            r,
+            &timeline,
+            result.counts.failures,
+            &cells,
+            &models_for_series,
+        ));
+    }
     if let Some(dir) = &opts.out_dir {
         let path = dir.join("timeseries.csv");
         let tenants: Vec<String> = result.tenants.iter().map(|t| t.name.clone()).collect();
@@ -262,6 +367,10 @@ pub fn run_scenario(
             &result.occupancy,
         )
         .map_err(io_err(&path))?;
+        if let Some(text) = &timeline_csv {
+            let path = dir.join("failures.csv");
+            crate::report::atomic::write_atomic(&path, text.as_bytes()).map_err(io_err(&path))?;
+        }
         let path = dir.join("summary.json");
         let mut text = serde_json::to_string_pretty(&summary).expect("summary serializes");
         text.push('\n');

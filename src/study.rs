@@ -115,9 +115,51 @@ pub const METRICS: &[Metric] = &[
     },
 ];
 
-/// The direction of a metric, when it is one of [`METRICS`].
+/// Goodput and failure metrics (`summary.json` → `reliability`, present only with
+/// `[failures]`, `[startup]`, `[platform]` or `[flexibility]`): `fleetsim compare` reports them
+/// after [`METRICS`] when every run has them.
+pub const RELIABILITY_METRICS: &[Metric] = &[
+    Metric {
+        name: "reliability.goodput",
+        better: Better::Higher,
+    },
+    Metric {
+        name: "reliability.goodput_gpu_s",
+        better: Better::Higher,
+    },
+    Metric {
+        name: "reliability.lost_gpu_s",
+        better: Better::Lower,
+    },
+    Metric {
+        name: "reliability.lost_to_failures_gpu_s",
+        better: Better::Lower,
+    },
+    Metric {
+        name: "reliability.lost_to_preemption_gpu_s",
+        better: Better::Lower,
+    },
+    Metric {
+        name: "reliability.startup_gpu_s",
+        better: Better::Lower,
+    },
+    Metric {
+        name: "reliability.job_failures",
+        better: Better::Lower,
+    },
+    Metric {
+        name: "reliability.cross_cell_dispatches",
+        better: Better::Higher,
+    },
+];
+
+/// The direction of a metric, when it is one of [`METRICS`] or [`RELIABILITY_METRICS`].
 pub fn better(name: &str) -> Option<Better> {
-    METRICS.iter().find(|m| m.name == name).map(|m| m.better)
+    METRICS
+        .iter()
+        .chain(RELIABILITY_METRICS)
+        .find(|m| m.name == name)
+        .map(|m| m.better)
 }
 
 /// Reads a metric from a `summary.json` value: `censored_pct` is

@@ -1,9 +1,12 @@
 //! Cell selection for multi-cell fleets (Kueue MultiKueue dispatch, Borg cell choice): the
 //! order in which a job's allowed cells are tried. The scheduler places the job in the first
-//! cell of that order where the whole gang fits.
+//! cell of that order where the whole gang fits: the global level of a two-level scheduler
+//! (the global queue's order and fair share pick the job, this picks its cell, then the
+//! cell's placement policy picks nodes).
 
 use crate::ids::CellId;
 use crate::job::PendingJob;
+use crate::quota::QuotaTree;
 use crate::state::FleetState;
 
 /// A cell-selection policy.
@@ -13,6 +16,18 @@ pub trait CellSelect: Send + Sync {
     /// Writes the cells to try for `job`, in order, into `out` (cleared first). Only cells the
     /// job allows.
     fn candidates(&self, fleet: &FleetState, job: &PendingJob, out: &mut Vec<CellId>);
+    /// As [`CellSelect::candidates`], with the quota tree when one is configured (for
+    /// quota-aware selection). The default ignores the quota.
+    fn candidates_with_quota(
+        &self,
+        fleet: &FleetState,
+        quota: Option<&QuotaTree>,
+        job: &PendingJob,
+        out: &mut Vec<CellId>,
+    ) {
+        let _ = quota;
+        self.candidates(fleet, job, out);
+    }
 }
 
 fn allowed(fleet: &FleetState, job: &PendingJob, out: &mut Vec<CellId>) {
@@ -62,5 +77,86 @@ impl CellSelect for LeastLoaded {
     fn candidates(&self, fleet: &FleetState, job: &PendingJob, out: &mut Vec<CellId>) {
         allowed(fleet, job, out);
         out.sort_by_key(|&c| (Self::load_ppm(fleet, c), c));
+    }
+}
+
+/// Best fit of the whole gang: among the cells whose free GPU-milli (of the job's allowed
+/// models, on schedulable nodes) can hold the whole gang, the one with the least free first,
+/// so large cells stay open for large gangs (best fit at cell granularity, as Borg's
+/// "best fit" scoring applied to cells); cells that cannot hold it after, by id. Ties go to
+/// the lower cell id.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BestFitCell;
+
+impl CellSelect for BestFitCell {
+    fn name(&self) -> &'static str {
+        "best-fit-gang"
+    }
+    fn candidates(&self, fleet: &FleetState, job: &PendingJob, out: &mut Vec<CellId>) {
+        allowed(fleet, job, out);
+        let need = job.total_gpu_milli();
+        out.sort_by_key(|&c| {
+            let free = fleet.free_gpu_milli(c, job.models);
+            if free >= need {
+                (0, free, c)
+            } else {
+                (1, 0, c)
+            }
+        });
+    }
+}
+
+/// Quota-aware: cells where the job fits within its queue's nominal (guaranteed) quota in a
+/// flavor covering the cell's models first, then cells where it would borrow, then cells no
+/// flavor of its queue covers; least loaded first within each class, ties to the lower id
+/// (MultiKueue dispatch to the worker cluster whose ClusterQueue has the quota). Without a
+/// quota tree, or for a queue outside it, it is [`LeastLoaded`].
+///
+/// In a scheduling pass the flavor is assigned before the cell (Kueue order), which already
+/// narrows the job to the models of a flavor with room (`flavor_fungibility =
+/// "try-next-flavor"` prefers one within nominal quota); the classes then separate cells only
+/// where a flavor spans several models. Outside passes ([`crate::Scheduler::place_now`]:
+/// replayed and pre-existing starts) the flavor follows the cell, and the order decides it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QuotaAware;
+
+impl CellSelect for QuotaAware {
+    fn name(&self) -> &'static str {
+        "quota-aware"
+    }
+    fn candidates(&self, fleet: &FleetState, job: &PendingJob, out: &mut Vec<CellId>) {
+        LeastLoaded.candidates(fleet, job, out);
+    }
+    fn candidates_with_quota(
+        &self,
+        fleet: &FleetState,
+        quota: Option<&QuotaTree>,
+        job: &PendingJob,
+        out: &mut Vec<CellId>,
+    ) {
+        let Some(flavors) = quota.and_then(|t| t.queue_flavors(job.queue).map(|f| (t, f))) else {
+            return self.candidates(fleet, job, out);
+        };
+        let (tree, flavors) = flavors;
+        allowed(fleet, job, out);
+        let req = crate::scheduler::request(job);
+        out.sort_by_key(|&c| {
+            let mut class = 2u8;
+            for &f in flavors {
+                let models = tree.flavor_models(f);
+                if !fleet
+                    .cell_models(c)
+                    .any(|m| models.allows(m) && job.models.allows(m))
+                {
+                    continue;
+                }
+                class = class.min(if tree.within_nominal_after(job.queue, f, &req) {
+                    0
+                } else {
+                    1
+                });
+            }
+            (class, LeastLoaded::load_ppm(fleet, c), c)
+        });
     }
 }

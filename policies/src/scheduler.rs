@@ -47,7 +47,7 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::ops::Bound;
 
 use crate::backfill::{BackfillConfig, Reservation};
-use crate::cell_select::{CellSelect, FirstCell, LeastLoaded};
+use crate::cell_select::{BestFitCell, CellSelect, FirstCell, LeastLoaded, QuotaAware};
 use crate::decision::{Decision, PendingReason, RejectReason, WaitProfile};
 use crate::fairshare::{fair_share_factor, DecayedUsage};
 use crate::ids::{CellId, JobId, QueueId};
@@ -131,6 +131,10 @@ named_enum!(
         FirstFit => "first-fit",
         /// [`LeastLoaded`].
         LeastLoaded => "least-loaded",
+        /// [`BestFitCell`].
+        BestFit => "best-fit-gang",
+        /// [`QuotaAware`].
+        QuotaAware => "quota-aware",
     }
 );
 
@@ -190,6 +194,8 @@ impl CellSelectKind {
         match self {
             CellSelectKind::FirstFit => Box::new(FirstCell),
             CellSelectKind::LeastLoaded => Box::new(LeastLoaded),
+            CellSelectKind::BestFit => Box::new(BestFitCell),
+            CellSelectKind::QuotaAware => Box::new(QuotaAware),
         }
     }
 }
@@ -885,7 +891,8 @@ impl Scheduler {
         let c = &mut self.core;
         let pass = self.pass.get_or_insert_with(Box::default);
         let mut cells = std::mem::take(&mut pass.cells);
-        c.cell_select.candidates(fleet, job, &mut cells);
+        c.cell_select
+            .candidates_with_quota(fleet, c.quota.as_ref(), job, &mut cells);
         let mut out = None;
         for &cell in &cells {
             if let Some(tasks) = place_gang(c.placement.as_ref(), &mut c.ctx, fleet, cell, job) {
@@ -1481,7 +1488,8 @@ impl Core {
         job: &PendingJob,
         models: ModelSet,
     ) -> Option<(CellId, Vec<TaskAlloc>)> {
-        self.cell_select.candidates(fleet, job, &mut pass.cells);
+        self.cell_select
+            .candidates_with_quota(fleet, self.quota.as_ref(), job, &mut pass.cells);
         // A flavor narrows the models; the copy leaves out the cell list (not read by
         // placement), so it allocates nothing.
         let narrowed;

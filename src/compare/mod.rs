@@ -14,6 +14,9 @@
 //!   ambiguous name (`first-fit`) is an error that lists the fields. The fields are read from
 //!   the schema, so policies added later work without changes here.
 //!
+//! The metrics are [`crate::study::METRICS`], then [`crate::study::RELIABILITY_METRICS`]
+//! (goodput, lost work, failures, cross-cell dispatches) when every run's summary has them.
+//!
 //! Every variant runs with every seed; runs are independent tasks on rayon and results are
 //! reduced in (variant, seed) order, so outputs are byte-identical for any thread count.
 
@@ -30,7 +33,9 @@ use crate::report::html::{self, Cell};
 use crate::report::plots::{self, Figure, Kind, Series};
 use crate::scenario::overrides::{Override, Source};
 use crate::scenario::{PolicySpec, TraceDir};
-use crate::study::{self, metric_value, BadInput, Better, Point, METRICS};
+use crate::study::{
+    self, metric_value, BadInput, Better, Metric, Point, METRICS, RELIABILITY_METRICS,
+};
 use stats::PairedCi;
 
 /// One policy variant to compare.
@@ -318,10 +323,21 @@ pub fn run(
             .map(|p| metric_value(&p.summary, m))
             .collect()
     };
+    // The goodput metrics only when every run has them (scenarios with `[failures]` etc.).
+    let tracked: Vec<Metric> = METRICS
+        .iter()
+        .chain(RELIABILITY_METRICS.iter().filter(|_| {
+            points
+                .iter()
+                .flatten()
+                .all(|p| p.summary.get("reliability").is_some())
+        }))
+        .copied()
+        .collect();
     let mut out = Vec::new();
     for (vi, var) in variants.iter().enumerate() {
         let mut metrics = BTreeMap::new();
-        for m in METRICS {
+        for m in &tracked {
             let vals = values(vi, m.name);
             let defined: Vec<f64> = vals.iter().flatten().copied().collect();
             let diff = if vi == bi {
@@ -357,7 +373,7 @@ pub fn run(
         baseline: baseline.clone(),
         set: extra.iter().map(Override::label).collect(),
         method: METHOD.to_string(),
-        metric_order: METRICS.iter().map(|m| m.name.to_string()).collect(),
+        metric_order: tracked.iter().map(|m| m.name.to_string()).collect(),
         policies: out,
     };
     study::write_json(&opts.out.join("compare.json"), &cmp)?;
@@ -436,11 +452,20 @@ fn write_csv(path: &std::path::Path, c: &Comparison) -> Result<()> {
     Ok(())
 }
 
+/// The tracked metric named `name`.
+fn tracked_metric(name: &str) -> Option<Metric> {
+    METRICS
+        .iter()
+        .chain(RELIABILITY_METRICS)
+        .find(|m| m.name == name)
+        .copied()
+}
+
 fn tables(c: &Comparison, bi: usize) -> Vec<html::Table> {
     let mut header = vec!["metric".to_string()];
     header.extend(c.policies.iter().map(|p| p.label.clone()));
     let mut means = Vec::new();
-    for m in METRICS {
+    for m in c.metric_order.iter().filter_map(|n| tracked_metric(n)) {
         let vals: Vec<Option<f64>> = c.policies.iter().map(|p| p.metrics[m.name].mean).collect();
         let best = vals
             .iter()
@@ -467,7 +492,7 @@ fn tables(c: &Comparison, bi: usize) -> Vec<html::Table> {
             .map(|(_, p)| format!("{} − {}", p.label, c.baseline)),
     );
     let mut diffs = Vec::new();
-    for m in METRICS {
+    for m in c.metric_order.iter().filter_map(|n| tracked_metric(n)) {
         let mut row = vec![Cell::plain(m.name)];
         for (i, p) in c.policies.iter().enumerate() {
             if i == bi {

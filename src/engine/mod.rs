@@ -47,6 +47,7 @@
 //! give the same event sequence on any machine and thread count.
 
 pub mod events;
+pub mod reliability;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -115,6 +116,19 @@ pub struct EngineConfig {
     /// Scheduled node changes (what-if transforms), applied as node events (class 2 of the
     /// ordering guarantees) in this order at equal times.
     pub node_events: Vec<NodeEvent>,
+    /// Startup latency and restart overhead of every run ([`reliability`]); `None`: none.
+    pub startup: Option<reliability::StartupModel>,
+    /// Relative speed of each accelerator model of the fleet (indexed by model id),
+    /// per-mille of the reference speed at which run times are given; empty: every model
+    /// runs at reference speed ([`reliability`]).
+    pub model_speed_permille: Vec<u32>,
+    /// Keep the goodput account ([`reliability::ReliabilityStats`] in
+    /// [`RunResult::reliability`]); off by default.
+    pub reliability: bool,
+    /// Dispatch latency of the global level (Kueue MultiKueue's manager → worker cluster): a
+    /// job enters the queues this long after its submission (its wait counts from submit);
+    /// zero by default.
+    pub dispatch_latency: SimDuration,
 }
 
 /// A scheduled change of node availability.
@@ -155,8 +169,18 @@ pub enum NodeChangeKind {
         /// Termination grace.
         grace: SimDuration,
     },
-    /// The node comes back, empty.
+    /// The node comes back, empty (and leaves any maintenance drain).
     Repair,
+    /// Scheduled maintenance begins: the node takes no new work; jobs on it keep running
+    /// (it counts as available while they do) until they finish or an [`NodeChangeKind::Evict`].
+    Drain,
+    /// The maintenance deadline: jobs still on the (drained) node stop as on a failure (work
+    /// since the last checkpoint is lost; released after `grace`, then requeued), counted as
+    /// evictions, not failures.
+    Evict {
+        /// Termination grace.
+        grace: SimDuration,
+    },
 }
 
 /// One preemption, as [`RunResult::preemption_log`] keeps it.
@@ -271,6 +295,12 @@ pub struct JobRow {
     pub failures: u32,
     /// Accelerator-time lost to preemption and failures, GPU-milli·ms.
     pub lost_gpu_milli_ms: u64,
+    /// Accelerator-time it held over all its runs (grace periods included), GPU-milli·ms;
+    /// kept only with [`EngineConfig::reliability`] (else 0).
+    pub allocated_gpu_milli_ms: u64,
+    /// Accelerator-time of its runs' startup latency and restart overhead, GPU-milli·ms;
+    /// kept only with [`EngineConfig::reliability`] (else 0).
+    pub startup_gpu_milli_ms: u64,
     /// The reason it waited longest (`None`: it never waited).
     pub pending_reason: Option<PendingReason>,
     /// Start time of the first backfill reservation it got, if any.
@@ -402,7 +432,9 @@ pub struct Counts {
     pub rejected_by_reason: BTreeMap<String, u64>,
     /// Jobs that never started inside the window.
     pub censored: u64,
-    /// Censored jobs by the reason they were pending at the end.
+    /// Censored jobs by the reason they were pending at the end: a [`PendingReason`], or
+    /// `dispatching` (submitted but still inside `policy.dispatch_latency_s`, not yet in the
+    /// queues) or `recorded_start_after_horizon` (replay: awaiting a recorded start).
     pub censored_by_reason: BTreeMap<String, u64>,
     /// Started jobs still running (or terminating) when the run stopped.
     pub running_at_end: u64,
@@ -453,6 +485,8 @@ pub struct RunResult {
     pub tenants: Vec<TenantStats>,
     /// Every preemption, when [`EngineConfig::record_preemptions`] is on.
     pub preemption_log: Vec<PreemptionEvent>,
+    /// The goodput account, when [`EngineConfig::reliability`] is on.
+    pub reliability: Option<reliability::ReliabilityStats>,
 }
 
 /// A job's record while it is in flight (pending, awaiting a recorded start, or running).
@@ -500,6 +534,15 @@ struct Restarts {
     failures: u32,
     lost_gpu_milli_ms: u64,
     first_reservation: Option<SimTime>,
+    /// Startup and restart overhead of its stopped runs, GPU-milli·ms.
+    startup_gpu_milli_ms: u64,
+    /// Accelerator-time held by its stopped runs (grace included), GPU-milli·ms.
+    allocated_gpu_milli_ms: u64,
+    /// When it was last lost to a node failure, until it restarts (time to recovery).
+    lost_at: Option<SimTime>,
+    /// Its home cell (the first of the cells its trace row allows, when it allows several;
+    /// kept only with the goodput account): a first start elsewhere is a cross-cell dispatch.
+    home_cell: Option<CellId>,
 }
 
 /// Where a job in flight is.
@@ -604,6 +647,11 @@ pub struct Simulation {
     backfill: bool,
     /// The decision list, reused from pass to pass.
     decisions: Vec<Decision>,
+    /// The goodput account (kept only with [`EngineConfig::reliability`]).
+    rel: reliability::ReliabilityStats,
+    /// Jobs waiting out the dispatch latency ([`EngineConfig::dispatch_latency`]) in
+    /// `awaiting_replay`, to be queued (not force-started) when it ends.
+    dispatching: BTreeSet<JobId>,
 }
 
 impl Simulation {
@@ -621,10 +669,12 @@ impl Simulation {
         cfg: EngineConfig,
     ) -> Simulation {
         let queue_cfgs: Vec<QueueConfig> = cfg.queues.iter().map(|q| q.config).collect();
-        ext.track_running |= cfg
-            .node_changes
-            .iter()
-            .any(|c| matches!(c.kind, NodeChangeKind::Fail { .. }));
+        ext.track_running |= cfg.node_changes.iter().any(|c| {
+            matches!(
+                c.kind,
+                NodeChangeKind::Fail { .. } | NodeChangeKind::Evict { .. }
+            )
+        });
         let backfill = ext.backfill.is_some();
         let sched = Scheduler::new(policies, queue_cfgs).with(ext);
         let metrics = Collector::new(&fleet, cfg.warmup_ms, cfg.interval_ms);
@@ -657,6 +707,8 @@ impl Simulation {
             next_tick: None,
             backfill,
             decisions: Vec::new(),
+            rel: reliability::ReliabilityStats::default(),
+            dispatching: BTreeSet::new(),
             cfg,
         };
         for q in sim.cfg.queues.clone() {
@@ -741,6 +793,8 @@ impl Simulation {
             preemptions: r.extra.as_ref().map_or(0, |x| x.preemptions),
             failures: r.extra.as_ref().map_or(0, |x| x.failures),
             lost_gpu_milli_ms: r.extra.as_ref().map_or(0, |x| x.lost_gpu_milli_ms),
+            allocated_gpu_milli_ms: self.job_account(id, finish).0,
+            startup_gpu_milli_ms: self.job_account(id, finish).1,
             pending_reason: r.wait.as_deref().and_then(longest_reason),
             first_reservation: r.extra.as_ref().and_then(|x| x.first_reservation),
             state,
@@ -1097,6 +1151,20 @@ impl Simulation {
         if !spec.cells.is_empty() && cells.is_empty() {
             return self.reject(id, RejectReason::NoAllowedCell, sink);
         }
+        if self.cfg.reliability && cells.len() > 1 {
+            let home = self
+                .fleet
+                .cells()
+                .iter()
+                .position(|x| x.name == spec.cells[0])
+                .map(|i| CellId(i as u16));
+            if home.is_some() {
+                self.jobs[id.index()]
+                    .extra
+                    .get_or_insert_with(Box::default)
+                    .home_cell = home;
+            }
+        }
         let job = PendingJob {
             id,
             tenant,
@@ -1125,9 +1193,17 @@ impl Simulation {
         if spec.recorded == RecordedKind::PreExisting {
             self.counts.pre_existing += 1;
         }
+        let forced_at = match forced_at {
+            None if self.cfg.dispatch_latency > SimDuration::ZERO => {
+                self.dispatching.insert(id);
+                Some(t + self.cfg.dispatch_latency)
+            }
+            f => f,
+        };
         match forced_at {
             Some(at) => {
                 if let Err(reason) = self.sched.check_resolvable(&self.fleet, &job) {
+                    self.dispatching.remove(&id);
                     return self.reject(id, reason, sink);
                 }
                 self.awaiting_replay.insert(id, job);
@@ -1149,6 +1225,18 @@ impl Simulation {
                 message: format!("recorded start of job {id} that is not awaiting one"),
             });
         };
+        if self.dispatching.remove(&id) {
+            // Dispatched: it joins the queues now, like a submission.
+            self.jobs[id.index()].state = JobState::Pending;
+            self.sched
+                .submit_at(&mut self.fleet, job, self.now)
+                .map_err(|r| EngineError::Invariant {
+                    time: self.now,
+                    message: format!("job {id} resolvable at submit became unresolvable: {r}"),
+                })?;
+            self.dirty = true;
+            return Ok(());
+        }
         match self.sched.place_now(&mut self.fleet, &job) {
             Some(d) => self.apply(d),
             None => {
@@ -1206,7 +1294,11 @@ impl Simulation {
                 let run = self.next_run;
                 self.next_run = (self.next_run + 1) % NOT_RUNNING;
                 rec.run = run;
-                let remaining = SimDuration(rec.runtime.0.saturating_sub(done.0));
+                let mut remaining = SimDuration(rec.runtime.0.saturating_sub(done.0));
+                if self.cfg.reliability {
+                    remaining = self.start_account(job, remaining, first);
+                }
+                let rec = &self.jobs[job.index()];
                 let (submit, pre, tenant, gpu) = (
                     rec.submit,
                     rec.kind == RecordedKind::PreExisting || !rec.measured,
@@ -1294,15 +1386,21 @@ impl Simulation {
     /// Stops a running job's run at `now`: progress since its last checkpoint is lost, and
     /// so is the accelerator-time it will hold during `grace`.
     fn stop_run(&mut self, id: JobId, grace: SimDuration) {
-        let now = self.now;
+        let (kept, lost) = if self.cfg.reliability {
+            self.stop_account(id, grace)
+        } else {
+            let now = self.now;
+            let rec = &mut self.jobs[id.index()];
+            let gpu = rec.shape.total_gpu_milli() * rec.tasks as u64;
+            let start = rec.start.expect("a stopped job started");
+            let x = rec.extra.get_or_insert_with(Box::default);
+            let ran = now.saturating_since(x.run_start.unwrap_or(start));
+            let total = SimDuration(x.done.0 + ran.0);
+            let kept = kept_progress(total, self.cfg.checkpoint_interval);
+            (kept, (total.0 - kept.0 + grace.0) as u128 * gpu as u128)
+        };
         let rec = &mut self.jobs[id.index()];
-        let gpu = rec.shape.total_gpu_milli() * rec.tasks as u64;
-        let start = rec.start.expect("a stopped job started");
         let x = rec.extra.get_or_insert_with(Box::default);
-        let ran = now.saturating_since(x.run_start.unwrap_or(start));
-        let total = SimDuration(x.done.0 + ran.0);
-        let kept = kept_progress(total, self.cfg.checkpoint_interval);
-        let lost = (total.0 - kept.0 + grace.0) as u128 * gpu as u128;
         x.done = kept;
         x.lost_gpu_milli_ms = x
             .lost_gpu_milli_ms
@@ -1369,30 +1467,26 @@ impl Simulation {
         match change.kind {
             NodeChangeKind::Repair => {
                 self.fleet.set_schedulable(change.node, true);
+                if self.draining.remove(&change.node) {
+                    self.metrics.add_draining(&self.fleet, change.node, false);
+                }
             }
             NodeChangeKind::Fail { grace } => {
                 self.fleet.set_schedulable(change.node, false);
-                let hit: Vec<JobId> = (0..self.jobs.len())
-                    .map(|j| JobId(j as u32))
-                    .filter(|j| {
-                        let r = &self.jobs[j.index()];
-                        r.live
-                            && r.state == JobState::Running
-                            && r.allocs.as_slice().iter().any(|a| a.node == change.node)
-                    })
-                    .collect();
-                for id in hit {
-                    let tenant = self.jobs[id.index()].tenant;
-                    self.jobs[id.index()]
-                        .extra
-                        .get_or_insert_with(Box::default)
-                        .failures += 1;
-                    self.counts.failures += 1;
-                    self.tenant_stats[tenant.index()].failures += 1;
-                    self.stop_run(id, grace);
-                    self.sched.mark_lost(id, self.now, self.now + grace);
-                    self.terminate(id, grace);
+                self.stop_jobs_on(change.node, grace, false);
+            }
+            NodeChangeKind::Drain => {
+                let n = change.node;
+                if self.fleet.node(n).schedulable {
+                    self.fleet.set_schedulable(n, false);
+                    if self.node_busy(n) && self.draining.insert(n) {
+                        self.metrics.add_draining(&self.fleet, n, true);
+                    }
                 }
+            }
+            NodeChangeKind::Evict { grace } => {
+                self.fleet.set_schedulable(change.node, false);
+                self.stop_jobs_on(change.node, grace, true);
             }
         }
         self.metrics.refresh_capacity(&self.fleet);
@@ -1427,6 +1521,7 @@ impl Simulation {
         };
         self.counts.completed += 1;
         self.running -= 1;
+        self.end_run_account(id, true);
         emit(sink, || self.row(id, state, Some(now), None))?;
         if !self.draining.is_empty() {
             let nodes: Vec<NodeId> = self.jobs[id.index()]
@@ -1552,7 +1647,13 @@ impl Simulation {
             emit(sink, || self.row(id, FinalState::RequeuedAtEnd, None, r))?;
         }
         for &(id, reason) in &censored {
-            let r = reason.map_or("recorded_start_after_horizon", |r| r.as_str());
+            // Not in the queues: still inside the dispatch latency (`dispatching`), or
+            // awaiting a recorded (replay or pre-existing) start after the horizon.
+            let r = match reason {
+                Some(r) => r.as_str(),
+                None if self.dispatching.contains(&id) => "dispatching",
+                None => "recorded_start_after_horizon",
+            };
             self.counts.censored += 1;
             *self
                 .counts
@@ -1573,6 +1674,7 @@ impl Simulation {
         running.sort_by_key(|id| self.jobs[id.index()].seq);
         for id in running {
             self.counts.running_at_end += 1;
+            self.end_run_account(id, false);
             emit(sink, || self.row(id, FinalState::RunningAtEnd, None, None))?;
         }
         let c = &self.counts;
@@ -1630,6 +1732,11 @@ impl Simulation {
                 t
             },
             preemption_log: std::mem::take(&mut self.preemption_log),
+            reliability: self.cfg.reliability.then(|| {
+                let mut r = std::mem::take(&mut self.rel);
+                r.lost_gpu_milli_ms = self.lost_gpu_milli_ms;
+                r
+            }),
         })
     }
 

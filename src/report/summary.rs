@@ -74,6 +74,10 @@ pub struct Summary {
     /// The scenario's `[transforms]` table as declared (absent when there is none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transforms: Option<serde_json::Value>,
+    /// Goodput, lost work, failures and recovery (present only with `[failures]` or
+    /// `[startup]`; see [`crate::reliability`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reliability: Option<crate::reliability::ReliabilitySummary>,
 }
 
 /// Fleet fragmentation over the window (DESIGN §6; Weng et al., ATC'23): the expected
@@ -258,7 +262,9 @@ pub struct Jobs {
     pub requeued_at_end: u64,
     /// Refusals by reason.
     pub rejected_by_reason: BTreeMap<String, u64>,
-    /// Censored jobs by the reason they waited at the end.
+    /// Censored jobs by the reason they waited at the end (`dispatching`: still inside
+    /// `policy.dispatch_latency_s`; `recorded_start_after_horizon`: replay, awaiting a
+    /// recorded start; otherwise a pending reason).
     pub censored_by_reason: BTreeMap<String, u64>,
     /// Trace rows skipped by the format's convention, by reason.
     pub skipped_rows: BTreeMap<String, u64>,
@@ -412,6 +418,7 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
         fairness: fair,
         tenants,
         transforms: None,
+        reliability: None,
     }
 }
 

@@ -93,6 +93,20 @@ pub fn render(s: &Summary) -> String {
             p.lost_gpu_s / 3600.0
         );
     }
+    if let Some(r) = &s.reliability {
+        let _ = writeln!(
+            out,
+            "goodput  {} of {:.1} GPU-h allocated: {:.1} lost ({:.1} to failures), {:.1} startup; {} node failures, {} jobs hit, {} cross-cell",
+            r.goodput.map_or("-".into(), |g| format!("{:.2} %", 100.0 * g)),
+            r.allocated_gpu_s / 3600.0,
+            r.lost_gpu_s / 3600.0,
+            r.lost_to_failures_gpu_s / 3600.0,
+            r.startup_gpu_s / 3600.0,
+            r.node_failures,
+            r.job_failures,
+            r.cross_cell_dispatches
+        );
+    }
     let fair = &s.fairness;
     let _ = writeln!(
         out,

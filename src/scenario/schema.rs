@@ -52,6 +52,20 @@ pub struct Scenario {
     /// Node failures and repairs at given times.
     #[serde(default)]
     pub node_events: Vec<NodeEventSpec>,
+    /// Failures and maintenance (see [`crate::reliability`]); none when absent.
+    #[serde(default)]
+    pub failures: Option<crate::reliability::FailuresSpec>,
+    /// Relative speeds of accelerator models (see [`crate::reliability::PlatformSpec`]);
+    /// every model at reference speed when absent.
+    #[serde(default)]
+    pub platform: Option<crate::reliability::PlatformSpec>,
+    /// Workload flexibility: spatial, platform, quota (see
+    /// [`crate::reliability::flexibility`]); jobs keep their trace's constraints when absent.
+    #[serde(default)]
+    pub flexibility: Option<crate::reliability::flexibility::FlexibilitySpec>,
+    /// Per-run startup latency (see [`crate::reliability`]); none when absent.
+    #[serde(default)]
+    pub startup: Option<crate::reliability::StartupSpec>,
     /// Kueue manifests whose LocalQueues become queues (explicit `[[queues]]` win by name).
     #[serde(default)]
     pub kueue: Option<KueueSpec>,
@@ -516,9 +530,14 @@ pub struct PolicySpec {
     /// `gpu-packing`, `fgd-best-fit`, `fgd` or `topology-aware`.
     #[serde(default)]
     pub placement: PlacementKind,
-    /// `first-fit` or `least-loaded`.
+    /// `first-fit` (MultiKueue's first admitting cell), `least-loaded`, `best-fit-gang`
+    /// (best fit of the whole gang) or `quota-aware` (cells with room in the job's nominal quota first).
     #[serde(default)]
     pub cell_selection: CellSelectKind,
+    /// Dispatch latency of the global level, seconds: a job joins the queues this long after
+    /// submission (default 0).
+    #[serde(default)]
+    pub dispatch_latency_s: Option<f64>,
     /// Order across queues: `queue-order` (default), `nominal-first`, `drf`,
     /// `decayed-usage`.
     #[serde(default)]

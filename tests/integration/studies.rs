@@ -441,3 +441,54 @@ fn compare_draws_quota_entitlements_when_the_scenario_has_quotas() {
         Some(56.0 / 200.0)
     );
 }
+
+/// With `[flexibility]` (or `[failures]`, …) every run's summary has a `reliability`
+/// section, and `fleetsim compare` reports its goodput metrics after the standard ones; a
+/// scenario without it gets none of them.
+#[test]
+fn compare_reports_goodput_metrics_when_the_runs_have_them() {
+    let d = tempfile::tempdir().unwrap();
+    let s = scenario(d.path(), &format!("{SWEEP}\n[flexibility]\n"));
+    let out = d.path().join("cmp");
+    let o = run(
+        &[
+            "compare",
+            "--policies",
+            "flexibility.spatial=false,flexibility.spatial=true",
+            "--seeds",
+            "2",
+            "--out",
+        ],
+        &[&out, &s],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let c: serde_json::Value = serde_json::from_slice(&read(&out.join("compare.json"))).unwrap();
+    let m = &c["policies"][0]["metrics"];
+    assert!(
+        m["reliability.goodput"]["mean"].as_f64().unwrap() > 0.9,
+        "{m}"
+    );
+    assert_eq!(
+        m["reliability.cross_cell_dispatches"]["values"],
+        serde_json::json!([0.0, 0.0]),
+        "home cell only: no cross-cell dispatch"
+    );
+    let plain = d.path().join("plain");
+    let s = scenario(d.path(), SWEEP);
+    let o = run(
+        &[
+            "compare",
+            "--policies",
+            "best-fit,worst-fit",
+            "--seeds",
+            "1",
+            "--out",
+        ],
+        &[&plain, &s],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let c: serde_json::Value = serde_json::from_slice(&read(&plain.join("compare.json"))).unwrap();
+    assert!(c["policies"][0]["metrics"]
+        .get("reliability.goodput")
+        .is_none());
+}

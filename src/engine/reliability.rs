@@ -1,0 +1,374 @@
+//! Startup latency, restart overhead, platform speed and the goodput account of a run
+//! (DESIGN §6 "goodput"). Everything here is off unless the scenario asks for it
+//! (`[startup]`, `[failures]`, platform speed factors): then
+//! [`super::EngineConfig::startup`] / [`super::EngineConfig::model_speed_permille`] are set
+//! and [`super::EngineConfig::reliability`] turns the account on.
+//!
+//! # The account of one job
+//! Every run of a job holds `gpu` accelerator-milli (the whole gang) from its start until it
+//! completes, or — when stopped by a preemption, a node failure or a maintenance eviction —
+//! until it is released at the end of its termination grace. That held time is the job's
+//! **allocated** accelerator-time, and it splits exactly into three parts:
+//!
+//! * **startup**: the first `overhead` ms of every run (image pull, runtime start, collective
+//!   set-up: [`StartupModel::startup`], plus [`StartupModel::restart_overhead`] for a run
+//!   after the first, which reloads the checkpoint), or the whole run if it stopped sooner;
+//! * **lost**: the rest of a stopped run that produced no kept progress — work since its last
+//!   checkpoint, plus the grace period it held its accelerators doing nothing (the engine's
+//!   existing `lost_gpu_milli_ms`);
+//! * **goodput** (kept work): what is left, the wall time that produced progress the job keeps.
+//!
+//! So `goodput + lost + startup = allocated` per job and in total, by construction per run;
+//! a completed job's goodput is its run time at its runs' speeds (on reference-speed hardware:
+//! exactly its run time × its accelerators).
+//!
+//! # Speed
+//! A job's run time is given at reference speed (1000 per-mille). A run on accelerator model
+//! `m` with speed `s` per-mille (the slowest model among the gang's nodes) needs
+//! `⌈remaining × 1000 / s⌉` ms of useful time; a stopped run made `⌊useful × s / 1000⌋` ms of
+//! reference progress (at most what remained). Speeds are relative throughputs as in
+//! Gavel (Narayanan et al., OSDI'20) and the platform flexibility of the fleet-level studies
+//! this models (e.g. a job 1.0× on H100 and 0.6× on A100).
+
+use fleetsim_policies::{SimDuration, SimTime};
+
+/// Per-job startup latency and restart overhead, ms.
+///
+/// `startup(tasks) = base + per_doubling × ⌈log₂ tasks⌉`: image pull and runtime start are
+/// paid once per run (`base`, pulled in parallel on every node) and collective set-up grows
+/// with the logarithm of the gang size (tree/ring initialisation, as NCCL's bootstrap; the
+/// MegaScale and Llama 3 reports list initialisation time growing with job scale).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StartupModel {
+    /// Paid by every run, ms.
+    pub base: SimDuration,
+    /// Added per doubling of the gang size (tasks), ms.
+    pub per_doubling: SimDuration,
+    /// Added to every run after the first (reloading the last checkpoint), ms.
+    pub restart_overhead: SimDuration,
+}
+
+impl StartupModel {
+    /// Startup latency of a run of a gang of `tasks` tasks, ms.
+    pub fn startup(&self, tasks: u32) -> SimDuration {
+        let doublings = u64::from(tasks.max(1).next_power_of_two().trailing_zeros());
+        SimDuration(self.base.0 + self.per_doubling.0 * doublings)
+    }
+
+    /// Overhead of a run: the startup latency, plus the restart overhead when `restart`.
+    pub fn overhead(&self, tasks: u32, restart: bool) -> SimDuration {
+        let s = self.startup(tasks);
+        if restart {
+            SimDuration(s.0 + self.restart_overhead.0)
+        } else {
+            s
+        }
+    }
+}
+
+/// Wall time a run needs for `remaining` ms of reference progress at `speed` per-mille
+/// (rounded up; `speed` 0 counts as 1).
+pub fn wall_for(remaining: SimDuration, speed: u32) -> SimDuration {
+    if speed == 1000 {
+        return remaining;
+    }
+    let s = u128::from(speed.max(1));
+    SimDuration(((remaining.0 as u128 * 1000).div_ceil(s)).min(u64::MAX as u128) as u64)
+}
+
+/// Reference progress made by `wall` ms of useful time at `speed` per-mille (rounded down).
+pub fn progress_for(wall: SimDuration, speed: u32) -> SimDuration {
+    if speed == 1000 {
+        return wall;
+    }
+    SimDuration((wall.0 as u128 * u128::from(speed) / 1000).min(u64::MAX as u128) as u64)
+}
+
+/// The run's account of goodput, lost work, startup, failures and recovery, in
+/// accelerator-milli × ms unless named otherwise.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReliabilityStats {
+    /// Accelerator-time held by jobs (every run, including grace periods).
+    pub allocated_gpu_milli_ms: u128,
+    /// Accelerator-time of startup latency and restart overhead.
+    pub startup_gpu_milli_ms: u128,
+    /// Accelerator-time lost to preemption, failures and evictions (progress since the last
+    /// checkpoint, plus grace); the same figure as [`super::RunResult::lost_gpu_milli_ms`].
+    pub lost_gpu_milli_ms: u128,
+    /// Of `lost`, the part lost to node failures.
+    pub lost_to_failures_gpu_milli_ms: u128,
+    /// Of `lost`, the part lost to maintenance evictions.
+    pub lost_to_evictions_gpu_milli_ms: u128,
+    /// Runs stopped by maintenance evictions (a drained node's deadline).
+    pub evictions: u64,
+    /// Runs stopped by node failures that later restarted.
+    pub recoveries: u64,
+    /// Sum over those of (restart − failure), ms.
+    pub recovery_ms: u128,
+    /// Jobs that completed after surviving at least one failure.
+    pub jobs_survived_failures: u64,
+    /// Failures survived by completed jobs, summed (mean = this / completed jobs).
+    pub failures_survived: u64,
+    /// Most failures one completed job survived.
+    pub max_failures_survived: u32,
+    /// Jobs that completed.
+    pub completed: u64,
+    /// Jobs started in a cell other than their home cell (the first of their allowed cells),
+    /// counted once per job at its first start.
+    pub cross_cell_dispatches: u64,
+    /// Per cell (cell-id order): measured waits of jobs whose first start was there, ms sum
+    /// and count.
+    pub wait_by_cell: Vec<(u128, u64)>,
+    /// Per accelerator model (model-id order; last entry: CPU-only): measured waits of jobs
+    /// whose first start was on it, ms sum and count.
+    pub wait_by_model: Vec<(u128, u64)>,
+}
+
+impl ReliabilityStats {
+    /// Goodput: allocated − lost − startup (accelerator-milli × ms).
+    pub fn goodput_gpu_milli_ms(&self) -> u128 {
+        self.allocated_gpu_milli_ms
+            .saturating_sub(self.lost_gpu_milli_ms)
+            .saturating_sub(self.startup_gpu_milli_ms)
+    }
+}
+
+/// Time from `a` to `b` (zero if `b` is earlier), ms.
+pub(super) fn since(b: SimTime, a: SimTime) -> u64 {
+    b.0.saturating_sub(a.0)
+}
+
+use fleetsim_policies::JobId;
+
+use super::{JobState, Simulation};
+
+fn mul(ms: u64, gpu: u64) -> u128 {
+    ms as u128 * gpu as u128
+}
+
+fn to_u64(v: u128) -> u64 {
+    v.min(u64::MAX as u128) as u64
+}
+
+impl Simulation {
+    /// Speed of a job's current run, per-mille: the slowest model among its tasks' nodes.
+    fn run_speed(&self, id: JobId) -> u32 {
+        if self.cfg.model_speed_permille.is_empty() {
+            return 1000;
+        }
+        self.jobs[id.index()]
+            .allocs
+            .as_slice()
+            .iter()
+            .filter_map(|a| self.fleet.node(a.node).model)
+            .map(|m| {
+                self.cfg
+                    .model_speed_permille
+                    .get(m.0 as usize)
+                    .copied()
+                    .unwrap_or(1000)
+            })
+            .min()
+            .unwrap_or(1000)
+    }
+
+    /// Startup latency (plus restart overhead after the first run) of a job's current run.
+    fn run_overhead(&self, id: JobId) -> SimDuration {
+        let rec = &self.jobs[id.index()];
+        match self.cfg.startup {
+            None => SimDuration::ZERO,
+            Some(m) => m.overhead(
+                rec.tasks,
+                rec.extra.as_ref().is_some_and(|x| x.run_start.is_some()),
+            ),
+        }
+    }
+
+    /// A job starts a run needing `remaining` ms of reference progress: returns the run's
+    /// wall time (overhead + useful time at its speed); records time to recovery and, at the
+    /// first start, the wait by cell and model.
+    pub(super) fn start_account(
+        &mut self,
+        id: JobId,
+        remaining: SimDuration,
+        first: bool,
+    ) -> SimDuration {
+        let now = self.now;
+        let wall = wall_for(remaining, self.run_speed(id));
+        let wall = SimDuration(wall.0.saturating_add(self.run_overhead(id).0));
+        let model = self.jobs[id.index()]
+            .allocs
+            .as_slice()
+            .first()
+            .and_then(|a| self.fleet.node(a.node).model)
+            .map_or(self.fleet.models().len(), |m| m.0 as usize);
+        let (cells, models) = (self.fleet.cells().len(), self.fleet.models().len() + 1);
+        let rec = &mut self.jobs[id.index()];
+        if first
+            && rec
+                .extra
+                .as_ref()
+                .and_then(|x| x.home_cell)
+                .is_some_and(|h| rec.cell != Some(h))
+        {
+            self.rel.cross_cell_dispatches += 1;
+        }
+        if let Some(t) = rec.extra.as_mut().and_then(|x| x.lost_at.take()) {
+            self.rel.recoveries += 1;
+            self.rel.recovery_ms += u128::from(since(now, t));
+        }
+        if first && rec.measured && rec.kind != crate::workload::RecordedKind::PreExisting {
+            let wait = u128::from(since(now, rec.submit));
+            self.rel.wait_by_cell.resize(cells, (0, 0));
+            self.rel.wait_by_model.resize(models, (0, 0));
+            if let Some(c) = rec.cell {
+                let e = &mut self.rel.wait_by_cell[c.index()];
+                e.0 += wait;
+                e.1 += 1;
+            }
+            let e = &mut self.rel.wait_by_model[model];
+            e.0 += wait;
+            e.1 += 1;
+        }
+        wall
+    }
+
+    /// A job's current run stops now and holds its accelerators for `grace` more: returns
+    /// the progress it keeps (its last checkpoint) and the accelerator-time lost, and books
+    /// the run's startup and allocated time (see the module docs).
+    pub(super) fn stop_account(&mut self, id: JobId, grace: SimDuration) -> (SimDuration, u128) {
+        let now = self.now;
+        let speed = self.run_speed(id);
+        let ovh = self.run_overhead(id).0;
+        let ckpt = self.cfg.checkpoint_interval;
+        let rec = &mut self.jobs[id.index()];
+        let gpu = rec.shape.total_gpu_milli() * rec.tasks as u64;
+        let start = rec.start.expect("a stopped job started");
+        let runtime = rec.runtime;
+        let x = rec.extra.get_or_insert_with(Box::default);
+        let ran = since(now, x.run_start.unwrap_or(start));
+        let spent = ran.min(ovh);
+        let eff = ran - spent;
+        let progress = progress_for(SimDuration(eff), speed)
+            .0
+            .min(runtime.0.saturating_sub(x.done.0));
+        let kept = fleetsim_policies::kept_progress(SimDuration(x.done.0 + progress), ckpt);
+        let useful = wall_for(SimDuration(kept.0.saturating_sub(x.done.0)), speed)
+            .0
+            .min(eff);
+        let lost = mul(eff - useful + grace.0, gpu);
+        let held = mul(ran + grace.0, gpu);
+        x.startup_gpu_milli_ms = x
+            .startup_gpu_milli_ms
+            .saturating_add(to_u64(mul(spent, gpu)));
+        x.allocated_gpu_milli_ms = x.allocated_gpu_milli_ms.saturating_add(to_u64(held));
+        self.rel.startup_gpu_milli_ms += mul(spent, gpu);
+        self.rel.allocated_gpu_milli_ms += held;
+        (kept, lost)
+    }
+
+    /// A job's allocated and startup accelerator-time so far (its current run counted up to
+    /// `end`, default now), GPU-milli·ms; zeros without the account.
+    pub(super) fn job_account(&self, id: JobId, end: Option<SimTime>) -> (u64, u64) {
+        if !self.cfg.reliability {
+            return (0, 0);
+        }
+        let rec = &self.jobs[id.index()];
+        let (mut a, mut s) = rec.extra.as_ref().map_or((0, 0), |x| {
+            (
+                x.allocated_gpu_milli_ms as u128,
+                x.startup_gpu_milli_ms as u128,
+            )
+        });
+        if rec.state == JobState::Running {
+            let (ra, rs) = self.current_run(id, end.unwrap_or(self.now));
+            a += ra;
+            s += rs;
+        }
+        (to_u64(a), to_u64(s))
+    }
+
+    /// Allocated and startup accelerator-time of a running job's current run up to `end`.
+    fn current_run(&self, id: JobId, end: SimTime) -> (u128, u128) {
+        let rec = &self.jobs[id.index()];
+        let gpu = rec.shape.total_gpu_milli() * rec.tasks as u64;
+        let start = rec
+            .extra
+            .as_ref()
+            .and_then(|x| x.run_start)
+            .or(rec.start)
+            .unwrap_or(end);
+        let ran = since(end, start);
+        let ovh = self.run_overhead(id).0;
+        (mul(ran, gpu), mul(ran.min(ovh), gpu))
+    }
+
+    /// A running job's current run ends now (completed, or still running at the end of the
+    /// run): books its allocated and startup time; a completed job's failures survived.
+    pub(super) fn end_run_account(&mut self, id: JobId, completed: bool) {
+        if !self.cfg.reliability || self.jobs[id.index()].state != JobState::Running {
+            return;
+        }
+        let (a, s) = self.current_run(id, self.now);
+        self.rel.allocated_gpu_milli_ms += a;
+        self.rel.startup_gpu_milli_ms += s;
+        if completed {
+            self.rel.completed += 1;
+            let f = self.jobs[id.index()]
+                .extra
+                .as_ref()
+                .map_or(0, |x| x.failures);
+            if f > 0 {
+                self.rel.jobs_survived_failures += 1;
+                self.rel.failures_survived += u64::from(f);
+                self.rel.max_failures_survived = self.rel.max_failures_survived.max(f);
+            }
+        }
+    }
+
+    /// Stops every running job with a task on `node` (a failure, or a maintenance eviction
+    /// when `eviction`): each loses its work since its last checkpoint, holds its resources
+    /// and quota for `grace`, then is released and requeued.
+    pub(super) fn stop_jobs_on(
+        &mut self,
+        node: fleetsim_policies::NodeId,
+        grace: SimDuration,
+        eviction: bool,
+    ) {
+        let hit: Vec<JobId> = (0..self.jobs.len())
+            .map(|j| JobId(j as u32))
+            .filter(|j| {
+                let r = &self.jobs[j.index()];
+                r.live
+                    && r.state == JobState::Running
+                    && r.allocs.as_slice().iter().any(|a| a.node == node)
+            })
+            .collect();
+        for id in hit {
+            let tenant = self.jobs[id.index()].tenant;
+            let before = self.lost_gpu_milli_ms;
+            {
+                let x = self.jobs[id.index()].extra.get_or_insert_with(Box::default);
+                if eviction {
+                    self.rel.evictions += 1;
+                } else {
+                    x.failures += 1;
+                    if self.cfg.reliability {
+                        x.lost_at = Some(self.now);
+                    }
+                    self.counts.failures += 1;
+                    self.tenant_stats[tenant.index()].failures += 1;
+                }
+            }
+            self.stop_run(id, grace);
+            let lost = self.lost_gpu_milli_ms - before;
+            if eviction {
+                self.rel.lost_to_evictions_gpu_milli_ms += lost;
+            } else {
+                self.rel.lost_to_failures_gpu_milli_ms += lost;
+            }
+            self.sched.mark_lost(id, self.now, self.now + grace);
+            self.terminate(id, grace);
+        }
+    }
+}

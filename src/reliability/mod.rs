@@ -1,0 +1,847 @@
+//! Failures, maintenance and startup (`[failures]` and `[startup]` in a scenario): the
+//! node-availability timeline of a run and the per-run overheads the engine charges.
+//!
+//! ```toml
+//! [startup]                       # every run: image pull, runtime start, collective set-up
+//! base_s = 60
+//! per_doubling_s = 15             # + 15 s per doubling of the gang size
+//!
+//! [failures]
+//! mtbf_h = { P100 = 2000, "*" = 4000 }   # per-node MTBF by accelerator model ("*": others)
+//! repair = { distribution = "lognormal", mean_s = 7200, sigma = 1.0 }
+//! correlated = [{ level = "block", mtbf_h = 50000 }]   # a whole block (rack row, PDU) at once
+//! grace_s = 30                    # termination grace of jobs on a failed node
+//! restart_overhead_s = 300        # every restart (checkpoint reload), on top of startup
+//! # start_s = 0                   # generate from start_s (default: the first job's submit time)
+//! until_s = 7776000               # generate over [start_s, until_s) (default: metrics.horizon_s)
+//! # timeline = { path = "failures.csv" }   # replay a timeline file instead of generating
+//!
+//! [[failures.maintenance]]        # scheduled drain: no new work from at_s; jobs still
+//! at_s = 864000                   # running at at_s + deadline_s are evicted; the nodes are
+//! cell = "old"                    # back deadline_s + duration_s after at_s
+//! deadline_s = 3600
+//! duration_s = 14400
+//! ```
+//!
+//! # Generation (seeded, per component)
+//! Failures are generated over `[start_s, until_s)`, both absolute simulated times like a job's
+//! submit time. `start_s` defaults to the submit time of the workload's first job (after
+//! `[transforms]`), the same origin as `metrics.warmup_s`, so a trace whose window begins late
+//! (Philly's starts 26 days into its clock) has its failures where its jobs are rather than
+//! before the first arrival; an empty workload starts at 0. Every renewal process (node and
+//! correlated group) starts afresh at `start_s` (its first failure one exponential gap after
+//! it). Scheduled maintenance is at its own absolute `at_s` and is not shifted.
+//!
+//! Each node draws from its own RNG stream `failures.node.<node name>` (of the run's seed),
+//! each correlated group from `failures.<level>.<group id>`: times between failures are
+//! exponential with the model's MTBF (a node's own failures restart their clock at repair:
+//! an alternating renewal process, as in Schroeder & Gibson, DSN'06), repair times follow
+//! `repair`. The workload's streams are untouched, so turning failures on does not change
+//! the workload, and adding a node does not move another node's failures.
+//!
+//! Per node, the down intervals (own failures, correlated failures of its group, maintenance)
+//! are merged in start order: an interval starting while the node is down or in maintenance
+//! extends it instead of adding events, except that a failure during a maintenance drain
+//! fails the node at once (no waiting for the deadline).
+//!
+//! # Timeline file
+//! Every run with `[failures]` writes the timeline it applied to `failures.csv` in its output
+//! directory: `time_ms,node,event,grace_ms,cause`, one row per node event, in application
+//! order (time, then node id, then event rank repair < drain < evict < fail); `event` is `fail`,
+//! `repair`, `drain` or `evict`; `cause` is `node`, `block`, `domain`, `cell`, `maintenance`
+//! or `file` (free text, kept). `timeline = { path = … }` replays such a file exactly (a row
+//! naming an unknown node, an unknown event or a bad number is an error naming the file,
+//! line and column).
+
+pub mod flexibility;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use rand_distr::{Distribution, Exp, LogNormal};
+use serde::Deserialize;
+
+use fleetsim_policies::{FleetState, Level, NodeId, SimDuration, SimTime};
+
+use crate::engine::reliability::StartupModel;
+use crate::engine::{NodeChange, NodeChangeKind};
+use crate::scenario::{secs_to_ms, FileRef, Loaded, ScenarioError, TraceDir};
+
+/// `[startup]`: per-run startup latency (see [`StartupModel`]).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StartupSpec {
+    /// Paid by every run, seconds.
+    #[serde(default)]
+    pub base_s: f64,
+    /// Added per doubling of the gang size, seconds.
+    #[serde(default)]
+    pub per_doubling_s: f64,
+}
+
+/// `[platform]`: relative speed of accelerator models (platform flexibility): a job's run
+/// time is given at reference speed and scales as `run time / speed` on a model of speed
+/// `speed` (see [`crate::engine::reliability`]).
+///
+/// ```toml
+/// [platform]
+/// speed = { A100 = 0.6 }          # explicit factors; unlisted models 1.0
+/// # reference = "H100"            # or: every model at catalog speed relative to this one
+/// ```
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlatformSpec {
+    /// Speed factor by accelerator model name (> 0; 1.0 = reference speed).
+    #[serde(default)]
+    pub speed: BTreeMap<String, f64>,
+    /// A catalog model whose speed is the reference: every model of the fleet runs at its
+    /// catalog speed (`speed_permille`) relative to it; `speed` entries win.
+    #[serde(default)]
+    pub reference: Option<String>,
+}
+
+/// Speed per accelerator model of `fleet` (model-id order), per-mille; empty without
+/// `[platform]`.
+///
+/// # Errors
+/// [`ScenarioError::Invalid`] naming `platform.speed.<model>` for a factor that is not > 0
+/// or a model the catalog does not know, or `platform.reference` for an unknown model.
+pub fn model_speeds(loaded: &Loaded, fleet: &FleetState) -> Result<Vec<u32>, ScenarioError> {
+    let Some(p) = &loaded.scenario.platform else {
+        return Ok(Vec::new());
+    };
+    for (m, &v) in &p.speed {
+        let field = format!("platform.speed.{m}");
+        if !(v.is_finite() && v > 0.0) {
+            return Err(invalid(loaded, &field, "must be a number > 0".into()));
+        }
+        crate::fleet::catalog::lookup(m).map_err(|e| invalid(loaded, &field, e))?;
+    }
+    let reference = match &p.reference {
+        Some(r) => Some(
+            crate::fleet::catalog::lookup(r)
+                .map_err(|e| invalid(loaded, "platform.reference", e))?
+                .speed_permille,
+        ),
+        None => None,
+    };
+    Ok(fleet
+        .models()
+        .iter()
+        .map(|m| match (p.speed.get(m), reference) {
+            (Some(&f), _) => ((f * 1000.0).round() as u32).max(1),
+            (None, Some(r)) => crate::fleet::catalog::lookup(m).map_or(1000, |a| {
+                ((u64::from(a.speed_permille) * 1000 + u64::from(r) / 2) / u64::from(r.max(1)))
+                    .max(1) as u32
+            }),
+            (None, None) => 1000,
+        })
+        .collect())
+}
+
+/// `[failures]`: the failure and maintenance model (module docs).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailuresSpec {
+    /// Per-node mean time between failures by accelerator model name, hours; `"*"` for every
+    /// other model (and CPU-only nodes). Nodes of a model without an entry never fail alone.
+    #[serde(default)]
+    pub mtbf_h: BTreeMap<String, f64>,
+    /// Correlated failures: every group of a topology level fails as a whole.
+    #[serde(default)]
+    pub correlated: Vec<CorrelatedSpec>,
+    /// Repair-time distribution.
+    #[serde(default)]
+    pub repair: RepairSpec,
+    /// Termination grace of jobs on a failed or evicted node, seconds (field case B15).
+    #[serde(default)]
+    pub grace_s: f64,
+    /// Added to every restart of a job (reloading its checkpoint), seconds.
+    #[serde(default)]
+    pub restart_overhead_s: f64,
+    /// Generate failures from this simulated time on, seconds (default: the submit time of
+    /// the workload's first job, 0 for an empty workload; see the module docs).
+    #[serde(default)]
+    pub start_s: Option<f64>,
+    /// Generate failures over `[start_s, until_s)`, seconds (default `metrics.horizon_s`).
+    #[serde(default)]
+    pub until_s: Option<f64>,
+    /// Replay this timeline file (the `failures.csv` of an earlier run) instead of generating
+    /// failures and maintenance.
+    #[serde(default)]
+    pub timeline: Option<FileRef>,
+    /// Scheduled maintenance drains.
+    #[serde(default)]
+    pub maintenance: Vec<MaintenanceSpec>,
+}
+
+/// Correlated failures of a topology level (`domain`: NVLink domain / rack; `block`; `cell`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CorrelatedSpec {
+    /// The level whose groups fail as a whole.
+    pub level: Level,
+    /// Mean time between failures of one group, hours.
+    pub mtbf_h: f64,
+}
+
+/// Repair-time distribution.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RepairSpec {
+    /// `exponential`, `lognormal` (default) or `fixed`.
+    #[serde(default)]
+    pub distribution: RepairDistribution,
+    /// Mean repair time, seconds (default 4 h).
+    #[serde(default = "default_repair_mean")]
+    pub mean_s: f64,
+    /// Log-normal shape σ (default 1.0).
+    #[serde(default = "default_sigma")]
+    pub sigma: f64,
+}
+
+fn default_repair_mean() -> f64 {
+    4.0 * 3600.0
+}
+
+fn default_sigma() -> f64 {
+    1.0
+}
+
+impl Default for RepairSpec {
+    fn default() -> Self {
+        RepairSpec {
+            distribution: RepairDistribution::default(),
+            mean_s: default_repair_mean(),
+            sigma: default_sigma(),
+        }
+    }
+}
+
+/// Repair-time distributions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RepairDistribution {
+    /// Exponential with the mean.
+    Exponential,
+    /// Log-normal with the mean and shape σ (μ = ln mean − σ²/2); Schroeder & Gibson
+    /// (DSN'06) found repair times of HPC nodes log-normal.
+    #[default]
+    Lognormal,
+    /// Always the mean.
+    Fixed,
+}
+
+/// One scheduled maintenance drain.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaintenanceSpec {
+    /// Start of the drain, seconds.
+    pub at_s: f64,
+    /// Every node of this cell (or give `nodes`).
+    #[serde(default)]
+    pub cell: Option<String>,
+    /// These nodes, by name.
+    #[serde(default)]
+    pub nodes: Vec<String>,
+    /// Jobs still running this long after `at_s` are evicted, seconds.
+    pub deadline_s: f64,
+    /// The nodes are down this long after the deadline, seconds.
+    pub duration_s: f64,
+}
+
+/// Why a node goes down (the `cause` column of the timeline file).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimelineEvent {
+    /// The node change.
+    pub change: NodeChange,
+    /// `node`, `domain`, `block`, `cell`, `maintenance`, or what a replayed file said.
+    pub cause: String,
+}
+
+/// A down interval of one node.
+#[derive(Clone, Debug)]
+struct Down {
+    start: SimTime,
+    /// Maintenance: the eviction deadline (drain from `start`); `None`: a failure at `start`.
+    evict: Option<SimTime>,
+    /// A failure hit during the drain: fail at `evict` instead of evicting.
+    fail_at_evict: bool,
+    end: SimTime,
+    cause: String,
+}
+
+fn event_rank(k: &NodeChangeKind) -> u8 {
+    match k {
+        NodeChangeKind::Repair => 0,
+        NodeChangeKind::Drain => 1,
+        NodeChangeKind::Evict { .. } => 2,
+        NodeChangeKind::Fail { .. } => 3,
+    }
+}
+
+fn invalid(loaded: &Loaded, field: &str, message: String) -> ScenarioError {
+    ScenarioError::Invalid {
+        origin: loaded.origin.clone(),
+        field: field.to_string(),
+        message,
+    }
+}
+
+/// The engine's startup model of a scenario (`None` when it has neither `[startup]` nor a
+/// restart overhead).
+pub fn startup_model(loaded: &Loaded) -> Option<StartupModel> {
+    let s = &loaded.scenario;
+    let restart = s.failures.as_ref().map_or(0.0, |f| f.restart_overhead_s);
+    // (`[flexibility]` alone keeps the account on through `reliability` in run.rs.)
+    if s.startup.is_none() && restart == 0.0 {
+        return None;
+    }
+    let st = s.startup.clone().unwrap_or_default();
+    Some(StartupModel {
+        base: SimDuration(secs_to_ms(st.base_s)),
+        per_doubling: SimDuration(secs_to_ms(st.per_doubling_s)),
+        restart_overhead: SimDuration(secs_to_ms(restart)),
+    })
+}
+
+/// Checks the `[failures]` and `[startup]` values that need no fleet.
+///
+/// # Errors
+/// [`ScenarioError::Invalid`] naming the field.
+pub fn validate(s: &crate::scenario::Scenario, origin: &str) -> Result<(), ScenarioError> {
+    let bad = |field: &str, message: String| ScenarioError::Invalid {
+        origin: origin.to_string(),
+        field: field.to_string(),
+        message,
+    };
+    let nonneg = |field: &str, v: f64| {
+        if v.is_finite() && v >= 0.0 {
+            Ok(())
+        } else {
+            Err(bad(field, "must be a number ≥ 0".into()))
+        }
+    };
+    let positive = |field: &str, v: f64| {
+        if v.is_finite() && v > 0.0 {
+            Ok(())
+        } else {
+            Err(bad(field, "must be a number > 0".into()))
+        }
+    };
+    if let Some(d) = s.policy.dispatch_latency_s {
+        nonneg("policy.dispatch_latency_s", d)?;
+    }
+    if let Some(st) = &s.startup {
+        nonneg("startup.base_s", st.base_s)?;
+        nonneg("startup.per_doubling_s", st.per_doubling_s)?;
+    }
+    let Some(f) = &s.failures else {
+        return Ok(());
+    };
+    for (k, &v) in &f.mtbf_h {
+        positive(&format!("failures.mtbf_h.{k}"), v)?;
+    }
+    for (i, c) in f.correlated.iter().enumerate() {
+        positive(&format!("failures.correlated[{i}].mtbf_h"), c.mtbf_h)?;
+    }
+    positive("failures.repair.mean_s", f.repair.mean_s)?;
+    nonneg("failures.repair.sigma", f.repair.sigma)?;
+    nonneg("failures.grace_s", f.grace_s)?;
+    nonneg("failures.restart_overhead_s", f.restart_overhead_s)?;
+    if let Some(u) = f.until_s {
+        nonneg("failures.until_s", u)?;
+    }
+    if let Some(v) = f.start_s {
+        nonneg("failures.start_s", v)?;
+    }
+    for (i, m) in f.maintenance.iter().enumerate() {
+        nonneg(&format!("failures.maintenance[{i}].at_s"), m.at_s)?;
+        nonneg(
+            &format!("failures.maintenance[{i}].deadline_s"),
+            m.deadline_s,
+        )?;
+        nonneg(
+            &format!("failures.maintenance[{i}].duration_s"),
+            m.duration_s,
+        )?;
+        if m.cell.is_some() != m.nodes.is_empty() {
+            return Err(bad(
+                &format!("failures.maintenance[{i}]"),
+                "give exactly one of `cell` and `nodes`".into(),
+            ));
+        }
+    }
+    let generates = !f.mtbf_h.is_empty() || !f.correlated.is_empty();
+    if f.timeline.is_some() && (generates || !f.maintenance.is_empty()) {
+        return Err(bad(
+            "failures.timeline",
+            "a replayed timeline replaces the generated one: leave out `mtbf_h`, `correlated` and `maintenance`".into(),
+        ));
+    }
+    if f.timeline.is_none() && generates && f.until_s.or(s.metrics.horizon_s).is_none() {
+        return Err(bad(
+            "failures.until_s",
+            "failures are generated over [start_s, until_s): give `until_s` or `metrics.horizon_s`"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+fn draw_repair(r: &RepairSpec, rng: &mut crate::rng::Rng) -> u64 {
+    let mean = r.mean_s;
+    let s = match r.distribution {
+        RepairDistribution::Fixed => mean,
+        RepairDistribution::Exponential => Exp::new(1.0 / mean).expect("mean > 0").sample(rng),
+        RepairDistribution::Lognormal => {
+            let mu = mean.ln() - r.sigma * r.sigma / 2.0;
+            LogNormal::new(mu, r.sigma).expect("sigma ≥ 0").sample(rng)
+        }
+    };
+    secs_to_ms(s).max(1)
+}
+
+/// Failure intervals of one renewal process over `[start, until)`.
+fn renewal(
+    mtbf_h: f64,
+    repair: &RepairSpec,
+    (start, until): (SimTime, SimTime),
+    rng: &mut crate::rng::Rng,
+    out: &mut Vec<(SimTime, SimTime)>,
+) {
+    let exp = Exp::new(1.0 / (mtbf_h * 3600.0)).expect("mtbf > 0");
+    let mut t = start.0;
+    loop {
+        let gap = secs_to_ms(exp.sample(rng)).max(1);
+        t = t.saturating_add(gap);
+        if t >= until.0 {
+            return;
+        }
+        let r = draw_repair(repair, rng);
+        out.push((SimTime(t), SimTime(t.saturating_add(r))));
+        t = t.saturating_add(r);
+    }
+}
+
+/// The timeline of a scenario on its built fleet: generated from `[failures]` (seeded by
+/// `seed`) or read from its `timeline` file. Empty without `[failures]`. `first_submit` is
+/// the workload's first submit time (the default of `failures.start_s`; `None`: empty
+/// workload, origin 0).
+///
+/// # Errors
+/// [`ScenarioError::Invalid`] naming the field (an unknown cell or node) or the timeline
+/// file, line and column.
+pub fn timeline(
+    loaded: &Loaded,
+    fleet: &FleetState,
+    seed: u64,
+    trace_dir: &TraceDir,
+    first_submit: Option<SimTime>,
+) -> Result<Vec<TimelineEvent>, ScenarioError> {
+    let s = &loaded.scenario;
+    let Some(f) = &s.failures else {
+        return Ok(Vec::new());
+    };
+    let grace = SimDuration(secs_to_ms(f.grace_s));
+    if let Some(file) = &f.timeline {
+        let path = loaded.resolve_path(
+            "failures.timeline",
+            &file.path,
+            &file.public_path,
+            trace_dir,
+        )?;
+        return read_timeline(&path, fleet);
+    }
+    let until = SimTime(secs_to_ms(f.until_s.or(s.metrics.horizon_s).unwrap_or(0.0)));
+    let start = match f.start_s {
+        Some(v) => SimTime(secs_to_ms(v)),
+        None => first_submit.unwrap_or(SimTime::ZERO),
+    };
+    let span = (start, until);
+    let mut downs: Vec<Vec<Down>> = vec![Vec::new(); fleet.nodes().len()];
+    let mut iv = Vec::new();
+    for (i, n) in fleet.nodes().iter().enumerate() {
+        let model = n.model.map(|m| fleet.models()[m.index()].as_str());
+        let mtbf = model
+            .and_then(|m| f.mtbf_h.get(m))
+            .or_else(|| f.mtbf_h.get("*"));
+        let Some(&mtbf) = mtbf else { continue };
+        let name = fleet.node_name(NodeId(i as u32));
+        let mut rng = crate::rng::stream(seed, &format!("failures.node.{name}"));
+        iv.clear();
+        renewal(mtbf, &f.repair, span, &mut rng, &mut iv);
+        downs[i].extend(iv.iter().map(|&(a, b)| Down {
+            start: a,
+            evict: None,
+            fail_at_evict: false,
+            end: b,
+            cause: "node".into(),
+        }));
+    }
+    for c in &f.correlated {
+        let mut groups: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        for i in 0..fleet.nodes().len() {
+            groups
+                .entry(fleet.level_id(NodeId(i as u32), c.level))
+                .or_default()
+                .push(i);
+        }
+        let lname = c.level.as_str();
+        for (g, nodes) in groups {
+            let mut rng = crate::rng::stream(seed, &format!("failures.{lname}.{g}"));
+            iv.clear();
+            renewal(c.mtbf_h, &f.repair, span, &mut rng, &mut iv);
+            for &(a, b) in &iv {
+                for &n in &nodes {
+                    downs[n].push(Down {
+                        start: a,
+                        evict: None,
+                        fail_at_evict: false,
+                        end: b,
+                        cause: lname.to_string(),
+                    });
+                }
+            }
+        }
+    }
+    for (i, m) in f.maintenance.iter().enumerate() {
+        let nodes: Vec<usize> = match &m.cell {
+            Some(c) => {
+                let Some(cell) = fleet.cells().iter().find(|x| &x.name == c) else {
+                    return Err(invalid(
+                        loaded,
+                        &format!("failures.maintenance[{i}].cell"),
+                        format!("unknown cell `{c}`"),
+                    ));
+                };
+                cell.nodes.iter().map(|n| n.index()).collect()
+            }
+            None => {
+                let mut v = Vec::new();
+                for (j, name) in m.nodes.iter().enumerate() {
+                    let Some(n) = (0..fleet.nodes().len())
+                        .find(|&k| fleet.node_name(NodeId(k as u32)) == name)
+                    else {
+                        return Err(invalid(
+                            loaded,
+                            &format!("failures.maintenance[{i}].nodes[{j}]"),
+                            format!("unknown node `{name}`"),
+                        ));
+                    };
+                    v.push(n);
+                }
+                v
+            }
+        };
+        let at = secs_to_ms(m.at_s);
+        let evict = at + secs_to_ms(m.deadline_s);
+        let end = evict + secs_to_ms(m.duration_s).max(1);
+        for n in nodes {
+            downs[n].push(Down {
+                start: SimTime(at),
+                evict: Some(SimTime(evict)),
+                fail_at_evict: false,
+                end: SimTime(end),
+                cause: "maintenance".into(),
+            });
+        }
+    }
+    let mut out = Vec::new();
+    for (i, mut list) in downs.into_iter().enumerate() {
+        // Failures before maintenance at equal starts; then merge in start order.
+        list.sort_by_key(|d| (d.start, d.evict.is_some()));
+        let mut merged: Vec<Down> = Vec::new();
+        for d in list {
+            match merged.last_mut() {
+                Some(cur) if d.start <= cur.end => {
+                    if let (Some(e), None) = (cur.evict, d.evict) {
+                        if d.start < e {
+                            cur.evict = Some(d.start);
+                            cur.fail_at_evict = true;
+                        }
+                    }
+                    cur.end = cur.end.max(d.end);
+                }
+                _ => merged.push(d),
+            }
+        }
+        let node = NodeId(i as u32);
+        for d in merged {
+            let mut push = |at: SimTime, kind: NodeChangeKind| {
+                out.push(TimelineEvent {
+                    change: NodeChange { at, node, kind },
+                    cause: d.cause.clone(),
+                })
+            };
+            match d.evict {
+                None => push(d.start, NodeChangeKind::Fail { grace }),
+                Some(e) => {
+                    push(d.start, NodeChangeKind::Drain);
+                    if d.fail_at_evict {
+                        push(e, NodeChangeKind::Fail { grace });
+                    } else {
+                        push(e, NodeChangeKind::Evict { grace });
+                    }
+                }
+            }
+            push(d.end, NodeChangeKind::Repair);
+        }
+    }
+    sort(&mut out);
+    Ok(out)
+}
+
+/// Application order: time, node id, event rank.
+fn sort(v: &mut [TimelineEvent]) {
+    v.sort_by_key(|e| (e.change.at, e.change.node, event_rank(&e.change.kind)));
+}
+
+/// The timeline file's text (module docs).
+pub fn timeline_csv(events: &[TimelineEvent], fleet: &FleetState) -> String {
+    let mut s = String::from("time_ms,node,event,grace_ms,cause\n");
+    for e in events {
+        let (ev, grace) = match e.change.kind {
+            NodeChangeKind::Fail { grace } => ("fail", grace.0),
+            NodeChangeKind::Evict { grace } => ("evict", grace.0),
+            NodeChangeKind::Drain => ("drain", 0),
+            NodeChangeKind::Repair => ("repair", 0),
+        };
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{}",
+            e.change.at.0,
+            fleet.node_name(e.change.node),
+            ev,
+            grace,
+            e.cause
+        );
+    }
+    s
+}
+
+/// Reads a timeline file written by [`timeline_csv`] (or by hand in its format).
+///
+/// # Errors
+/// [`ScenarioError::Io`] when it cannot be read; [`ScenarioError::Invalid`] naming the file
+/// and line as origin and the column as field for a bad row.
+pub fn read_timeline(path: &Path, fleet: &FleetState) -> Result<Vec<TimelineEvent>, ScenarioError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let names: BTreeMap<&str, NodeId> = (0..fleet.nodes().len())
+        .map(|i| (fleet.node_name(NodeId(i as u32)), NodeId(i as u32)))
+        .collect();
+    let bad = |line: usize, field: &str, message: String| ScenarioError::Invalid {
+        origin: format!("{}:{line}", path.display()),
+        field: field.to_string(),
+        message,
+    };
+    let mut lines = text.lines().enumerate();
+    const HEADER: &str = "time_ms,node,event,grace_ms,cause";
+    match lines.next() {
+        Some((_, h)) if h.trim_end() == HEADER => {}
+        _ => {
+            return Err(bad(
+                1,
+                "header",
+                format!("the first line must be `{HEADER}`"),
+            ))
+        }
+    }
+    let mut out = Vec::new();
+    let mut last = SimTime::ZERO;
+    for (i, line) in lines {
+        let ln = i + 1;
+        let line = line.trim_end();
+        if line.is_empty() {
+            continue;
+        }
+        let cols: Vec<&str> = line.split(',').collect();
+        if cols.len() != 5 {
+            return Err(bad(
+                ln,
+                "row",
+                format!("{} columns, expected 5 ({HEADER})", cols.len()),
+            ));
+        }
+        let num = |c: usize, field: &str| {
+            cols[c].trim().parse::<u64>().map_err(|_| {
+                bad(
+                    ln,
+                    field,
+                    format!("`{}` is not a whole number of milliseconds", cols[c]),
+                )
+            })
+        };
+        let at = SimTime(num(0, "time_ms")?);
+        if at < last {
+            return Err(bad(
+                ln,
+                "time_ms",
+                format!(
+                    "{} is before the previous row ({}): rows must be in time order",
+                    at.0, last.0
+                ),
+            ));
+        }
+        last = at;
+        let Some(&node) = names.get(cols[1].trim()) else {
+            return Err(bad(ln, "node", format!("unknown node `{}`", cols[1])));
+        };
+        let grace = SimDuration(num(3, "grace_ms")?);
+        let kind = match cols[2].trim() {
+            "fail" => NodeChangeKind::Fail { grace },
+            "evict" => NodeChangeKind::Evict { grace },
+            "drain" => NodeChangeKind::Drain,
+            "repair" => NodeChangeKind::Repair,
+            other => {
+                return Err(bad(
+                    ln,
+                    "event",
+                    format!("unknown event `{other}`; expected fail, repair, drain or evict"),
+                ))
+            }
+        };
+        out.push(TimelineEvent {
+            change: NodeChange { at, node, kind },
+            cause: cols[4].trim().to_string(),
+        });
+    }
+    Ok(out)
+}
+
+/// Facts of a timeline for `summary.json`: node failures (fail events), maintenance drains,
+/// and the mean time to repair of failures whose repair is in the timeline (node MTTR), s.
+pub fn timeline_facts(events: &[TimelineEvent]) -> (u64, u64, Option<f64>) {
+    let mut down_since: BTreeMap<NodeId, SimTime> = BTreeMap::new();
+    let (mut fails, mut drains, mut sum, mut n) = (0u64, 0u64, 0u128, 0u64);
+    for e in events {
+        match e.change.kind {
+            NodeChangeKind::Fail { .. } => {
+                fails += 1;
+                down_since.entry(e.change.node).or_insert(e.change.at);
+            }
+            NodeChangeKind::Drain => drains += 1,
+            NodeChangeKind::Evict { .. } => {}
+            NodeChangeKind::Repair => {
+                if let Some(t) = down_since.remove(&e.change.node) {
+                    sum += u128::from(e.change.at.0 - t.0);
+                    n += 1;
+                }
+            }
+        }
+    }
+    let mttr = (n > 0).then(|| sum as f64 / n as f64 / 1000.0);
+    (fails, drains, mttr)
+}
+
+/// `summary.json` → `reliability` (present only with `[failures]` or `[startup]`).
+/// Accelerator-times in GPU-seconds over the whole run (every job's every run, not cut to
+/// the measurement window), so `goodput_gpu_s + lost_gpu_s + startup_gpu_s = allocated_gpu_s`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ReliabilitySummary {
+    /// Goodput (DESIGN §6): kept accelerator-time / allocated accelerator-time.
+    pub goodput: Option<f64>,
+    /// Accelerator-time held by jobs, GPU-s.
+    pub allocated_gpu_s: f64,
+    /// Accelerator-time of work kept, GPU-s.
+    pub goodput_gpu_s: f64,
+    /// Accelerator-time lost (since the last checkpoint, plus grace), GPU-s.
+    pub lost_gpu_s: f64,
+    /// Of it, to node failures, GPU-s.
+    pub lost_to_failures_gpu_s: f64,
+    /// Of it, to maintenance evictions, GPU-s.
+    pub lost_to_evictions_gpu_s: f64,
+    /// Of it, to preemptions, GPU-s.
+    pub lost_to_preemption_gpu_s: f64,
+    /// Startup latency and restart overhead, GPU-s.
+    pub startup_gpu_s: f64,
+    /// Node failure events in the timeline (a correlated failure counts once per node).
+    pub node_failures: u64,
+    /// Maintenance drains in the timeline (per node).
+    pub maintenance_drains: u64,
+    /// Mean time to repair of failed nodes, s.
+    pub node_mttr_s: Option<f64>,
+    /// Job runs stopped by node failures.
+    pub job_failures: u64,
+    /// Job runs stopped by maintenance evictions.
+    pub evictions: u64,
+    /// Mean time to recovery of a job hit by a failure: failure → its next start, s.
+    pub job_mttr_s: Option<f64>,
+    /// Completed jobs.
+    pub completed_jobs: u64,
+    /// Completed jobs that survived at least one failure.
+    pub jobs_survived_failures: u64,
+    /// Failures survived per completed job: mean.
+    pub failures_survived_per_job_mean: Option<f64>,
+    /// Failures survived by one completed job: most.
+    pub failures_survived_per_job_max: u32,
+    /// Jobs whose first start was in a cell other than their home cell (the first cell their
+    /// row allows, with spatial flexibility on).
+    pub cross_cell_dispatches: u64,
+    /// Mean wait of measured jobs by the cell of their first start, s.
+    pub wait_s_mean_by_cell: BTreeMap<String, Option<f64>>,
+    /// Mean wait of measured jobs by the accelerator model of their first start, s
+    /// (`cpu` for CPU-only).
+    pub wait_s_mean_by_model: BTreeMap<String, Option<f64>>,
+}
+
+fn gpu_s(v: u128) -> f64 {
+    // GPU-milli·ms → GPU-s.
+    v as f64 / 1e6
+}
+
+/// The `reliability` section of `summary.json`.
+pub fn summary(
+    r: &crate::engine::reliability::ReliabilityStats,
+    timeline: &[TimelineEvent],
+    job_failures: u64,
+    cells: &[String],
+    models: &[String],
+) -> ReliabilitySummary {
+    let (node_failures, maintenance_drains, node_mttr_s) = timeline_facts(timeline);
+    let mean = |v: &[(u128, u64)], i: usize| {
+        v.get(i)
+            .filter(|e| e.1 > 0)
+            .map(|e| e.0 as f64 / e.1 as f64 / 1000.0)
+    };
+    let failures_or_evictions = r.lost_to_failures_gpu_milli_ms + r.lost_to_evictions_gpu_milli_ms;
+    ReliabilitySummary {
+        goodput: (r.allocated_gpu_milli_ms > 0)
+            .then(|| r.goodput_gpu_milli_ms() as f64 / r.allocated_gpu_milli_ms as f64),
+        allocated_gpu_s: gpu_s(r.allocated_gpu_milli_ms),
+        goodput_gpu_s: gpu_s(r.goodput_gpu_milli_ms()),
+        lost_gpu_s: gpu_s(r.lost_gpu_milli_ms),
+        lost_to_failures_gpu_s: gpu_s(r.lost_to_failures_gpu_milli_ms),
+        lost_to_evictions_gpu_s: gpu_s(r.lost_to_evictions_gpu_milli_ms),
+        lost_to_preemption_gpu_s: gpu_s(r.lost_gpu_milli_ms.saturating_sub(failures_or_evictions)),
+        startup_gpu_s: gpu_s(r.startup_gpu_milli_ms),
+        node_failures,
+        maintenance_drains,
+        node_mttr_s,
+        job_failures,
+        evictions: r.evictions,
+        job_mttr_s: (r.recoveries > 0).then(|| r.recovery_ms as f64 / r.recoveries as f64 / 1000.0),
+        completed_jobs: r.completed,
+        jobs_survived_failures: r.jobs_survived_failures,
+        failures_survived_per_job_mean: (r.completed > 0)
+            .then(|| r.failures_survived as f64 / r.completed as f64),
+        failures_survived_per_job_max: r.max_failures_survived,
+        cross_cell_dispatches: r.cross_cell_dispatches,
+        wait_s_mean_by_cell: cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.clone(), mean(&r.wait_by_cell, i)))
+            .collect(),
+        wait_s_mean_by_model: models
+            .iter()
+            .map(String::as_str)
+            .chain(std::iter::once("cpu"))
+            .enumerate()
+            .map(|(i, m)| (m.to_string(), mean(&r.wait_by_model, i)))
+            .collect(),
+    }
+}
