@@ -132,7 +132,12 @@ fn kueue_cluster_queues_become_quota_queues_reached_by_their_local_queues() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/kueue-quota.toml");
     let loaded = scenario::load(&path).unwrap();
     let s = &loaded.scenario;
-    type Row<'a> = (&'a str, Option<&'a str>, Vec<String>, Option<(f64, Option<f64>)>);
+    type Row<'a> = (
+        &'a str,
+        Option<&'a str>,
+        Vec<String>,
+        Option<(f64, Option<f64>)>,
+    );
     let q: Vec<Row> = s
         .queues
         .iter()
