@@ -150,6 +150,7 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
         node_changes: Vec::new(),
         record_preemptions: false,
         node_events: Vec::new(),
+        reject_unknown_queues: s.kueue.is_some(),
     };
     (policies, cfg)
 }

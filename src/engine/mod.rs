@@ -110,6 +110,11 @@ pub struct EngineConfig {
     /// Scheduled node changes (what-if transforms), applied as node events (class 2 of the
     /// ordering guarantees) in this order at equal times.
     pub node_events: Vec<NodeEvent>,
+    /// Reject at submit ([`RejectReason::UnknownQueue`]) a job whose queue (its `queue`, or
+    /// its tenant under [`QueueMapping::PerTenant`]) is none of [`EngineConfig::queues`] nor
+    /// their `local_queues` (scenarios with Kueue manifests: Kueue admits no workload of an
+    /// unknown LocalQueue). Off: such a job gets a queue of its own, outside quota.
+    pub reject_unknown_queues: bool,
 }
 
 /// A scheduled change of node availability.
@@ -585,6 +590,8 @@ pub struct Simulation {
     preemption_log: Vec<PreemptionEvent>,
     next_tick: Option<SimTime>,
     backfill: bool,
+    /// Queues with ids below this are the configured ones.
+    known_queues: u32,
 }
 
 impl Simulation {
@@ -637,6 +644,7 @@ impl Simulation {
             preemption_log: Vec::new(),
             next_tick: None,
             backfill,
+            known_queues: 0,
             cfg,
         };
         for q in sim.cfg.queues.clone() {
@@ -646,6 +654,7 @@ impl Simulation {
                 sim.queue_ids.entry(lq).or_insert(id);
             }
         }
+        sim.known_queues = sim.queues.len() as u32;
         sim
     }
 
@@ -955,6 +964,7 @@ impl Simulation {
         self.metrics.on_submit(t);
         self.counts.submitted += 1;
         let tenant = self.tenant_id(&spec.tenant);
+        let named_queue = spec.queue.is_some() || self.cfg.queue_mapping == QueueMapping::PerTenant;
         let queue = match (&spec.queue, self.cfg.queue_mapping) {
             (Some(q), _) => self.queue_id(q),
             (None, QueueMapping::PerTenant) => self.queue_id(&spec.tenant),
@@ -1020,6 +1030,9 @@ impl Simulation {
             })?;
             self.free_slot(id);
             return Ok(());
+        }
+        if self.cfg.reject_unknown_queues && named_queue && queue.0 >= self.known_queues {
+            return self.reject(id, RejectReason::UnknownQueue, sink);
         }
         if limit == Some(SimDuration::ZERO) {
             return self.reject(id, RejectReason::InvalidTimeLimit, sink);

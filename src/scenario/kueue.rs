@@ -45,7 +45,11 @@
 //!   → `gpus`), `cpu` (→ cores) and `memory` (bytes → GiB). Each of its **LocalQueues**
 //!   becomes one of its `local_queues`: a job that names the LocalQueue (its `queue`, or its
 //!   tenant under `queues = "per-tenant"`) is queued, admitted and preempted in the
-//!   ClusterQueue, as in Kueue.
+//!   ClusterQueue, as in Kueue. A job whose queue (or tenant, under `queues =
+//!   "per-tenant"`) is neither a ClusterQueue, a LocalQueue nor a scenario `[[queues]]`
+//!   entry is rejected at submit with the reason `unknown_queue` (Kueue never admits a
+//!   workload of an unknown LocalQueue; [`crate::engine::EngineConfig::reject_unknown_queues`]).
+//!   Scenarios without manifests keep such jobs in a queue of their own, outside quota.
 //! * Each **Cohort** (declared, or only named by a ClusterQueue or a parent) becomes a
 //!   `[[cohorts]]` entry with its parent and its own quota.
 //! * Each **ResourceFlavor** becomes a `[[flavors]]` entry whose accelerator model is the value

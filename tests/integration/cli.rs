@@ -255,3 +255,46 @@ fn bad_kueue_manifests_name_file_line_and_field() {
         "{err}"
     );
 }
+
+/// Under Kueue manifests a job naming a queue that is neither a ClusterQueue nor a
+/// LocalQueue is rejected at submit (`unknown_queue`), as Kueue never admits it.
+#[test]
+fn kueue_job_on_an_unknown_queue_is_rejected() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let trace = std::fs::read_to_string(root.join("traces/sample-sacct.txt")).unwrap();
+    // Job 1001 names a partition (LocalQueue) the manifests do not declare.
+    let trace = trace.replacen("|research|team-a|alice|", "|reserch|team-a|alice|", 1);
+    std::fs::write(dir.path().join("t.txt"), trace).unwrap();
+    std::fs::copy(
+        root.join("scenarios/kueue-manifests.yaml"),
+        dir.path().join("k.yaml"),
+    )
+    .unwrap();
+    let scenario = std::fs::read_to_string(root.join("scenarios/kueue-quota.toml"))
+        .unwrap()
+        .replace("kueue-manifests.yaml", "k.yaml")
+        .replace("../traces/sample-sacct.txt", "t.txt");
+    let p = dir.path().join("s.toml");
+    std::fs::write(&p, scenario).unwrap();
+    let out = dir.path().join("o");
+    let o = fleetsim()
+        .arg("run")
+        .arg(&p)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let jobs = &summary["jobs"];
+    assert_eq!(jobs["rejected_by_reason"]["unknown_queue"], 1, "{jobs}");
+    assert_eq!(jobs["submitted"], 6, "{jobs}");
+    let rows = std::fs::read_to_string(out.join("jobs.csv")).unwrap();
+    assert!(
+        rows.lines()
+            .any(|l| l.contains("reserch") && l.contains("unknown_queue")),
+        "{rows}"
+    );
+}
