@@ -684,6 +684,25 @@ fn documents(text: &str) -> Vec<(u64, String)> {
     docs
 }
 
+/// `text` with every `line N` (a position within one document) moved by `offset` lines: the
+/// line in the file.
+fn absolute_lines(text: &str, offset: u64) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("line ") {
+        let (head, tail) = rest.split_at(i + 5);
+        out.push_str(head);
+        let n = tail.bytes().take_while(u8::is_ascii_digit).count();
+        match tail[..n].parse::<u64>() {
+            Ok(v) => out.push_str(&(v + offset).to_string()),
+            Err(_) => out.push_str(&tail[..n]),
+        }
+        rest = &tail[n..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Reads and validates Kueue manifests from `path` (see the module docs).
 ///
 /// # Errors
@@ -713,13 +732,13 @@ pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
                 Some(l) => {
                     let abs = line + (l.line() as u64).saturating_sub(1);
                     // The parser's own position is within the document: give the file's.
-                    let rel = format!("at line {} column {}", l.line(), l.column());
+                    let rel = format!(" at line {} column {}", l.line(), l.column());
                     let m = e
                         .to_string()
-                        .replace(&rel, &format!("column {}", l.column()));
-                    (abs, m)
+                        .replace(&rel, &format!(" at column {}", l.column()));
+                    (abs, absolute_lines(&m, line - 1))
                 }
-                None => (*line, e.to_string()),
+                None => (*line, absolute_lines(&e.to_string(), line - 1)),
             };
             let message = if message.contains("as u128") || message.contains("as i128") {
                 format!("a number out of range ({message})")
@@ -1539,8 +1558,16 @@ metadata:
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("bad YAML") && e.contains("line 5"), "{e}");
-        assert_eq!(e.matches("line ").count(), 1, "{e}");
+        assert!(e.contains("k.yaml: line 5: bad YAML"), "{e}");
+        assert!(!e.contains("line 2"), "{e}");
+        let e = parse(
+            "apiVersion: v1\nkind: Namespace\n---\na: [1,\n  b: 2\nc: 3\n",
+            Path::new("k.yaml"),
+        )
+        .unwrap_err()
+        .to_string();
+        // Every line the parser names is a line of the file (the list opens at line 4).
+        assert!(e.contains("line 4") && !e.contains("line 1 "), "{e}");
         let e = parse(
             &MANIFESTS.replace("nominalQuota: 500m", "nominalQuota: 99999999999999999999"),
             Path::new("k.yaml"),
