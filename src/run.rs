@@ -196,6 +196,7 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
         model_speed_permille: Vec::new(),
         reliability: false,
         dispatch_latency: SimDuration(p.dispatch_latency_s.map_or(0, secs_to_ms)),
+        reject_unknown_queues: s.kueue.is_some(),
     };
     (policies, cfg)
 }

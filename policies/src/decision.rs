@@ -33,6 +33,9 @@ pub enum RejectReason {
     /// The queue declares quota, but none of its flavors offers an accelerator model the job
     /// may use.
     NoQuotaFlavor,
+    /// The job names a queue the scenario's Kueue manifests (or `[[queues]]`) do not declare:
+    /// neither a ClusterQueue nor a LocalQueue (Kueue never admits such a workload).
+    UnknownQueue,
 }
 
 impl RejectReason {
@@ -48,6 +51,7 @@ impl RejectReason {
             RejectReason::EmptyGang => "empty_gang",
             RejectReason::OverQuota => "over_quota",
             RejectReason::NoQuotaFlavor => "no_quota_flavor",
+            RejectReason::UnknownQueue => "unknown_queue",
         }
     }
 }

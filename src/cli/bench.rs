@@ -223,7 +223,14 @@ fn fgd_section() -> Result<()> {
     );
     outln!(
         "{:<32} {:>6} {:>7} {:>8} {:>8} {:>7} {:>9} {:>7}  vs the artifact's own run",
-        "workload", "pods", "placed", "total_s", "place_s", "cpu_s", "peak_MiB", "alloc"
+        "workload",
+        "pods",
+        "placed",
+        "total_s",
+        "place_s",
+        "cpu_s",
+        "peak_MiB",
+        "alloc"
     );
     let mut names: Vec<String> = Vec::new();
     for (log, _) in PEER_WALL_S {

@@ -129,6 +129,11 @@ pub struct EngineConfig {
     /// job enters the queues this long after its submission (its wait counts from submit);
     /// zero by default.
     pub dispatch_latency: SimDuration,
+    /// Reject at submit ([`RejectReason::UnknownQueue`]) a job whose queue (its `queue`, or
+    /// its tenant under [`QueueMapping::PerTenant`]) is none of [`EngineConfig::queues`] nor
+    /// their `local_queues` (scenarios with Kueue manifests: Kueue admits no workload of an
+    /// unknown LocalQueue). Off: such a job gets a queue of its own, outside quota.
+    pub reject_unknown_queues: bool,
 }
 
 /// A scheduled change of node availability.
@@ -652,6 +657,8 @@ pub struct Simulation {
     /// Jobs waiting out the dispatch latency ([`EngineConfig::dispatch_latency`]) in
     /// `awaiting_replay`, to be queued (not force-started) when it ends.
     dispatching: BTreeSet<JobId>,
+    /// Queues with ids below this are the configured ones.
+    known_queues: u32,
 }
 
 impl Simulation {
@@ -709,6 +716,7 @@ impl Simulation {
             decisions: Vec::new(),
             rel: reliability::ReliabilityStats::default(),
             dispatching: BTreeSet::new(),
+            known_queues: 0,
             cfg,
         };
         for q in sim.cfg.queues.clone() {
@@ -718,6 +726,7 @@ impl Simulation {
                 sim.queue_ids.entry(lq).or_insert(id);
             }
         }
+        sim.known_queues = sim.queues.len() as u32;
         sim
     }
 
@@ -1055,6 +1064,7 @@ impl Simulation {
         self.metrics.on_submit(t);
         self.counts.submitted += 1;
         let tenant = self.tenant_id(&spec.tenant);
+        let named_queue = spec.queue.is_some() || self.cfg.queue_mapping == QueueMapping::PerTenant;
         let queue = match (&spec.queue, self.cfg.queue_mapping) {
             (Some(q), _) => self.queue_id(q),
             (None, QueueMapping::PerTenant) => self.queue_id(&spec.tenant),
@@ -1120,6 +1130,9 @@ impl Simulation {
             })?;
             self.free_slot(id);
             return Ok(());
+        }
+        if self.cfg.reject_unknown_queues && named_queue && queue.0 >= self.known_queues {
+            return self.reject(id, RejectReason::UnknownQueue, sink);
         }
         if limit == Some(SimDuration::ZERO) {
             return self.reject(id, RejectReason::InvalidTimeLimit, sink);

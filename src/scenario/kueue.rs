@@ -18,15 +18,24 @@
 //! Quantities are Kubernetes quantities (`500m`, `2`, `1.5`, `64Gi`, `1e3`, `4k`), kept
 //! exactly as integer milli-units ([`Quantity`]).
 //!
-//! # Validation (each error names the file, the line where the object starts and the field)
+//! # Validation (each error names the file, the line of the field and the field)
 //!
-//! Unknown `kueue.x-k8s.io` versions; a missing `metadata.name`; duplicate names; the cohort
-//! or parent field of the other API version; an unknown `queueingStrategy`; a flavor that is
-//! not a declared ResourceFlavor; a flavor's resources differing from `coveredResources`; a
-//! malformed or negative quantity; `borrowingLimit` on a ClusterQueue without a cohort;
+//! Every document must be a Kubernetes object (a mapping with `apiVersion` and `kind`); a
+//! file with no object, or with no ClusterQueue, is an error. Under `kueue.x-k8s.io`: an
+//! unknown kind (upstream kinds fleetsim does not read, such as AdmissionCheck or Topology,
+//! are ignored and listed as not simulated); unknown versions; a key that the upstream API
+//! does not have at the top level, in `spec` or in `resourceGroups[]`, `flavors[]` and
+//! `resources[]` entries (a typo such as `cohortNmae` would otherwise drop the setting); a
+//! missing `metadata.name`; duplicate names; the cohort or parent field of the other API
+//! version; an unknown `queueingStrategy`; a flavor that is not a declared ResourceFlavor;
+//! a flavor's resources differing from `coveredResources`; two accelerator resources in one
+//! flavor (fleetsim gives a flavor one accelerator quota); a malformed, negative or out of
+//! range quantity (above 2^63−1 units); `borrowingLimit` on a ClusterQueue without a cohort;
 //! `lendingLimit` above `nominalQuota`; a LocalQueue naming an unknown ClusterQueue; two
 //! LocalQueues with the same name in different namespaces (fleetsim's queues are not
-//! namespaced); a cycle in the cohort tree.
+//! namespaced); a cycle in the cohort tree (at the Cohort whose parent closes it). Lines are
+//! found by looking the field's key path up in the document's block-style text; a field in
+//! flow style is reported at its nearest enclosing key.
 //!
 //! # What fleetsim simulates ([`KueueConfig::quota`])
 //!
@@ -36,7 +45,11 @@
 //!   → `gpus`), `cpu` (→ cores) and `memory` (bytes → GiB). Each of its **LocalQueues**
 //!   becomes one of its `local_queues`: a job that names the LocalQueue (its `queue`, or its
 //!   tenant under `queues = "per-tenant"`) is queued, admitted and preempted in the
-//!   ClusterQueue, as in Kueue.
+//!   ClusterQueue, as in Kueue. A job whose queue (or tenant, under `queues =
+//!   "per-tenant"`) is neither a ClusterQueue, a LocalQueue nor a scenario `[[queues]]`
+//!   entry is rejected at submit with the reason `unknown_queue` (Kueue never admits a
+//!   workload of an unknown LocalQueue; [`crate::engine::EngineConfig::reject_unknown_queues`]).
+//!   Scenarios without manifests keep such jobs in a queue of their own, outside quota.
 //! * Each **Cohort** (declared, or only named by a ClusterQueue or a parent) becomes a
 //!   `[[cohorts]]` entry with its parent and its own quota.
 //! * Each **ResourceFlavor** becomes a `[[flavors]]` entry whose accelerator model is the value
@@ -46,9 +59,13 @@
 //!   error naming `flavors[i].models[j]`.
 //!
 //! What the scenario declares itself wins over the manifests, entry by entry (by name).
-//! Admission order, preemption and fair sharing are the scenario's `[policy]` stages (Kueue's
-//! `spec.preemption` and `fairSharing` of a ClusterQueue are not read). **Not simulated**, and
-//! listed by `fleetsim validate`: resource groups without an accelerator resource beside one
+//! Admission order, preemption, fair sharing and flavor selection are the scenario's
+//! `[policy]` stages: upstream fields that configure them (`preemption`, `fairSharing`,
+//! `flavorFungibility`, `admissionScope`), and `stopPolicy`, `admissionChecks`,
+//! `admissionChecksStrategy`, a non-empty `namespaceSelector`, a ResourceFlavor's
+//! `nodeTaints`, `tolerations` and `topologyName` are accepted but **not simulated**, and
+//! listed by `fleetsim validate` ([`KueueQuota::unsimulated`]). Also not simulated, and
+//! listed: resource groups without an accelerator resource beside one
 //! with it (fleetsim assigns one flavor for all of a job's resources), resources other than
 //! accelerators, `cpu` and `memory`, and WorkloadPriorityClasses (read and validated; job
 //! priorities come from the trace).
@@ -74,7 +91,9 @@ impl Quantity {
     /// `Pi`, `Ei` (powers of 1024). Rounded up to a whole milli-unit, as Kubernetes does.
     ///
     /// # Errors
-    /// A message naming the text when it is malformed, negative or out of range.
+    /// A message naming the text when it is malformed, negative or out of range (above
+    /// 2^63−1 units, Kubernetes' limit: `1e18` and `8E` are accepted, `1e19` and `10E` are
+    /// not).
     pub fn parse(text: &str) -> Result<Quantity, String> {
         let t = text.trim();
         let bad = || format!("`{text}` is not a Kubernetes quantity");
@@ -102,13 +121,64 @@ impl Quantity {
         if num.starts_with('-') {
             return Err(format!("`{text}` is negative"));
         }
-        // Exact: the number in milli-units via the seconds→ms parser, ×mul, ÷div rounded up.
-        let milli = crate::workload::native::parse_seconds_ms(num).map_err(|_| bad())?;
-        let milli = u128::try_from(milli).map_err(|_| format!("`{text}` is negative"))?;
-        let v = milli
-            .checked_mul(mul)
-            .ok_or_else(|| format!("`{text}` is out of range"))?;
-        Ok(Quantity(v.div_ceil(div)))
+        let range = || format!("`{text}` is out of range (at most {} units)", i64::MAX);
+        // Exact: digits, optional fraction and exponent, in integers (no float rounding).
+        let num = num.strip_prefix('+').unwrap_or(num);
+        let (mant, exp) = match num.find(['e', 'E']) {
+            Some(i) if mul == 1 && div == 1 => {
+                let e = &num[i + 1..];
+                let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
+                if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(bad());
+                }
+                // Beyond ±100 the value is 0 (rounded up to 1 milli-unit) or out of range.
+                let x: i64 = e
+                    .parse()
+                    .unwrap_or(if e.starts_with('-') { -100 } else { 100 });
+                (&num[..i], x.clamp(-100, 100))
+            }
+            Some(_) => return Err(bad()),
+            None => (num, 0),
+        };
+        let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
+        if int.is_empty() && frac.is_empty()
+            || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
+        {
+            return Err(bad());
+        }
+        let digits = format!("{int}{frac}");
+        let digits = digits.trim_start_matches('0');
+        let mut m: u128 = 0;
+        for b in digits.bytes() {
+            m = m
+                .checked_mul(10)
+                .and_then(|m| m.checked_add(u128::from(b - b'0')))
+                .ok_or_else(range)?;
+        }
+        // value (milli) = m × 10^(3 + exp − frac digits) × mul ÷ div, rounded up.
+        let p = 3 + exp - frac.len() as i64;
+        let v = if m == 0 {
+            0
+        } else if p >= 0 {
+            10u128
+                .checked_pow(p as u32)
+                .and_then(|t| m.checked_mul(t))
+                .and_then(|v| v.checked_mul(mul))
+                .ok_or_else(range)?
+                .div_ceil(div)
+        } else {
+            match 10u128.checked_pow((-p) as u32) {
+                Some(t) => m
+                    .checked_mul(mul)
+                    .ok_or_else(range)?
+                    .div_ceil(t.checked_mul(div).ok_or_else(range)?),
+                None => 1,
+            }
+        };
+        if v > i64::MAX as u128 * 1000 {
+            return Err(range());
+        }
+        Ok(Quantity(v))
     }
 
     /// The quantity in whole units, as a float (for GPU counts).
@@ -191,6 +261,8 @@ pub struct ResourceFlavor {
     pub name: String,
     /// `spec.nodeLabels`.
     pub node_labels: BTreeMap<String, String>,
+    /// Line of `spec.nodeLabels` (else of the object) in the manifests.
+    pub line: u64,
 }
 
 /// A WorkloadPriorityClass.
@@ -219,15 +291,29 @@ pub struct KueueConfig {
     pub priority_classes: BTreeMap<String, PriorityClass>,
     /// Objects of other kinds, by `apiVersion/kind`.
     pub ignored: BTreeMap<String, u64>,
+    /// Settings read but not simulated (upstream fields and kinds), one sentence each.
+    pub notes: Vec<String>,
+    /// The manifests file (named in errors found later, e.g. a flavor's model).
+    pub path: PathBuf,
 }
 
-/// A manifest error: file, line where the object (or YAML error) is, field, message.
-#[derive(Debug, thiserror::Error)]
-#[error("{path}: line {line}: field `{field}`: {message}")]
+/// Kueue kinds that exist upstream but are not read (ignored, counted and noted).
+const OTHER_KINDS: [&str; 6] = [
+    "AdmissionCheck",
+    "Workload",
+    "Topology",
+    "MultiKueueCluster",
+    "MultiKueueConfig",
+    "ProvisioningRequestConfig",
+];
+
+/// A manifest error: file, line of the field (or of the object, or of the YAML error),
+/// field, message. Line 0 with field `-`: the file could not be read.
+#[derive(Debug)]
 pub struct KueueError {
     /// The file.
     pub path: PathBuf,
-    /// 1-based line.
+    /// 1-based line (0: the file as a whole).
     pub line: u64,
     /// Field path (`spec.resourceGroups[0].flavors[1].name`).
     pub field: String,
@@ -235,16 +321,145 @@ pub struct KueueError {
     pub message: String,
 }
 
+impl std::fmt::Display for KueueError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let path = self.path.display();
+        match (self.line, self.field.as_str()) {
+            (0, "-") => write!(f, "{path}: {}", self.message),
+            (line, "-") => write!(f, "{path}: line {line}: {}", self.message),
+            (line, field) => write!(f, "{path}: line {line}: field `{field}`: {}", self.message),
+        }
+    }
+}
+
+impl std::error::Error for KueueError {}
+
 struct Ctx<'a> {
     path: &'a Path,
+    /// First line of the document.
     line: u64,
+    /// The document's text.
+    text: &'a str,
+}
+
+/// A line's mapping key (quotes removed) and its column, after any `- ` list markers.
+fn key_of(line: &str) -> Option<(usize, &str)> {
+    let mut col = line.len() - line.trim_start().len();
+    let mut rest = line.trim_start();
+    while let Some(r) = rest
+        .strip_prefix("- ")
+        .or_else(|| rest.strip_prefix('-').filter(|r| r.is_empty()))
+    {
+        col += rest.len() - r.trim_start().len();
+        rest = r.trim_start();
+    }
+    let (key, after) = match rest.chars().next()? {
+        q @ ('"' | '\'') => {
+            let end = rest[1..].find(q)? + 1;
+            (&rest[1..end], &rest[end + 1..])
+        }
+        _ => {
+            let end = rest
+                .find(": ")
+                .or_else(|| rest.strip_suffix(':').map(str::len))?;
+            (&rest[..end], &rest[end..])
+        }
+    };
+    after.starts_with(':').then_some((col, key.trim_end()))
+}
+
+/// Whether a line holds nothing (blank or a comment).
+fn blank(line: &str) -> bool {
+    let t = line.trim_start();
+    t.is_empty() || t.starts_with('#')
+}
+
+/// The 0-based line of `field` (`spec.resourceGroups[0].flavors[1].name`) in a block-style
+/// YAML document: each key is looked for in order within the subtree of the previous one,
+/// `[n]` is the n-th list item under it. A key that is not found (missing, or in flow
+/// style) gives the line of the deepest one found; `None` when not even the first is.
+fn locate(text: &str, field: &str) -> Option<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = None;
+    let mut pos = 0;
+    // Column of the enclosing key or list marker (keys of its subtree are to its right).
+    let mut parent: Option<usize> = None;
+    let mut on_item = false;
+    for seg in field.split('.') {
+        let (key, idx) = match seg.find('[') {
+            Some(b) => (
+                &seg[..b],
+                seg[b + 1..]
+                    .strip_suffix(']')
+                    .and_then(|n| n.parse::<usize>().ok()),
+            ),
+            None => (seg, None),
+        };
+        let mut hit = None;
+        for (i, l) in lines.iter().enumerate().skip(pos) {
+            if blank(l) {
+                continue;
+            }
+            let col = l.len() - l.trim_start().len();
+            if parent.is_some_and(|p| col <= p) && !(on_item && i == pos) {
+                break;
+            }
+            if let Some((kc, k)) = key_of(l) {
+                if k == key && parent.is_none_or(|p| kc > p) {
+                    hit = Some((i, kc));
+                    break;
+                }
+            }
+        }
+        let Some((i, kc)) = hit else { break };
+        found = Some(i);
+        pos = i + 1;
+        parent = Some(kc);
+        on_item = false;
+        if let Some(n) = idx {
+            // The list items: `-` lines at the column of the first one, within the subtree.
+            let mut items = Vec::new();
+            let mut dash = None;
+            for (j, l) in lines.iter().enumerate().skip(i + 1) {
+                if blank(l) {
+                    continue;
+                }
+                let col = l.len() - l.trim_start().len();
+                let is_item = l.trim_start().starts_with('-');
+                match dash {
+                    None if is_item && col >= kc => dash = Some(col),
+                    _ => {}
+                }
+                match dash {
+                    Some(d) if col < d || (col == d && !is_item) => break,
+                    None if col <= kc => break,
+                    _ => {}
+                }
+                if is_item && Some(col) == dash {
+                    items.push(j);
+                }
+            }
+            let Some(&j) = items.get(n) else { break };
+            found = Some(j);
+            pos = j;
+            parent = dash;
+            on_item = true;
+        }
+    }
+    found
 }
 
 impl Ctx<'_> {
+    /// The absolute line of `field`, else of the object's first line.
+    fn line_of(&self, field: &str) -> u64 {
+        let first = self.text.lines().position(|l| !blank(l)).unwrap_or(0);
+        self.line + locate(self.text, field).unwrap_or(first) as u64
+    }
+
     fn err(&self, field: &str, message: impl Into<String>) -> KueueError {
         KueueError {
             path: self.path.to_path_buf(),
-            line: self.line,
+            line: self.line_of(field),
             field: field.to_string(),
             message: message.into(),
         }
@@ -282,6 +497,59 @@ fn seq<'v>(c: &Ctx, v: &'v Value, key: &str, field: &str) -> Result<&'v [Value],
     }
 }
 
+/// Fails on a key of the mapping `v` (at `prefix`) that is not one of `known`, the keys the
+/// upstream Kueue API has there (a typo such as `cohortNmae` would otherwise silently drop
+/// the setting).
+fn check_keys(c: &Ctx, v: &Value, prefix: &str, known: &[&str]) -> Result<(), KueueError> {
+    let m = match v {
+        Value::Null => return Ok(()),
+        Value::Mapping(m) => m,
+        other => return Err(c.err(prefix, format!("expected a mapping, found {other:?}"))),
+    };
+    for k in m.keys() {
+        let Some(k) = k.as_str() else {
+            return Err(c.err(prefix, format!("keys must be strings, found {k:?}")));
+        };
+        if !known.contains(&k) {
+            let field = if prefix.is_empty() {
+                k.to_string()
+            } else {
+                format!("{prefix}.{k}")
+            };
+            return Err(c.err(
+                &field,
+                format!("unknown field (the Kueue API has {})", known.join(", ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a value is absent or empty (`{}`, `[]`, `null`).
+fn is_empty(v: Option<&Value>) -> bool {
+    match v {
+        None | Some(Value::Null) => true,
+        Some(Value::Mapping(m)) => m.is_empty(),
+        Some(Value::Sequence(s)) => s.is_empty(),
+        _ => false,
+    }
+}
+
+/// Notes for the keys of `spec` that exist upstream but are not simulated (`(key, why)`),
+/// when set to something non-empty.
+fn unsimulated_keys(owner: &str, spec: &Value, keys: &[(&str, &str)], notes: &mut Vec<String>) {
+    for (k, why) in keys {
+        if let Some(v) = spec.as_mapping().and_then(|m| m.get(*k)) {
+            if !is_empty(Some(v)) {
+                notes.push(format!("{owner}: `spec.{k}` is not simulated: {why}"));
+            }
+        }
+    }
+}
+
+/// Why a key is not simulated: the scenario's `[policy]` stages govern it.
+const BY_POLICY: &str = "the scenario's [policy] stages govern admission order, preemption, fair sharing and flavor selection";
+
 fn resource_groups(
     c: &Ctx,
     spec: &Value,
@@ -294,6 +562,7 @@ fn resource_groups(
         .enumerate()
     {
         let gf = format!("spec.resourceGroups[{gi}]");
+        check_keys(c, g, &gf, &["coveredResources", "flavors"])?;
         let covered: Vec<String> =
             seq(c, g, "coveredResources", &format!("{gf}.coveredResources"))?
                 .iter()
@@ -311,6 +580,7 @@ fn resource_groups(
             .enumerate()
         {
             let ff = format!("{gf}.flavors[{fi}]");
+            check_keys(c, f, &ff, &["name", "resources"])?;
             let name = string(c, f, "name", &format!("{ff}.name"))?
                 .ok_or_else(|| c.err(&format!("{ff}.name"), "missing"))?;
             if !flavors.contains(&name) {
@@ -325,6 +595,12 @@ fn resource_groups(
                 .enumerate()
             {
                 let rf = format!("{ff}.resources[{ri}]");
+                check_keys(
+                    c,
+                    r,
+                    &rf,
+                    &["name", "nominalQuota", "borrowingLimit", "lendingLimit"],
+                )?;
                 let rname = string(c, r, "name", &format!("{rf}.name"))?
                     .ok_or_else(|| c.err(&format!("{rf}.name"), "missing"))?;
                 let nominal = get(r, "nominalQuota")
@@ -344,6 +620,20 @@ fn resource_groups(
                 }
                 if lending_limit.is_some_and(|l| l > nominal) {
                     return Err(c.err(&format!("{rf}.lendingLimit"), "above nominalQuota"));
+                }
+                if ACCELERATOR_RESOURCES.contains(&rname.as_str()) {
+                    if let Some(other) = resources
+                        .iter()
+                        .find(|x: &&ResourceQuota| ACCELERATOR_RESOURCES.contains(&x.name.as_str()))
+                    {
+                        return Err(c.err(
+                            &format!("{rf}.name"),
+                            format!(
+                                "flavor `{name}` already has a quota for the accelerator resource `{}`: fleetsim gives a flavor one accelerator quota (use one ResourceFlavor per accelerator)",
+                                other.name
+                            ),
+                        ));
+                    }
                 }
                 resources.push(ResourceQuota {
                     name: rname,
@@ -394,17 +684,36 @@ fn documents(text: &str) -> Vec<(u64, String)> {
     docs
 }
 
+/// `text` with every `line N` (a position within one document) moved by `offset` lines: the
+/// line in the file.
+fn absolute_lines(text: &str, offset: u64) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("line ") {
+        let (head, tail) = rest.split_at(i + 5);
+        out.push_str(head);
+        let n = tail.bytes().take_while(u8::is_ascii_digit).count();
+        match tail[..n].parse::<u64>() {
+            Ok(v) => out.push_str(&(v + offset).to_string()),
+            Err(_) => out.push_str(&tail[..n]),
+        }
+        rest = &tail[n..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Reads and validates Kueue manifests from `path` (see the module docs).
 ///
 /// # Errors
-/// [`KueueError`] naming the file, line and field of the first problem (an I/O error is
-/// reported at line 0).
+/// [`KueueError`] naming the file, line and field of the first problem (a file that cannot be
+/// read is named with the reason only).
 pub fn load(path: &Path) -> Result<KueueConfig, KueueError> {
     let text = std::fs::read_to_string(path).map_err(|e| KueueError {
         path: path.to_path_buf(),
         line: 0,
         field: "-".into(),
-        message: e.to_string(),
+        message: format!("cannot read the Kueue manifests: {e}"),
     })?;
     parse(&text, path)
 }
@@ -415,26 +724,75 @@ pub fn load(path: &Path) -> Result<KueueConfig, KueueError> {
 /// As [`load`].
 pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
     // First pass: parse every document, collect flavors (referenced by queues).
+    let docs = documents(text);
     let mut objects = Vec::new();
-    for (line, doc) in documents(text) {
-        let v: Value = serde_yaml_ng::from_str(&doc).map_err(|e| KueueError {
-            path: path.to_path_buf(),
-            line: line
-                + e.location()
-                    .map_or(0, |l| l.line() as u64)
-                    .saturating_sub(1),
-            field: "-".into(),
-            message: format!("bad YAML: {e}"),
+    for (di, (line, doc)) in docs.iter().enumerate() {
+        let v: Value = serde_yaml_ng::from_str(doc).map_err(|e| {
+            let (abs, message) = match e.location() {
+                Some(l) => {
+                    let abs = line + (l.line() as u64).saturating_sub(1);
+                    // The parser's own position is within the document: give the file's.
+                    let rel = format!(" at line {} column {}", l.line(), l.column());
+                    let m = e
+                        .to_string()
+                        .replace(&rel, &format!(" at column {}", l.column()));
+                    (abs, absolute_lines(&m, line - 1))
+                }
+                None => (*line, absolute_lines(&e.to_string(), line - 1)),
+            };
+            let message = if message.contains("as u128") || message.contains("as i128") {
+                format!("a number out of range ({message})")
+            } else {
+                message
+            };
+            KueueError {
+                path: path.to_path_buf(),
+                line: abs,
+                field: "-".into(),
+                message: format!("bad YAML: {message}"),
+            }
         })?;
         if v.is_null() {
             continue;
         }
-        objects.push((line, v));
+        objects.push((di, v));
     }
-    let mut cfg = KueueConfig::default();
+    let ctx = |di: &usize| Ctx {
+        path,
+        line: docs[*di].0,
+        text: &docs[*di].1,
+    };
+    if objects.is_empty() {
+        return Err(KueueError {
+            path: path.to_path_buf(),
+            line: 0,
+            field: "-".into(),
+            message: "no Kubernetes objects (the file is empty or only comments); expected Kueue manifests with at least one ClusterQueue".into(),
+        });
+    }
+    let mut cfg = KueueConfig {
+        path: path.to_path_buf(),
+        ..KueueConfig::default()
+    };
     let kind_of = |c: &Ctx, v: &Value| -> Result<(String, String, String), KueueError> {
-        let api = string(c, v, "apiVersion", "apiVersion")?.unwrap_or_default();
-        let kind = string(c, v, "kind", "kind")?.unwrap_or_default();
+        if !v.is_mapping() {
+            let what = match v {
+                Value::Sequence(_) => "a list".to_string(),
+                other => format!("{other:?}"),
+            };
+            return Err(c.err(
+                "-",
+                format!("a document must be a Kubernetes object (a mapping with apiVersion and kind), found {what}"),
+            ));
+        }
+        let api = string(c, v, "apiVersion", "apiVersion")?.ok_or_else(|| {
+            c.err(
+                "apiVersion",
+                "missing: every object needs apiVersion and kind",
+            )
+        })?;
+        let kind = string(c, v, "kind", "kind")?
+            .ok_or_else(|| c.err("kind", "missing: every object needs apiVersion and kind"))?;
         let name = get(v, "metadata")
             .map(|m| string(c, m, "name", "metadata.name"))
             .transpose()?
@@ -443,21 +801,48 @@ pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
         Ok((api, kind, name))
     };
     let mut flavor_names = BTreeSet::new();
-    for (line, v) in &objects {
-        let c = Ctx { path, line: *line };
+    for (di, v) in &objects {
+        let c = ctx(di);
         let (api, kind, name) = kind_of(&c, v)?;
         if api.starts_with("kueue.x-k8s.io/") && kind == "ResourceFlavor" {
             flavor_names.insert(name);
         }
     }
     let mut lq_namespaces: BTreeMap<String, String> = BTreeMap::new();
-    for (line, v) in &objects {
-        let c = Ctx { path, line: *line };
+    let mut cohort_lines: BTreeMap<String, (u64, String)> = BTreeMap::new();
+    for (di, v) in &objects {
+        let c = ctx(di);
         let (api, kind, name) = kind_of(&c, v)?;
         let Some(version) = api.strip_prefix("kueue.x-k8s.io/") else {
             *cfg.ignored.entry(format!("{api}/{kind}")).or_insert(0) += 1;
             continue;
         };
+        match kind.as_str() {
+            "ClusterQueue" | "Cohort" | "LocalQueue" | "ResourceFlavor" | "WorkloadPriorityClass" => {}
+            k if OTHER_KINDS.contains(&k) => {
+                *cfg.ignored.entry(format!("{api}/{kind}")).or_insert(0) += 1;
+                cfg.notes.push(format!(
+                    "{kind} `{name}` is not simulated (fleetsim reads {})",
+                    "ClusterQueue, Cohort, LocalQueue, ResourceFlavor and WorkloadPriorityClass"
+                ));
+                continue;
+            }
+            _ => {
+                return Err(c.err(
+                    "kind",
+                    format!(
+                        "`{kind}` is not a Kueue kind (ClusterQueue, Cohort, LocalQueue, ResourceFlavor, WorkloadPriorityClass, {})",
+                        OTHER_KINDS.join(", ")
+                    ),
+                ))
+            }
+        }
+        let top: &[&str] = if kind == "WorkloadPriorityClass" {
+            &["apiVersion", "kind", "metadata", "value", "description"]
+        } else {
+            &["apiVersion", "kind", "metadata", "spec", "status"]
+        };
+        check_keys(&c, v, "", top)?;
         let ok_version = match kind.as_str() {
             "Cohort" => matches!(version, "v1alpha1" | "v1beta1" | "v1beta2"),
             _ => matches!(version, "v1beta1" | "v1beta2"),
@@ -477,6 +862,31 @@ pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
         let dup = |c: &Ctx| c.err("metadata.name", format!("duplicate {kind} `{name}`"));
         match kind.as_str() {
             "ResourceFlavor" => {
+                check_keys(
+                    &c,
+                    spec,
+                    "spec",
+                    &["nodeLabels", "nodeTaints", "tolerations", "topologyName"],
+                )?;
+                unsimulated_keys(
+                    &format!("ResourceFlavor {name}"),
+                    spec,
+                    &[
+                        (
+                            "nodeTaints",
+                            "fleetsim places jobs by accelerator model, not by taints",
+                        ),
+                        (
+                            "tolerations",
+                            "fleetsim places jobs by accelerator model, not by taints",
+                        ),
+                        (
+                            "topologyName",
+                            "topology-aware admission is not simulated (see [policy] placement)",
+                        ),
+                    ],
+                    &mut cfg.notes,
+                );
                 let mut node_labels = BTreeMap::new();
                 if let Some(Value::Mapping(m)) = get(spec, "nodeLabels") {
                     for (k, val) in m {
@@ -493,6 +903,7 @@ pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
                         ResourceFlavor {
                             name: name.clone(),
                             node_labels,
+                            line: c.line_of("spec.nodeLabels"),
                         },
                     )
                     .is_some()
@@ -501,6 +912,40 @@ pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
                 }
             }
             "ClusterQueue" => {
+                check_keys(
+                    &c,
+                    spec,
+                    "spec",
+                    &[
+                        "cohort",
+                        "cohortName",
+                        "queueingStrategy",
+                        "namespaceSelector",
+                        "resourceGroups",
+                        "preemption",
+                        "fairSharing",
+                        "flavorFungibility",
+                        "stopPolicy",
+                        "admissionChecks",
+                        "admissionChecksStrategy",
+                        "admissionScope",
+                    ],
+                )?;
+                unsimulated_keys(
+                    &format!("ClusterQueue {name}"),
+                    spec,
+                    &[
+                        ("namespaceSelector", "jobs reach a queue by its name (or a LocalQueue's), from any namespace"),
+                        ("preemption", BY_POLICY),
+                        ("fairSharing", BY_POLICY),
+                        ("flavorFungibility", BY_POLICY),
+                        ("stopPolicy", "queues are always active"),
+                        ("admissionChecks", "admission checks are not simulated (admission is quota only)"),
+                        ("admissionChecksStrategy", "admission checks are not simulated (admission is quota only)"),
+                        ("admissionScope", BY_POLICY),
+                    ],
+                    &mut cfg.notes,
+                );
                 let (key, wrong) = if beta2 {
                     ("cohortName", "cohort")
                 } else {
@@ -537,6 +982,18 @@ pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
                 }
             }
             "Cohort" => {
+                check_keys(
+                    &c,
+                    spec,
+                    "spec",
+                    &["parent", "parentName", "resourceGroups", "fairSharing"],
+                )?;
+                unsimulated_keys(
+                    &format!("Cohort {name}"),
+                    spec,
+                    &[("fairSharing", BY_POLICY)],
+                    &mut cfg.notes,
+                );
                 let (key, wrong) = if beta2 {
                     ("parentName", "parent")
                 } else {
@@ -549,6 +1006,8 @@ pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
                     ));
                 }
                 let parent = string(&c, spec, key, &format!("spec.{key}"))?;
+                let pf = format!("spec.{key}");
+                cohort_lines.insert(name.clone(), (c.line_of(&pf), pf));
                 let resource_groups = resource_groups(&c, spec, &flavor_names, true)?;
                 if cfg
                     .cohorts
@@ -566,6 +1025,21 @@ pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
                 }
             }
             "LocalQueue" => {
+                check_keys(
+                    &c,
+                    spec,
+                    "spec",
+                    &["clusterQueue", "stopPolicy", "fairSharing"],
+                )?;
+                unsimulated_keys(
+                    &format!("LocalQueue {name}"),
+                    spec,
+                    &[
+                        ("stopPolicy", "queues are always active"),
+                        ("fairSharing", BY_POLICY),
+                    ],
+                    &mut cfg.notes,
+                );
                 let namespace = get(v, "metadata")
                     .map(|m| string(&c, m, "namespace", "metadata.namespace"))
                     .transpose()?
@@ -616,9 +1090,20 @@ pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
             }
         }
     }
+    if cfg.cluster_queues.is_empty() {
+        return Err(KueueError {
+            path: path.to_path_buf(),
+            line: 0,
+            field: "-".into(),
+            message: format!(
+                "no kueue.x-k8s.io ClusterQueue among the {} object(s): nothing to simulate quota with",
+                objects.len()
+            ),
+        });
+    }
     // Cross references.
-    for (line, v) in &objects {
-        let c = Ctx { path, line: *line };
+    for (di, v) in &objects {
+        let c = ctx(di);
         let (api, kind, name) = kind_of(&c, v)?;
         if kind == "LocalQueue" && api.starts_with("kueue.x-k8s.io/") {
             let lq = &cfg.local_queues[&name];
@@ -646,16 +1131,26 @@ pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
     for start in cfg.cohorts.keys() {
         let mut seen = BTreeSet::new();
         let mut cur = Some(start.clone());
+        let mut prev: Option<String> = None;
         while let Some(n) = cur {
             if !seen.insert(n.clone()) {
+                // The Cohort whose parent closes the cycle.
+                let closing = prev.unwrap_or_else(|| n.clone());
+                let (line, field) = cohort_lines
+                    .get(&closing)
+                    .cloned()
+                    .unwrap_or((0, "spec.parent".into()));
                 return Err(KueueError {
                     path: path.to_path_buf(),
-                    line: 0,
-                    field: "spec.parent".into(),
-                    message: format!("the cohort tree has a cycle through `{start}`"),
+                    line,
+                    field,
+                    message: format!(
+                        "Cohort `{closing}`: parent `{n}` closes a cycle in the cohort tree"
+                    ),
                 });
             }
             cur = cfg.cohorts.get(&n).and_then(|c| c.parent.clone());
+            prev = Some(n);
         }
     }
     Ok(cfg)
@@ -747,7 +1242,7 @@ impl KueueConfig {
     /// The scenario quota settings the manifests map onto (see the module docs): cohorts
     /// and ClusterQueues in name order, LocalQueues as each queue's `local_queues`.
     pub fn quota(&self) -> KueueQuota {
-        let mut notes = Vec::new();
+        let mut notes = self.notes.clone();
         let flavors = self
             .flavors
             .values()
@@ -757,6 +1252,12 @@ impl KueueConfig {
                     .iter()
                     .filter_map(|k| f.node_labels.get(*k).cloned())
                     .collect(),
+                source: Some(format!(
+                    "{}: line {}: ResourceFlavor `{}`",
+                    self.path.display(),
+                    f.line,
+                    f.name
+                )),
             })
             .collect();
         let cohorts = self
@@ -977,17 +1478,36 @@ metadata:
     #[test]
     fn errors_name_file_line_and_field() {
         let cases = [
-            (MANIFESTS.replace("cohortName: all", "cohort: all"), 9, "spec.cohort"),
-            (MANIFESTS.replace("queueingStrategy: StrictFIFO", "queueingStrategy: LIFO"), 9, "spec.queueingStrategy"),
-            (MANIFESTS.replace("nominalQuota: 500m", "nominalQuota: -1"), 9, "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"),
-            (MANIFESTS.replace("lendingLimit: 4", "lendingLimit: 40"), 9, "spec.resourceGroups[0].flavors[0].resources[1].lendingLimit"),
-            (MANIFESTS.replace("    - name: h100\n      resources:\n      - name: nvidia.com/gpu\n        nominalQuota: 8", "    - name: a100\n      resources:\n      - name: nvidia.com/gpu\n        nominalQuota: 8"), 28, "spec.resourceGroups[0].flavors[0].name"),
-            (MANIFESTS.replace("clusterQueue: cq-b", "clusterQueue: cq-z"), 50, "spec.clusterQueue"),
-            (MANIFESTS.replace("  name: product", "  name: research"), 50, "metadata.name"),
+            (MANIFESTS.replace("cohortName: all", "cohort: all"), 14, "spec.cohort"),
+            (MANIFESTS.replace("queueingStrategy: StrictFIFO", "queueingStrategy: LIFO"), 15, "spec.queueingStrategy"),
+            (MANIFESTS.replace("nominalQuota: 500m", "nominalQuota: -1"), 22, "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"),
+            (MANIFESTS.replace("lendingLimit: 4", "lendingLimit: 40"), 26, "spec.resourceGroups[0].flavors[0].resources[1].lendingLimit"),
+            (MANIFESTS.replace("    - name: h100\n      resources:\n      - name: nvidia.com/gpu\n        nominalQuota: 8", "    - name: a100\n      resources:\n      - name: nvidia.com/gpu\n        nominalQuota: 8"), 37, "spec.resourceGroups[0].flavors[0].name"),
+            (MANIFESTS.replace("clusterQueue: cq-b", "clusterQueue: cq-z"), 56, "spec.clusterQueue"),
+            (MANIFESTS.replace("  name: product", "  name: research"), 54, "metadata.name"),
             (MANIFESTS.replace("kueue.x-k8s.io/v1beta1\nkind: LocalQueue", "kueue.x-k8s.io/v2\nkind: LocalQueue"), 42, "apiVersion"),
-            (MANIFESTS.replace("coveredResources: [nvidia.com/gpu]", "coveredResources: 3"), 28, "spec.resourceGroups[0].coveredResources"),
-            (MANIFESTS.replace("value: 1000", "value: high"), 65, "value"),
-            (MANIFESTS.replace("spec:\n  parentName: org", "spec:\n  parentName: all"), 0, "spec.parent"),
+            (MANIFESTS.replace("coveredResources: [nvidia.com/gpu]", "coveredResources: 3"), 35, "spec.resourceGroups[0].coveredResources"),
+            (MANIFESTS.replace("value: 1000", "value: high"), 69, "value"),
+            // The Cohort whose parent closes the cycle, not line 0.
+            (MANIFESTS.replace("spec:\n  parentName: org", "spec:\n  parentName: all"), 63, "spec.parentName"),
+            // Unknown fields (typos) are errors at their own line.
+            (MANIFESTS.replace("cohortName: all", "cohortNmae: all"), 14, "spec.cohortNmae"),
+            (MANIFESTS.replace("  cohort: all\n", "  cohort: all\n  bogusField: 1\n"), 34, "spec.bogusField"),
+            (MANIFESTS.replace("        borrowingLimit: 8", "        borowingLimit: 8"), 25, "spec.resourceGroups[0].flavors[0].resources[1].borowingLimit"),
+            (MANIFESTS.replace("    flavors:\n    - name: h100\n      resources:\n      - name: cpu", "    flavor:\n    - name: h100\n      resources:\n      - name: cpu"), 18, "spec.resourceGroups[0].flavor"),
+            (MANIFESTS.replace("    - name: h100\n      resources:\n      - name: cpu", "    - name: h100\n      resource:\n      - name: cpu"), 20, "spec.resourceGroups[0].flavors[0].resource"),
+            (MANIFESTS.replace("  nodeLabels:\n    gpu: h100", "  nodeLabel:\n    gpu: h100"), 6, "spec.nodeLabel"),
+            (MANIFESTS.replace("  clusterQueue: cq-a", "  clusterQueue: cq-a\n  clusterqueue: cq-b"), 49, "spec.clusterqueue"),
+            (MANIFESTS.replace("spec:\n  parentName: org", "sepc:\n  parentName: org"), 62, "sepc"),
+            // Two accelerator resources in one flavor: fleetsim keeps one accelerator quota.
+            (MANIFESTS.replace("[cpu, nvidia.com/gpu]", "[cpu, nvidia.com/gpu, amd.com/gpu]").replace("        lendingLimit: 4\n", "        lendingLimit: 4\n      - name: amd.com/gpu\n        nominalQuota: 2\n"), 27, "spec.resourceGroups[0].flavors[0].resources[2].name"),
+            // Quantities out of range name the field.
+            (MANIFESTS.replace("nominalQuota: 500m", "nominalQuota: 100E"), 22, "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"),
+            (MANIFESTS.replace("nominalQuota: 500m", "nominalQuota: \"99999999999999999999\""), 22, "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"),
+            // Unusable documents.
+            (MANIFESTS.replace("kind: Cohort\n", "kind: Foo\n"), 59, "kind"),
+            (MANIFESTS.replace("kind: Cohort\n", ""), 58, "kind"),
+            (MANIFESTS.replace("apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\n", "kind: Cohort\n"), 58, "apiVersion"),
         ];
         for (text, line, field) in cases {
             let e = parse(&text, Path::new("k.yaml"))
@@ -1000,9 +1520,116 @@ metadata:
                 "{field}: {e}"
             );
         }
-        let e = parse("a: [1,\n", Path::new("k.yaml"))
+        // Whole-file problems: the message says what is wrong, with no bogus field.
+        for (text, want) in [
+            ("", "no Kubernetes objects"),
+            (
+                "# only a comment\n---\n# another\n",
+                "no Kubernetes objects",
+            ),
+            (
+                "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n",
+                "no kueue.x-k8s.io ClusterQueue",
+            ),
+            (
+                &MANIFESTS
+                    .replace("kind: ClusterQueue", "kind: Cohort")
+                    .replace(
+                        "cohortName: all\n  queueingStrategy: StrictFIFO\n",
+                        "parentName: all\n",
+                    ),
+                "unknown field",
+            ),
+        ] {
+            let e = parse(text, Path::new("k.yaml")).unwrap_err().to_string();
+            assert!(e.starts_with("k.yaml: ") && e.contains(want), "{want}: {e}");
+        }
+        let e = parse("# a list\n- a\n", Path::new("k.yaml"))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("bad YAML"), "{e}");
+        assert!(
+            e.contains("k.yaml: line 2: ") && e.contains("found a list"),
+            "{e}"
+        );
+        // A YAML syntax error: one absolute line, the document's own line not repeated.
+        let e = parse(
+            "apiVersion: v1\nkind: Namespace\n---\na: [1,\n",
+            Path::new("k.yaml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("k.yaml: line 5: bad YAML"), "{e}");
+        assert!(!e.contains("line 2"), "{e}");
+        let e = parse(
+            "apiVersion: v1\nkind: Namespace\n---\na: [1,\n  b: 2\nc: 3\n",
+            Path::new("k.yaml"),
+        )
+        .unwrap_err()
+        .to_string();
+        // Every line the parser names is a line of the file (the list opens at line 4).
+        assert!(e.contains("line 4") && !e.contains("line 1 "), "{e}");
+        let e = parse(
+            &MANIFESTS.replace("nominalQuota: 500m", "nominalQuota: 99999999999999999999"),
+            Path::new("k.yaml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("line 22") && e.contains("out of range"), "{e}");
+        let e = load(Path::new("/nonexistent/k.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("/nonexistent/k.yaml: cannot read the Kueue manifests"),
+            "{e}"
+        );
+        assert!(!e.contains("line 0") && !e.contains("field"), "{e}");
+    }
+
+    #[test]
+    fn quantities_are_exact_and_bounded() {
+        let q = |t: &str| Quantity::parse(t);
+        assert_eq!(q("1e18").unwrap().0, 10u128.pow(21));
+        assert_eq!(q("1E18").unwrap().0, 10u128.pow(21));
+        assert_eq!(q("8E").unwrap().0, 8 * 10u128.pow(21));
+        assert_eq!(q("2.5e-3").unwrap().0, 3);
+        assert_eq!(q("1.5e2").unwrap().0, 150_000);
+        for big in ["100E", "1e19", "99999999999999999999", "8Ei", "1e400"] {
+            let e = q(big).unwrap_err();
+            assert!(e.contains("out of range"), "{big}: {e}");
+        }
+        for bad in ["1e", "e3", "1e3k", "1.e", "1x"] {
+            let e = q(bad).unwrap_err();
+            assert!(e.contains("not a Kubernetes quantity"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn upstream_fields_not_simulated_are_listed() {
+        let text = MANIFESTS
+            .replace(
+                "  queueingStrategy: StrictFIFO\n",
+                "  queueingStrategy: StrictFIFO\n  preemption:\n    withinClusterQueue: LowerPriority\n  stopPolicy: Hold\n  namespaceSelector: {}\n",
+            )
+            .replace("    gpu: h100\n", "    gpu: h100\n  nodeTaints:\n  - key: gpu\n    effect: NoSchedule\n")
+            + "---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: AdmissionCheck\nmetadata:\n  name: prov\nspec:\n  controllerName: x\n";
+        let c = parse(&text, Path::new("k.yaml")).unwrap();
+        let notes = c.quota().unsimulated;
+        for want in [
+            "ClusterQueue cq-a: `spec.preemption` is not simulated: the scenario's [policy] stages",
+            "ClusterQueue cq-a: `spec.stopPolicy` is not simulated",
+            "ResourceFlavor h100: `spec.nodeTaints` is not simulated",
+            "AdmissionCheck `prov` is not simulated",
+        ] {
+            assert!(
+                notes.iter().any(|n| n.starts_with(want)),
+                "{want}: {notes:?}"
+            );
+        }
+        // An empty namespaceSelector (every namespace) is what fleetsim does: no note.
+        assert!(
+            !notes.iter().any(|n| n.contains("namespaceSelector")),
+            "{notes:?}"
+        );
+        assert_eq!(c.ignored["kueue.x-k8s.io/v1beta1/AdmissionCheck"], 1);
     }
 }

@@ -102,13 +102,19 @@ pub fn quota_tree(loaded: &Loaded, fleet: &FleetState) -> Result<Option<QuotaTre
                 for (m, entry) in fl.models.iter().enumerate() {
                     let Some(id) = match_model(entry, &models) else {
                         let known: Vec<&str> = models.keys().copied().collect();
-                        return Err(invalid(
-                            format!("flavors[{k}].models[{m}]"),
-                            format!(
-                                "`{entry}` names no accelerator model of the fleet ({})",
-                                known.join(", ")
-                            ),
-                        ));
+                        let message = format!(
+                            "`{entry}` names no accelerator model of the fleet ({})",
+                            known.join(", ")
+                        );
+                        // A Kueue ResourceFlavor: blame the manifests, not the scenario.
+                        return Err(match &fl.source {
+                            Some(src) => ScenarioError::Invalid {
+                                origin: src.clone(),
+                                field: "spec.nodeLabels".into(),
+                                message,
+                            },
+                            None => invalid(format!("flavors[{k}].models[{m}]"), message),
+                        });
                     };
                     set.insert(id);
                 }

@@ -439,6 +439,10 @@ pub struct FlavorSpec {
     /// token separated by `-`, `_`, `.` or spaces (`NVIDIA-H100-80GB-HBM3` → `H100`).
     #[serde(default)]
     pub models: Vec<String>,
+    /// Where the flavor was declared when not in the scenario (a Kueue ResourceFlavor:
+    /// `manifests.yaml: line 12: ResourceFlavor h100`), for errors; not a scenario key.
+    #[serde(skip)]
+    pub source: Option<String>,
 }
 
 /// A cohort.

@@ -182,6 +182,123 @@ fn bad_quota_configuration_names_the_field() {
     assert!(err.contains("queues[0].flavors[0].name"), "{err}");
 }
 
+/// A scenario in a temporary directory on the Slurm sample, with `manifests` as its Kueue
+/// manifests (`None`: the file is missing); `validate`'s exit code and stderr.
+fn kueue_scenario(manifests: Option<&str>) -> (i32, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/sample-sacct.txt");
+    if let Some(m) = manifests {
+        std::fs::write(dir.path().join("k.yaml"), m).unwrap();
+    }
+    let p = dir.path().join("s.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "name = \"k\"\nkueue = {{ path = \"k.yaml\" }}\n{OK_FLEET}[workload]\ntrace = {{ format = \"slurm-sacct\", path = {:?} }}\n",
+            trace.display().to_string()
+        ),
+    )
+    .unwrap();
+    let o = fleetsim().arg("validate").arg(&p).output().unwrap();
+    (
+        o.status.code().unwrap(),
+        String::from_utf8(o.stderr).unwrap(),
+    )
+}
+
+/// Bad Kueue manifests are bad input (exit code 2) naming the manifests file, the line and
+/// the field: a misspelled field, two accelerators in one flavor, a ResourceFlavor whose
+/// model label names no model of the fleet, a missing file, a file with no ClusterQueue.
+#[test]
+fn bad_kueue_manifests_name_file_line_and_field() {
+    let sample = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/kueue-manifests.yaml"),
+    )
+    .unwrap();
+    let line_of =
+        |text: &str, needle: &str| text.lines().position(|l| l.contains(needle)).unwrap() + 1;
+    let (code, err) = kueue_scenario(Some(&sample));
+    assert_eq!(code, 0, "{err}");
+    let typo = sample.replacen("cohortName: org", "cohortNmae: org", 1);
+    let bogus = sample.replacen("  cohort: org\n", "  cohort: org\n  bogusField: 1\n", 1);
+    let two = sample.replacen(
+        "        borrowingLimit: 8\n",
+        "        borrowingLimit: 8\n      - name: amd.com/gpu\n        nominalQuota: 2\n",
+        1,
+    );
+    let model = sample.replacen(
+        "nvidia.com/gpu.product: H100",
+        "nvidia.com/gpu.product: NVIDIA-B300",
+        1,
+    );
+    let cases = [
+        (typo.clone(), format!("line {}: field `spec.cohortNmae`: unknown field", line_of(&typo, "cohortNmae"))),
+        (bogus.clone(), format!("line {}: field `spec.bogusField`", line_of(&bogus, "bogusField"))),
+        (two.clone(), format!("line {}: field `spec.resourceGroups[0].flavors[0].resources[3].name`", line_of(&two, "amd.com/gpu"))),
+        (model.clone(), format!("line {}: ResourceFlavor `h100`: `spec.nodeLabels`: `NVIDIA-B300` names no accelerator model", line_of(&model, "nodeLabels"))),
+        ("# nothing\n".to_string(), "no Kubernetes objects".to_string()),
+        ("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n".to_string(), "no kueue.x-k8s.io ClusterQueue".to_string()),
+    ];
+    for (text, want) in cases {
+        let (code, err) = kueue_scenario(Some(&text));
+        assert_eq!(code, 2, "{want}: {err}");
+        assert!(
+            err.contains("k.yaml") && err.contains(&want),
+            "expected `{want}` in: {err}"
+        );
+        assert!(!err.contains("flavors[0].models"), "{err}");
+    }
+    let (code, err) = kueue_scenario(None);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("k.yaml: cannot read the Kueue manifests") && !err.contains("line 0"),
+        "{err}"
+    );
+}
+
+/// Under Kueue manifests a job naming a queue that is neither a ClusterQueue nor a
+/// LocalQueue is rejected at submit (`unknown_queue`), as Kueue never admits it.
+#[test]
+fn kueue_job_on_an_unknown_queue_is_rejected() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let trace = std::fs::read_to_string(root.join("traces/sample-sacct.txt")).unwrap();
+    // Job 1001 names a partition (LocalQueue) the manifests do not declare.
+    let trace = trace.replacen("|research|team-a|alice|", "|reserch|team-a|alice|", 1);
+    std::fs::write(dir.path().join("t.txt"), trace).unwrap();
+    std::fs::copy(
+        root.join("scenarios/kueue-manifests.yaml"),
+        dir.path().join("k.yaml"),
+    )
+    .unwrap();
+    let scenario = std::fs::read_to_string(root.join("scenarios/kueue-quota.toml"))
+        .unwrap()
+        .replace("kueue-manifests.yaml", "k.yaml")
+        .replace("../traces/sample-sacct.txt", "t.txt");
+    let p = dir.path().join("s.toml");
+    std::fs::write(&p, scenario).unwrap();
+    let out = dir.path().join("o");
+    let o = fleetsim()
+        .arg("run")
+        .arg(&p)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let jobs = &summary["jobs"];
+    assert_eq!(jobs["rejected_by_reason"]["unknown_queue"], 1, "{jobs}");
+    assert_eq!(jobs["submitted"], 6, "{jobs}");
+    let rows = std::fs::read_to_string(out.join("jobs.csv")).unwrap();
+    assert!(
+        rows.lines()
+            .any(|l| l.contains("reserch") && l.contains("unknown_queue")),
+        "{rows}"
+    );
+}
+
 /// A small synthetic workload on [`OK_FLEET`], followed by `extra`.
 fn synthetic(extra: &str) -> String {
     format!(
