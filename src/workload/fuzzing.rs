@@ -134,3 +134,15 @@ pub fn read_scenario(data: &[u8]) {
         }
     }
 }
+
+/// Parses `data` as Kueue manifests (multi-document YAML) and maps a valid configuration onto
+/// the scenario quota model ([`crate::scenario::kueue::KueueConfig::quota`]).
+pub fn read_kueue(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(cfg) = crate::scenario::kueue::parse(text, std::path::Path::new("fuzz.yaml")) {
+        let q = cfg.quota();
+        let _ = (q.queues.len(), q.unsimulated.len());
+    }
+}

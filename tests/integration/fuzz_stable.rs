@@ -260,3 +260,40 @@ fn no_reader_panics_on_mutated_input() {
         );
     }
 }
+
+#[test]
+fn kueue_reader_never_panics_on_mutated_manifests() {
+    let iters: usize = std::env::var("FLEETSIM_FUZZ_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1500);
+    let seed = std::fs::read(repo("scenarios/kueue-manifests.yaml")).unwrap();
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(0x5eed ^ 0x6b75);
+    fleetsim::workload::fuzzing::read_kueue(&seed);
+    for i in 0..iters {
+        let input = mutate(&mut rng, &seed);
+        let r = std::panic::catch_unwind(|| fleetsim::workload::fuzzing::read_kueue(&input));
+        assert!(
+            r.is_ok(),
+            "kueue: panic on mutation {i}: {:?}",
+            String::from_utf8_lossy(&input)
+        );
+    }
+    let replayed =
+        replay_kueue(&repo("fuzz/corpus/kueue")) + replay_kueue(&repo("fuzz/artifacts/kueue"));
+    eprintln!("kueue: {iters} mutations, {replayed} corpus files replayed");
+}
+
+fn replay_kueue(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    paths.sort();
+    for p in &paths {
+        if let Ok(data) = std::fs::read(p) {
+            fleetsim::workload::fuzzing::read_kueue(&data);
+        }
+    }
+    paths.len()
+}
