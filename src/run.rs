@@ -197,6 +197,7 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
         reliability: false,
         dispatch_latency: SimDuration(p.dispatch_latency_s.map_or(0, secs_to_ms)),
         reject_unknown_queues: s.kueue.is_some(),
+        spares: Vec::new(),
     };
     (policies, cfg)
 }
@@ -258,6 +259,7 @@ pub fn run_scenario(
         crate::reliability::timeline(loaded, &state, seed, &opts.trace_dir, first_submit)?;
     cfg.node_changes.extend(timeline.iter().map(|e| e.change));
     cfg.startup = crate::reliability::startup_model(loaded);
+    cfg.spares = crate::reliability::spare_nodes(loaded, &state)?;
     cfg.model_speed_permille = crate::reliability::model_speeds(loaded, &state)?;
     cfg.reliability = loaded.scenario.failures.is_some()
         || cfg.startup.is_some()

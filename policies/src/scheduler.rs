@@ -831,6 +831,36 @@ impl Scheduler {
         }
     }
 
+    /// The caller moved a running job's tasks onto a hot spare at `now` (one of its nodes
+    /// failed): it keeps running on `allocs`, restarted from its checkpoint `done`. Its
+    /// record's bindings, run start and kept progress follow (its estimated end moves later
+    /// by the progress lost); quota and usage are unchanged. Nothing to do when running jobs
+    /// are not tracked.
+    pub fn on_hot_swap(
+        &mut self,
+        job: JobId,
+        allocs: &[TaskAlloc],
+        now: SimTime,
+        done: SimDuration,
+    ) {
+        let Some(r) = self
+            .core
+            .running
+            .as_mut()
+            .and_then(|reg| reg.get_mut(job.index()))
+            .and_then(|r| r.as_mut())
+        else {
+            return;
+        };
+        let ran = now.saturating_since(r.start);
+        let gained = done.0.saturating_sub(r.job.done.0);
+        r.job.attained_gpu_ms = r.attained_gpu_ms(now);
+        r.est_end = SimTime(r.est_end.0.saturating_add(ran.0.saturating_sub(gained)));
+        r.job.done = done;
+        r.start = now;
+        r.allocs = allocs.to_vec();
+    }
+
     /// The caller lost a running job at `now` (its node failed): it makes no more progress,
     /// keeps its resources and quota until the caller releases them at `release_at` and calls
     /// [`Scheduler::on_released`], and is never chosen as a victim meanwhile.

@@ -134,6 +134,10 @@ pub struct EngineConfig {
     /// their `local_queues` (scenarios with Kueue manifests: Kueue admits no workload of an
     /// unknown LocalQueue). Off: such a job gets a queue of its own, outside quota.
     pub reject_unknown_queues: bool,
+    /// Hot spares (`failures.spares_per_cell`): held out of scheduling from the start; a job
+    /// hit by a node failure moves its tasks on that node onto a free spare of the same cell
+    /// and model instead of requeueing ([`crate::reliability`] module docs). Empty: none.
+    pub spares: Vec<NodeId>,
 }
 
 /// A scheduled change of node availability.
@@ -639,6 +643,9 @@ pub struct Simulation {
     counts: Counts,
     running: u64,
     draining: BTreeSet<NodeId>,
+    /// Held-out hot spares ([`EngineConfig::spares`]), and those of them down or drained.
+    spares: BTreeSet<NodeId>,
+    spares_down: BTreeSet<NodeId>,
     now: SimTime,
     dirty: bool,
     event_count: u64,
@@ -684,6 +691,10 @@ impl Simulation {
         });
         let backfill = ext.backfill.is_some();
         let sched = Scheduler::new(policies, queue_cfgs).with(ext);
+        let mut fleet = fleet;
+        for &n in &cfg.spares {
+            fleet.set_schedulable(n, false);
+        }
         let metrics = Collector::new(&fleet, cfg.warmup_ms, cfg.interval_ms);
         let mut sim = Simulation {
             fleet,
@@ -703,6 +714,8 @@ impl Simulation {
             counts: Counts::default(),
             running: 0,
             draining: BTreeSet::new(),
+            spares: cfg.spares.iter().copied().collect(),
+            spares_down: BTreeSet::new(),
             now: SimTime::ZERO,
             dirty: false,
             event_count: 0,
@@ -714,7 +727,10 @@ impl Simulation {
             next_tick: None,
             backfill,
             decisions: Vec::new(),
-            rel: reliability::ReliabilityStats::default(),
+            rel: reliability::ReliabilityStats {
+                spares: !cfg.spares.is_empty(),
+                ..reliability::ReliabilityStats::default()
+            },
             dispatching: BTreeSet::new(),
             known_queues: 0,
             cfg,
@@ -1477,6 +1493,19 @@ impl Simulation {
     /// Applies node change `i`.
     fn node_change(&mut self, i: usize) -> Result<(), EngineError> {
         let change = self.cfg.node_changes[i];
+        if self.spares.contains(&change.node) {
+            // A held-out spare stays out of scheduling; it is free again once repaired.
+            if change.kind == NodeChangeKind::Repair {
+                self.spares_down.remove(&change.node);
+                if self.draining.remove(&change.node) {
+                    self.metrics.add_draining(&self.fleet, change.node, false);
+                    self.metrics.refresh_capacity(&self.fleet);
+                }
+            } else {
+                self.spares_down.insert(change.node);
+            }
+            return Ok(());
+        }
         match change.kind {
             NodeChangeKind::Repair => {
                 self.fleet.set_schedulable(change.node, true);

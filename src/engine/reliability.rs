@@ -113,6 +113,10 @@ pub struct ReliabilityStats {
     pub max_failures_survived: u32,
     /// Jobs that completed.
     pub completed: u64,
+    /// The run keeps hot spares ([`super::EngineConfig::spares`] non-empty).
+    pub spares: bool,
+    /// Runs moved onto a hot spare after a node failure (instead of requeued).
+    pub hot_swaps: u64,
     /// Jobs started in a cell other than their home cell (the first of their allowed cells),
     /// counted once per job at its first start.
     pub cross_cell_dispatches: u64,
@@ -138,7 +142,7 @@ pub(super) fn since(b: SimTime, a: SimTime) -> u64 {
     b.0.saturating_sub(a.0)
 }
 
-use fleetsim_policies::JobId;
+use fleetsim_policies::{JobId, ModelSet, NodeId, TaskAlloc};
 
 use super::{JobState, Simulation};
 
@@ -345,6 +349,9 @@ impl Simulation {
             })
             .collect();
         for id in hit {
+            if !eviction && !self.spares.is_empty() && self.hot_swap(id, node) {
+                continue;
+            }
             let tenant = self.jobs[id.index()].tenant;
             let before = self.lost_gpu_milli_ms;
             {
@@ -370,5 +377,93 @@ impl Simulation {
             self.sched.mark_lost(id, self.now, self.now + grace);
             self.terminate(id, grace);
         }
+    }
+
+    /// Moves the tasks of running job `id` on failed `node` onto a free hot spare of the
+    /// same cell and accelerator model (lowest node id first) and restarts the job there at
+    /// once from its last checkpoint (restart overhead paid, no grace, no requeue). The
+    /// spare becomes a regular node and `node` a (down) spare. Returns `false`, changing
+    /// nothing, when no spare is free or the tasks do not fit on it.
+    fn hot_swap(&mut self, id: JobId, node: NodeId) -> bool {
+        let (cell, model) = {
+            let n = self.fleet.node(node);
+            (n.cell, n.model)
+        };
+        let free = |s: &NodeId| {
+            let n = self.fleet.node(*s);
+            !self.spares_down.contains(s)
+                && n.cell == cell
+                && n.model == model
+                && n.free_gpu_milli == n.gpus * 1000
+                && n.free_cpu_milli == n.cpu_milli
+                && n.free_mem_mib == n.mem_mib
+        };
+        let Some(spare) = self.spares.iter().copied().find(free) else {
+            return false;
+        };
+        let rec = &self.jobs[id.index()];
+        let shape = rec.shape;
+        let old: Vec<TaskAlloc> = rec.allocs.as_slice().to_vec();
+        self.fleet.set_schedulable(spare, true);
+        let mut new = Vec::with_capacity(old.len());
+        for a in &old {
+            if a.node != node {
+                new.push(*a);
+                continue;
+            }
+            match self.fleet.allocate(spare, &shape, ModelSet::ANY) {
+                Ok(b) => new.push(b),
+                Err(_) => {
+                    for b in new.iter().filter(|b| b.node == spare) {
+                        let _ = self.fleet.release(b);
+                    }
+                    self.fleet.set_schedulable(spare, false);
+                    return false;
+                }
+            }
+        }
+        let now = self.now;
+        // The failure, counted and accounted as for a requeue (time to recovery 0).
+        let tenant = self.jobs[id.index()].tenant;
+        let x = self.jobs[id.index()].extra.get_or_insert_with(Box::default);
+        x.failures += 1;
+        if self.cfg.reliability {
+            x.lost_at = Some(now);
+        }
+        self.counts.failures += 1;
+        self.tenant_stats[tenant.index()].failures += 1;
+        let before = self.lost_gpu_milli_ms;
+        self.stop_run(id, SimDuration::ZERO);
+        self.rel.lost_to_failures_gpu_milli_ms += self.lost_gpu_milli_ms - before;
+        for a in old.iter().filter(|a| a.node == node) {
+            self.fleet
+                .release(a)
+                .expect("a running job's task releases from its node");
+        }
+        // Same cell and model: the occupancy metrics' allocated figures do not move.
+        self.rel.hot_swaps += 1;
+        let run = self.next_run;
+        self.next_run = (self.next_run + 1) % super::NOT_RUNNING;
+        let rec = &mut self.jobs[id.index()];
+        rec.allocs = super::Allocs::from_vec(new);
+        rec.run = run;
+        let x = rec.extra.get_or_insert_with(Box::default);
+        x.run_start = Some(now);
+        let done = x.done;
+        let mut remaining = SimDuration(rec.runtime.0.saturating_sub(done.0));
+        if self.cfg.reliability {
+            remaining = self.start_account(id, remaining, false);
+        }
+        self.events
+            .push(now + remaining, super::events::EventKind::Finish(id, run));
+        self.sched
+            .on_hot_swap(id, self.jobs[id.index()].allocs.as_slice(), now, done);
+        self.spares.remove(&spare);
+        self.spares.insert(node);
+        self.spares_down.insert(node);
+        if self.draining.contains(&node) {
+            self.settle_drained(&[node]);
+        }
+        true
     }
 }

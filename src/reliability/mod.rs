@@ -15,6 +15,7 @@
 //! # start_s = 0                   # generate from start_s (default: the first job's submit time)
 //! until_s = 7776000               # generate over [start_s, until_s) (default: metrics.horizon_s)
 //! # timeline = { path = "failures.csv" }   # replay a timeline file instead of generating
+//! # spares_per_cell = 1           # hot spares: the last N nodes of every cell, held out
 //!
 //! [[failures.maintenance]]        # scheduled drain: no new work from at_s; jobs still
 //! at_s = 864000                   # running at at_s + deadline_s are evicted; the nodes are
@@ -43,6 +44,22 @@
 //! are merged in start order: an interval starting while the node is down or in maintenance
 //! extends it instead of adding events, except that a failure during a maintenance drain
 //! fails the node at once (no waiting for the deadline).
+//!
+//! # Hot spares
+//! `spares_per_cell = N` holds the last N nodes of every cell (in declaration order) out
+//! of scheduling as hot spares (N ≥ 0 and below the node count of every cell). When a node
+//! fails while running tasks of a job and a spare of the failed node's accelerator model is
+//! free (up, holding nothing) in the same cell, the job's tasks on the failed node move onto
+//! it — the spare of lowest node id — at the failure instant: the job loses its work since
+//! its last checkpoint and pays the startup and restart overhead exactly as a requeued job
+//! would, but it keeps its other tasks and its place (no termination grace, no queueing).
+//! The spare becomes a regular node; the failed node becomes a spare once repaired. With
+//! no free spare the job is requeued as without spares. Maintenance evictions never swap.
+//! Held-out spares are not available capacity: like a down node they are not in the
+//! occupancy denominator (DESIGN §6, allocated / available accelerator-time), since no
+//! scheduler may place work on them (the fleet's size in `summary.json` still counts
+//! them). `summary.json` counts the swaps (`reliability.hot_swaps`, present only with
+//! spares).
 //!
 //! # Timeline file
 //! Every run with `[failures]` writes the timeline it applied to `failures.csv` in its output
@@ -174,6 +191,12 @@ pub struct FailuresSpec {
     /// Scheduled maintenance drains.
     #[serde(default)]
     pub maintenance: Vec<MaintenanceSpec>,
+    /// Hot spares per cell: the last `spares_per_cell` nodes of every cell (declaration
+    /// order) are held out of scheduling; a job hit by a node failure moves its tasks on the
+    /// failed node onto a free spare of the same model and cell instead of requeueing (see
+    /// the module docs). Default 0 (none).
+    #[serde(default)]
+    pub spares_per_cell: i64,
 }
 
 /// Correlated failures of a topology level (`domain`: NVLink domain / rack; `block`; `cell`).
@@ -304,6 +327,45 @@ pub fn startup_model(loaded: &Loaded) -> Option<StartupModel> {
         per_doubling: SimDuration(secs_to_ms(st.per_doubling_s)),
         restart_overhead: SimDuration(secs_to_ms(restart)),
     })
+}
+
+/// The hot spares of `fleet` (`failures.spares_per_cell`): the last N nodes of each cell,
+/// in node-id order; empty without spares.
+///
+/// # Errors
+/// [`ScenarioError::Invalid`] naming `failures.spares_per_cell` for a negative count or one
+/// that would leave a cell without a schedulable node.
+pub fn spare_nodes(loaded: &Loaded, fleet: &FleetState) -> Result<Vec<NodeId>, ScenarioError> {
+    let n = loaded
+        .scenario
+        .failures
+        .as_ref()
+        .map_or(0, |f| f.spares_per_cell);
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let field = "failures.spares_per_cell";
+    if n < 0 {
+        return Err(invalid(loaded, field, format!("must be ≥ 0, got {n}")));
+    }
+    let mut out = Vec::new();
+    for c in fleet.cells() {
+        if n as u64 >= c.nodes.len() as u64 {
+            return Err(invalid(
+                loaded,
+                field,
+                format!(
+                    "{n} spares would hold out every node of cell `{}` ({} nodes): at most {}",
+                    c.name,
+                    c.nodes.len(),
+                    c.nodes.len().saturating_sub(1)
+                ),
+            ));
+        }
+        out.extend_from_slice(&c.nodes[c.nodes.len() - n as usize..]);
+    }
+    out.sort_unstable();
+    Ok(out)
 }
 
 /// Checks the `[failures]` and `[startup]` values that need no fleet.
@@ -782,6 +844,10 @@ pub struct ReliabilitySummary {
     /// Jobs whose first start was in a cell other than their home cell (the first cell their
     /// row allows, with spatial flexibility on).
     pub cross_cell_dispatches: u64,
+    /// Job runs moved onto a hot spare after a node failure instead of requeueing (present
+    /// only with `failures.spares_per_cell` > 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hot_swaps: Option<u64>,
     /// Mean wait of measured jobs by the cell of their first start, s.
     pub wait_s_mean_by_cell: BTreeMap<String, Option<f64>>,
     /// Mean wait of measured jobs by the accelerator model of their first start, s
@@ -831,6 +897,7 @@ pub fn summary(
             .then(|| r.failures_survived as f64 / r.completed as f64),
         failures_survived_per_job_max: r.max_failures_survived,
         cross_cell_dispatches: r.cross_cell_dispatches,
+        hot_swaps: r.spares.then_some(r.hot_swaps),
         wait_s_mean_by_cell: cells
             .iter()
             .enumerate()

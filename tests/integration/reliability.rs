@@ -391,3 +391,116 @@ fn generated_failures_start_at_the_first_submit() {
     assert_eq!(explicit, default);
     assert!(default.iter().all(|e| e.0 > 100_000_000));
 }
+
+/// The gang of the hot-spare cases: G (2 tasks × 8 GPUs, 3,600 s) and B (8 GPUs, 2,000 s),
+/// both submitted at 0, on n1–n3 (8 H100 each); 600 s checkpoints, 100 s restart overhead,
+/// n1 fails at 1,500 s (grace 0) and is repaired at 1,800 s.
+fn spares_scenario(spares: &str) -> String {
+    format!(
+        r#"
+name = "spares"
+{}
+[policy.preemption]
+checkpoint_interval_s = 600
+[[node_events]]
+at_s = 1500
+node = "n1"
+kind = "fail"
+[[node_events]]
+at_s = 1800
+node = "n1"
+kind = "repair"
+[failures]
+restart_overhead_s = 100
+{spares}
+"#,
+        fleet(&["n1", "n2", "n3"], "H100")
+    )
+}
+
+const SPARES_JOBS: &str =
+    "id,submit_s,tenant,num_gpu,tasks,runtime_s\nG,0,T,8,2,3600\nB,0,T,8,1,2000\n";
+
+/// A failure with and without a hot spare, by hand.
+///
+/// Without spares: G runs on n1+n2 from 0 and B on n3 from 0 (to 2,000). n1 fails at 1,500:
+/// G keeps its 1,200 s checkpoint (300 s lost) and is requeued; n2 alone cannot take it
+/// (n3 is B's) until n1 is back at 1,800, so it restarts there after 300 s in the queue and
+/// runs 100 s overhead + 2,400 s: 1,800–4,300 (= 3,600 + 300 lost + 100 overhead + 300 wait).
+///
+/// With `spares_per_cell = 1` (n3 held out): G runs on n1+n2 from 0 and B waits. At 1,500
+/// G's task on n1 moves onto n3 and G restarts at once: 100 + 2,400 → finishes at 4,000 =
+/// failure-free 3,600 + 300 lost + 100 overhead, on n2+n3, no wait. n3 is a regular node
+/// from then on and n1, repaired at 1,800, a spare: B still waits for G and runs on n2 from
+/// 4,000 to 6,000.
+///
+/// Both runs: G allocated 16 GPUs × (1,500 + 2,500) = 64,000 GPU-s = goodput 16 × 3,600 =
+/// 57,600 + lost 16 × 300 = 4,800 + restart overhead 16 × 100 = 1,600; B 16,000 all goodput.
+/// Totals: allocated 80,000 = goodput 73,600 + lost 4,800 + startup 1,600.
+#[test]
+fn hot_spare_takes_over_a_failed_node_without_requeue() {
+    let check_account = |out: &fleetsim::run::RunOutput| {
+        let r = out.summary.reliability.as_ref().unwrap();
+        assert_eq!(r.allocated_gpu_s, 80_000.0);
+        assert_eq!(r.goodput_gpu_s, 73_600.0);
+        assert_eq!(r.lost_gpu_s, 4_800.0);
+        assert_eq!(r.lost_to_failures_gpu_s, 4_800.0);
+        assert_eq!(r.startup_gpu_s, 1_600.0);
+        assert_eq!(
+            r.goodput_gpu_s + r.lost_gpu_s + r.startup_gpu_s,
+            r.allocated_gpu_s
+        );
+        assert_eq!(r.job_failures, 1);
+        assert_eq!(job(out, "G").lost_gpu_milli_ms, 300_000 * 16_000);
+    };
+
+    let off = run(&spares_scenario(""), &[("jobs.csv", SPARES_JOBS)]);
+    assert_eq!(span(&off, "B"), (Some(0), Some(2000)));
+    assert_eq!(last_span(&off, "G"), (Some(1800), Some(4300)));
+    let r = off.summary.reliability.as_ref().unwrap();
+    assert_eq!(r.hot_swaps, None);
+    assert_eq!(r.job_mttr_s, Some(300.0));
+    check_account(&off);
+
+    let on = run(
+        &spares_scenario("spares_per_cell = 1"),
+        &[("jobs.csv", SPARES_JOBS)],
+    );
+    assert_eq!(span(&on, "G"), (Some(0), Some(4000)));
+    assert_eq!(last_span(&on, "G"), (Some(1500), Some(4000)));
+    let mut nodes = job(&on, "G").nodes.clone();
+    nodes.sort();
+    assert_eq!(nodes, vec!["n2", "n3"]);
+    assert_eq!(span(&on, "B"), (Some(4000), Some(6000)));
+    assert_eq!(job(&on, "B").nodes, vec!["n2"]);
+    let r = on.summary.reliability.as_ref().unwrap();
+    assert_eq!(r.hot_swaps, Some(1));
+    assert_eq!(r.job_mttr_s, Some(0.0));
+    check_account(&on);
+}
+
+/// `failures.spares_per_cell` below 0, or holding out every node of a cell, is a scenario
+/// error naming the field (exit code 2 in the CLI).
+#[test]
+fn bad_spares_per_cell_names_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("jobs.csv"), SPARES_JOBS).unwrap();
+    let opts = RunOptions {
+        seed: None,
+        trace_dir: TraceDir(crate::support::public_traces()),
+        out_dir: None,
+        keep_rows: true,
+    };
+    for n in ["-1", "3", "7"] {
+        let toml = spares_scenario(&format!("spares_per_cell = {n}"));
+        std::fs::write(dir.path().join("scenario.toml"), toml).unwrap();
+        let loaded = scenario::load(&dir.path().join("scenario.toml")).unwrap();
+        let e = run_scenario(&loaded, &opts, &mut |_, _| {}).unwrap_err();
+        let e = anyhow::Error::from(e);
+        assert!(fleetsim::cli::is_bad_input(&e), "{e:#}");
+        assert!(
+            format!("{e:#}").contains("failures.spares_per_cell"),
+            "{e:#}"
+        );
+    }
+}
