@@ -3,7 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use fleetsim_policies::{place_gang, FleetState, NodeId, PlaceCtx, PlacementKind, TaskAlloc};
+use fleetsim_policies::{
+    minimal_victim_set, place_gang, FleetState, ModelSet, NodeId, PlaceCtx, PlacementKind,
+    TaskAlloc, TaskShape, VictimKey, VictimTrial,
+};
 
 use crate::snapshot::{InputError, PodRequest, Snapshot, ANN_GPU_ALLOC};
 use crate::wire::{
@@ -363,9 +366,78 @@ fn free_victim(
     out
 }
 
+/// The extender's [`VictimTrial`] on a copy of one node: victims are indices into `pods`
+/// (in victim order).
+struct NodeTrial<'a> {
+    fleet: &'a mut FleetState,
+    node: NodeId,
+    shape: TaskShape,
+    models: ModelSet,
+    pods: Vec<&'a Pod>,
+    /// Per victim, what taking it out released (once taken).
+    freed: Vec<Option<Vec<TaskAlloc>>>,
+    /// Per victim, what putting it back applied.
+    applied: Vec<Vec<TaskAlloc>>,
+    /// The last put-back could not apply all the victim's resources.
+    back_failed: bool,
+    /// The first malformed victim met.
+    err: Option<InputError>,
+}
+
+impl VictimTrial for NodeTrial<'_> {
+    type Victim = usize;
+
+    fn eligible(&mut self, v: usize) -> bool {
+        if self.err.is_some() {
+            return false;
+        }
+        match victim_alloc(self.pods[v]) {
+            Ok((vr, known)) => {
+                self.freed[v] = Some(free_victim(self.fleet, self.node, &vr, known));
+                true
+            }
+            Err(e) => {
+                self.err = Some(e);
+                false
+            }
+        }
+    }
+
+    fn take_out(&mut self, v: usize) {
+        // The first time, `eligible` freed it; again after a failed put-back: release what
+        // the put-back applied.
+        for a in std::mem::take(&mut self.applied[v]).iter().rev() {
+            let _ = self.fleet.release(a);
+        }
+    }
+
+    fn put_back(&mut self, v: usize) {
+        self.back_failed = false;
+        let mut applied = Vec::new();
+        for a in self.freed[v].as_deref().unwrap_or(&[]) {
+            if self.fleet.apply(a).is_ok() {
+                applied.push(*a);
+            } else {
+                self.back_failed = true;
+                break;
+            }
+        }
+        self.applied[v] = applied;
+    }
+
+    fn fits(&mut self, _taken: &[usize]) -> bool {
+        self.fleet.fits(self.node, &self.shape, self.models)
+    }
+
+    fn still_fits(&mut self, _taken: &[usize]) -> bool {
+        !self.back_failed && self.fleet.fits(self.node, &self.shape, self.models)
+    }
+}
+
 /// `preempt`: on each node kube-scheduler proposes, the extender keeps the smallest victim set
-/// in fleetsim's preemption order ([`fleetsim_policies::preemption`]: lower priority first,
-/// then most recently started first, then UID) that lets one task of the pod fit: victims are
+/// in fleetsim's preemption order ([`VictimKey`], with what pods tell: lower priority first,
+/// then most recently started first, then UID; the other components neutral) that lets one
+/// task of the pod fit, chosen by the simulator's own [`minimal_victim_set`]: victims are
 /// taken in that order until the task fits, then every victim but the last is put back,
 /// latest first, if the task still fits without it (Kueue `minimalPreemptions`). A node where
 /// even all victims do not make room is dropped. A node the extender has not seen in an
@@ -418,56 +490,58 @@ pub fn preempt(
             Err(_) if req.shape.num_gpu > 0 => continue,
             Err(_) => fleetsim_policies::ModelSet::ANY,
         };
-        let mut order: Vec<&Pod> = vs.pods.iter().collect();
-        order.sort_by(|a, b| {
-            let pa = a.spec.priority.unwrap_or(0);
-            let pb = b.spec.priority.unwrap_or(0);
-            pa.cmp(&pb)
-                .then_with(|| b.status.start_time.cmp(&a.status.start_time))
-                .then_with(|| b.metadata.uid.cmp(&a.metadata.uid))
-        });
-        let mut taken: Vec<(&Pod, Vec<TaskAlloc>)> = Vec::new();
-        let mut fits = fleet.fits(node, &req.shape, models);
-        for v in &order {
-            if fits {
-                break;
-            }
-            let (vr, known) = victim_alloc(v)?;
-            let freed = free_victim(&mut fleet, node, &vr, known);
-            taken.push((v, freed));
-            fits = fleet.fits(node, &req.shape, models);
-        }
-        if !fits {
-            continue;
-        }
-        // Put back every victim but the last, latest first, if the task still fits.
-        let mut keep = vec![true; taken.len()];
-        for i in (0..taken.len().saturating_sub(1)).rev() {
-            let back: Vec<TaskAlloc> = taken[i].1.clone();
-            let mut applied = Vec::new();
-            let mut ok = true;
-            for a in &back {
-                if fleet.apply(a).is_ok() {
-                    applied.push(*a);
-                } else {
-                    ok = false;
-                    break;
-                }
-            }
-            if ok && fleet.fits(node, &req.shape, models) {
-                keep[i] = false;
-            } else {
-                for a in applied.iter().rev() {
-                    let _ = fleet.release(a);
-                }
-            }
-        }
-        let chosen: Vec<&Pod> = taken
+        // The simulator's victim order ([`VictimKey`]) with what pods tell: priority, start
+        // time (as its rank among the victims) and UID (its rank); the rest neutral.
+        let rank = |xs: Vec<&Option<String>>, x: &Option<String>| {
+            let mut xs = xs;
+            xs.sort();
+            xs.dedup();
+            xs.binary_search(&x).expect("listed") as u64
+        };
+        let starts: Vec<&Option<String>> = vs.pods.iter().map(|p| &p.status.start_time).collect();
+        let uids: Vec<Option<String>> = vs
+            .pods
             .iter()
-            .zip(&keep)
-            .filter(|(_, &k)| k)
-            .map(|((p, _), _)| *p)
+            .map(|p| Some(p.metadata.uid.clone()))
             .collect();
+        let mut order: Vec<(VictimKey, &Pod)> = vs
+            .pods
+            .iter()
+            .zip(&uids)
+            .map(|(p, uid)| {
+                let key = VictimKey {
+                    priority: p.spec.priority.unwrap_or(0),
+                    start_ms: rank(starts.clone(), &p.status.start_time),
+                    seq: rank(uids.iter().collect(), uid),
+                    ..VictimKey::default()
+                };
+                (key, p)
+            })
+            .collect();
+        order.sort_by_key(|&(k, _)| k);
+        let chosen: Vec<&Pod> = if fleet.fits(node, &req.shape, models) {
+            Vec::new()
+        } else {
+            let mut trial = NodeTrial {
+                fleet: &mut fleet,
+                node,
+                shape: req.shape,
+                models,
+                pods: order.iter().map(|&(_, p)| p).collect(),
+                freed: vec![None; order.len()],
+                applied: vec![Vec::new(); order.len()],
+                back_failed: false,
+                err: None,
+            };
+            let set = minimal_victim_set(&mut trial, 0..order.len());
+            if let Some(e) = trial.err {
+                return Err(e);
+            }
+            match set {
+                Some(set) => set.into_iter().map(|i| order[i].1).collect(),
+                None => continue,
+            }
+        };
         out.node_name_to_meta_victims
             .insert(name.clone(), meta(&chosen));
     }

@@ -130,7 +130,7 @@ pub use placement::{
     place_gang, Choice, PlaceCtx, Placement, PlacementCall, PlacementRecorder, ScoreArithmetic,
     TypicalTasks,
 };
-pub use preemption::PreemptionConfig;
+pub use preemption::{minimal_victim_set, PreemptionConfig, VictimKey, VictimTrial};
 pub use queue_order::{OrderCtx, OrderKey, QueueOrder};
 pub use quota::{QuotaError, QuotaSpec, QuotaTree};
 pub use resources::{ModelSet, TaskShape, WHOLE_GPU_MILLI};

@@ -44,7 +44,9 @@
 //! preemptor fits quota *and* its whole gang can be placed (free capacity and victims'
 //! capacity together: field case B10). Then, as Kueue's `minimalPreemptions` does, every
 //! victim but the last is put back, latest first, if the preemptor still fits without it.
-//! If no set of victims makes room, nothing is preempted.
+//! If no set of victims makes room, nothing is preempted. The order is [`VictimKey`] and the
+//! take-then-minimize loop is [`minimal_victim_set`], both public: the extender's `preempt`
+//! calls the same code.
 //!
 //! # Fair-sharing strategies
 //! Strategies are tried in order, each a full round. Shares are dominant resource shares of
@@ -172,18 +174,149 @@ struct Candidate {
     key: VictimKey,
 }
 
-/// The victim order of the module docs, ascending (the share in per-mille: it orders victims
-/// only; the strategy rules compare exact shares).
-type VictimKey = (
-    u8,
-    bool,
-    Reverse<u64>,
-    bool,
-    i32,
-    u128,
-    Reverse<u64>,
-    Reverse<u64>,
-);
+/// One victim's place in the simulator's victim order (module docs, "Victim order"): the
+/// first in [`Ord`] order are taken first. Every field is a sort component, in order of
+/// significance; a caller that does not know one (the extender, from pods) sets it to the
+/// same value for every candidate, so that it orders nothing.
+///
+/// Source: Kueue `CandidatesOrdering` (components 1–4, 7) and the simulator's rules (5, 6, 8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct VictimKey {
+    /// 1. The victim's tier ([`crate::Tier`] as `u8`): lower first.
+    pub tier: u8,
+    /// 2. Whether the victim's queue borrows in its flavor: borrowers first.
+    pub borrowing: bool,
+    /// 3. The victim queue's dominant resource share, per mille
+    ///    ([`crate::fairshare::Share::per_mille`]): larger first.
+    pub share_per_mille: u64,
+    /// 4. Whether the victim is of the preemptor's own queue: other queues first.
+    pub same_queue: bool,
+    /// 5. The victim's priority: lower first.
+    pub priority: i32,
+    /// 6. Work lost by preempting it, in GPU-milli × ms (progress since its last checkpoint
+    ///    × accelerators): less first.
+    pub lost_gpu_milli_ms: u128,
+    /// 7. When it started (ms of simulated time, or any value increasing with the start
+    ///    time): most recent first.
+    pub start_ms: u64,
+    /// 8. Its input sequence (any stable id): larger first.
+    pub seq: u64,
+}
+
+impl VictimKey {
+    /// The key as an ascending tuple (the order of [`Ord`]).
+    #[allow(clippy::type_complexity)]
+    fn tuple(
+        &self,
+    ) -> (
+        u8,
+        bool,
+        Reverse<u64>,
+        bool,
+        i32,
+        u128,
+        Reverse<u64>,
+        Reverse<u64>,
+    ) {
+        (
+            self.tier,
+            !self.borrowing,
+            Reverse(self.share_per_mille),
+            self.same_queue,
+            self.priority,
+            self.lost_gpu_milli_ms,
+            Reverse(self.start_ms),
+            Reverse(self.seq),
+        )
+    }
+}
+
+impl Ord for VictimKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.tuple().cmp(&other.tuple())
+    }
+}
+
+impl PartialOrd for VictimKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// The state a victim search changes tentatively: the simulator's quota tree and fleet, or
+/// the extender's copy of one node. [`minimal_victim_set`] drives it.
+pub trait VictimTrial {
+    /// A victim handle (an index into the caller's candidates).
+    type Victim: Copy;
+    /// May `v` be taken now, given what was taken before? (The simulator re-checks the
+    /// reclaim and fair-sharing conditions here.) Default: always.
+    fn eligible(&mut self, v: Self::Victim) -> bool {
+        let _ = v;
+        true
+    }
+    /// Frees `v`'s resources (and quota).
+    fn take_out(&mut self, v: Self::Victim);
+    /// Undoes [`VictimTrial::take_out`] for `v`, after releasing the preemptor's tentative
+    /// placement if there is one.
+    fn put_back(&mut self, v: Self::Victim);
+    /// Taking victims: does the preemptor fit now, with `taken` out? On `true` it may hold a
+    /// tentative placement.
+    fn fits(&mut self, taken: &[Self::Victim]) -> bool;
+    /// Minimizing: does the preemptor still fit with only `taken` out (a victim was just put
+    /// back)? Default: [`VictimTrial::fits`].
+    fn still_fits(&mut self, taken: &[Self::Victim]) -> bool {
+        self.fits(taken)
+    }
+    /// After a failed [`VictimTrial::still_fits`] and the victim taken out again: restore the
+    /// preemptor's placement with `taken` out (it fitted with this very set). Default: none.
+    fn refit(&mut self, taken: &[Self::Victim]) {
+        let _ = taken;
+    }
+}
+
+/// The simulator's victim selection, shared with the extender: victims are taken in the
+/// order given (sort them by [`VictimKey`]) until the preemptor fits; then, as Kueue's
+/// `minimalPreemptions` (`fillBackWorkloads`) does, every victim but the last is put back,
+/// latest first, if the preemptor still fits without it. Returns the victims kept, in
+/// victim order, with `trial` left in the state where they are out (and the preemptor
+/// placed, if [`VictimTrial::fits`] places it); `None`, with every victim put back, when even
+/// all eligible victims do not make room.
+pub fn minimal_victim_set<T: VictimTrial>(
+    trial: &mut T,
+    candidates: impl IntoIterator<Item = T::Victim>,
+) -> Option<Vec<T::Victim>> {
+    let mut taken: Vec<T::Victim> = Vec::new();
+    let mut fit = false;
+    for v in candidates {
+        if !trial.eligible(v) {
+            continue;
+        }
+        trial.take_out(v);
+        taken.push(v);
+        if trial.fits(&taken) {
+            fit = true;
+            break;
+        }
+    }
+    if !fit {
+        for &v in taken.iter().rev() {
+            trial.put_back(v);
+        }
+        return None;
+    }
+    let mut i = taken.len().saturating_sub(1);
+    while i > 0 {
+        i -= 1;
+        trial.put_back(taken[i]);
+        let kept = taken.remove(i);
+        if !trial.still_fits(&taken) {
+            trial.take_out(kept);
+            taken.insert(i, kept);
+            trial.refit(&taken);
+        }
+    }
+    Some(taken)
+}
 
 /// A victim taken out of quota and the fleet during planning.
 struct Removed {
@@ -479,16 +612,16 @@ fn candidates(
             None
         };
         let Some(rule) = rule else { continue };
-        let key: VictimKey = (
-            v.tier as u8,
-            !borrowing,
-            Reverse(share),
+        let key = VictimKey {
+            tier: v.tier as u8,
+            borrowing,
+            share_per_mille: share,
             same_queue,
-            v.priority,
-            r.lost_gpu_milli_ms(now),
-            Reverse(r.start.0),
-            Reverse(v.seq),
-        );
+            priority: v.priority,
+            lost_gpu_milli_ms: r.lost_gpu_milli_ms(now),
+            start_ms: r.start.0,
+            seq: v.seq,
+        };
         out.push(Candidate {
             id: v.id,
             rule,
@@ -499,8 +632,144 @@ fn candidates(
     out
 }
 
-/// Greedy removal in victim order until `job` fits, then minimization. On success the
-/// victims are out of quota and the fleet and the job is placed; on failure nothing changed.
+/// The simulator's [`VictimTrial`]: victims are indices into the candidates; the trial
+/// changes quota and the fleet, and holds the preemptor's tentative placement.
+struct SimTrial<'a> {
+    c: &'a mut Core,
+    pass: &'a mut PassState,
+    fleet: &'a mut FleetState,
+    job: &'a PendingJob,
+    flavor: Option<u16>,
+    models: ModelSet,
+    cands: &'a [Candidate],
+    strategy: Option<FairStrategy>,
+    req: crate::quota::Request,
+    need: u64,
+    /// What the preemptor's queue borrows before any victim leaves.
+    before: crate::quota::Request,
+    /// The preemptor's share after admission (changes only when a victim of its own queue
+    /// leaves).
+    pn_cache: Option<Share>,
+    /// Per queue, its share (changes only when a victim of it leaves).
+    old_cache: Vec<Option<Share>>,
+    fit: Option<(CellId, Vec<TaskAlloc>)>,
+}
+
+impl VictimTrial for SimTrial<'_> {
+    type Victim = usize;
+
+    fn eligible(&mut self, v: usize) -> bool {
+        let cand = &self.cands[v];
+        let r = running(self.c, cand.id);
+        let (vq, vf, vreq) = (r.job.queue, r.flavor, r.req);
+        match cand.rule {
+            PreemptReason::Reclaim => {
+                // Rule: the victim's queue must still be borrowing after earlier removals.
+                let t = self.c.quota.as_ref().expect("reclaim implies quota");
+                vf.is_some_and(|f| t.is_borrowing(vq, f))
+            }
+            PreemptReason::FairShare => {
+                let t = self.c.quota.as_ref().expect("fair sharing implies quota");
+                let (Some(f), Some(pf)) = (vf, self.flavor) else {
+                    return false;
+                };
+                if !t.is_borrowing(vq, f) {
+                    return false;
+                }
+                let (job, req) = (self.job, &self.req);
+                let preemptor_new = *self
+                    .pn_cache
+                    .get_or_insert_with(|| t.drs_with(job.queue, pf, req, true));
+                let qi = vq.index();
+                if qi >= self.old_cache.len() {
+                    self.old_cache.resize(qi + 1, None);
+                }
+                let target_old = *self.old_cache[qi].get_or_insert_with(|| t.drs(vq));
+                // Both strategies need the preemptor to end below the target's share before.
+                if preemptor_new >= target_old {
+                    return false;
+                }
+                match self.strategy {
+                    Some(FairStrategy::LessThanOrEqualToFinalShare) => {
+                        let target_new = t.drs_with(vq, f, &vreq, false);
+                        preemptor_new <= target_new && target_new < target_old
+                    }
+                    Some(FairStrategy::LessThanInitialShare) => true,
+                    None => false,
+                }
+            }
+            _ => true,
+        }
+    }
+
+    fn take_out(&mut self, v: usize) {
+        let id = self.cands[v].id;
+        let vq = running(self.c, id).job.queue;
+        take_out(self.c, self.fleet, id);
+        if vq == self.job.queue {
+            self.pn_cache = None;
+        }
+        if let Some(slot) = self.old_cache.get_mut(vq.index()) {
+            *slot = None;
+        }
+    }
+
+    fn put_back(&mut self, v: usize) {
+        if let Some((_, allocs)) = self.fit.take() {
+            release(self.fleet, &allocs);
+        }
+        put_back(self.c, self.fleet, self.cands[v].id);
+    }
+
+    fn fits(&mut self, taken: &[usize]) -> bool {
+        if !quota_ok(
+            self.c,
+            self.job,
+            self.flavor,
+            &self.req,
+            taken,
+            self.cands,
+            &self.before,
+        ) || self.c.free_for(self.fleet, self.job, self.models) < self.need
+        {
+            return false;
+        }
+        self.fit = self
+            .c
+            .place_in_cells(self.pass, self.fleet, self.job, self.models);
+        self.fit.is_some()
+    }
+
+    fn still_fits(&mut self, taken: &[usize]) -> bool {
+        self.fit = if quota_ok(
+            self.c,
+            self.job,
+            self.flavor,
+            &self.req,
+            taken,
+            self.cands,
+            &self.before,
+        ) {
+            self.c
+                .place_in_cells(self.pass, self.fleet, self.job, self.models)
+        } else {
+            None
+        };
+        self.fit.is_some()
+    }
+
+    fn refit(&mut self, _taken: &[usize]) {
+        self.fit = Some(
+            self.c
+                .place_in_cells(self.pass, self.fleet, self.job, self.models)
+                .expect("the preemptor fitted with this very victim set"),
+        );
+    }
+}
+
+/// Greedy removal in victim order until `job` fits, then minimization
+/// ([`minimal_victim_set`]). On success the victims are out of quota and the fleet and the
+/// job is placed; on failure nothing changed.
 #[allow(clippy::too_many_arguments)]
 fn plan(
     c: &mut Core,
@@ -514,111 +783,35 @@ fn plan(
 ) -> Option<(CellId, Vec<TaskAlloc>, Vec<Removed>)> {
     let req = request(job);
     let need = job.total_gpu_milli();
-    // What the preemptor's queue borrows before any victim leaves.
     let before = match (c.quota.as_ref(), flavor) {
         (Some(t), Some(f)) => t.borrowed(job.queue, f, None),
         _ => [0; 3],
     };
-    let mut removed: Vec<Removed> = Vec::new();
-    let mut fit: Option<(CellId, Vec<TaskAlloc>)> = None;
-    let mut pn_cache: Option<Share> = None;
-    let mut old_cache: Vec<Option<Share>> = Vec::new();
-    for cand in cands {
-        let r = running(c, cand.id);
-        let (vq, vf, vreq) = (r.job.queue, r.flavor, r.req);
-        match cand.rule {
-            PreemptReason::Reclaim => {
-                // Rule: the victim's queue must still be borrowing after earlier removals.
-                let t = c.quota.as_ref().expect("reclaim implies quota");
-                if !vf.is_some_and(|f| t.is_borrowing(vq, f)) {
-                    continue;
-                }
-            }
-            PreemptReason::FairShare => {
-                let t = c.quota.as_ref().expect("fair sharing implies quota");
-                let (Some(f), Some(pf)) = (vf, flavor) else {
-                    continue;
-                };
-                if !t.is_borrowing(vq, f) {
-                    continue;
-                }
-                // The preemptor's share after admission changes only when a victim of its own
-                // queue leaves; a queue's share only when a victim of it leaves: both cached.
-                let preemptor_new =
-                    *pn_cache.get_or_insert_with(|| t.drs_with(job.queue, pf, &req, true));
-                let qi = vq.index();
-                if qi >= old_cache.len() {
-                    old_cache.resize(qi + 1, None);
-                }
-                let target_old = *old_cache[qi].get_or_insert_with(|| t.drs(vq));
-                // Both strategies need the preemptor to end below the target's share before.
-                if preemptor_new >= target_old {
-                    continue;
-                }
-                let ok = match strategy {
-                    Some(FairStrategy::LessThanOrEqualToFinalShare) => {
-                        let target_new = t.drs_with(vq, f, &vreq, false);
-                        preemptor_new <= target_new && target_new < target_old
-                    }
-                    Some(FairStrategy::LessThanInitialShare) => true,
-                    None => false,
-                };
-                if !ok {
-                    continue;
-                }
-            }
-            _ => {}
-        }
-        take_out(c, fleet, cand.id);
-        removed.push(Removed {
-            id: cand.id,
-            rule: cand.rule,
-        });
-        if vq == job.queue {
-            pn_cache = None;
-        }
-        if let Some(slot) = old_cache.get_mut(vq.index()) {
-            *slot = None;
-        }
-        if !quota_ok(c, job, flavor, &req, &removed, &before)
-            || c.free_for(fleet, job, models) < need
-        {
-            continue;
-        }
-        if let Some(p) = c.place_in_cells(pass, fleet, job, models) {
-            fit = Some(p);
-            break;
-        }
-    }
-    let Some((mut cell, mut allocs)) = fit else {
-        for v in removed.iter().rev() {
-            put_back(c, fleet, v.id);
-        }
-        return None;
+    let mut trial = SimTrial {
+        c,
+        pass,
+        fleet,
+        job,
+        flavor,
+        models,
+        cands,
+        strategy,
+        req,
+        need,
+        before,
+        pn_cache: None,
+        old_cache: Vec::new(),
+        fit: None,
     };
-    // Minimize (Kueue fillBackWorkloads): every victim but the last, latest first.
-    let mut i = removed.len().saturating_sub(1);
-    while i > 0 {
-        i -= 1;
-        release(fleet, &allocs);
-        put_back(c, fleet, removed[i].id);
-        let kept = removed.remove(i);
-        let placed = if quota_ok(c, job, flavor, &req, &removed, &before) {
-            c.place_in_cells(pass, fleet, job, models)
-        } else {
-            None
-        };
-        match placed {
-            Some(p) => (cell, allocs) = p,
-            None => {
-                take_out(c, fleet, kept.id);
-                removed.insert(i, kept);
-                (cell, allocs) = c
-                    .place_in_cells(pass, fleet, job, models)
-                    .expect("the preemptor fitted with this very victim set");
-            }
-        }
-    }
+    let taken = minimal_victim_set(&mut trial, 0..cands.len())?;
+    let (cell, allocs) = trial.fit.take().expect("a victim set is returned placed");
+    let removed = taken
+        .into_iter()
+        .map(|i| Removed {
+            id: cands[i].id,
+            rule: cands[i].rule,
+        })
+        .collect();
     Some((cell, allocs, removed))
 }
 
@@ -634,7 +827,8 @@ fn quota_ok(
     job: &PendingJob,
     flavor: Option<u16>,
     req: &crate::quota::Request,
-    removed: &[Removed],
+    removed: &[usize],
+    cands: &[Candidate],
     before: &crate::quota::Request,
 ) -> bool {
     let (Some(t), Some(f)) = (c.quota.as_ref(), flavor) else {
@@ -645,7 +839,7 @@ fn quota_ok(
         QuotaFit::Fits { borrows: true } => {
             let after = t.borrowed(job.queue, f, Some(req));
             let increases = after.iter().zip(before).any(|(a, b)| a > b);
-            !removed.iter().any(|v| match v.rule {
+            !removed.iter().map(|&i| &cands[i]).any(|v| match v.rule {
                 PreemptReason::FairShare | PreemptReason::Tier => false,
                 PreemptReason::WithinQueue => increases,
                 PreemptReason::Reclaim | PreemptReason::Priority | PreemptReason::Las => {
