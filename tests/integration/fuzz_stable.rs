@@ -12,7 +12,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use fleetsim::scenario::TraceFormat;
-use fleetsim::workload::fuzzing::{file_name, read_scenario, read_trace};
+use fleetsim::workload::fuzzing::{file_name, read_kueue, read_scenario, read_trace};
 use rand::{Rng, SeedableRng};
 
 use crate::support::public_traces;
@@ -216,7 +216,16 @@ fn exercise(format: Option<TraceFormat>, data: &[u8]) {
     }
 }
 
-fn replay_dir(dir: &Path, format: Option<TraceFormat>) -> usize {
+/// Mutations per target: `FLEETSIM_FUZZ_ITERS`, default 1,500.
+fn iters() -> usize {
+    std::env::var("FLEETSIM_FUZZ_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1500)
+}
+
+/// Feeds every file of `dir` (sorted by name) to `exercise`; the number of files.
+fn replay_dir(dir: &Path, exercise: impl Fn(&[u8])) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
@@ -224,7 +233,7 @@ fn replay_dir(dir: &Path, format: Option<TraceFormat>) -> usize {
     paths.sort();
     for p in &paths {
         if let Ok(data) = std::fs::read(p) {
-            exercise(format, &data);
+            exercise(&data);
         }
     }
     paths.len()
@@ -232,10 +241,7 @@ fn replay_dir(dir: &Path, format: Option<TraceFormat>) -> usize {
 
 #[test]
 fn no_reader_panics_on_mutated_input() {
-    let iters: usize = std::env::var("FLEETSIM_FUZZ_ITERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1500);
+    let iters = iters();
     for (name, format, seeds) in targets() {
         assert!(!seeds.is_empty(), "{name}: no seed");
         let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(0x5eed ^ name.len() as u64);
@@ -252,8 +258,11 @@ fn no_reader_panics_on_mutated_input() {
                 String::from_utf8_lossy(&input)
             );
         }
-        let replayed = replay_dir(&repo(&format!("fuzz/corpus/{name}")), format)
-            + replay_dir(&repo(&format!("fuzz/artifacts/{name}")), format);
+        let replayed = replay_dir(&repo(&format!("fuzz/corpus/{name}")), |d| {
+            exercise(format, d)
+        }) + replay_dir(&repo(&format!("fuzz/artifacts/{name}")), |d| {
+            exercise(format, d)
+        });
         eprintln!(
             "{name}: {} seeds, {iters} mutations, {replayed} corpus files replayed",
             seeds.len()
@@ -263,37 +272,20 @@ fn no_reader_panics_on_mutated_input() {
 
 #[test]
 fn kueue_reader_never_panics_on_mutated_manifests() {
-    let iters: usize = std::env::var("FLEETSIM_FUZZ_ITERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1500);
+    let iters = iters();
     let seed = std::fs::read(repo("scenarios/kueue-manifests.yaml")).unwrap();
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(0x5eed ^ 0x6b75);
-    fleetsim::workload::fuzzing::read_kueue(&seed);
+    read_kueue(&seed);
     for i in 0..iters {
         let input = mutate(&mut rng, &seed);
-        let r = std::panic::catch_unwind(|| fleetsim::workload::fuzzing::read_kueue(&input));
+        let r = std::panic::catch_unwind(|| read_kueue(&input));
         assert!(
             r.is_ok(),
             "kueue: panic on mutation {i}: {:?}",
             String::from_utf8_lossy(&input)
         );
     }
-    let replayed =
-        replay_kueue(&repo("fuzz/corpus/kueue")) + replay_kueue(&repo("fuzz/artifacts/kueue"));
+    let replayed = replay_dir(&repo("fuzz/corpus/kueue"), read_kueue)
+        + replay_dir(&repo("fuzz/artifacts/kueue"), read_kueue);
     eprintln!("kueue: {iters} mutations, {replayed} corpus files replayed");
-}
-
-fn replay_kueue(dir: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-    paths.sort();
-    for p in &paths {
-        if let Ok(data) = std::fs::read(p) {
-            fleetsim::workload::fuzzing::read_kueue(&data);
-        }
-    }
-    paths.len()
 }
