@@ -77,28 +77,8 @@ pub const COLUMNS: [&str; 21] = [
     "bellman_frag_ratio_pct",
 ];
 
-/// Columns a log must have (the Bellman ones may be absent).
-const REQUIRED: [&str; 19] = [
-    "event",
-    "pod",
-    "base_pod",
-    "cpu_milli",
-    "memory_mib",
-    "num_gpu",
-    "gpu_milli",
-    "gpu_spec",
-    "placed",
-    "node",
-    "gpu_index",
-    "used_gpu_milli",
-    "arrived_gpu_milli",
-    "used_nodes",
-    "used_gpus",
-    "total_gpus",
-    "frag_milli",
-    "frag_ratio_pct",
-    "q124_ratio_pct",
-];
+/// How many leading [`COLUMNS`] a log must have (the two Bellman ones may be absent).
+const REQUIRED: usize = COLUMNS.len() - 2;
 
 /// One row of a log: one attempt.
 #[derive(Clone, Debug, PartialEq)]
@@ -218,7 +198,7 @@ impl PeerLog {
     /// node or a dropped row with one.
     pub fn read(path: &Path) -> Result<PeerLog, TraceError> {
         let mut rdr = csv_reader(path)?;
-        let cols = map_columns(path, &mut rdr, &COLUMNS, &REQUIRED, None)?;
+        let cols = map_columns(path, &mut rdr, &COLUMNS, &COLUMNS[..REQUIRED], None)?;
         let mut rec = csv::StringRecord::new();
         let mut rows = Vec::new();
         while let Some(line) = next_record(path, &mut rdr, &mut rec) {
