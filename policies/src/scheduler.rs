@@ -171,6 +171,13 @@ impl QueueOrderKind {
 }
 
 impl PlacementKind {
+    /// True for the policies that read per-node task classes ([`FleetState::task_classes`]):
+    /// a fleet placed by any other can stop keeping them
+    /// ([`FleetState::stop_task_class_tracking`]).
+    pub fn reads_task_classes(self) -> bool {
+        matches!(self, PlacementKind::GpuClustering)
+    }
+
     /// The policy object.
     pub fn build(self) -> Box<dyn Placement> {
         match self {

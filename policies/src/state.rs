@@ -77,6 +77,9 @@ pub enum StateError {
         /// The dimension that would go above capacity.
         dimension: &'static str,
     },
+    /// Task-class tracking was turned on while accelerators were allocated (the counts of
+    /// the tasks already bound cannot be rebuilt).
+    ClassTrackingOnBusyFleet,
 }
 
 impl fmt::Display for StateError {
@@ -84,6 +87,10 @@ impl fmt::Display for StateError {
         match self {
             StateError::InvalidNode { node, reason } => write!(f, "node {node}: {reason}"),
             StateError::UnknownCell(c) => write!(f, "unknown cell id {c}"),
+            StateError::ClassTrackingOnBusyFleet => write!(
+                f,
+                "task-class tracking turned on while accelerators are allocated"
+            ),
             StateError::DoesNotFit { node, dimension } => {
                 write!(f, "allocation on node {node} exceeds its free {dimension}")
             }
@@ -191,8 +198,10 @@ pub struct FleetState {
     /// can cache per-node quantities (FGD's fragmentation) and recompute only what changed.
     versions: Vec<u64>,
     /// Per node: how many GPU tasks of each class it holds, as `(class, count)` sorted by
-    /// class ([`FleetState::task_class`]); GpuClustering reads it.
+    /// class ([`FleetState::task_class`]); GpuClustering reads it. Kept only while
+    /// `track_classes` is on ([`FleetState::stop_task_class_tracking`]).
     classes: Vec<Vec<(u8, u32)>>,
+    track_classes: bool,
 }
 
 impl FleetState {
@@ -294,6 +303,7 @@ impl FleetState {
             cpu_index: false,
             versions: vec![0; n_nodes],
             classes: vec![Vec::new(); n_nodes],
+            track_classes: true,
         };
         for i in 0..fleet.nodes.len() {
             let id = NodeId(i as u32);
@@ -491,7 +501,7 @@ impl FleetState {
         self.cells[cell.index()].allocated_gpu_milli += total;
         self.index_insert(id);
         self.versions[id.index()] += 1;
-        if let Some(c) = Self::task_class(a) {
+        if let Some(c) = Self::task_class(a).filter(|_| self.track_classes) {
             let v = &mut self.classes[id.index()];
             match v.binary_search_by_key(&c, |&(k, _)| k) {
                 Ok(i) => v[i].1 += 1,
@@ -546,7 +556,7 @@ impl FleetState {
         self.cells[cell.index()].allocated_gpu_milli -= total;
         self.index_insert(id);
         self.versions[id.index()] += 1;
-        if let Some(c) = Self::task_class(a) {
+        if let Some(c) = Self::task_class(a).filter(|_| self.track_classes) {
             let v = &mut self.classes[id.index()];
             if let Ok(i) = v.binary_search_by_key(&c, |&(k, _)| k) {
                 v[i].1 -= 1;
@@ -603,8 +613,45 @@ impl FleetState {
 
     /// The classes of GPU tasks on a node with their counts, ascending by class
     /// ([`FleetState::task_class`]).
+    ///
+    /// # Panics
+    /// If task classes are not tracked ([`FleetState::stop_task_class_tracking`]).
     pub fn task_classes(&self, id: NodeId) -> &[(u8, u32)] {
+        assert!(
+            self.track_classes,
+            "task classes are not tracked: call FleetState::start_task_class_tracking on the empty fleet"
+        );
         &self.classes[id.index()]
+    }
+
+    /// Stops keeping the per-node task-class counts ([`FleetState::task_classes`], read only
+    /// by [`crate::placement::GpuClustering`]): a fleet whose placement never reads them
+    /// saves a per-node list update on every bind and release. Kept by default.
+    pub fn stop_task_class_tracking(&mut self) {
+        self.track_classes = false;
+        self.classes = vec![Vec::new(); self.nodes.len()];
+    }
+
+    /// Starts keeping the per-node task-class counts again. The counts cannot be rebuilt
+    /// from free capacity, so this works only while no accelerator is allocated.
+    ///
+    /// # Errors
+    /// [`StateError::ClassTrackingOnBusyFleet`] when some accelerator is allocated; the
+    /// state is unchanged.
+    pub fn start_task_class_tracking(&mut self) -> Result<(), StateError> {
+        if self.track_classes {
+            return Ok(());
+        }
+        if self.cells.iter().any(|c| c.allocated_gpu_milli > 0) {
+            return Err(StateError::ClassTrackingOnBusyFleet);
+        }
+        self.track_classes = true;
+        Ok(())
+    }
+
+    /// True while per-node task classes are kept ([`FleetState::stop_task_class_tracking`]).
+    pub fn tracks_task_classes(&self) -> bool {
+        self.track_classes
     }
 
     /// How many more tasks of `shape` the node can take now (each dimension independently:
@@ -1038,6 +1085,45 @@ mod tests {
         assert!(f.can_ever_fit(CellId(0), &TaskShape::whole_gpus(1), ModelSet::ANY, 3));
         assert!(!f.can_ever_fit(CellId(0), &TaskShape::whole_gpus(1), ModelSet::ANY, 4));
         assert!(!f.task_fits_some_node(CellId(0), &TaskShape::whole_gpus(3), ModelSet::ANY));
+    }
+
+    #[test]
+    fn task_classes_counted_until_tracking_stops() {
+        let mut f = two_nodes();
+        let half = TaskShape {
+            num_gpu: 1,
+            gpu_milli: 500,
+            cpu_milli: 0,
+            mem_mib: 0,
+        };
+        let a = f
+            .allocate(NodeId(0), &TaskShape::whole_gpus(1), ModelSet::ANY)
+            .unwrap();
+        let b = f.allocate(NodeId(0), &half, ModelSet::ANY).unwrap();
+        assert_eq!(f.task_classes(NodeId(0)), &[(0, 1), (1, 1)]);
+        f.release(&a).unwrap();
+        assert_eq!(f.task_classes(NodeId(0)), &[(0, 1)]);
+        // Counts cannot be rebuilt: starting again on a busy fleet is refused.
+        f.stop_task_class_tracking();
+        assert!(!f.tracks_task_classes());
+        assert_eq!(
+            f.start_task_class_tracking(),
+            Err(StateError::ClassTrackingOnBusyFleet)
+        );
+        f.release(&b).unwrap();
+        f.start_task_class_tracking().unwrap();
+        assert!(f.task_classes(NodeId(0)).is_empty());
+        f.allocate(NodeId(1), &TaskShape::whole_gpus(1), ModelSet::ANY)
+            .unwrap();
+        assert_eq!(f.task_classes(NodeId(1)), &[(1, 1)]);
+    }
+
+    #[test]
+    #[should_panic(expected = "task classes are not tracked")]
+    fn task_classes_refused_while_untracked() {
+        let mut f = two_nodes();
+        f.stop_task_class_tracking();
+        let _ = f.task_classes(NodeId(0));
     }
 
     #[test]

@@ -690,8 +690,11 @@ impl Simulation {
             )
         });
         let backfill = ext.backfill.is_some();
-        let sched = Scheduler::new(policies, queue_cfgs).with(ext);
         let mut fleet = fleet;
+        if !policies.placement.reads_task_classes() {
+            fleet.stop_task_class_tracking();
+        }
+        let sched = Scheduler::new(policies, queue_cfgs).with(ext);
         for &n in &cfg.spares {
             fleet.set_schedulable(n, false);
         }
