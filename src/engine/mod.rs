@@ -506,7 +506,7 @@ pub struct RunResult {
 struct JobRec {
     seq: u64,
     live: bool,
-    name: Box<str>,
+    name: compact_str::CompactString,
     tenant: TenantId,
     queue: QueueId,
     priority: i32,
@@ -861,7 +861,7 @@ impl Simulation {
         rec.live = false;
         rec.run = NOT_RUNNING;
         rec.allocs = Allocs::None;
-        rec.name = Box::from("");
+        rec.name = compact_str::CompactString::const_new("");
         rec.qos = None;
         rec.wait = None;
         rec.extra = None;
@@ -950,7 +950,7 @@ impl Simulation {
                 let spec = next.take().expect("checked");
                 if spec.submit < last_submit {
                     return Err(EngineError::Unsorted {
-                        name: spec.name,
+                        name: spec.name.into(),
                         seq: self.next_seq,
                         submit: spec.submit,
                         previous: last_submit,
@@ -966,7 +966,7 @@ impl Simulation {
                 if let Some(n) = &next {
                     if n.submit < t {
                         return Err(EngineError::Unsorted {
-                            name: n.name.clone(),
+                            name: n.name.to_string(),
                             seq: self.next_seq,
                             submit: n.submit,
                             previous: t,
@@ -1067,13 +1067,13 @@ impl Simulation {
         spec.shape
             .validate()
             .map_err(|message| EngineError::BadJob {
-                name: spec.name.clone(),
+                name: spec.name.to_string(),
                 seq,
                 message,
             })?;
         if self.free_slots.is_empty() && self.jobs.len() >= MAX_IN_FLIGHT {
             return Err(EngineError::BadJob {
-                name: spec.name.clone(),
+                name: spec.name.to_string(),
                 seq,
                 message: "more than 2^31 jobs in flight".into(),
             });
@@ -1103,7 +1103,7 @@ impl Simulation {
         let rec = JobRec {
             seq,
             live: true,
-            name: spec.name.into_boxed_str(),
+            name: spec.name,
             tenant,
             queue,
             priority: spec.priority,

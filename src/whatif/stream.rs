@@ -84,10 +84,10 @@ impl Iterator for TransformedStream {
             }
             if let Some(to) = self
                 .tenant_map
-                .get(&job.tenant)
+                .get(job.tenant.as_str())
                 .or_else(|| self.tenant_map.get("*"))
             {
-                job.tenant = to.clone();
+                job.tenant = to.as_str().into();
             }
             return Some(Ok(job));
         }

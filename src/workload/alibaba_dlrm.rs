@@ -196,8 +196,8 @@ pub fn open(path: &Path) -> Result<VecStream, TraceError> {
         }
         rows.push(Row {
             job: JobSpec {
-                name: need(INSTANCE)?.to_string(),
-                tenant: need(APP)?.to_string(),
+                name: need(INSTANCE)?.into(),
+                tenant: need(APP)?.into(),
                 queue: None,
                 priority: 0,
                 qos: Some(need(ROLE)?.to_string()),

@@ -225,8 +225,8 @@ fn parse_job(
         }
     }
     Ok(JobSpec {
-        name: pod.name,
-        tenant: TENANT.to_string(),
+        name: pod.name.into(),
+        tenant: TENANT.into(),
         queue: None,
         priority: 0,
         qos: pod.qos,

@@ -248,8 +248,8 @@ pub fn open_with_job_table(path: &Path, job_path: &Path) -> Result<VecStream, Tr
             bump(&mut notes, format!("gpu_type.{g}"));
         }
         let job = JobSpec {
-            name: format!("{job_name}/{task_name}"),
-            tenant: user.clone(),
+            name: compact_str::format_compact!("{job_name}/{task_name}"),
+            tenant: user.as_str().into(),
             queue: None,
             priority: 0,
             qos: None,

@@ -195,8 +195,8 @@ impl HeliosRows {
         };
         let submit_ms = rel(SUBMIT, submit)?;
         let mut job = JobSpec {
-            name,
-            tenant,
+            name: name.into(),
+            tenant: tenant.into(),
             queue: None,
             priority: 0,
             qos: None,

@@ -170,7 +170,7 @@ pub fn inspect(
         *size_gpus.entry(demand).or_insert(0) += 1;
         *tasks.entry(job.tasks).or_insert(0) += 1;
         submits.push(job.submit.0);
-        let t = tenants.entry(job.tenant.clone()).or_insert((0, 0));
+        let t = tenants.entry(job.tenant.to_string()).or_insert((0, 0));
         t.0 += 1;
         if job.recorded != RecordedKind::NeverRan {
             runtimes.push(job.runtime.0);

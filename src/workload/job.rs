@@ -1,5 +1,6 @@
 //! The job model every trace reader and the synthetic generator produce.
 
+use compact_str::CompactString;
 use fleetsim_policies::{SimDuration, SimTime, TaskShape};
 
 /// How a job's end is known in the input.
@@ -23,10 +24,10 @@ pub enum RecordedKind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JobSpec {
     /// The trace's id for the job (pod name, job id); the input position when the trace has
-    /// none.
-    pub name: String,
-    /// Tenant (Philly VC, Slurm account, namespace…).
-    pub tenant: String,
+    /// none. Inline up to 24 bytes (no allocation).
+    pub name: CompactString,
+    /// Tenant (Philly VC, Slurm account, namespace…). Inline up to 24 bytes.
+    pub tenant: CompactString,
     /// Queue; `None` lets the scenario decide (by default, the tenant's name).
     pub queue: Option<String>,
     /// Priority; higher first under priority order.
@@ -57,8 +58,8 @@ impl JobSpec {
     /// A single-task job of `gpus` whole accelerators, for tests and generators.
     pub fn simple(name: &str, tenant: &str, submit_s: u64, gpus: u32, runtime_s: u64) -> JobSpec {
         JobSpec {
-            name: name.to_string(),
-            tenant: tenant.to_string(),
+            name: name.into(),
+            tenant: tenant.into(),
             queue: None,
             priority: 0,
             qos: None,

@@ -601,8 +601,8 @@ fn build_row(path: &Path, line: u64, raw: &Raw) -> Result<Row, TraceError> {
     let end = secs(END_S)?;
 
     let mut job = JobSpec {
-        name,
-        tenant,
+        name: name.into(),
+        tenant: tenant.into(),
         queue: get(QUEUE).map(str::to_string),
         priority,
         qos: get(QOS).map(str::to_string),
@@ -988,9 +988,9 @@ enum Out {
 ///   `end_s = runtime`.
 fn encode(job: &JobSpec) -> Vec<(usize, Out)> {
     let mut out = vec![
-        (ID, Out::Text(job.name.clone())),
+        (ID, Out::Text(job.name.to_string())),
         (SUBMIT_S, Out::Secs(job.submit.0 as i64)),
-        (TENANT, Out::Text(job.tenant.clone())),
+        (TENANT, Out::Text(job.tenant.to_string())),
     ];
     if let Some(q) = &job.queue {
         out.push((QUEUE, Out::Text(q.clone())));

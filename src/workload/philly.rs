@@ -124,8 +124,8 @@ fn parse_row(
         at_s,
         line,
         job: JobSpec {
-            name: line.to_string(),
-            tenant,
+            name: compact_str::ToCompactString::to_compact_string(&line),
+            tenant: tenant.into(),
             queue: None,
             priority: 0,
             qos: None,

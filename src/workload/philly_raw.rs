@@ -350,8 +350,8 @@ fn read(path: &Path, input: Box<dyn Read + Send>) -> Result<VecStream, TraceErro
         let (tasks, per_task) = gang_split(gpus, 8);
         pending.push(Pending {
             job: JobSpec {
-                name,
-                tenant,
+                name: name.into(),
+                tenant: tenant.into(),
                 queue: None,
                 priority: 0,
                 qos: None,

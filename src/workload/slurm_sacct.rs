@@ -417,8 +417,8 @@ impl SacctRows {
         };
         let submit_ms = rel(&mut self.origin, submit, "Submit")?;
         let mut job = JobSpec {
-            name: id,
-            tenant,
+            name: id.into(),
+            tenant: tenant.into(),
             queue,
             priority,
             qos,

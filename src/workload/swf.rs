@@ -276,8 +276,8 @@ impl SwfRows {
                 .unwrap_or_else(|| format!("{prefix}{n}"))
         };
         let mut job = JobSpec {
-            name: fields[0].to_string(),
-            tenant,
+            name: fields[0].into(),
+            tenant: tenant.into(),
             queue: None,
             priority: 0,
             qos: queue.map(|q| name_of(&self.queues, q, "q")),

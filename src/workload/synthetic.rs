@@ -478,7 +478,7 @@ pub fn generate(spec: &SyntheticSpec, seed: u64) -> SyntheticStream {
 
 /// `prefix` followed by `n` in decimal, without the formatting machinery (this runs once per
 /// generated job).
-fn numbered_name(prefix: &str, mut n: u64) -> String {
+fn numbered_name(prefix: &str, mut n: u64) -> compact_str::CompactString {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     loop {
@@ -489,7 +489,7 @@ fn numbered_name(prefix: &str, mut n: u64) -> String {
             break;
         }
     }
-    let mut s = String::with_capacity(prefix.len() + digits.len() - i);
+    let mut s = compact_str::CompactString::with_capacity(prefix.len() + digits.len() - i);
     s.push_str(prefix);
     s.extend(digits[i..].iter().map(|&d| d as char));
     s
@@ -561,7 +561,7 @@ impl Iterator for SyntheticStream {
 
         Some(Ok(JobSpec {
             name: numbered_name("syn-", self.emitted),
-            tenant,
+            tenant: tenant.into(),
             queue: None,
             priority,
             qos: None,
