@@ -550,7 +550,7 @@ p3,4000,2048,8,1000,,Burstable,Failed,20,40,25
             ),
         );
         assert!(read(&p).is_err());
-        let names: Vec<String> = read_all_sorted(&p)
+        let names: Vec<compact_str::CompactString> = read_all_sorted(&p)
             .unwrap()
             .map(|j| j.unwrap().name)
             .collect();
