@@ -550,9 +550,9 @@ impl Iterator for SyntheticStream {
         let (min_s, max_s) = spec.runtime.caps();
         let runtime_s = raw.max(min_s).min(max_s.unwrap_or(f64::INFINITY));
 
-        let tenant = spec.tenants[s.tenant.sample(&mut self.tenants)]
-            .name
-            .clone();
+        let tenant = compact_str::CompactString::from(
+            spec.tenants[s.tenant.sample(&mut self.tenants)].name.as_str(),
+        );
         let priority = s
             .priority
             .as_ref()
@@ -561,7 +561,7 @@ impl Iterator for SyntheticStream {
 
         Some(Ok(JobSpec {
             name: numbered_name("syn-", self.emitted),
-            tenant: tenant.into(),
+            tenant,
             queue: None,
             priority,
             qos: None,
