@@ -163,6 +163,13 @@ impl EventQueue {
         self.heap.first().map(Entry::event_key)
     }
 
+    /// The next event without removing it.
+    pub fn peek_event(&self) -> Option<EventKind> {
+        self.heap
+            .first()
+            .map(|e| EventKind::unpack(e.event_key().class, e.payload))
+    }
+
     /// Removes and returns the next event.
     pub fn pop(&mut self) -> Option<(EventKey, EventKind)> {
         let top = *self.heap.first()?;

@@ -856,6 +856,21 @@ impl Simulation {
     }
 
     /// Marks a job's record dead and its slot reusable.
+    /// Reads the job record of the next queued completion. The heap holds ~10^5
+    /// completions whose records are far apart in memory; reading the next one's record
+    /// an event early lets its cache miss overlap with the current event's work instead of
+    /// stalling the next one. The value read is discarded: no effect on the simulation.
+    /// (Reading further ahead, the second completion's record or the next one's node,
+    /// measured no better or worse.)
+    #[inline]
+    fn touch_next_finish(&self) {
+        if let Some(EventKind::Finish(id, _)) = self.events.peek_event() {
+            if let Some(rec) = self.jobs.get(id.index()) {
+                std::hint::black_box(rec.run);
+            }
+        }
+    }
+
     fn free_slot(&mut self, id: JobId) {
         let rec = &mut self.jobs[id.index()];
         rec.live = false;
@@ -937,6 +952,7 @@ impl Simulation {
                 }
                 let (_, kind) = self.events.pop().expect("peeked");
                 self.event_count += 1;
+                self.touch_next_finish();
                 match kind {
                     EventKind::Finish(id, run) => self.finish(id, run, sink)?,
                     EventKind::Release(id, run) => self.release(id, run)?,

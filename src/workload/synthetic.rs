@@ -551,7 +551,9 @@ impl Iterator for SyntheticStream {
         let runtime_s = raw.max(min_s).min(max_s.unwrap_or(f64::INFINITY));
 
         let tenant = compact_str::CompactString::from(
-            spec.tenants[s.tenant.sample(&mut self.tenants)].name.as_str(),
+            spec.tenants[s.tenant.sample(&mut self.tenants)]
+                .name
+                .as_str(),
         );
         let priority = s
             .priority
