@@ -243,6 +243,17 @@ pub fn main(cli: Cli) -> Result<()> {
             // Quota flavors and node events name the fleet's models and nodes.
             crate::scenario::policies::extensions(&loaded, &fleet.state)?;
             crate::scenario::policies::node_changes(&loaded, &fleet.state)?;
+            // `[failures]`: hot spares against the cells' sizes, maintenance cells and nodes,
+            // and the replayed timeline file (generating the timeline is cheap; its origin
+            // does not matter for validation).
+            crate::reliability::spare_nodes(&loaded, &fleet.state)?;
+            crate::reliability::timeline(
+                &loaded,
+                &fleet.state,
+                loaded.scenario.seed,
+                &trace_dir,
+                None,
+            )?;
             if loaded.scenario.mode == scenario::Mode::Inflation {
                 let t = loaded
                     .scenario

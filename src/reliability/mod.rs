@@ -47,7 +47,9 @@
 //!
 //! # Hot spares
 //! `spares_per_cell = N` holds the last N nodes of every cell (in declaration order) out
-//! of scheduling as hot spares (N ≥ 0 and below the node count of every cell). When a node
+//! of scheduling as hot spares (N ≥ 0 and below the node count of every cell; N > 0 needs
+//! something that fails — `mtbf_h`, `correlated`, a `timeline` or a `[[node_events]]`
+//! failure — since spares would otherwise only be held out; `fleetsim validate` checks both). When a node
 //! fails while running tasks of a job and a spare of the failed node's accelerator model is
 //! free (up, holding nothing) in the same cell, the job's tasks on the failed node move onto
 //! it — the spare of lowest node id — at the failure instant: the job loses its work since
@@ -436,6 +438,27 @@ pub fn validate(s: &crate::scenario::Scenario, origin: &str) -> Result<(), Scena
         }
     }
     let generates = !f.mtbf_h.is_empty() || !f.correlated.is_empty();
+    if f.spares_per_cell < 0 {
+        return Err(bad(
+            "failures.spares_per_cell",
+            format!("must be ≥ 0, got {}", f.spares_per_cell),
+        ));
+    }
+    let node_fails = s
+        .node_events
+        .iter()
+        .any(|e| e.kind == crate::scenario::NodeEventKind::Fail);
+    if f.spares_per_cell > 0 && !generates && f.timeline.is_none() && !node_fails {
+        return Err(bad(
+            "failures.spares_per_cell",
+            format!(
+                "{} spares per cell would only be held out: spares replace nodes that fail, and \
+                 nothing fails here (give `mtbf_h`, `correlated`, a `timeline` or a `[[node_events]]` \
+                 failure; maintenance evictions never swap)",
+                f.spares_per_cell
+            ),
+        ));
+    }
     if f.timeline.is_some() && (generates || !f.maintenance.is_empty()) {
         return Err(bad(
             "failures.timeline",

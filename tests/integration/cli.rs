@@ -420,3 +420,49 @@ fn a_reader_closing_the_pipe_early_is_not_a_crash() {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(status.code(), Some(0), "{err}");
 }
+
+/// `validate` checks `[failures]` against the fleet as `run` does: hot spares that would
+/// hold out a whole cell, spares where nothing ever fails, a negative count, and a
+/// maintenance drain of an unknown cell are bad input naming the field (exit code 2).
+#[test]
+fn validate_checks_spares_per_cell_and_maintenance() {
+    let fails = "mtbf_h = { \"*\" = 1000 }\nuntil_s = 86400\n";
+    let cases = [
+        (
+            format!("[failures]\n{fails}spares_per_cell = 2\n"),
+            "failures.spares_per_cell",
+            "every node of cell `c` (2 nodes): at most 1",
+        ),
+        (
+            "[failures]\nspares_per_cell = 1\n".to_string(),
+            "failures.spares_per_cell",
+            "nothing fails here",
+        ),
+        (
+            format!("[failures]\n{fails}spares_per_cell = -1\n"),
+            "failures.spares_per_cell",
+            "must be ≥ 0, got -1",
+        ),
+        (
+            format!("[failures]\n{fails}[[failures.maintenance]]\nat_s = 10\ncell = \"nope\"\ndeadline_s = 0\nduration_s = 60\n"),
+            "failures.maintenance[0].cell",
+            "unknown cell `nope`",
+        ),
+    ];
+    for (extra, field, word) in cases {
+        let (code, err) = bad_scenario(&synthetic(&extra));
+        assert_eq!(code, 2, "{extra}: {err}");
+        assert!(
+            err.contains("s.toml") && err.contains(field) && err.contains(word),
+            "{extra}: expected `{field}` and `{word}` in: {err}"
+        );
+    }
+    // One spare of two nodes, with failures (or only a `[[node_events]]` failure): valid.
+    for extra in [
+        format!("[failures]\n{fails}spares_per_cell = 1\n"),
+        "[[node_events]]\nat_s = 60\nnode = \"c-n00000\"\nkind = \"fail\"\n[failures]\nspares_per_cell = 1\n".to_string(),
+    ] {
+        let (code, err) = bad_scenario(&synthetic(&extra));
+        assert_eq!(code, 0, "{extra}: {err}");
+    }
+}
