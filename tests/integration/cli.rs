@@ -466,3 +466,44 @@ fn validate_checks_spares_per_cell_and_maintenance() {
         assert_eq!(code, 0, "{extra}: {err}");
     }
 }
+
+/// A line longer than the readers' limit (1 MiB) — a file with no line break, such as a
+/// binary file named by mistake — is bad input naming the file and the line, for the CSV
+/// readers (`csv` crate), the line readers (SWF) and JSON Lines alike, instead of being
+/// buffered whole.
+#[test]
+fn an_overlong_line_is_bad_input_naming_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "x".repeat(3 << 20);
+    let cases = [
+        (
+            "j.csv",
+            "native",
+            format!("id,submit_s,tenant,num_gpu,runtime_s\na,0,t,1,10\n{long}\nb,1,t,1,10\n"),
+        ),
+        (
+            "j.jsonl",
+            "native",
+            format!("{{\"id\":\"a\",\"submit_s\":0,\"tenant\":\"t\",\"num_gpu\":1,\"runtime_s\":10}}\n\n{long}"),
+        ),
+        ("j.swf", "swf", format!("; header\n1 0 0 10 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1\n{long}")),
+    ];
+    for (file, format, text) in cases {
+        std::fs::write(dir.path().join(file), text).unwrap();
+        let p = dir.path().join("s.toml");
+        std::fs::write(
+            &p,
+            format!("name = \"x\"\n{OK_FLEET}[workload]\ntrace = {{ format = \"{format}\", path = \"{file}\" }}\n"),
+        )
+        .unwrap();
+        let o = fleetsim().arg("validate").arg(&p).output().unwrap();
+        let err = String::from_utf8(o.stderr).unwrap();
+        assert_eq!(o.status.code(), Some(2), "{file}: {err}");
+        assert!(
+            err.contains(file)
+                && err.contains("line 3")
+                && err.contains("longer than 1048576 bytes"),
+            "{file}: {err}"
+        );
+    }
+}
