@@ -141,7 +141,12 @@ pub fn is_bad_input(e: &anyhow::Error) -> bool {
     };
     e.chain().any(|c| {
         match c.downcast_ref::<RunError>() {
-            Some(RunError::Scenario(_) | RunError::Build(_) | RunError::Trace(_)) => return true,
+            Some(
+                RunError::Scenario(_)
+                | RunError::Build(_)
+                | RunError::Trace(_)
+                | RunError::OutputIsInput { .. },
+            ) => return true,
             Some(RunError::Engine(inner)) if engine_input(inner) => return true,
             _ => {}
         }

@@ -507,3 +507,70 @@ fn an_overlong_line_is_bad_input_naming_file_and_line() {
         );
     }
 }
+
+/// `run --out DIR` refuses, before running, when a file the run would write in DIR is one
+/// of its inputs — the trace, the failures timeline, the scenario file itself, however the
+/// paths are spelled — naming the file (exit code 2), and leaves the input untouched.
+#[test]
+fn run_refuses_an_output_directory_that_would_overwrite_an_input() {
+    let trace = "id,submit_s,tenant,num_gpu,runtime_s\na,0,t,1,10\n";
+    let timeline =
+        "time_ms,node,event,grace_ms,cause\n5000,c-n00000,fail,0,x\n9000,c-n00000,repair,0,x\n";
+    let cases = [
+        // (scenario file name, trace file name, extra scenario text, the input named)
+        ("s.toml", "jobs.csv", "", "jobs.csv"),
+        ("s.toml", "timeseries.csv", "", "timeseries.csv"),
+        (
+            "s.toml",
+            "t.csv",
+            "[failures]\ntimeline = { path = \"failures.csv\" }\n",
+            "failures.csv",
+        ),
+        ("summary.json", "t.csv", "", "summary.json"),
+    ];
+    for (scenario_name, trace_name, extra, named) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(trace_name), trace).unwrap();
+        std::fs::write(dir.path().join("failures.csv"), timeline).unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let scenario = format!(
+            "name = \"x\"\n{OK_FLEET}[workload]\ntrace = {{ format = \"native\", path = \"{trace_name}\" }}\n{extra}"
+        );
+        let p = dir.path().join(scenario_name);
+        std::fs::write(&p, &scenario).unwrap();
+        // The same directory, spelled another way.
+        for out in [dir.path().to_path_buf(), dir.path().join("sub/..")] {
+            let o = fleetsim()
+                .arg("run")
+                .arg(&p)
+                .arg("--out")
+                .arg(&out)
+                .output()
+                .unwrap();
+            let err = String::from_utf8(o.stderr).unwrap();
+            assert_eq!(o.status.code(), Some(2), "{named}: {err}");
+            assert!(
+                err.contains(named) && err.contains("would overwrite it"),
+                "{named}: {err}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(trace_name)).unwrap(),
+            trace
+        );
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), scenario);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("failures.csv")).unwrap(),
+            timeline
+        );
+        // Another directory is fine.
+        let o = fleetsim()
+            .arg("run")
+            .arg(&p)
+            .arg("--out")
+            .arg(dir.path().join("sub"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+}
