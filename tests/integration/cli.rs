@@ -574,3 +574,27 @@ fn run_refuses_an_output_directory_that_would_overwrite_an_input() {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     }
 }
+
+/// `trace convert FILE --out FILE` would replace the trace with its conversion: refused,
+/// naming the file (exit code 2), the trace untouched.
+#[test]
+fn trace_convert_refuses_to_overwrite_its_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = "id,submit_s,tenant,num_gpu,runtime_s\na,0,t,1,10\n";
+    std::fs::write(dir.path().join("j.csv"), trace).unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let o = fleetsim()
+        .args(["trace", "convert"])
+        .arg(dir.path().join("j.csv"))
+        .args(["--format", "native", "--out"])
+        .arg(dir.path().join("sub/../j.csv"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("j.csv") && err.contains("overwrite"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("j.csv")).unwrap(),
+        trace
+    );
+}
