@@ -219,7 +219,7 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
 }
 
 /// The files a run of `loaded` reads, each with what it is (the scenario field naming it):
-/// the scenario file, the trace (and the PAI job table and header files beside it), machine
+/// the scenario file and those it `extends`, the trace (and the PAI job table and header files beside it), machine
 /// lists, the failures timeline, Kueue manifests, and the inflation replay logs. Paths the
 /// scenario cannot resolve are left out (the run reports them).
 pub fn input_files(loaded: &Loaded, trace_dir: &TraceDir) -> Vec<(String, PathBuf)> {
@@ -228,6 +228,19 @@ pub fn input_files(loaded: &Loaded, trace_dir: &TraceDir) -> Vec<(String, PathBu
     let origin = Path::new(&loaded.origin);
     if origin.is_file() {
         out.push(("scenario file".to_string(), origin.to_path_buf()));
+        // The scenarios it `extends`, as the loader found them (it allows 8 levels).
+        let mut at = origin.to_path_buf();
+        for _ in 0..8 {
+            let Some(rel) = std::fs::read_to_string(&at)
+                .ok()
+                .and_then(|t| t.parse::<toml::Table>().ok())
+                .and_then(|t| t.get("extends")?.as_str().map(str::to_string))
+            else {
+                break;
+            };
+            at = at.parent().unwrap_or(Path::new("")).join(rel);
+            out.push(("scenario file it extends".to_string(), at.clone()));
+        }
     }
     let mut add = |field: String, path: &Option<String>, public_path: &Option<String>| {
         if let Ok(p) = loaded.resolve_path(&field, path, public_path, trace_dir) {

@@ -527,6 +527,8 @@ fn run_refuses_an_output_directory_that_would_overwrite_an_input() {
             "failures.csv",
         ),
         ("summary.json", "t.csv", "", "summary.json"),
+        // A scenario that extends one named like an output.
+        ("s.toml", "t.csv", "", "timeseries.csv"),
     ];
     for (scenario_name, trace_name, extra, named) in cases {
         let dir = tempfile::tempdir().unwrap();
@@ -538,6 +540,11 @@ fn run_refuses_an_output_directory_that_would_overwrite_an_input() {
         );
         let p = dir.path().join(scenario_name);
         std::fs::write(&p, &scenario).unwrap();
+        if trace_name == "t.csv" && named == "timeseries.csv" {
+            std::fs::write(dir.path().join("timeseries.csv"), &scenario).unwrap();
+            std::fs::write(&p, "extends = \"timeseries.csv\"\n").unwrap();
+        }
+        let scenario = std::fs::read_to_string(&p).unwrap();
         // The same directory, spelled another way.
         for out in [dir.path().to_path_buf(), dir.path().join("sub/..")] {
             let o = fleetsim()
@@ -550,7 +557,7 @@ fn run_refuses_an_output_directory_that_would_overwrite_an_input() {
             let err = String::from_utf8(o.stderr).unwrap();
             assert_eq!(o.status.code(), Some(2), "{named}: {err}");
             assert!(
-                err.contains(named) && err.contains("would overwrite it"),
+                err.contains(&format!("{named}: the ")) && err.contains("would overwrite it"),
                 "{named}: {err}"
             );
         }
