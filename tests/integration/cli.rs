@@ -449,14 +449,29 @@ fn validate_checks_spares_per_cell_and_maintenance() {
             "unknown cell `nope`",
         ),
     ];
-    for (extra, field, word) in cases {
-        let (code, err) = bad_scenario(&synthetic(&extra));
+    for (extra, field, word) in &cases {
+        let (code, err) = bad_scenario(&synthetic(extra));
         assert_eq!(code, 2, "{extra}: {err}");
         assert!(
             err.contains("s.toml") && err.contains(field) && err.contains(word),
             "{extra}: expected `{field}` and `{word}` in: {err}"
         );
     }
+    // `check` runs the scenario, and refuses the same way before comparing.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.toml");
+    std::fs::write(&p, synthetic(&cases[0].0)).unwrap();
+    let o = fleetsim()
+        .arg("check")
+        .arg(&p)
+        .arg("--baseline")
+        .arg(dir.path().join("b.json"))
+        .arg("--update")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("failures.spares_per_cell"), "{err}");
     // One spare of two nodes, with failures (or only a `[[node_events]]` failure): valid.
     for extra in [
         format!("[failures]\n{fails}spares_per_cell = 1\n"),
