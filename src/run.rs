@@ -27,6 +27,22 @@ pub enum RunError {
     /// The run stopped.
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// An output file of the run is one of its input files (fatal: checked before the run,
+    /// so the input is left untouched).
+    #[error(
+        "{path}: the {what} is also an output of this run ({output} in {out_dir}); writing \
+         the outputs would overwrite it: choose another --out directory"
+    )]
+    OutputIsInput {
+        /// The input file, as the scenario resolves it.
+        path: PathBuf,
+        /// Which input (`scenario file`, `workload.trace`, `failures.timeline`, …).
+        what: String,
+        /// The output file name it would be overwritten by.
+        output: String,
+        /// The output directory.
+        out_dir: PathBuf,
+    },
     /// An output could not be written.
     #[error("{path}: {source}")]
     Io {
@@ -202,6 +218,174 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
     (policies, cfg)
 }
 
+/// The files a run of `loaded` reads, each with what it is (the scenario field naming it):
+/// the scenario file and those it `extends`, the trace (and the PAI job table and header files beside it), machine
+/// lists, the failures timeline, Kueue manifests, and the inflation replay logs. Paths the
+/// scenario cannot resolve are left out (the run reports them).
+pub fn input_files(loaded: &Loaded, trace_dir: &TraceDir) -> Vec<(String, PathBuf)> {
+    let s = &loaded.scenario;
+    let mut out = Vec::new();
+    let origin = Path::new(&loaded.origin);
+    if origin.is_file() {
+        out.push(("scenario file".to_string(), origin.to_path_buf()));
+        // The scenarios it `extends`, as the loader found them (it allows 8 levels).
+        let mut at = origin.to_path_buf();
+        for _ in 0..8 {
+            let Some(rel) = std::fs::read_to_string(&at)
+                .ok()
+                .and_then(|t| t.parse::<toml::Table>().ok())
+                .and_then(|t| t.get("extends")?.as_str().map(str::to_string))
+            else {
+                break;
+            };
+            at = at.parent().unwrap_or(Path::new("")).join(rel);
+            out.push(("scenario file it extends".to_string(), at.clone()));
+        }
+    }
+    let mut add = |field: String, path: &Option<String>, public_path: &Option<String>| {
+        if let Ok(p) = loaded.resolve_path(&field, path, public_path, trace_dir) {
+            out.push((field, p));
+        }
+    };
+    if let Some(t) = &s.workload.trace {
+        add("workload.trace".into(), &t.path, &t.public_path);
+    }
+    for (i, c) in s.fleet.cells.iter().enumerate() {
+        if let Some(ml) = &c.machine_list {
+            add(
+                format!("fleet.cells[{i}].machine_list"),
+                &ml.path,
+                &ml.public_path,
+            );
+        }
+    }
+    if let Some(f) = s.failures.as_ref().and_then(|f| f.timeline.as_ref()) {
+        add("failures.timeline".into(), &f.path, &f.public_path);
+    }
+    if let Some(spec) = &s.inflation {
+        if let Some(f) = &spec.order_from {
+            add("inflation.order_from".into(), &f.path, &f.public_path);
+        }
+        for (name, f) in &spec.check_against {
+            add(
+                format!("inflation.check_against.{name}"),
+                &f.path,
+                &f.public_path,
+            );
+        }
+    }
+    if let Some(k) = &s.kueue {
+        out.push(("kueue manifests".into(), loaded.base_dir.join(&k.path)));
+    }
+    if let Some(t) = &s.workload.trace {
+        if t.format == crate::scenario::TraceFormat::AlibabaPai {
+            if let Some((_, trace)) = out.iter().find(|(f, _)| f == "workload.trace") {
+                let job_table = trace.with_file_name("pai_job_table.csv");
+                let extra = [
+                    (
+                        "workload.trace (its header file)",
+                        trace.with_extension("header"),
+                    ),
+                    (
+                        "workload.trace (its job table)",
+                        job_table.with_extension("header"),
+                    ),
+                    ("workload.trace (its job table)", job_table),
+                ];
+                out.extend(extra.into_iter().map(|(w, p)| (w.to_string(), p)));
+            }
+        }
+    }
+    out
+}
+
+/// The names of the files a run of `loaded` writes into its output directory (each also
+/// through a temporary `.<name>.tmp` beside it, [`crate::report::atomic`]).
+pub fn output_files(loaded: &Loaded, seed: Option<u64>) -> Vec<String> {
+    let s = &loaded.scenario;
+    let mut names: Vec<String> = if s.mode == Mode::Inflation {
+        let mut v: Vec<String> = ["summary.json", "curves.csv", "allocation.svg"]
+            .map(String::from)
+            .to_vec();
+        if let Some(spec) = s.inflation.as_ref().filter(|i| i.attempts_csv) {
+            let seeds = crate::inflation::seeds_of(spec, seed.unwrap_or(s.seed));
+            for p in &spec.policies {
+                for sd in &seeds {
+                    v.push(format!("attempts-{}-{sd}.csv", p.as_str()));
+                }
+            }
+        }
+        v
+    } else {
+        let mut v: Vec<String> = ["summary.json", "jobs.csv", "timeseries.csv"]
+            .map(String::from)
+            .to_vec();
+        if s.failures.is_some() {
+            v.push("failures.csv".into());
+        }
+        v
+    };
+    let tmp: Vec<String> = names.iter().map(|n| format!(".{n}.tmp")).collect();
+    names.extend(tmp);
+    names
+}
+
+/// Refuses a run whose outputs in `out_dir` would overwrite one of its inputs, comparing
+/// canonicalized paths (so `./x/../jobs.csv`, symbolic links and the like are caught).
+///
+/// # Errors
+/// [`RunError::OutputIsInput`] naming the first such input.
+pub fn check_outputs_are_not_inputs(
+    loaded: &Loaded,
+    trace_dir: &TraceDir,
+    out_dir: &Path,
+    seed: Option<u64>,
+) -> Result<(), RunError> {
+    // A directory that does not exist yet holds no input.
+    let Ok(dir) = out_dir.canonicalize() else {
+        return Ok(());
+    };
+    let outputs: Vec<(String, PathBuf)> = output_files(loaded, seed)
+        .into_iter()
+        .map(|n| {
+            let p = dir.join(&n);
+            // An existing output (a link to an input, say) resolves to what it names.
+            let p = p.canonicalize().unwrap_or(p);
+            (n, p)
+        })
+        .collect();
+    for (what, input) in input_files(loaded, trace_dir) {
+        let Ok(input_c) = input.canonicalize() else {
+            continue; // missing: the run reports it
+        };
+        // The input's own name in its canonical directory (a link there is replaced too).
+        let input_l = input
+            .parent()
+            .map(|p| {
+                if p.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    p
+                }
+            })
+            .and_then(|p| p.canonicalize().ok())
+            .zip(input.file_name())
+            .map(|(p, n)| p.join(n));
+        for (name, out) in &outputs {
+            let at = dir.join(name);
+            if *out == input_c || input_c == at || input_l.as_ref() == Some(&at) {
+                return Err(RunError::OutputIsInput {
+                    path: input,
+                    what,
+                    output: name.clone(),
+                    out_dir: out_dir.to_path_buf(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
     move |source| RunError::Io {
         path: path.to_path_buf(),
@@ -219,6 +403,9 @@ pub fn run_scenario(
     progress: &mut dyn FnMut(u64, SimTime),
 ) -> Result<RunOutput, RunError> {
     let seed = opts.seed.unwrap_or(loaded.scenario.seed);
+    if let Some(dir) = &opts.out_dir {
+        check_outputs_are_not_inputs(loaded, &opts.trace_dir, dir, opts.seed)?;
+    }
     // Quota flexibility off: every queue only within its own nominal quota (no cohorts).
     let own_quota_only;
     let loaded = match &loaded.scenario.flexibility {
@@ -417,6 +604,9 @@ pub fn run_inflation(
     opts: &RunOptions,
 ) -> Result<crate::inflation::report::InflationSummary, RunError> {
     use crate::inflation::{self, report};
+    if let Some(dir) = &opts.out_dir {
+        check_outputs_are_not_inputs(loaded, &opts.trace_dir, dir, opts.seed)?;
+    }
     let results = inflation::run(loaded, opts)?;
     let medians = report::medians(&results);
     let s = &loaded.scenario;

@@ -141,7 +141,12 @@ pub fn is_bad_input(e: &anyhow::Error) -> bool {
     };
     e.chain().any(|c| {
         match c.downcast_ref::<RunError>() {
-            Some(RunError::Scenario(_) | RunError::Build(_) | RunError::Trace(_)) => return true,
+            Some(
+                RunError::Scenario(_)
+                | RunError::Build(_)
+                | RunError::Trace(_)
+                | RunError::OutputIsInput { .. },
+            ) => return true,
             Some(RunError::Engine(inner)) if engine_input(inner) => return true,
             _ => {}
         }
@@ -243,6 +248,17 @@ pub fn main(cli: Cli) -> Result<()> {
             // Quota flavors and node events name the fleet's models and nodes.
             crate::scenario::policies::extensions(&loaded, &fleet.state)?;
             crate::scenario::policies::node_changes(&loaded, &fleet.state)?;
+            // `[failures]`: hot spares against the cells' sizes, maintenance cells and nodes,
+            // and the replayed timeline file (generating the timeline is cheap; its origin
+            // does not matter for validation).
+            crate::reliability::spare_nodes(&loaded, &fleet.state)?;
+            crate::reliability::timeline(
+                &loaded,
+                &fleet.state,
+                loaded.scenario.seed,
+                &trace_dir,
+                None,
+            )?;
             if loaded.scenario.mode == scenario::Mode::Inflation {
                 let t = loaded
                     .scenario

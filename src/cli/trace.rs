@@ -104,6 +104,15 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
                         out.display()
                     )
                 })?;
+            if let (Ok(a), Ok(b)) = (file.canonicalize(), out.canonicalize()) {
+                if a == b {
+                    return Err(crate::study::BadInput(format!(
+                        "{}: the output is the input trace; writing it would overwrite the trace: choose another --out",
+                        out.display()
+                    ))
+                    .into());
+                }
+            }
             let mut stream: Box<dyn JobStream> = open_trace(format, &file, sort)?;
             let f = AtomicFile::create(&out).with_context(|| format!("{}", out.display()))?;
             let mut w = NativeWriter::new(f, nf)?;

@@ -47,7 +47,9 @@
 //!
 //! # Hot spares
 //! `spares_per_cell = N` holds the last N nodes of every cell (in declaration order) out
-//! of scheduling as hot spares (N ≥ 0 and below the node count of every cell). When a node
+//! of scheduling as hot spares (N ≥ 0 and below the node count of every cell; N > 0 needs
+//! something that fails — `mtbf_h`, `correlated`, a `timeline` or a `[[node_events]]`
+//! failure — since spares would otherwise only be held out; `fleetsim validate` checks both). When a node
 //! fails while running tasks of a job and a spare of the failed node's accelerator model is
 //! free (up, holding nothing) in the same cell, the job's tasks on the failed node move onto
 //! it — the spare of lowest node id — at the failure instant: the job loses its work since
@@ -69,6 +71,18 @@
 //! or `file` (free text, kept). `timeline = { path = … }` replays such a file exactly (a row
 //! naming an unknown node, an unknown event or a bad number is an error naming the file,
 //! line and column).
+//!
+//! Rows of one node must follow its state, as the generator writes them: a node starts up;
+//! `fail` takes an up or draining node down, `drain` an up node to draining, `evict` a
+//! draining node down, and `repair` a down or draining node up (a drain may end without an
+//! eviction). Anything else — a `fail` of a node that is already down, a `repair` of a
+//! node that is up, an `evict` without a drain — is an error naming the file, line and the
+//! node. Overlapping failures (a node failure during its block's failure) are *not*
+//! written as two fail/repair pairs: the engine does not count failures per node, so the
+//! first `repair` would bring the node back while the file says it is still down. The
+//! generator merges them into one down interval, and a hand-written file must do the same.
+//! A node may end the file down. (`[[node_events]]` are applied on top of the file and are
+//! not checked against it.)
 
 pub mod flexibility;
 
@@ -436,6 +450,27 @@ pub fn validate(s: &crate::scenario::Scenario, origin: &str) -> Result<(), Scena
         }
     }
     let generates = !f.mtbf_h.is_empty() || !f.correlated.is_empty();
+    if f.spares_per_cell < 0 {
+        return Err(bad(
+            "failures.spares_per_cell",
+            format!("must be ≥ 0, got {}", f.spares_per_cell),
+        ));
+    }
+    let node_fails = s
+        .node_events
+        .iter()
+        .any(|e| e.kind == crate::scenario::NodeEventKind::Fail);
+    if f.spares_per_cell > 0 && !generates && f.timeline.is_none() && !node_fails {
+        return Err(bad(
+            "failures.spares_per_cell",
+            format!(
+                "{} spares per cell would only be held out: spares replace nodes that fail, and \
+                 nothing fails here (give `mtbf_h`, `correlated`, a `timeline` or a `[[node_events]]` \
+                 failure; maintenance evictions never swap)",
+                f.spares_per_cell
+            ),
+        ));
+    }
     if f.timeline.is_some() && (generates || !f.maintenance.is_empty()) {
         return Err(bad(
             "failures.timeline",
@@ -683,41 +718,81 @@ pub fn timeline_csv(events: &[TimelineEvent], fleet: &FleetState) -> String {
     s
 }
 
+/// A node's state while a timeline file is read (module docs, "Timeline file").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NodeState {
+    Up,
+    Draining,
+    Down,
+}
+
+impl NodeState {
+    fn describe(self) -> &'static str {
+        match self {
+            NodeState::Up => "up",
+            NodeState::Draining => "draining",
+            NodeState::Down => "already down",
+        }
+    }
+}
+
 /// Reads a timeline file written by [`timeline_csv`] (or by hand in its format).
 ///
 /// # Errors
 /// [`ScenarioError::Io`] when it cannot be read; [`ScenarioError::Invalid`] naming the file
-/// and line as origin and the column as field for a bad row.
+/// and line as origin and the column as field for a bad row, a line longer than
+/// [`crate::workload::line_cap::MAX_LINE_BYTES`], or an event that does not follow from
+/// the node's state (module docs): a failure of a node that is already down, a repair of
+/// a node that is up.
 pub fn read_timeline(path: &Path, fleet: &FleetState) -> Result<Vec<TimelineEvent>, ScenarioError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
+    use crate::workload::line_cap::{LineCap, LineTooLong, MAX_LINE_BYTES};
+    use std::io::BufRead;
+    let io = |source: std::io::Error| ScenarioError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut input = std::io::BufReader::new(LineCap::new(file, MAX_LINE_BYTES));
     let names: BTreeMap<&str, NodeId> = (0..fleet.nodes().len())
         .map(|i| (fleet.node_name(NodeId(i as u32)), NodeId(i as u32)))
         .collect();
-    let bad = |line: usize, field: &str, message: String| ScenarioError::Invalid {
+    let bad = |line: u64, field: &str, message: String| ScenarioError::Invalid {
         origin: format!("{}:{line}", path.display()),
         field: field.to_string(),
         message,
     };
-    let mut lines = text.lines().enumerate();
-    const HEADER: &str = "time_ms,node,event,grace_ms,cause";
-    match lines.next() {
-        Some((_, h)) if h.trim_end() == HEADER => {}
-        _ => {
-            return Err(bad(
-                1,
-                "header",
-                format!("the first line must be `{HEADER}`"),
-            ))
+    let mut buf = String::new();
+    let mut ln = 0u64;
+    // The next line without its ending, `None` at the end of the file.
+    let mut next_line = |buf: &mut String, ln: &mut u64| -> Result<bool, ScenarioError> {
+        buf.clear();
+        *ln += 1;
+        match input.read_line(buf) {
+            Ok(0) => Ok(false),
+            Ok(_) => Ok(true),
+            Err(e) => match e.get_ref().and_then(|x| x.downcast_ref::<LineTooLong>()) {
+                Some(t) => Err(bad(t.line, "row", t.to_string())),
+                None if e.kind() == std::io::ErrorKind::InvalidData => {
+                    Err(bad(*ln, "row", "not valid UTF-8".into()))
+                }
+                None => Err(io(e)),
+            },
         }
+    };
+    const HEADER: &str = "time_ms,node,event,grace_ms,cause";
+    if !next_line(&mut buf, &mut ln)? || buf.trim_end() != HEADER {
+        return Err(bad(
+            1,
+            "header",
+            format!("the first line must be `{HEADER}`"),
+        ));
     }
     let mut out = Vec::new();
     let mut last = SimTime::ZERO;
-    for (i, line) in lines {
-        let ln = i + 1;
-        let line = line.trim_end();
+    // Per node: its state and the line of the event that set it.
+    let mut state: BTreeMap<NodeId, (NodeState, u64)> = BTreeMap::new();
+    while next_line(&mut buf, &mut ln)? {
+        let line = buf.trim_end();
         if line.is_empty() {
             continue;
         }
@@ -750,15 +825,28 @@ pub fn read_timeline(path: &Path, fleet: &FleetState) -> Result<Vec<TimelineEven
             ));
         }
         last = at;
-        let Some(&node) = names.get(cols[1].trim()) else {
+        let name = cols[1].trim();
+        let Some(&node) = names.get(name) else {
             return Err(bad(ln, "node", format!("unknown node `{}`", cols[1])));
         };
         let grace = SimDuration(num(3, "grace_ms")?);
-        let kind = match cols[2].trim() {
-            "fail" => NodeChangeKind::Fail { grace },
-            "evict" => NodeChangeKind::Evict { grace },
-            "drain" => NodeChangeKind::Drain,
-            "repair" => NodeChangeKind::Repair,
+        let (kind, allowed, next): (_, &[NodeState], _) = match cols[2].trim() {
+            "fail" => (
+                NodeChangeKind::Fail { grace },
+                &[NodeState::Up, NodeState::Draining],
+                NodeState::Down,
+            ),
+            "evict" => (
+                NodeChangeKind::Evict { grace },
+                &[NodeState::Draining],
+                NodeState::Down,
+            ),
+            "drain" => (NodeChangeKind::Drain, &[NodeState::Up], NodeState::Draining),
+            "repair" => (
+                NodeChangeKind::Repair,
+                &[NodeState::Draining, NodeState::Down],
+                NodeState::Up,
+            ),
             other => {
                 return Err(bad(
                     ln,
@@ -767,6 +855,34 @@ pub fn read_timeline(path: &Path, fleet: &FleetState) -> Result<Vec<TimelineEven
                 ))
             }
         };
+        let (now, since) = state.get(&node).copied().unwrap_or((NodeState::Up, 0));
+        if !allowed.contains(&now) {
+            let since = if since == 0 {
+                "from the start".to_string()
+            } else {
+                format!("since line {since}")
+            };
+            let hint = match (cols[2].trim(), now) {
+                ("fail", _) | ("evict", NodeState::Down) => {
+                    "; overlapping failures are one down interval (one fail, one repair), as \
+                     the generator writes them: a repair brings a node up whatever failed it"
+                }
+                ("repair", _) => "; a repair must follow a fail, evict or drain of the node",
+                ("evict", _) => "; an evict ends a maintenance drain: drain the node first",
+                _ => "",
+            };
+            return Err(bad(
+                ln,
+                "event",
+                format!(
+                    "`{}` of node `{name}` at {} ms, but the node is {} ({since}){hint}",
+                    cols[2].trim(),
+                    at.0,
+                    now.describe()
+                ),
+            ));
+        }
+        state.insert(node, (next, ln));
         out.push(TimelineEvent {
             change: NodeChange { at, node, kind },
             cause: cols[4].trim().to_string(),

@@ -59,7 +59,7 @@ use std::path::PathBuf;
 use fleetsim_policies::{SimDuration, SimTime, TaskShape};
 
 use super::job::RecordedOutcome;
-use super::native::{csv_error, open_input, parse_seconds_ms, ENDED_BEFORE_WINDOW};
+use super::native::{csv_error, open_lines, parse_seconds_ms, ENDED_BEFORE_WINDOW};
 use super::rows::bump;
 use super::{JobSpec, RecordedKind, Skipped, TraceError, VecStream};
 
@@ -126,7 +126,7 @@ fn headerless(path: &Path) -> Result<csv::Reader<Box<dyn std::io::Read + Send>>,
         .has_headers(false)
         .flexible(false)
         .trim(csv::Trim::All)
-        .from_reader(open_input(path)?))
+        .from_reader(open_lines(path)?))
 }
 
 /// Decimal text ×`scale`/1000 exactly (`parse_seconds_ms` gives ×1000), rounded half away

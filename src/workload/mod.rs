@@ -10,6 +10,7 @@ pub mod fuzzing;
 pub mod helios;
 pub mod inspect;
 pub mod job;
+pub mod line_cap;
 pub mod native;
 pub mod philly;
 pub mod philly_raw;

@@ -309,6 +309,16 @@ pub(crate) fn open_input(path: &Path) -> Result<Box<dyn Read + Send>, TraceError
     })
 }
 
+/// Opens a line-oriented file for reading (see [`open_input`]), with lines bounded by
+/// [`super::line_cap::MAX_LINE_BYTES`]: a longer line fails the read, and
+/// [`super::line_cap::io_error`] names its line.
+pub(crate) fn open_lines(path: &Path) -> Result<Box<dyn Read + Send>, TraceError> {
+    Ok(Box::new(super::line_cap::LineCap::new(
+        open_input(path)?,
+        super::line_cap::MAX_LINE_BYTES,
+    )))
+}
+
 /// A CSV reader with a header row, strict field counts and trimmed fields.
 pub(crate) type CsvReader = csv::Reader<Box<dyn Read + Send>>;
 
@@ -318,17 +328,14 @@ pub(crate) fn csv_reader(path: &Path) -> Result<CsvReader, TraceError> {
         .has_headers(true)
         .flexible(false)
         .trim(csv::Trim::All)
-        .from_reader(open_input(path)?))
+        .from_reader(open_lines(path)?))
 }
 
 /// Turns a `csv` error into a [`TraceError`] naming the file and line.
 pub(crate) fn csv_error(path: &Path, e: csv::Error) -> TraceError {
     let line = e.position().map(|p| p.line()).unwrap_or(0);
     match e.into_kind() {
-        csv::ErrorKind::Io(source) => TraceError::Io {
-            path: path.to_path_buf(),
-            source,
-        },
+        csv::ErrorKind::Io(source) => super::line_cap::io_error(path, source),
         csv::ErrorKind::UnequalLengths {
             expected_len, len, ..
         } => TraceError::BadRow {
@@ -740,7 +747,7 @@ pub fn open_with_format(path: &Path, format: NativeFormat) -> Result<NativeStrea
             }
         }
         NativeFormat::Jsonl => Inner::Jsonl {
-            input: BufReader::new(open_input(path)?),
+            input: BufReader::new(open_lines(path)?),
             line: 0,
             buf: String::new(),
         },
@@ -890,11 +897,15 @@ impl NativeStream {
                     Ok(0) => return None,
                     Ok(_) => {}
                     Err(e) => {
-                        return Some(Err(TraceError::BadRow {
-                            path: path.clone(),
-                            line: *line,
-                            message: format!("cannot read line: {e}"),
-                        }))
+                        // A line over the cap names its own line; anything else this one.
+                        return Some(Err(match super::line_cap::io_error(path, e) {
+                            TraceError::Io { source, .. } => TraceError::BadRow {
+                                path: path.clone(),
+                                line: *line,
+                                message: format!("cannot read line: {source}"),
+                            },
+                            too_long => too_long,
+                        }));
                     }
                 }
                 let text = buf.trim();

@@ -74,7 +74,7 @@ use std::path::{Path, PathBuf};
 use fleetsim_policies::{SimDuration, SimTime, TaskShape};
 
 use super::job::RecordedOutcome;
-use super::native::{csv_error, open_input, parse_count, ENDED_BEFORE_WINDOW};
+use super::native::{csv_error, open_lines, parse_count, ENDED_BEFORE_WINDOW};
 use super::philly::gang_split;
 use super::rows::{bump, Parsed, RowSource};
 use super::timefmt::{parse_naive_datetime, Origin};
@@ -131,7 +131,7 @@ fn open_rows(path: &Path, origin: Origin) -> Result<SacctRows, TraceError> {
         .quoting(false)
         .has_headers(true)
         .flexible(false)
-        .from_reader(open_input(path)?);
+        .from_reader(open_lines(path)?);
     let headers = rdr.headers().map_err(|e| csv_error(path, e))?.clone();
     let mut cols = [None; 15];
     let mut priority = None;

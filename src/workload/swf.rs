@@ -84,7 +84,7 @@ use std::path::{Path, PathBuf};
 use fleetsim_policies::{SimDuration, SimTime, TaskShape};
 
 use super::job::RecordedOutcome;
-use super::native::{open_input, parse_seconds_ms, ENDED_BEFORE_WINDOW};
+use super::native::{open_lines, parse_seconds_ms, ENDED_BEFORE_WINDOW};
 use super::philly::gang_split;
 use super::rows::{bump, Parsed, RowSource};
 use super::{JobSpec, RecordedKind, Skipped, TraceError, TraceStream};
@@ -142,7 +142,7 @@ struct SwfRows {
 pub fn open(path: &Path) -> Result<TraceStream, TraceError> {
     let src = SwfRows {
         path: path.to_path_buf(),
-        input: BufReader::new(open_input(path)?),
+        input: BufReader::new(open_lines(path)?),
         line: 0,
         buf: Vec::new(),
         partitions: BTreeMap::new(),
@@ -326,12 +326,7 @@ impl RowSource for SwfRows {
             match self.input.read_until(b'\n', &mut self.buf) {
                 Ok(0) => return None,
                 Ok(_) => {}
-                Err(source) => {
-                    return Some(Err(TraceError::Io {
-                        path: self.path.clone(),
-                        source,
-                    }))
-                }
+                Err(source) => return Some(Err(super::line_cap::io_error(&self.path, source))),
             }
             let line = self.line;
             let text = match std::str::from_utf8(&self.buf) {

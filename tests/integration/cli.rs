@@ -420,3 +420,203 @@ fn a_reader_closing_the_pipe_early_is_not_a_crash() {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(status.code(), Some(0), "{err}");
 }
+
+/// `validate` checks `[failures]` against the fleet as `run` does: hot spares that would
+/// hold out a whole cell, spares where nothing ever fails, a negative count, and a
+/// maintenance drain of an unknown cell are bad input naming the field (exit code 2).
+#[test]
+fn validate_checks_spares_per_cell_and_maintenance() {
+    let fails = "mtbf_h = { \"*\" = 1000 }\nuntil_s = 86400\n";
+    let cases = [
+        (
+            format!("[failures]\n{fails}spares_per_cell = 2\n"),
+            "failures.spares_per_cell",
+            "every node of cell `c` (2 nodes): at most 1",
+        ),
+        (
+            "[failures]\nspares_per_cell = 1\n".to_string(),
+            "failures.spares_per_cell",
+            "nothing fails here",
+        ),
+        (
+            format!("[failures]\n{fails}spares_per_cell = -1\n"),
+            "failures.spares_per_cell",
+            "must be ≥ 0, got -1",
+        ),
+        (
+            format!("[failures]\n{fails}[[failures.maintenance]]\nat_s = 10\ncell = \"nope\"\ndeadline_s = 0\nduration_s = 60\n"),
+            "failures.maintenance[0].cell",
+            "unknown cell `nope`",
+        ),
+    ];
+    for (extra, field, word) in &cases {
+        let (code, err) = bad_scenario(&synthetic(extra));
+        assert_eq!(code, 2, "{extra}: {err}");
+        assert!(
+            err.contains("s.toml") && err.contains(field) && err.contains(word),
+            "{extra}: expected `{field}` and `{word}` in: {err}"
+        );
+    }
+    // `check` runs the scenario, and refuses the same way before comparing.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.toml");
+    std::fs::write(&p, synthetic(&cases[0].0)).unwrap();
+    let o = fleetsim()
+        .arg("check")
+        .arg(&p)
+        .arg("--baseline")
+        .arg(dir.path().join("b.json"))
+        .arg("--update")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("failures.spares_per_cell"), "{err}");
+    // One spare of two nodes, with failures (or only a `[[node_events]]` failure): valid.
+    for extra in [
+        format!("[failures]\n{fails}spares_per_cell = 1\n"),
+        "[[node_events]]\nat_s = 60\nnode = \"c-n00000\"\nkind = \"fail\"\n[failures]\nspares_per_cell = 1\n".to_string(),
+    ] {
+        let (code, err) = bad_scenario(&synthetic(&extra));
+        assert_eq!(code, 0, "{extra}: {err}");
+    }
+}
+
+/// A line longer than the readers' limit (1 MiB) — a file with no line break, such as a
+/// binary file named by mistake — is bad input naming the file and the line, for the CSV
+/// readers (`csv` crate), the line readers (SWF) and JSON Lines alike, instead of being
+/// buffered whole.
+#[test]
+fn an_overlong_line_is_bad_input_naming_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "x".repeat(3 << 20);
+    let cases = [
+        (
+            "j.csv",
+            "native",
+            format!("id,submit_s,tenant,num_gpu,runtime_s\na,0,t,1,10\n{long}\nb,1,t,1,10\n"),
+        ),
+        (
+            "j.jsonl",
+            "native",
+            format!("{{\"id\":\"a\",\"submit_s\":0,\"tenant\":\"t\",\"num_gpu\":1,\"runtime_s\":10}}\n\n{long}"),
+        ),
+        ("j.swf", "swf", format!("; header\n1 0 0 10 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1\n{long}")),
+    ];
+    for (file, format, text) in cases {
+        std::fs::write(dir.path().join(file), text).unwrap();
+        let p = dir.path().join("s.toml");
+        std::fs::write(
+            &p,
+            format!("name = \"x\"\n{OK_FLEET}[workload]\ntrace = {{ format = \"{format}\", path = \"{file}\" }}\n"),
+        )
+        .unwrap();
+        let o = fleetsim().arg("validate").arg(&p).output().unwrap();
+        let err = String::from_utf8(o.stderr).unwrap();
+        assert_eq!(o.status.code(), Some(2), "{file}: {err}");
+        assert!(
+            err.contains(file)
+                && err.contains("line 3")
+                && err.contains("longer than 1048576 bytes"),
+            "{file}: {err}"
+        );
+    }
+}
+
+/// `run --out DIR` refuses, before running, when a file the run would write in DIR is one
+/// of its inputs — the trace, the failures timeline, the scenario file itself, however the
+/// paths are spelled — naming the file (exit code 2), and leaves the input untouched.
+#[test]
+fn run_refuses_an_output_directory_that_would_overwrite_an_input() {
+    let trace = "id,submit_s,tenant,num_gpu,runtime_s\na,0,t,1,10\n";
+    let timeline =
+        "time_ms,node,event,grace_ms,cause\n5000,c-n00000,fail,0,x\n9000,c-n00000,repair,0,x\n";
+    let cases = [
+        // (scenario file name, trace file name, extra scenario text, the input named)
+        ("s.toml", "jobs.csv", "", "jobs.csv"),
+        ("s.toml", "timeseries.csv", "", "timeseries.csv"),
+        (
+            "s.toml",
+            "t.csv",
+            "[failures]\ntimeline = { path = \"failures.csv\" }\n",
+            "failures.csv",
+        ),
+        ("summary.json", "t.csv", "", "summary.json"),
+        // A scenario that extends one named like an output.
+        ("s.toml", "t.csv", "", "timeseries.csv"),
+    ];
+    for (scenario_name, trace_name, extra, named) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(trace_name), trace).unwrap();
+        std::fs::write(dir.path().join("failures.csv"), timeline).unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let scenario = format!(
+            "name = \"x\"\n{OK_FLEET}[workload]\ntrace = {{ format = \"native\", path = \"{trace_name}\" }}\n{extra}"
+        );
+        let p = dir.path().join(scenario_name);
+        std::fs::write(&p, &scenario).unwrap();
+        if trace_name == "t.csv" && named == "timeseries.csv" {
+            std::fs::write(dir.path().join("timeseries.csv"), &scenario).unwrap();
+            std::fs::write(&p, "extends = \"timeseries.csv\"\n").unwrap();
+        }
+        let scenario = std::fs::read_to_string(&p).unwrap();
+        // The same directory, spelled another way.
+        for out in [dir.path().to_path_buf(), dir.path().join("sub/..")] {
+            let o = fleetsim()
+                .arg("run")
+                .arg(&p)
+                .arg("--out")
+                .arg(&out)
+                .output()
+                .unwrap();
+            let err = String::from_utf8(o.stderr).unwrap();
+            assert_eq!(o.status.code(), Some(2), "{named}: {err}");
+            assert!(
+                err.contains(&format!("{named}: the ")) && err.contains("would overwrite it"),
+                "{named}: {err}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(trace_name)).unwrap(),
+            trace
+        );
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), scenario);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("failures.csv")).unwrap(),
+            timeline
+        );
+        // Another directory is fine.
+        let o = fleetsim()
+            .arg("run")
+            .arg(&p)
+            .arg("--out")
+            .arg(dir.path().join("sub"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+}
+
+/// `trace convert FILE --out FILE` would replace the trace with its conversion: refused,
+/// naming the file (exit code 2), the trace untouched.
+#[test]
+fn trace_convert_refuses_to_overwrite_its_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = "id,submit_s,tenant,num_gpu,runtime_s\na,0,t,1,10\n";
+    std::fs::write(dir.path().join("j.csv"), trace).unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let o = fleetsim()
+        .args(["trace", "convert"])
+        .arg(dir.path().join("j.csv"))
+        .args(["--format", "native", "--out"])
+        .arg(dir.path().join("sub/../j.csv"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("j.csv") && err.contains("overwrite"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("j.csv")).unwrap(),
+        trace
+    );
+}

@@ -190,3 +190,79 @@ horizon_s = 100
         None
     );
 }
+
+/// `cell_selection = "quota-aware"`: cells where the job stays within its queue's nominal
+/// quota first, then the least loaded (allocated / available GPUs), ties to the lower id.
+///
+/// Replay mode, where the cell order alone decides (jobs start at their recorded times
+/// through `place_now`; the flavor charged follows the cell the job lands in, so no flavor
+/// assignment narrows the choice first). Cells `a` (2 × 8 H100) and `b` (2 × 8 A100); one
+/// queue `q` with flavors `fh` (H100, nominal 8) and `fa` (A100, nominal 16). Three
+/// 8-GPU jobs start at 0, 10 and 20 and run to 1,000.
+///
+/// quota-aware (class 0 = within nominal after admission, 1 = over):
+/// * J1 at 0: `a` fh 0 + 8 ≤ 8 → class 0, load 0; `b` fa 0 + 8 ≤ 16 → class 0, load 0.
+///   Tie → `a`; fh usage 8.
+/// * J2 at 10: `a` fh 8 + 8 = 16 > 8 → class 1; `b` fa 0 + 8 ≤ 16 → class 0 → `b`; fa 8.
+/// * J3 at 20: `a` class 1 (fh 16 > 8), load 8/16 = 50 %; `b` fa 8 + 8 = 16 ≤ 16 → class 0,
+///   load 50 % → `b`; fa 16.
+///
+/// least-loaded (same loads, no classes): J1 → `a` (tie), J2 → `b` (0 % < 50 %), J3 → `a`
+/// (50 % = 50 %, tie to the lower id). Only J3 tells them apart.
+#[test]
+fn quota_aware_cell_selection_prefers_cells_within_nominal_quota() {
+    let scenario = |sel: &str| {
+        format!(
+            r#"
+name = "quota-aware"
+mode = "replay"
+[[fleet.cells]]
+name = "a"
+[[fleet.cells.nodes]]
+names = ["a1", "a2"]
+accelerator = "H100"
+gpus = 8
+[[fleet.cells]]
+name = "b"
+[[fleet.cells.nodes]]
+names = ["b1", "b2"]
+accelerator = "A100"
+gpus = 8
+[workload]
+trace = {{ format = "native", path = "jobs.csv" }}
+[[flavors]]
+name = "fh"
+models = ["H100"]
+[[flavors]]
+name = "fa"
+models = ["A100"]
+[[queues]]
+name = "q"
+flavors = [{{ name = "fh", gpus = {{ nominal = 8 }} }}, {{ name = "fa", gpus = {{ nominal = 16 }} }}]
+[policy]
+placement = "first-fit"
+cell_selection = "{sel}"
+"#
+        )
+    };
+    let jobs = "id,tenant,queue,submit_s,start_s,end_s,num_gpu\nJ1,t,q,0,0,1000,8\nJ2,t,q,10,10,1000,8\nJ3,t,q,20,20,1000,8\n";
+    let cells = |sel: &str| {
+        let out = run(&scenario(sel), &[("jobs.csv", jobs)]);
+        for (j, start) in [("J1", 0), ("J2", 10), ("J3", 20)] {
+            assert_eq!(span(&out, j), (Some(start), Some(1000)), "{sel} {j}");
+        }
+        ["J1", "J2", "J3"].map(|j| {
+            let r = job(&out, j);
+            (r.cell.clone().unwrap(), r.nodes.join("+"))
+        })
+    };
+    let c = |cell: &str, node: &str| (cell.to_string(), node.to_string());
+    assert_eq!(
+        cells("quota-aware"),
+        [c("a", "a1"), c("b", "b1"), c("b", "b2")]
+    );
+    assert_eq!(
+        cells("least-loaded"),
+        [c("a", "a1"), c("b", "b1"), c("a", "a2")]
+    );
+}

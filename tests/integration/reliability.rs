@@ -237,7 +237,7 @@ fn failure_timeline_is_deterministic_and_replays_from_its_file() {
 }
 
 /// A bad timeline row is an error naming the file, line and column (exit code 2 in the CLI:
-/// a scenario error).
+/// a scenario error), and so is an event that does not follow from its node's state.
 #[test]
 fn bad_timeline_row_names_file_line_and_column() {
     let dir = tempfile::tempdir().unwrap();
@@ -275,6 +275,34 @@ fn bad_timeline_row_names_file_line_and_column() {
             "`time_ms`",
         ),
         ("time,node\n", ":1", "`header`"),
+        // Events that do not follow from the node's state: a second failure of a down node
+        // (overlapping failures are one fail/repair pair), a repair of an up node, an
+        // eviction without a drain.
+        (
+            "time_ms,node,event,grace_ms,cause\n0,n1,fail,0,node\n5,n1,fail,0,block\n9,n1,repair,0,x\n",
+            ":3",
+            "`event`: `fail` of node `n1` at 5 ms, but the node is already down (since line 2)",
+        ),
+        (
+            "time_ms,node,event,grace_ms,cause\n0,n1,repair,0,x\n",
+            ":2",
+            "`event`: `repair` of node `n1` at 0 ms, but the node is up (from the start)",
+        ),
+        (
+            "time_ms,node,event,grace_ms,cause\n0,n1,fail,0,x\n5,n1,repair,0,x\n6,n1,repair,0,x\n",
+            ":4",
+            "`repair` of node `n1` at 6 ms, but the node is up (since line 3)",
+        ),
+        (
+            "time_ms,node,event,grace_ms,cause\n0,n1,evict,0,x\n",
+            ":2",
+            "drain the node first",
+        ),
+        (
+            "time_ms,node,event,grace_ms,cause\n0,n1,drain,0,x\n1,n1,drain,0,x\n",
+            ":3",
+            "`drain` of node `n1` at 1 ms, but the node is draining (since line 2)",
+        ),
     ] {
         std::fs::write(dir.path().join("t.csv"), text).unwrap();
         let e = run_scenario(&loaded, &opts, &mut |_, _| {}).unwrap_err();
@@ -285,6 +313,15 @@ fn bad_timeline_row_names_file_line_and_column() {
         assert!(e.contains(&format!("t.csv{line}")), "{e}");
         assert!(e.contains(field), "{e}");
     }
+    // Every sequence the generator writes is accepted: fail → repair, drain → evict →
+    // repair, drain → fail (a failure during the drain) → repair, a drain ended by a
+    // repair, and a node that ends the file down.
+    std::fs::write(
+        dir.path().join("t.csv"),
+        "time_ms,node,event,grace_ms,cause\n0,n1,fail,0,x\n5,n1,repair,0,x\n6,n1,drain,0,m\n7,n1,evict,0,m\n8,n1,repair,0,m\n9,n1,drain,0,m\n10,n1,fail,0,m\n11,n1,repair,0,m\n12,n1,drain,0,m\n13,n1,repair,0,m\n14,n1,fail,0,x\n",
+    )
+    .unwrap();
+    run_scenario(&loaded, &opts, &mut |_, _| {}).unwrap();
 }
 
 proptest! {
@@ -494,9 +531,14 @@ fn bad_spares_per_cell_names_the_field() {
     for n in ["-1", "3", "7"] {
         let toml = spares_scenario(&format!("spares_per_cell = {n}"));
         std::fs::write(dir.path().join("scenario.toml"), toml).unwrap();
-        let loaded = scenario::load(&dir.path().join("scenario.toml")).unwrap();
-        let e = run_scenario(&loaded, &opts, &mut |_, _| {}).unwrap_err();
-        let e = anyhow::Error::from(e);
+        // A negative count is refused when the scenario loads, the others once the fleet
+        // is built.
+        let e = match scenario::load(&dir.path().join("scenario.toml")) {
+            Ok(loaded) => {
+                anyhow::Error::from(run_scenario(&loaded, &opts, &mut |_, _| {}).unwrap_err())
+            }
+            Err(e) => anyhow::Error::from(e),
+        };
         assert!(fleetsim::cli::is_bad_input(&e), "{e:#}");
         assert!(
             format!("{e:#}").contains("failures.spares_per_cell"),
