@@ -863,7 +863,7 @@ impl Simulation {
     /// (Reading further ahead, the second completion's record or the next one's node,
     /// measured no better or worse.)
     #[inline]
-    fn touch_next_finish(&self) {
+    fn touch_next_finish(&mut self) {
         if let Some(EventKind::Finish(id, _)) = self.events.peek_event() {
             if let Some(rec) = self.jobs.get(id.index()) {
                 std::hint::black_box(rec.run);
