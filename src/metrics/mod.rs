@@ -62,16 +62,65 @@ pub struct SeriesRow {
     pub allocated_tenant_milli: Vec<u128>,
 }
 
+/// A piecewise-constant level (allocated GPU-milli of a cell, pending jobs…) kept so that its
+/// integral from 0 to any time `t` after its last change is `J(t) = v·t − s`, where `s` is
+/// the sum of `Δv · t_change` over its changes. A change costs one multiply-add and the
+/// levels that do not change cost nothing per instant; an integral over `[t0, t1)` is
+/// `J(t1) − J(t0)`, exact in integers (every term is an integer; the result equals the sum
+/// of `v · dt` over the steps).
+#[derive(Clone, Copy, Debug, Default)]
+struct Level {
+    v: u64,
+    s: i128,
+}
+
+impl Level {
+    /// Sets the level to `v` at time `now` (ms).
+    fn set(&mut self, v: u64, now: SimTime) {
+        self.s += (i128::from(v) - i128::from(self.v)) * i128::from(now.0);
+        self.v = v;
+    }
+
+    fn add(&mut self, dv: u64, now: SimTime) {
+        self.set(self.v + dv, now);
+    }
+
+    fn sub(&mut self, dv: u64, now: SimTime) {
+        self.set(self.v - dv, now);
+    }
+
+    /// `∫_0^t v`, for `t` at or after the last change.
+    fn j(&self, t: SimTime) -> i128 {
+        i128::from(self.v) * i128::from(t.0) - self.s
+    }
+}
+
+/// Every level's `J` at one time (an interval boundary, the last completion, the end).
 #[derive(Clone, Debug, Default)]
-struct Bucket {
-    alloc: Vec<u128>,
-    avail: Vec<u128>,
-    alloc_model: Vec<u128>,
-    avail_model: Vec<u128>,
-    pending: u128,
-    running: u128,
-    by_reason: Vec<u128>,
-    tenant: Vec<u128>,
+struct Snap {
+    alloc: Vec<i128>,
+    avail: Vec<i128>,
+    alloc_model: Vec<i128>,
+    avail_model: Vec<i128>,
+    pending: i128,
+    running: i128,
+    by_reason: Vec<i128>,
+    tenant: Vec<i128>,
+}
+
+/// `later − earlier` elementwise (entries missing from `earlier` appeared after it: 0).
+fn diff(later: &[i128], earlier: &[i128]) -> Vec<u128> {
+    later
+        .iter()
+        .enumerate()
+        .map(|(i, &l)| to_u128(l - earlier.get(i).copied().unwrap_or(0)))
+        .collect()
+}
+
+/// An integral of a non-negative level over a non-empty span is never negative.
+fn to_u128(x: i128) -> u128 {
+    debug_assert!(x >= 0, "negative integral {x}");
+    x.max(0) as u128
 }
 
 /// Streaming collector of every time-weighted and per-job metric.
@@ -82,33 +131,30 @@ pub struct Collector {
     window_start: Option<SimTime>,
     first_submit: Option<SimTime>,
     last_finish: Option<SimTime>,
+    /// The time of the last [`Collector::advance`]: the current time of every change.
     last_t: SimTime,
     // Current levels.
-    alloc_cell: Vec<u64>,
-    avail_cell: Vec<u64>,
-    alloc_model: Vec<u64>,
-    avail_model: Vec<u64>,
-    pending: u64,
-    running: u64,
+    alloc_cell: Vec<Level>,
+    avail_cell: Vec<Level>,
+    alloc_model: Vec<Level>,
+    avail_model: Vec<Level>,
+    pending: Level,
+    running: Level,
     // Pending jobs by reason after the last pass, indexed like `reason_names` (first-seen order).
     reason_names: Vec<&'static str>,
-    by_reason: Vec<u64>,
-    // Allocated GPU-milli per tenant now, and its integral over the window so far.
-    alloc_tenant: Vec<u64>,
-    alloc_int_tenant: Vec<u128>,
+    by_reason: Vec<Level>,
+    // Allocated GPU-milli per tenant now.
+    alloc_tenant: Vec<Level>,
     // Capacity of drained nodes still running work, counted as available until they empty.
     draining_cell: Vec<u64>,
     draining_model: Vec<u64>,
-    // Integrals over the window so far, GPU-milli·ms.
-    alloc_int_cell: Vec<u128>,
-    avail_int_cell: Vec<u128>,
-    alloc_int_model: Vec<u128>,
-    avail_int_model: Vec<u128>,
-    // Available integrals frozen at the last completion (the default window end).
-    avail_at_finish_cell: Vec<u128>,
-    avail_at_finish_model: Vec<u128>,
-    buckets: Vec<Bucket>,
-    buckets_at_finish: usize,
+    /// `J` of every level at the interval boundaries `a + k·Δ` passed so far (`k = 0` is
+    /// the window start).
+    bounds: Vec<Snap>,
+    /// `J` of the available levels at the last completion, taken before the next change of
+    /// capacity (`None` while no completion is pending a snapshot).
+    avail_at_finish: Option<(Vec<i128>, Vec<i128>)>,
+    avail_finish_stale: bool,
     /// Fragmentation samples at interval starts `a + k·Δ`: (fragmented, idle) GPU-milli.
     frag_samples: Vec<(Option<u64>, u64)>,
     /// Waits of measured started jobs, ms.
@@ -268,26 +314,20 @@ impl Collector {
             first_submit: None,
             last_finish: None,
             last_t: SimTime::ZERO,
-            alloc_cell: vec![0; cells],
-            avail_cell: vec![0; cells],
-            alloc_model: vec![0; models],
-            avail_model: vec![0; models],
-            pending: 0,
-            running: 0,
+            alloc_cell: vec![Level::default(); cells],
+            avail_cell: vec![Level::default(); cells],
+            alloc_model: vec![Level::default(); models],
+            avail_model: vec![Level::default(); models],
+            pending: Level::default(),
+            running: Level::default(),
             reason_names: Vec::new(),
             alloc_tenant: Vec::new(),
-            alloc_int_tenant: Vec::new(),
             by_reason: Vec::new(),
             draining_cell: vec![0; cells],
             draining_model: vec![0; models],
-            alloc_int_cell: vec![0; cells],
-            avail_int_cell: vec![0; cells],
-            alloc_int_model: vec![0; models],
-            avail_int_model: vec![0; models],
-            avail_at_finish_cell: vec![0; cells],
-            avail_at_finish_model: vec![0; models],
-            buckets: Vec::new(),
-            buckets_at_finish: 0,
+            bounds: Vec::new(),
+            avail_at_finish: None,
+            avail_finish_stale: false,
             frag_samples: Vec::new(),
             waits_ms: Vec::new(),
             jcts_ms: Vec::new(),
@@ -296,6 +336,33 @@ impl Collector {
         };
         c.refresh_capacity(fleet);
         c
+    }
+
+    fn snap(&self, t: SimTime) -> Snap {
+        let j = |v: &[Level]| v.iter().map(|l| l.j(t)).collect::<Vec<_>>();
+        Snap {
+            alloc: j(&self.alloc_cell),
+            avail: j(&self.avail_cell),
+            alloc_model: j(&self.alloc_model),
+            avail_model: j(&self.avail_model),
+            pending: self.pending.j(t),
+            running: self.running.j(t),
+            by_reason: j(&self.by_reason),
+            tenant: j(&self.alloc_tenant),
+        }
+    }
+
+    /// Snapshots the available levels at the last completion if a change of capacity is
+    /// about to happen (they have not changed since that completion).
+    fn settle_avail_at_finish(&mut self) {
+        if !self.avail_finish_stale {
+            return;
+        }
+        self.avail_finish_stale = false;
+        if let Some(t) = self.last_finish {
+            let j = |v: &[Level]| v.iter().map(|l| l.j(t)).collect::<Vec<_>>();
+            self.avail_at_finish = Some((j(&self.avail_cell), j(&self.avail_model)));
+        }
     }
 
     /// The window start, once the first job has been submitted.
@@ -308,101 +375,45 @@ impl Collector {
         self.window_start.is_some_and(|a| submit >= a)
     }
 
-    /// Integrates the current levels from the last call up to `t`. Call before changing any
-    /// level at `t`.
+    /// Moves the current time to `t`: snapshots every level at the interval boundaries
+    /// passed. Call before changing any level at `t`. `O(1)` per call plus `O(levels)` per
+    /// boundary passed (a level that does not change costs nothing, see [`Level`]).
     pub fn advance(&mut self, t: SimTime) {
         let Some(a) = self.window_start else {
             self.last_t = t;
             return;
         };
         let from = self.last_t.max(a);
-        self.last_t = t;
-        if t <= from {
-            return;
+        if t > from {
+            self.topo.integrate((t.0 - from.0) as u128);
         }
-        let dt = (t.0 - from.0) as u128;
-        self.topo.integrate(dt);
-        for (i, &v) in self.alloc_cell.iter().enumerate() {
-            self.alloc_int_cell[i] += v as u128 * dt;
+        // Boundaries at or before `t` (the state holds only changes before them).
+        while let Some(b) =
+            a.0.checked_add(self.bounds.len() as u64 * self.interval_ms)
+                .filter(|&b| b <= t.0)
+        {
+            let snap = self.snap(SimTime(b));
+            self.bounds.push(snap);
         }
-        for (i, &v) in self.avail_cell.iter().enumerate() {
-            self.avail_int_cell[i] += v as u128 * dt;
-        }
-        for (i, &v) in self.alloc_model.iter().enumerate() {
-            self.alloc_int_model[i] += v as u128 * dt;
-        }
-        for (i, &v) in self.avail_model.iter().enumerate() {
-            self.avail_int_model[i] += v as u128 * dt;
-        }
-        if self.alloc_int_tenant.len() < self.alloc_tenant.len() {
-            self.alloc_int_tenant.resize(self.alloc_tenant.len(), 0);
-        }
-        for (i, &v) in self.alloc_tenant.iter().enumerate() {
-            self.alloc_int_tenant[i] += v as u128 * dt;
-        }
-        // Split [from, t) over time-series buckets.
-        let mut s = from.0;
-        while s < t.0 {
-            let k = ((s - a.0) / self.interval_ms) as usize;
-            let bucket_end = a.0 + (k as u64 + 1) * self.interval_ms;
-            let e = bucket_end.min(t.0);
-            let d = (e - s) as u128;
-            if self.buckets.len() <= k {
-                let cells = self.alloc_cell.len();
-                let models = self.alloc_model.len();
-                self.buckets.resize(
-                    k + 1,
-                    Bucket {
-                        alloc: vec![0; cells],
-                        avail: vec![0; cells],
-                        alloc_model: vec![0; models],
-                        avail_model: vec![0; models],
-                        ..Bucket::default()
-                    },
-                );
-            }
-            let b = &mut self.buckets[k];
-            for (i, &v) in self.alloc_cell.iter().enumerate() {
-                b.alloc[i] += v as u128 * d;
-            }
-            for (i, &v) in self.avail_cell.iter().enumerate() {
-                b.avail[i] += v as u128 * d;
-            }
-            for (i, &v) in self.alloc_model.iter().enumerate() {
-                b.alloc_model[i] += v as u128 * d;
-            }
-            for (i, &v) in self.avail_model.iter().enumerate() {
-                b.avail_model[i] += v as u128 * d;
-            }
-            b.pending += self.pending as u128 * d;
-            b.running += self.running as u128 * d;
-            if b.by_reason.len() < self.by_reason.len() {
-                b.by_reason.resize(self.by_reason.len(), 0);
-            }
-            for (i, &v) in self.by_reason.iter().enumerate() {
-                b.by_reason[i] += v as u128 * d;
-            }
-            if b.tenant.len() < self.alloc_tenant.len() {
-                b.tenant.resize(self.alloc_tenant.len(), 0);
-            }
-            for (i, &v) in self.alloc_tenant.iter().enumerate() {
-                b.tenant[i] += v as u128 * d;
-            }
-            s = e;
-        }
+        self.last_t = self.last_t.max(t);
     }
 
-    /// Re-reads available capacity per cell and model from the fleet (after a node goes up or
-    /// down).
+    /// Sets the available levels from the fleet's schedulable capacity plus drained nodes
+    /// still running work. `O(nodes)`.
     pub fn refresh_capacity(&mut self, fleet: &FleetState) {
+        self.settle_avail_at_finish();
+        let now = self.last_t;
         for (i, c) in fleet.cells().iter().enumerate() {
-            self.avail_cell[i] = c.available_gpu_milli + self.draining_cell[i];
+            self.avail_cell[i].set(c.available_gpu_milli + self.draining_cell[i], now);
         }
-        self.avail_model.clone_from(&self.draining_model);
+        let mut model = self.draining_model.clone();
         for n in fleet.nodes() {
             if let (Some(m), true) = (n.model, n.schedulable) {
-                self.avail_model[m.index()] += n.gpus as u64 * 1000;
+                model[m.index()] += n.gpus as u64 * 1000;
             }
+        }
+        for (l, v) in self.avail_model.iter_mut().zip(model) {
+            l.set(v, now);
         }
     }
 
@@ -422,16 +433,24 @@ impl Collector {
     /// Starts a new count of pending jobs by reason (after a scheduling pass); add the counts
     /// with [`Collector::add_pending_reason`].
     pub fn clear_pending_reasons(&mut self) {
-        self.by_reason.iter_mut().for_each(|v| *v = 0);
+        let now = self.last_t;
+        for l in &mut self.by_reason {
+            if l.v != 0 {
+                l.set(0, now);
+            }
+        }
     }
 
     /// `jobs` more pending jobs wait for `reason`.
     pub fn add_pending_reason(&mut self, reason: &'static str, jobs: u64) {
+        let now = self.last_t;
         match self.reason_names.iter().position(|&n| n == reason) {
-            Some(i) => self.by_reason[i] += jobs,
+            Some(i) => self.by_reason[i].add(jobs, now),
             None => {
                 self.reason_names.push(reason);
-                self.by_reason.push(jobs);
+                let mut l = Level::default();
+                l.set(jobs, now);
+                self.by_reason.push(l);
             }
         }
     }
@@ -468,43 +487,47 @@ impl Collector {
     pub fn on_tenant_alloc(&mut self, tenant: TenantId, gpu_milli: u64, bind: bool) {
         let i = tenant.index();
         if i >= self.alloc_tenant.len() {
-            self.alloc_tenant.resize(i + 1, 0);
+            self.alloc_tenant.resize(i + 1, Level::default());
         }
-        let v = &mut self.alloc_tenant[i];
+        let now = self.last_t;
+        let l = &mut self.alloc_tenant[i];
         if bind {
-            *v += gpu_milli;
+            l.add(gpu_milli, now);
         } else {
-            *v -= gpu_milli;
+            l.sub(gpu_milli, now);
         }
     }
 
     /// Pending-queue length changed.
     pub fn set_pending(&mut self, pending: u64) {
-        self.pending = pending;
+        if pending != self.pending.v {
+            self.pending.set(pending, self.last_t);
+        }
     }
 
     /// Tasks were bound (`sign = +1`) or released (`-1`).
     pub fn on_allocs(&mut self, fleet: &FleetState, allocs: &[TaskAlloc], bind: bool) {
+        let now = self.last_t;
         for a in allocs {
             let n = fleet.node(a.node);
             let g = a.total_gpu_milli();
-            let (cell, model) = (&mut self.alloc_cell[n.cell.index()], n.model);
+            let cell = &mut self.alloc_cell[n.cell.index()];
             if bind {
-                *cell += g;
+                cell.add(g, now);
             } else {
-                *cell -= g;
+                cell.sub(g, now);
             }
-            if let Some(m) = model {
-                let v = &mut self.alloc_model[m.index()];
+            if let Some(m) = n.model {
+                let l = &mut self.alloc_model[m.index()];
                 if bind {
-                    *v += g;
+                    l.add(g, now);
                 } else {
-                    *v -= g;
+                    l.sub(g, now);
                 }
             }
         }
         if bind {
-            self.running += 1;
+            self.running.add(1, now);
             if allocs.len() > 1 {
                 self.topo.gangs += 1;
                 let d0 = fleet.node(allocs[0].node).domain;
@@ -513,7 +536,7 @@ impl Collector {
                 }
             }
         } else {
-            self.running -= 1;
+            self.running.sub(1, now);
         }
         self.topo.refresh(fleet);
     }
@@ -529,9 +552,7 @@ impl Collector {
     /// A job finished at `t` after running `run_ms`.
     pub fn on_finish(&mut self, submit: SimTime, t: SimTime, run_ms: u64, pre_existing: bool) {
         self.last_finish = Some(t);
-        self.avail_at_finish_cell.clone_from(&self.avail_int_cell);
-        self.avail_at_finish_model.clone_from(&self.avail_int_model);
-        self.buckets_at_finish = self.buckets.len();
+        self.avail_finish_stale = true;
         if !pre_existing && self.measured(submit) {
             let jct = (t - submit).0;
             self.jcts_ms.push(jct);
@@ -554,25 +575,51 @@ impl Collector {
     /// work left (the window then ends at the horizon); otherwise it ends at the last
     /// completion. Call after [`Collector::advance`] to the final time.
     pub fn finish(&mut self, stopped_at_horizon: Option<SimTime>) -> Occupancy {
+        self.settle_avail_at_finish();
         let a = self.window_start.unwrap_or(SimTime::ZERO);
+        let now = self.last_t;
+        // Intervals touched up to `t`: those starting before it.
+        let touched = |t: SimTime| -> usize {
+            match self.window_start {
+                Some(a) if t > a => (t.0 - a.0).div_ceil(self.interval_ms) as usize,
+                _ => 0,
+            }
+        };
+        let at_now = self.snap(now);
+        let opened = self.window_start.is_some_and(|a| now > a);
+        let start = self.bounds.first().cloned().unwrap_or_default();
+        let over_window = |later: &[i128], earlier: &[i128]| -> Vec<u128> {
+            if opened {
+                diff(later, earlier)
+            } else {
+                vec![0; later.len()]
+            }
+        };
         let (end, avail_cell, avail_model, nb) = match stopped_at_horizon {
             Some(h) => (
                 h,
-                self.avail_int_cell.clone(),
-                self.avail_int_model.clone(),
-                self.buckets.len(),
+                over_window(&at_now.avail, &start.avail),
+                over_window(&at_now.avail_model, &start.avail_model),
+                touched(now),
             ),
-            None => (
-                self.last_finish.unwrap_or(a).max(a),
-                self.avail_at_finish_cell.clone(),
-                self.avail_at_finish_model.clone(),
-                self.buckets_at_finish,
-            ),
+            None => {
+                let f = self.last_finish.unwrap_or(a).max(a);
+                let (cell, model) = match (&self.avail_at_finish, self.window_start) {
+                    (Some((c, m)), Some(a)) if f > a => {
+                        (diff(c, &start.avail), diff(m, &start.avail_model))
+                    }
+                    _ => (
+                        vec![0; at_now.avail.len()],
+                        vec![0; at_now.avail_model.len()],
+                    ),
+                };
+                (f, cell, model, touched(f))
+            }
         };
-        let series = self.buckets[..nb]
-            .iter()
-            .enumerate()
-            .map(|(k, b)| {
+        let series = (0..nb)
+            .map(|k| {
+                let lo = &self.bounds[k];
+                let hi = self.bounds.get(k + 1).unwrap_or(&at_now);
                 let start = a.0 + k as u64 * self.interval_ms;
                 let len = (start + self.interval_ms).min(end.0).saturating_sub(start);
                 let (frag_milli, idle_milli) =
@@ -582,18 +629,23 @@ impl Collector {
                     len_ms: len,
                     frag_milli,
                     idle_milli,
-                    allocated_milli: b.alloc.clone(),
-                    available_milli: b.avail.clone(),
-                    allocated_model_milli: b.alloc_model.clone(),
-                    available_model_milli: b.avail_model.clone(),
-                    pending_ms: b.pending,
-                    running_ms: b.running,
-                    pending_by_reason_ms: b.by_reason.clone(),
-                    allocated_tenant_milli: b.tenant.clone(),
+                    allocated_milli: diff(&hi.alloc, &lo.alloc),
+                    available_milli: diff(&hi.avail, &lo.avail),
+                    allocated_model_milli: diff(&hi.alloc_model, &lo.alloc_model),
+                    available_model_milli: diff(&hi.avail_model, &lo.avail_model),
+                    pending_ms: to_u128(hi.pending - lo.pending),
+                    running_ms: to_u128(hi.running - lo.running),
+                    pending_by_reason_ms: diff(&hi.by_reason, &lo.by_reason),
+                    allocated_tenant_milli: diff(&hi.tenant, &lo.tenant),
                 }
             })
             .filter(|r| r.len_ms > 0)
             .collect();
+        let allocated_cell = over_window(&at_now.alloc, &start.alloc);
+        let allocated_model = over_window(&at_now.alloc_model, &start.alloc_model);
+        // Nothing is allocated after the last completion: the integral so far is the
+        // window's.
+        let allocated_tenant = over_window(&at_now.tenant, &start.tenant);
         let window_ms = u128::from(end.0.saturating_sub(a.0));
         let topology = TopologyFacts {
             gangs: self.topo.gangs,
@@ -620,15 +672,13 @@ impl Collector {
             topology,
             window_start: a,
             window_end: end,
-            allocated_cell: self.alloc_int_cell.clone(),
+            allocated_cell,
             available_cell: avail_cell,
-            allocated_model: self.alloc_int_model.clone(),
+            allocated_model,
             available_model: avail_model,
             series,
             pending_reasons: self.reason_names.clone(),
-            // Nothing is allocated after the last completion: the integral so far is the
-            // window's.
-            allocated_tenant: self.alloc_int_tenant.clone(),
+            allocated_tenant,
         }
     }
 }
