@@ -197,6 +197,8 @@ pub struct FleetState {
     /// Per node: bumped on every change of its free resources or schedulability, so policies
     /// can cache per-node quantities (FGD's fragmentation) and recompute only what changed.
     versions: Vec<u64>,
+    /// Bumped with every node version: equal counts mean an unchanged fleet.
+    changes: u64,
     /// Per node: how many GPU tasks of each class it holds, as `(class, count)` sorted by
     /// class ([`FleetState::task_class`]); GpuClustering reads it. Kept only while
     /// `track_classes` is on ([`FleetState::stop_task_class_tracking`]).
@@ -302,6 +304,7 @@ impl FleetState {
             models,
             cpu_index: false,
             versions: vec![0; n_nodes],
+            changes: 0,
             classes: vec![Vec::new(); n_nodes],
             track_classes: true,
         };
@@ -501,6 +504,7 @@ impl FleetState {
         self.cells[cell.index()].allocated_gpu_milli += total;
         self.index_insert(id);
         self.versions[id.index()] += 1;
+        self.changes += 1;
         if let Some(c) = Self::task_class(a).filter(|_| self.track_classes) {
             let v = &mut self.classes[id.index()];
             match v.binary_search_by_key(&c, |&(k, _)| k) {
@@ -556,6 +560,7 @@ impl FleetState {
         self.cells[cell.index()].allocated_gpu_milli -= total;
         self.index_insert(id);
         self.versions[id.index()] += 1;
+        self.changes += 1;
         if let Some(c) = Self::task_class(a).filter(|_| self.track_classes) {
             let v = &mut self.classes[id.index()];
             if let Ok(i) = v.binary_search_by_key(&c, |&(k, _)| k) {
@@ -588,6 +593,7 @@ impl FleetState {
         }
         self.index_insert(id);
         self.versions[id.index()] += 1;
+        self.changes += 1;
     }
 
     /// A counter bumped on every change of the node's free resources or schedulability:
@@ -595,6 +601,12 @@ impl FleetState {
     /// whoever mutates the state.
     pub fn node_version(&self, id: NodeId) -> u64 {
         self.versions[id.index()]
+    }
+
+    /// A counter bumped with every node version ([`FleetState::node_version`]): equal
+    /// counts mean no node changed, so a fleet-wide cache keyed by it stays exact.
+    pub fn change_count(&self) -> u64 {
+        self.changes
     }
 
     /// The GpuClustering class of a bound task: `Some(0)` for a GPU-sharing task (one

@@ -437,12 +437,21 @@ pub(crate) fn cached_frag_artifact(
 
 /// Fleet fragmentation now, in GPU-milli × `W` (divide by [`TypicalTasks::weight_total`]),
 /// using and refreshing the context's per-node cache. `O(nodes)`; nodes that did not change
-/// cost one comparison.
+/// cost one comparison, and nothing is visited when no node changed since the last call
+/// with the same typical table ([`FleetState::change_count`]).
 pub fn fleet_frag_scaled(ctx: &mut PlaceCtx, fleet: &FleetState) -> Option<u128> {
     let typical = ctx.typical.take()?;
-    let total = (0..fleet.nodes().len())
-        .map(|i| u128::from(cached_frag(ctx, &typical, fleet, NodeId(i as u32))))
-        .sum();
+    let total = match ctx.frag_total {
+        Some((changes, total))
+            if changes == fleet.change_count() && ctx.frag_cache.len() == fleet.nodes().len() =>
+        {
+            total
+        }
+        _ => (0..fleet.nodes().len())
+            .map(|i| u128::from(cached_frag(ctx, &typical, fleet, NodeId(i as u32))))
+            .sum(),
+    };
+    ctx.frag_total = Some((fleet.change_count(), total));
     ctx.typical = Some(typical);
     Some(total)
 }

@@ -180,6 +180,9 @@ pub struct PlaceCtx {
     arithmetic: ScoreArithmetic,
     pub(crate) frag_cache: Vec<(u64, u64)>,
     pub(crate) frag_cache_f64: Vec<(u64, f64)>,
+    /// The fleet's total of `frag_cache` and the fleet change count it was summed at
+    /// ([`fgd::fleet_frag_scaled`]).
+    pub(crate) frag_total: Option<(u64, u128)>,
     score_cache: ScoreCache,
     restrict: Vec<(Level, u32)>,
     exclude: Vec<NodeId>,
@@ -250,6 +253,7 @@ impl PlaceCtx {
             arithmetic: ScoreArithmetic::Exact,
             frag_cache: Vec::new(),
             frag_cache_f64: Vec::new(),
+            frag_total: None,
             score_cache: ScoreCache::default(),
             restrict: Vec::new(),
             exclude: Vec::new(),
@@ -297,6 +301,7 @@ impl PlaceCtx {
 
     fn clear_caches(&mut self) {
         self.frag_cache.clear();
+        self.frag_total = None;
         self.frag_cache_f64.clear();
         self.score_cache.clear();
     }
