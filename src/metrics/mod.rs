@@ -377,7 +377,7 @@ impl Collector {
 
     /// Moves the current time to `t`: snapshots every level at the interval boundaries
     /// passed. Call before changing any level at `t`. `O(1)` per call plus `O(levels)` per
-    /// boundary passed (a level that does not change costs nothing, see [`Level`]).
+    /// boundary passed (a level that does not change costs nothing).
     pub fn advance(&mut self, t: SimTime) {
         let Some(a) = self.window_start else {
             self.last_t = t;
