@@ -1028,6 +1028,14 @@ pub fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
 mod tests {
     use super::*;
 
+    /// Half of one accelerator, nothing else.
+    const HALF: TaskShape = TaskShape {
+        num_gpu: 1,
+        gpu_milli: 500,
+        cpu_milli: 0,
+        mem_mib: 0,
+    };
+
     fn two_nodes() -> FleetState {
         let spec = |name: &str, gpus| NodeSpec {
             name: name.into(),
@@ -1050,12 +1058,7 @@ mod tests {
     #[test]
     fn fractional_share_takes_tightest_gpu() {
         let mut f = two_nodes();
-        let half = TaskShape {
-            num_gpu: 1,
-            gpu_milli: 500,
-            cpu_milli: 0,
-            mem_mib: 0,
-        };
+        let half = HALF;
         let quarter = TaskShape {
             num_gpu: 1,
             gpu_milli: 250,
@@ -1102,12 +1105,7 @@ mod tests {
     #[test]
     fn task_classes_counted_until_tracking_stops() {
         let mut f = two_nodes();
-        let half = TaskShape {
-            num_gpu: 1,
-            gpu_milli: 500,
-            cpu_milli: 0,
-            mem_mib: 0,
-        };
+        let half = HALF;
         let a = f
             .allocate(NodeId(0), &TaskShape::whole_gpus(1), ModelSet::ANY)
             .unwrap();
