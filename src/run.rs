@@ -43,6 +43,26 @@ pub enum RunError {
         /// The output directory.
         out_dir: PathBuf,
     },
+    /// The output directory named exists and is not a directory.
+    #[error("{path}: --out names an existing file, not a directory: choose a directory")]
+    OutIsNotADirectory {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// An input file lies inside the output directory of a study (sweep, compare), which
+    /// writes many files there (fatal: checked before any run).
+    #[error(
+        "{path}: the {what} is inside the output directory {out_dir}, where the study writes \
+         its files: choose another --out directory"
+    )]
+    InputInsideOutDir {
+        /// The input file, as the scenario resolves it.
+        path: PathBuf,
+        /// Which input (`scenario file`, `workload.trace`, …).
+        what: String,
+        /// The output directory.
+        out_dir: PathBuf,
+    },
     /// An output could not be written.
     #[error("{path}: {source}")]
     Io {
@@ -341,6 +361,11 @@ pub fn check_outputs_are_not_inputs(
     out_dir: &Path,
     seed: Option<u64>,
 ) -> Result<(), RunError> {
+    if out_dir.exists() && !out_dir.is_dir() {
+        return Err(RunError::OutIsNotADirectory {
+            path: out_dir.to_path_buf(),
+        });
+    }
     // A directory that does not exist yet holds no input.
     let Ok(dir) = out_dir.canonicalize() else {
         return Ok(());
@@ -381,6 +406,38 @@ pub fn check_outputs_are_not_inputs(
                     out_dir: out_dir.to_path_buf(),
                 });
             }
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a study (sweep, compare) whose output directory is a file or holds one of the
+/// base scenario's inputs anywhere below it (a study writes many files there: run tables,
+/// reports, plots, one folder per run). Paths are compared canonicalized.
+///
+/// # Errors
+/// [`RunError::OutIsNotADirectory`], or [`RunError::InputInsideOutDir`] naming the first
+/// such input.
+pub fn check_study_out_dir(
+    loaded: &Loaded,
+    trace_dir: &TraceDir,
+    out_dir: &Path,
+) -> Result<(), RunError> {
+    if out_dir.exists() && !out_dir.is_dir() {
+        return Err(RunError::OutIsNotADirectory {
+            path: out_dir.to_path_buf(),
+        });
+    }
+    let Ok(dir) = out_dir.canonicalize() else {
+        return Ok(()); // not created yet: holds nothing
+    };
+    for (what, input) in input_files(loaded, trace_dir) {
+        if input.canonicalize().is_ok_and(|p| p.starts_with(&dir)) {
+            return Err(RunError::InputInsideOutDir {
+                path: input,
+                what,
+                out_dir: out_dir.to_path_buf(),
+            });
         }
     }
     Ok(())

@@ -78,6 +78,7 @@ pub fn compare(a: CompareArgs) -> Result<()> {
     let out = a
         .out
         .unwrap_or_else(|| PathBuf::from("out").join(format!("{}-compare", base.scenario.name)));
+    crate::run::check_study_out_dir(&base, &a.common.trace_dir(), &out)?;
     let opts = CompareOptions {
         out: out.clone(),
         seeds: seeds(base.scenario.seed, a.seeds),

@@ -145,7 +145,9 @@ pub fn is_bad_input(e: &anyhow::Error) -> bool {
                 RunError::Scenario(_)
                 | RunError::Build(_)
                 | RunError::Trace(_)
-                | RunError::OutputIsInput { .. },
+                | RunError::OutputIsInput { .. }
+                | RunError::OutIsNotADirectory { .. }
+                | RunError::InputInsideOutDir { .. },
             ) => return true,
             Some(RunError::Engine(inner)) if engine_input(inner) => return true,
             _ => {}

@@ -60,6 +60,7 @@ pub fn sweep(a: SweepArgs) -> Result<()> {
     let out = a
         .out
         .unwrap_or_else(|| PathBuf::from("out").join(format!("{}-sweep", plan.manifest.scenario)));
+    crate::run::check_study_out_dir(&source.load(&extra)?, &a.common.trace_dir(), &out)?;
     let opts = SweepOptions {
         out: out.clone(),
         shard,

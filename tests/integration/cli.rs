@@ -597,6 +597,65 @@ fn run_refuses_an_output_directory_that_would_overwrite_an_input() {
     }
 }
 
+/// `--out` naming an existing file is refused (exit 2) by `run`; `compare` and `sweep`
+/// refuse an output directory that holds one of the scenario's inputs anywhere below it,
+/// since they write many files there. Nothing is written and the input stays as it was.
+#[test]
+fn out_must_be_a_directory_without_the_study_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = "id,submit_s,tenant,num_gpu,runtime_s\na,0,t,1,10\n";
+    std::fs::create_dir(dir.path().join("o")).unwrap();
+    std::fs::write(dir.path().join("o/jobs.csv"), trace).unwrap();
+    let p = dir.path().join("s.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "name = \"x\"\n{OK_FLEET}[workload]\ntrace = {{ format = \"native\", path = \"o/jobs.csv\" }}\n[[sweep.axes]]\nparam = \"policy.placement\"\nvalues = [\"best-fit\", \"worst-fit\"]\n"
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let o = fleetsim()
+            .current_dir(dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        (o.status.code(), String::from_utf8(o.stderr).unwrap())
+    };
+    let (code, err) = run(&["run", "s.toml", "--out", "s.toml"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--out names an existing file"), "{err}");
+    for cmd in [
+        vec![
+            "compare",
+            "s.toml",
+            "--policies",
+            "best-fit,worst-fit",
+            "--out",
+            "o",
+        ],
+        vec!["sweep", "s.toml", "--out", "o"],
+        vec!["sweep", "s.toml", "--out", "."],
+    ] {
+        let (code, err) = run(&cmd);
+        assert_eq!(code, Some(2), "{cmd:?}: {err}");
+        // `.` holds the scenario file too, which is named first.
+        assert!(
+            err.contains("is inside the output directory") && err.contains("choose another --out"),
+            "{cmd:?}: {err}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("o/jobs.csv")).unwrap(),
+        trace
+    );
+    let entries: Vec<_> = std::fs::read_dir(dir.path().join("o")).unwrap().collect();
+    assert_eq!(entries.len(), 1, "nothing written beside the trace");
+    // Elsewhere, the same study runs.
+    let (code, err) = run(&["sweep", "s.toml", "--out", "elsewhere"]);
+    assert_eq!(code, Some(0), "{err}");
+}
+
 /// `trace convert FILE --out FILE` would replace the trace with its conversion: refused,
 /// naming the file (exit code 2), the trace untouched.
 #[test]
