@@ -119,6 +119,16 @@ pub fn build(loaded: &Loaded, trace_dir: &TraceDir) -> Result<TransformedFleet, 
             } else {
                 ((d as f64 * f).round() as usize).max(1)
             };
+            // Each domain has at least one node: refuse before building a fleet this large.
+            if out.len() + k > crate::fleet::build::MAX_NODES {
+                return Err(invalid(
+                    "transforms.fleet_scale".into(),
+                    format!(
+                        "the scaled fleet would have more than {} nodes",
+                        crate::fleet::build::MAX_NODES
+                    ),
+                ));
+            }
             if k <= d {
                 keep.extend(
                     (0..d)
@@ -134,6 +144,20 @@ pub fn build(loaded: &Loaded, trace_dir: &TraceDir) -> Result<TransformedFleet, 
             if keep.contains(&specs[nid.index()].domain) {
                 out.push(specs[nid.index()].clone());
             }
+        }
+        let total = out.len()
+            + copies
+                .iter()
+                .map(|(src, _)| members[src].len())
+                .sum::<usize>();
+        if total > crate::fleet::build::MAX_NODES {
+            return Err(invalid(
+                "transforms.fleet_scale".into(),
+                format!(
+                    "the scaled fleet would have {total} nodes or more: at most {}",
+                    crate::fleet::build::MAX_NODES
+                ),
+            ));
         }
         for (src, copy) in copies {
             let dom = next_domain;

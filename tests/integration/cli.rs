@@ -679,3 +679,34 @@ fn trace_convert_refuses_to_overwrite_its_input() {
         trace
     );
 }
+
+/// A node count no fleet has (a typo) is refused at once, naming the field, instead of
+/// exhausting memory while the fleet is built; so is a what-if scale that would exceed it.
+#[test]
+fn a_fleet_beyond_the_node_limit_is_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("t.csv"),
+        "id,submit_s,tenant,num_gpu,runtime_s\na,0,t,1,10\n",
+    )
+    .unwrap();
+    let workload = "[workload]\ntrace = { format = \"native\", path = \"t.csv\" }\n";
+    let cases = [
+        (
+            "[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.nodes]]\npreset = \"hgx-h100\"\ncount = 100000000\n",
+            "`fleet.cells[0].nodes[0].count`: 100000000 nodes: a fleet has at most 4194304 nodes",
+        ),
+        (
+            "[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.nodes]]\npreset = \"hgx-h100\"\ncount = 10000\n[transforms]\nfleet_scale = 1000\n",
+            "`transforms.fleet_scale`: the scaled fleet would have more than 4194304 nodes",
+        ),
+    ];
+    for (fleet, want) in cases {
+        let p = dir.path().join("s.toml");
+        std::fs::write(&p, format!("name = \"big\"\n{fleet}{workload}")).unwrap();
+        let o = fleetsim().arg("validate").arg(&p).output().unwrap();
+        let err = String::from_utf8(o.stderr).unwrap();
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(want), "{err}");
+    }
+}
