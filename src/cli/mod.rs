@@ -222,8 +222,16 @@ pub fn main(cli: Cli) -> Result<()> {
             if !quiet {
                 out!("{}", crate::report::table::render(&output.summary));
             }
+            if output.summary.jobs.submitted == 0 {
+                eprintln!("warning: the workload has no job: the trace has no rows, or every row was skipped (see summary.json skipped_rows)");
+            }
+            let files = crate::run::output_files(&loaded, opts.seed)
+                .into_iter()
+                .filter(|n| !n.ends_with(".tmp") && out.join(n).exists())
+                .collect::<Vec<_>>()
+                .join(",");
             eprintln!(
-                "wrote {}/{{summary.json,jobs.csv,timeseries.csv}} in {:.2} s",
+                "wrote {}/{{{files}}} in {:.2} s",
                 out.display(),
                 started.elapsed().as_secs_f64()
             );
