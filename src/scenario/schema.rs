@@ -740,7 +740,8 @@ pub struct MetricsSpec {
     /// Time after the first submission excluded from the window, seconds.
     #[serde(default)]
     pub warmup_s: f64,
-    /// Simulation stops here (seconds after t = 0); jobs not started by then are censored.
+    /// Simulation stops here (seconds after t = 0); jobs not started by then are censored;
+    /// jobs submitted after it are read but not simulated (`jobs.skipped_rows.after_horizon`).
     #[serde(default)]
     pub horizon_s: Option<f64>,
     /// Width of one `timeseries.csv` interval, seconds.
