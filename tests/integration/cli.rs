@@ -482,6 +482,31 @@ fn validate_checks_spares_per_cell_and_maintenance() {
     }
 }
 
+/// Beside a replayed `timeline`, the generator's own keys are unused: each is bad input
+/// naming `failures.<key>` (exit code 2), as `mtbf_h`, `correlated` and `maintenance` were.
+#[test]
+fn validate_refuses_generator_keys_beside_a_timeline() {
+    let cases = [
+        ("start_s = 0", "failures.start_s"),
+        ("until_s = 86400", "failures.until_s"),
+        (
+            "repair = { distribution = \"fixed\", mean_s = 600 }",
+            "failures.repair",
+        ),
+        ("grace_s = 30", "failures.grace_s"),
+        ("mtbf_h = { \"*\" = 1000 }", "failures.timeline"),
+    ];
+    for (key, field) in cases {
+        let extra = format!("[failures]\ntimeline = {{ path = \"failures.csv\" }}\n{key}\n");
+        let (code, err) = bad_scenario(&synthetic(&extra));
+        assert_eq!(code, 2, "{key}: {err}");
+        assert!(
+            err.contains("s.toml") && err.contains(field) && err.contains("timeline"),
+            "{key}: expected `{field}` in: {err}"
+        );
+    }
+}
+
 /// A line longer than the readers' limit (1 MiB) — a file with no line break, such as a
 /// binary file named by mistake — is bad input naming the file and the line, for the CSV
 /// readers (`csv` crate), the line readers (SWF) and JSON Lines alike, instead of being

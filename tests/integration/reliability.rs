@@ -212,7 +212,7 @@ fn failure_timeline_is_deterministic_and_replays_from_its_file() {
     let failures_csv = format!("{timeline}\n");
     assert!(failures_csv.starts_with("time_ms,node,event,grace_ms,cause\n"));
     let replay = format!(
-        "{base}[failures]\ntimeline = {{ path = \"failures.csv\" }}\ngrace_s = 30\nrestart_overhead_s = 120\n[policy.preemption]\ncheckpoint_interval_s = 900\n"
+        "{base}[failures]\ntimeline = {{ path = \"failures.csv\" }}\nrestart_overhead_s = 120\n[policy.preemption]\ncheckpoint_interval_s = 900\n"
     );
     let (_d4, r) = run_dir(&replay, &[("failures.csv", failures_csv)], 7);
     assert_eq!(a, r, "the replayed timeline gives the same run");
