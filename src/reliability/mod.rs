@@ -85,7 +85,9 @@
 //! first `repair` would bring the node back while the file says it is still down. The
 //! generator merges them into one down interval, and a hand-written file must do the same.
 //! A node may end the file down. (`[[node_events]]` are applied on top of the file and are
-//! not checked against it.)
+//! not checked against it; they are checked on their own by the same rule — `fail` an up
+//! node, `repair` a down one — naming `node_events[i]`. Their failures count in
+//! `reliability.node_failures` with the file's.)
 
 pub mod flexibility;
 
@@ -964,11 +966,12 @@ pub struct ReliabilitySummary {
     pub lost_to_preemption_gpu_s: f64,
     /// Startup latency and restart overhead, GPU-s.
     pub startup_gpu_s: f64,
-    /// Node failure events in the timeline (a correlated failure counts once per node).
+    /// Node failure events applied: the timeline's (generated or replayed; a correlated
+    /// failure counts once per node) and the `fail`s of `[[node_events]]`.
     pub node_failures: u64,
     /// Maintenance drains in the timeline (per node).
     pub maintenance_drains: u64,
-    /// Mean time to repair of failed nodes, s.
+    /// Mean time to repair of failed nodes (timeline and `[[node_events]]`), s.
     pub node_mttr_s: Option<f64>,
     /// Job runs stopped by node failures.
     pub job_failures: u64,

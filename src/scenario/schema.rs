@@ -502,7 +502,8 @@ pub struct NodeEventSpec {
     pub at_s: f64,
     /// The node's name.
     pub node: String,
-    /// `fail` or `repair`.
+    /// `fail` or `repair`: per node, in time order, `fail` an up node and `repair` a down
+    /// one (checked at load, naming `node_events[i]`).
     pub kind: NodeEventKind,
     /// Failure only: termination grace, seconds — jobs on the node release their resources
     /// (and quota) this long after the failure, then are retried.

@@ -57,6 +57,9 @@ kind = "fail"
     assert_eq!(r.allocated_gpu_s, 31_200.0);
     assert_eq!(r.goodput_gpu_s, 28_800.0);
     assert_eq!(r.goodput, Some(28_800.0 / 31_200.0));
+    // The node event's failure is counted with `[failures]` on; never repaired: no MTTR.
+    assert_eq!((r.node_failures, r.job_failures), (1, 1));
+    assert_eq!(r.node_mttr_s, None);
 }
 
 /// Speed factors: a job's run time is at reference speed and scales by 1 / speed.
@@ -488,6 +491,10 @@ fn hot_spare_takes_over_a_failed_node_without_requeue() {
             r.allocated_gpu_s
         );
         assert_eq!(r.job_failures, 1);
+        // The `[[node_events]]` failure counts as a node failure (it was 0 beside
+        // `job_failures` 1), repaired 300 s later.
+        assert_eq!(r.node_failures, 1);
+        assert_eq!(r.node_mttr_s, Some(300.0));
         assert_eq!(job(out, "G").lost_gpu_milli_ms, 300_000 * 16_000);
     };
 
