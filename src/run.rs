@@ -487,6 +487,7 @@ pub fn run_scenario(
     let (policies, mut cfg) = engine_config(loaded);
     let ext = crate::scenario::policies::extensions(loaded, &state)?;
     cfg.node_changes = crate::scenario::policies::node_changes(loaded, &state)?;
+    let scenario_changes = cfg.node_changes.clone();
     let mut stream = open_workload(loaded, &opts.trace_dir, seed)?;
     // Failures and maintenance (seeded per node: the workload's streams are untouched),
     // generated from the first job's submit time unless `failures.start_s` says otherwise.
@@ -595,9 +596,31 @@ pub fn run_scenario(
         summary.transforms = Some(loaded.scenario.transforms.echo());
     }
     if let Some(r) = &result.reliability {
+        // Node facts (failures, drains, MTTR) count every node change applied: the
+        // scenario's `[[node_events]]` as well as the generated or replayed timeline, in the
+        // engine's order (time, then node events first), so that `node_failures` agrees with
+        // the `job_failures` they cause.
+        let applied: Vec<crate::reliability::TimelineEvent> = if scenario_changes.is_empty() {
+            Vec::new()
+        } else {
+            let mut all: Vec<_> = scenario_changes
+                .iter()
+                .map(|&change| crate::reliability::TimelineEvent {
+                    change,
+                    cause: "node_events".into(),
+                })
+                .chain(timeline.iter().cloned())
+                .collect();
+            all.sort_by_key(|e| e.change.at);
+            all
+        };
         summary.reliability = Some(crate::reliability::summary(
             r,
-            &timeline,
+            if applied.is_empty() {
+                &timeline
+            } else {
+                &applied
+            },
             result.counts.failures,
             &cells,
             &models_for_series,

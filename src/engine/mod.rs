@@ -40,7 +40,9 @@
 //! audits the fleet state against the running jobs' bindings, the scheduler's queue and quota
 //! usage against the jobs holding resources, and every gang for a binding per task. At the
 //! end every submitted job is accounted for:
-//! `started + rejected + censored + cancelled = submitted`.
+//! `started + rejected + censored + cancelled = submitted`. A run stopped at its horizon
+//! still reads the rest of the workload without simulating it, so every job read is either
+//! submitted or in [`RunResult::skipped_rows`] (the later ones under [`AFTER_HORIZON`]).
 //!
 //! # Determinism
 //! No wall clock, no hash-map iteration, no unseeded randomness: the same scenario and seed
@@ -84,12 +86,19 @@ pub struct QueueSettings {
 /// stops with [`EngineError::TooManyIntervals`], a bad-input error.
 pub const MAX_SERIES_INTERVALS: u64 = 4_000_000;
 
+/// The `skipped_rows` reason of jobs whose submit time is after the horizon: read from the
+/// workload to the end (so that every row is accounted for) but neither submitted nor
+/// simulated, and absent from `jobs.csv`.
+pub const AFTER_HORIZON: &str = "after_horizon";
+
 /// Engine settings.
 #[derive(Clone, Debug, Default)]
 pub struct EngineConfig {
     /// Schedule or replay.
     pub mode: Mode,
-    /// Stop at this instant; unstarted jobs are then censored.
+    /// Stop at this instant; unstarted jobs are then censored, and jobs submitted after it
+    /// are read to the end of the stream and counted under [`AFTER_HORIZON`] in
+    /// [`RunResult::skipped_rows`].
     pub horizon: Option<SimTime>,
     /// Warm-up excluded from the window, ms.
     pub warmup_ms: u64,
@@ -429,7 +438,8 @@ pub enum EndReason {
 /// Job counts. `started + rejected + censored + cancelled = submitted`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
-    /// Jobs read from the workload.
+    /// Jobs read from the workload and submitted (not those after the horizon, counted in
+    /// [`RunResult::skipped_rows`] under [`AFTER_HORIZON`]).
     pub submitted: u64,
     /// Jobs that started at least once.
     pub started: u64,
@@ -470,7 +480,9 @@ pub struct Counts {
 pub struct RunResult {
     /// Job counts.
     pub counts: Counts,
-    /// Rows skipped by the trace reader, by reason.
+    /// Rows skipped by the trace reader and the transforms, by reason, over the whole
+    /// workload; after a stop at the horizon also the jobs submitted after it
+    /// ([`AFTER_HORIZON`]).
     pub skipped_rows: Skipped,
     /// Time-weighted results.
     pub occupancy: Occupancy,
@@ -1069,8 +1081,31 @@ impl Simulation {
                 self.audit()?;
             }
         }
+        // Stopped at the horizon: the rest of the stream is still read (not simulated), so
+        // that rows skipped by the readers and transforms are counted over the whole input,
+        // and jobs that would arrive after the horizon are counted too (skip reason
+        // `after_horizon`), not left uncounted.
+        let mut after_horizon = 0u64;
+        if stopped_at_horizon.is_some() {
+            while let Some(spec) = next.take() {
+                if spec.submit < last_submit {
+                    return Err(EngineError::Unsorted {
+                        name: spec.name.into(),
+                        seq: self.next_seq + after_horizon,
+                        submit: spec.submit,
+                        previous: last_submit,
+                    });
+                }
+                last_submit = spec.submit;
+                after_horizon += 1;
+                next = stream.next().transpose()?;
+            }
+        }
         progress(self.counts.submitted, self.now);
-        let skipped_rows = stream.skipped();
+        let mut skipped_rows = stream.skipped();
+        if after_horizon > 0 {
+            *skipped_rows.entry(AFTER_HORIZON.to_string()).or_insert(0) += after_horizon;
+        }
         self.close(stopped_at_horizon, skipped_rows, sink)
     }
 

@@ -70,7 +70,10 @@
 //! `repair`, `drain` or `evict`; `cause` is `node`, `block`, `domain`, `cell`, `maintenance`
 //! or `file` (free text, kept). `timeline = { path = … }` replays such a file exactly (a row
 //! naming an unknown node, an unknown event or a bad number is an error naming the file,
-//! line and column).
+//! line and column). The file replaces the generator, so the generator's settings —
+//! `mtbf_h`, `correlated`, `maintenance`, `start_s`, `until_s`, `repair` and `grace_s` (each
+//! row has its own `grace_ms`) — are refused beside it, naming the field; `restart_overhead_s`
+//! and `spares_per_cell` apply as with generated failures.
 //!
 //! Rows of one node must follow its state, as the generator writes them: a node starts up;
 //! `fail` takes an up or draining node down, `drain` an up node to draining, `evict` a
@@ -82,7 +85,9 @@
 //! first `repair` would bring the node back while the file says it is still down. The
 //! generator merges them into one down interval, and a hand-written file must do the same.
 //! A node may end the file down. (`[[node_events]]` are applied on top of the file and are
-//! not checked against it.)
+//! not checked against it; they are checked on their own by the same rule — `fail` an up
+//! node, `repair` a down one — naming `node_events[i]`. Their failures count in
+//! `reliability.node_failures` with the file's.)
 
 pub mod flexibility;
 
@@ -182,12 +187,13 @@ pub struct FailuresSpec {
     /// Correlated failures: every group of a topology level fails as a whole.
     #[serde(default)]
     pub correlated: Vec<CorrelatedSpec>,
-    /// Repair-time distribution.
+    /// Repair-time distribution of generated failures (default: [`RepairSpec::default`]).
     #[serde(default)]
-    pub repair: RepairSpec,
-    /// Termination grace of jobs on a failed or evicted node, seconds (field case B15).
+    pub repair: Option<RepairSpec>,
+    /// Termination grace of jobs on a generated failure or eviction, seconds (field case
+    /// B15; default 0). A timeline file gives each row's grace instead.
     #[serde(default)]
-    pub grace_s: f64,
+    pub grace_s: Option<f64>,
     /// Added to every restart of a job (reloading its checkpoint), seconds.
     #[serde(default)]
     pub restart_overhead_s: f64,
@@ -422,9 +428,13 @@ pub fn validate(s: &crate::scenario::Scenario, origin: &str) -> Result<(), Scena
     for (i, c) in f.correlated.iter().enumerate() {
         positive(&format!("failures.correlated[{i}].mtbf_h"), c.mtbf_h)?;
     }
-    positive("failures.repair.mean_s", f.repair.mean_s)?;
-    nonneg("failures.repair.sigma", f.repair.sigma)?;
-    nonneg("failures.grace_s", f.grace_s)?;
+    if let Some(r) = &f.repair {
+        positive("failures.repair.mean_s", r.mean_s)?;
+        nonneg("failures.repair.sigma", r.sigma)?;
+    }
+    if let Some(g) = f.grace_s {
+        nonneg("failures.grace_s", g)?;
+    }
     nonneg("failures.restart_overhead_s", f.restart_overhead_s)?;
     if let Some(u) = f.until_s {
         nonneg("failures.until_s", u)?;
@@ -476,6 +486,24 @@ pub fn validate(s: &crate::scenario::Scenario, origin: &str) -> Result<(), Scena
             "failures.timeline",
             "a replayed timeline replaces the generated one: leave out `mtbf_h`, `correlated` and `maintenance`".into(),
         ));
+    }
+    if f.timeline.is_some() {
+        // Settings of the generator only: a replayed file gives every event's time and grace.
+        let unused = [
+            ("start_s", f.start_s.is_some()),
+            ("until_s", f.until_s.is_some()),
+            ("repair", f.repair.is_some()),
+            ("grace_s", f.grace_s.is_some()),
+        ];
+        if let Some((key, _)) = unused.iter().find(|(_, given)| *given) {
+            return Err(bad(
+                &format!("failures.{key}"),
+                format!(
+                    "`{key}` only shapes generated failures and is unused with `timeline` (the \
+                     file gives every event's time and `grace_ms`): leave it out"
+                ),
+            ));
+        }
     }
     if f.timeline.is_none() && generates && f.until_s.or(s.metrics.horizon_s).is_none() {
         return Err(bad(
@@ -541,7 +569,7 @@ pub fn timeline(
     let Some(f) = &s.failures else {
         return Ok(Vec::new());
     };
-    let grace = SimDuration(secs_to_ms(f.grace_s));
+    let grace = SimDuration(secs_to_ms(f.grace_s.unwrap_or(0.0)));
     if let Some(file) = &f.timeline {
         let path = loaded.resolve_path(
             "failures.timeline",
@@ -557,6 +585,7 @@ pub fn timeline(
         None => first_submit.unwrap_or(SimTime::ZERO),
     };
     let span = (start, until);
+    let repair = f.repair.clone().unwrap_or_default();
     let mut downs: Vec<Vec<Down>> = vec![Vec::new(); fleet.nodes().len()];
     let mut iv = Vec::new();
     for (i, n) in fleet.nodes().iter().enumerate() {
@@ -568,7 +597,7 @@ pub fn timeline(
         let name = fleet.node_name(NodeId(i as u32));
         let mut rng = crate::rng::stream(seed, &format!("failures.node.{name}"));
         iv.clear();
-        renewal(mtbf, &f.repair, span, &mut rng, &mut iv);
+        renewal(mtbf, &repair, span, &mut rng, &mut iv);
         downs[i].extend(iv.iter().map(|&(a, b)| Down {
             start: a,
             evict: None,
@@ -589,7 +618,7 @@ pub fn timeline(
         for (g, nodes) in groups {
             let mut rng = crate::rng::stream(seed, &format!("failures.{lname}.{g}"));
             iv.clear();
-            renewal(c.mtbf_h, &f.repair, span, &mut rng, &mut iv);
+            renewal(c.mtbf_h, &repair, span, &mut rng, &mut iv);
             for &(a, b) in &iv {
                 for &n in &nodes {
                     downs[n].push(Down {
@@ -937,11 +966,12 @@ pub struct ReliabilitySummary {
     pub lost_to_preemption_gpu_s: f64,
     /// Startup latency and restart overhead, GPU-s.
     pub startup_gpu_s: f64,
-    /// Node failure events in the timeline (a correlated failure counts once per node).
+    /// Node failure events applied: the timeline's (generated or replayed; a correlated
+    /// failure counts once per node) and the `fail`s of `[[node_events]]`.
     pub node_failures: u64,
     /// Maintenance drains in the timeline (per node).
     pub maintenance_drains: u64,
-    /// Mean time to repair of failed nodes, s.
+    /// Mean time to repair of failed nodes (timeline and `[[node_events]]`), s.
     pub node_mttr_s: Option<f64>,
     /// Job runs stopped by node failures.
     pub job_failures: u64,

@@ -238,7 +238,7 @@ pub struct Window {
 /// Job counts (`started + rejected + censored + cancelled = submitted`).
 #[derive(Clone, Debug, Serialize)]
 pub struct Jobs {
-    /// Read from the workload.
+    /// Read from the workload and submitted by the horizon.
     pub submitted: u64,
     /// Started at least once.
     pub started: u64,
@@ -266,7 +266,10 @@ pub struct Jobs {
     /// `policy.dispatch_latency_s`; `recorded_start_after_horizon`: replay, awaiting a
     /// recorded start; otherwise a pending reason).
     pub censored_by_reason: BTreeMap<String, u64>,
-    /// Trace rows skipped by the format's convention, by reason.
+    /// Trace rows not simulated, by reason, over the whole workload: skipped by the format's
+    /// convention, dropped by `[transforms]` (`transform_window`, `transform_sample`), or
+    /// submitted after `metrics.horizon_s` (`after_horizon`: read, not submitted, not in
+    /// `jobs.csv`).
     pub skipped_rows: BTreeMap<String, u64>,
 }
 

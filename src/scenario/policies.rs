@@ -256,8 +256,16 @@ pub fn extensions(loaded: &Loaded, fleet: &FleetState) -> Result<Extensions, Sce
 
 /// The scenario's node events against the fleet's node names.
 ///
+/// Events of one node must follow its state as the rows of a failures timeline file do
+/// (`crate::reliability`, "Timeline file"), in the order the engine applies them (time,
+/// then position in the file): a node starts up, `fail` takes an up node down and `repair`
+/// brings a down node back up. The events are checked on their own, not against a
+/// `[failures]` timeline.
+///
 /// # Errors
-/// [`ScenarioError::Invalid`] naming `node_events[i].node` for an unknown node.
+/// [`ScenarioError::Invalid`] naming `node_events[i].node` for an unknown node, or
+/// `node_events[i]` for a `fail` of a node that is already down or a `repair` of a node
+/// that is up.
 pub fn node_changes(loaded: &Loaded, fleet: &FleetState) -> Result<Vec<NodeChange>, ScenarioError> {
     let s = &loaded.scenario;
     if s.node_events.is_empty() {
@@ -266,7 +274,8 @@ pub fn node_changes(loaded: &Loaded, fleet: &FleetState) -> Result<Vec<NodeChang
     let names: BTreeMap<&str, NodeId> = (0..fleet.nodes().len())
         .map(|i| (fleet.node_name(NodeId(i as u32)), NodeId(i as u32)))
         .collect();
-    s.node_events
+    let changes = s
+        .node_events
         .iter()
         .enumerate()
         .map(|(i, e)| {
@@ -288,7 +297,48 @@ pub fn node_changes(loaded: &Loaded, fleet: &FleetState) -> Result<Vec<NodeChang
                 },
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>, ScenarioError>>()?;
+    // Application order: time, then position (the engine's FIFO among equal times).
+    let mut order: Vec<usize> = (0..changes.len()).collect();
+    order.sort_by_key(|&i| changes[i].at);
+    // Per node: down, and the event that set its state.
+    let mut down: BTreeMap<NodeId, usize> = BTreeMap::new();
+    for i in order {
+        let c = &changes[i];
+        let e = &s.node_events[i];
+        let (kind, allowed, hint) = match e.kind {
+            NodeEventKind::Fail => (
+                "fail",
+                !down.contains_key(&c.node),
+                "; overlapping failures are one down interval (one fail, one repair): a repair \
+                 brings a node up whatever failed it",
+            ),
+            NodeEventKind::Repair => (
+                "repair",
+                down.contains_key(&c.node),
+                "; a repair must follow a fail of the node",
+            ),
+        };
+        if !allowed {
+            let state = match down.get(&c.node) {
+                Some(j) => format!("already down (since node_events[{j}])"),
+                None => "up (no earlier fail of it)".to_string(),
+            };
+            return Err(ScenarioError::Invalid {
+                origin: loaded.origin.clone(),
+                field: format!("node_events[{i}]"),
+                message: format!(
+                    "`{kind}` of node `{}` at {} s, but the node is {state}{hint}",
+                    e.node, e.at_s
+                ),
+            });
+        }
+        match e.kind {
+            NodeEventKind::Fail => down.insert(c.node, i),
+            NodeEventKind::Repair => down.remove(&c.node),
+        };
+    }
+    Ok(changes)
 }
 
 /// A one-line description of the preemption settings for reports: the rules that are on,

@@ -502,7 +502,8 @@ pub struct NodeEventSpec {
     pub at_s: f64,
     /// The node's name.
     pub node: String,
-    /// `fail` or `repair`.
+    /// `fail` or `repair`: per node, in time order, `fail` an up node and `repair` a down
+    /// one (checked at load, naming `node_events[i]`).
     pub kind: NodeEventKind,
     /// Failure only: termination grace, seconds — jobs on the node release their resources
     /// (and quota) this long after the failure, then are retried.
@@ -740,7 +741,8 @@ pub struct MetricsSpec {
     /// Time after the first submission excluded from the window, seconds.
     #[serde(default)]
     pub warmup_s: f64,
-    /// Simulation stops here (seconds after t = 0); jobs not started by then are censored.
+    /// Simulation stops here (seconds after t = 0); jobs not started by then are censored;
+    /// jobs submitted after it are read but not simulated (`jobs.skipped_rows.after_horizon`).
     #[serde(default)]
     pub horizon_s: Option<f64>,
     /// Width of one `timeseries.csv` interval, seconds.

@@ -482,6 +482,86 @@ fn validate_checks_spares_per_cell_and_maintenance() {
     }
 }
 
+/// Beside a replayed `timeline`, the generator's own keys are unused: each is bad input
+/// naming `failures.<key>` (exit code 2), as `mtbf_h`, `correlated` and `maintenance` were.
+#[test]
+fn validate_refuses_generator_keys_beside_a_timeline() {
+    let cases = [
+        ("start_s = 0", "failures.start_s"),
+        ("until_s = 86400", "failures.until_s"),
+        (
+            "repair = { distribution = \"fixed\", mean_s = 600 }",
+            "failures.repair",
+        ),
+        ("grace_s = 30", "failures.grace_s"),
+        ("mtbf_h = { \"*\" = 1000 }", "failures.timeline"),
+    ];
+    for (key, field) in cases {
+        let extra = format!("[failures]\ntimeline = {{ path = \"failures.csv\" }}\n{key}\n");
+        let (code, err) = bad_scenario(&synthetic(&extra));
+        assert_eq!(code, 2, "{key}: {err}");
+        assert!(
+            err.contains("s.toml") && err.contains(field) && err.contains("timeline"),
+            "{key}: expected `{field}` in: {err}"
+        );
+    }
+}
+
+/// `[[node_events]]` follow each node's state as the rows of a failures timeline file do
+/// (fail an up node, repair a down one), in time order whatever their order in the file: a
+/// repair of an up node or a second fail is bad input naming `node_events[i]` and the node.
+#[test]
+fn validate_checks_node_events_against_the_node_state() {
+    let ev = |at: u32, node: &str, kind: &str| {
+        format!("[[node_events]]\nat_s = {at}\nnode = \"{node}\"\nkind = \"{kind}\"\n")
+    };
+    let bad = [
+        (
+            ev(60, "c-n00000", "repair"),
+            "node_events[0]",
+            "`repair` of node `c-n00000` at 60 s, but the node is up",
+        ),
+        (
+            format!(
+                "{}{}",
+                ev(60, "c-n00000", "fail"),
+                ev(120, "c-n00000", "fail")
+            ),
+            "node_events[1]",
+            "`fail` of node `c-n00000` at 120 s, but the node is already down (since node_events[0])",
+        ),
+        // In time order: the repair at 30 s comes before the fail at 60 s.
+        (
+            format!(
+                "{}{}",
+                ev(60, "c-n00001", "fail"),
+                ev(30, "c-n00001", "repair")
+            ),
+            "node_events[1]",
+            "`repair` of node `c-n00001` at 30 s, but the node is up",
+        ),
+    ];
+    for (extra, field, words) in &bad {
+        let (code, err) = bad_scenario(&synthetic(extra));
+        assert_eq!(code, 2, "{extra}: {err}");
+        assert!(
+            err.contains("s.toml") && err.contains(field) && err.contains(words),
+            "{extra}: expected `{field}` and `{words}` in: {err}"
+        );
+    }
+    // Listed out of time order but valid in it; two nodes are independent; a node may end
+    // down.
+    let ok = format!(
+        "{}{}{}{}",
+        ev(300, "c-n00000", "fail"),
+        ev(100, "c-n00000", "repair"),
+        ev(50, "c-n00000", "fail"),
+        ev(100, "c-n00001", "fail")
+    );
+    let (code, err) = bad_scenario(&synthetic(&ok));
+    assert_eq!(code, 0, "{err}");
+}
+
 /// A line longer than the readers' limit (1 MiB) — a file with no line break, such as a
 /// binary file named by mistake — is bad input naming the file and the line, for the CSV
 /// readers (`csv` crate), the line readers (SWF) and JSON Lines alike, instead of being

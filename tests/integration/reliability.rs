@@ -57,6 +57,9 @@ kind = "fail"
     assert_eq!(r.allocated_gpu_s, 31_200.0);
     assert_eq!(r.goodput_gpu_s, 28_800.0);
     assert_eq!(r.goodput, Some(28_800.0 / 31_200.0));
+    // The node event's failure is counted with `[failures]` on; never repaired: no MTTR.
+    assert_eq!((r.node_failures, r.job_failures), (1, 1));
+    assert_eq!(r.node_mttr_s, None);
 }
 
 /// Speed factors: a job's run time is at reference speed and scales by 1 / speed.
@@ -212,7 +215,7 @@ fn failure_timeline_is_deterministic_and_replays_from_its_file() {
     let failures_csv = format!("{timeline}\n");
     assert!(failures_csv.starts_with("time_ms,node,event,grace_ms,cause\n"));
     let replay = format!(
-        "{base}[failures]\ntimeline = {{ path = \"failures.csv\" }}\ngrace_s = 30\nrestart_overhead_s = 120\n[policy.preemption]\ncheckpoint_interval_s = 900\n"
+        "{base}[failures]\ntimeline = {{ path = \"failures.csv\" }}\nrestart_overhead_s = 120\n[policy.preemption]\ncheckpoint_interval_s = 900\n"
     );
     let (_d4, r) = run_dir(&replay, &[("failures.csv", failures_csv)], 7);
     assert_eq!(a, r, "the replayed timeline gives the same run");
@@ -488,6 +491,10 @@ fn hot_spare_takes_over_a_failed_node_without_requeue() {
             r.allocated_gpu_s
         );
         assert_eq!(r.job_failures, 1);
+        // The `[[node_events]]` failure counts as a node failure (it was 0 beside
+        // `job_failures` 1), repaired 300 s later.
+        assert_eq!(r.node_failures, 1);
+        assert_eq!(r.node_mttr_s, Some(300.0));
         assert_eq!(job(out, "G").lost_gpu_milli_ms, 300_000 * 16_000);
     };
 

@@ -133,3 +133,56 @@ tenant_map = { t = "renamed" }
     assert_eq!(job(&out, "j3").tenant, "renamed");
     assert_eq!(job(&out, "j4").tenant, "u");
 }
+
+/// With `metrics.horizon_s`, the rest of the workload is still read after the stop: rows the
+/// window drops after the horizon are counted, and an in-window job whose compressed arrival
+/// is after the horizon is counted under `after_horizon` (not submitted, not in `jobs.csv`).
+///
+/// Window [10, 300) s, arrivals ×2 from t0 = 10: j1, j2 (0 s) and j6 (400 s) are outside the
+/// window; j3 → 10 s, j4 → 10 + 100 / 2 = 60 s, j5 → 10 + 240 / 2 = 130 s. The horizon at
+/// 100 s stops the run at the next instant after it (j3's and j4's finish at 110 s): j3 and
+/// j4 are submitted and running at the end, j5 is after the horizon, and j6 is read only
+/// because the stream is read to its end.
+#[test]
+fn horizon_counts_the_rest_of_the_stream() {
+    let trace = "id,submit_s,tenant,num_gpu,runtime_s
+j1,0,t,8,100
+j2,0,t,8,100
+j3,10,t,8,100
+j4,110,u,8,50
+j5,250,t,8,10
+j6,400,t,8,10
+";
+    let out = run(
+        r#"
+name = "horizon"
+[[fleet.cells]]
+name = "a"
+[[fleet.cells.nodes]]
+preset = "hgx-h100"
+count = 4
+[workload]
+trace = { format = "native", path = "jobs.csv" }
+[transforms]
+window = { start_s = 10, end_s = 300 }
+arrival_rate_scale = 2.0
+[metrics]
+horizon_s = 100
+"#,
+        &[("jobs.csv", trace)],
+    );
+    let jobs = &out.summary.jobs;
+    assert_eq!(out.summary.end_reason, "horizon");
+    assert_eq!(jobs.submitted, 2);
+    assert_eq!(jobs.running_at_end, 2);
+    let skipped: Vec<(&str, u64)> = jobs
+        .skipped_rows
+        .iter()
+        .map(|(k, &v)| (k.as_str(), v))
+        .collect();
+    assert_eq!(skipped, vec![("after_horizon", 1), ("transform_window", 3)]);
+    // Every row is accounted for: 2 submitted + 1 after the horizon + 3 outside the window.
+    assert_eq!(jobs.submitted + skipped.iter().map(|s| s.1).sum::<u64>(), 6);
+    assert_eq!(out.jobs.as_ref().unwrap().len(), 2);
+    assert_eq!(span(&out, "j4"), (Some(60), None));
+}
