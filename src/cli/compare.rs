@@ -119,6 +119,9 @@ pub fn compact(a: CompactArgs) -> Result<()> {
         threads: a.common.threads,
         out: a.out,
     };
+    if let Some(out) = &opts.out {
+        crate::run::check_study_out_dir(&base, &opts.trace_dir, out)?;
+    }
     let c = compact::run(&source, &extra, &opts)?;
     out!("{}", compact::render(&c));
     Ok(())

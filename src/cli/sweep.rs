@@ -88,6 +88,21 @@ pub fn sweep(a: SweepArgs) -> Result<()> {
 /// # Errors
 /// Bad input (exit 2) or an I/O error.
 pub fn merge(a: MergeArgs) -> Result<()> {
+    // The merged tables would replace an input shard's own (runs.csv, report, runs/).
+    if let Ok(out) = a.out.canonicalize() {
+        if let Some(d) = a
+            .dirs
+            .iter()
+            .find(|d| d.canonicalize().is_ok_and(|d| d == out))
+        {
+            return Err(crate::study::BadInput(format!(
+                "{}: --out is one of the shard directories being merged; writing the merge \
+                 there would overwrite that shard's runs: choose another --out directory",
+                d.display()
+            ))
+            .into());
+        }
+    }
     let o = sweep::merge::merge(&a.dirs, &a.out, a.png)?;
     eprintln!(
         "merged {} directories: {} runs; wrote {}/runs.csv and report.html",

@@ -716,6 +716,14 @@ fn out_must_be_a_directory_without_the_study_inputs() {
         ],
         vec!["sweep", "s.toml", "--out", "o"],
         vec!["sweep", "s.toml", "--out", "."],
+        vec![
+            "compact",
+            "s.toml",
+            "--goal",
+            "wait_s.p99<=100",
+            "--out",
+            "o",
+        ],
     ] {
         let (code, err) = run(&cmd);
         assert_eq!(code, Some(2), "{cmd:?}: {err}");
@@ -734,6 +742,13 @@ fn out_must_be_a_directory_without_the_study_inputs() {
     // Elsewhere, the same study runs.
     let (code, err) = run(&["sweep", "s.toml", "--out", "elsewhere"]);
     assert_eq!(code, Some(0), "{err}");
+    // `merge` refuses to write into one of the shards it merges.
+    let (code, err) = run(&["merge", "elsewhere", "--out", "elsewhere"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--out is one of the shard directories"),
+        "{err}"
+    );
 }
 
 /// `trace convert FILE --out FILE` would replace the trace with its conversion: refused,
