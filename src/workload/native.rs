@@ -806,18 +806,79 @@ fn json_field(
     .filter(|s| !s.is_empty()))
 }
 
-fn json_raw(path: &Path, line: u64, text: &str) -> Result<Raw, TraceError> {
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-        let full = e.to_string();
-        let what = full
-            .rsplit_once(" at line ")
-            .map_or(full.as_str(), |(w, _)| w);
-        TraceError::BadRow {
-            path: path.to_path_buf(),
-            line,
-            message: format!("bad JSON at column {}: {what}", e.column()),
+/// A JSON object whose keys are all distinct (RFC 8259 leaves repeated names to the
+/// parser; a trace row naming a field twice is refused, as a CSV header naming a column
+/// twice is). Anything else deserializes as a plain [`serde_json::Value`].
+struct UniqueKeys(serde_json::Value);
+
+impl<'de> serde::Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = UniqueKeys;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<UniqueKeys, A::Error> {
+                let mut map = serde_json::Map::new();
+                while let Some(k) = a.next_key::<String>()? {
+                    let v: serde_json::Value = a.next_value()?;
+                    if map.contains_key(&k) {
+                        return Err(serde::de::Error::custom(format!(
+                            "field `{k}` appears twice"
+                        )));
+                    }
+                    map.insert(k, v);
+                }
+                Ok(UniqueKeys(serde_json::Value::Object(map)))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<UniqueKeys, A::Error> {
+                while a.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(UniqueKeys(serde_json::Value::Array(Vec::new())))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<UniqueKeys, E> {
+                Ok(UniqueKeys(serde_json::Value::Null))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<UniqueKeys, E> {
+                Ok(UniqueKeys(serde_json::Value::Null))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<UniqueKeys, E> {
+                Ok(UniqueKeys(serde_json::Value::Null))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<UniqueKeys, E> {
+                Ok(UniqueKeys(serde_json::Value::Null))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<UniqueKeys, E> {
+                Ok(UniqueKeys(serde_json::Value::Null))
+            }
+            fn visit_unit<E>(self) -> Result<UniqueKeys, E> {
+                Ok(UniqueKeys(serde_json::Value::Null))
+            }
         }
-    })?;
+        d.deserialize_any(V)
+    }
+}
+
+fn json_raw(path: &Path, line: u64, text: &str) -> Result<Raw, TraceError> {
+    let value: serde_json::Value = serde_json::from_str::<UniqueKeys>(text)
+        .map(|u| u.0)
+        .map_err(|e| {
+            let full = e.to_string();
+            let what = full
+                .rsplit_once(" at line ")
+                .map_or(full.as_str(), |(w, _)| w);
+            TraceError::BadRow {
+                path: path.to_path_buf(),
+                line,
+                message: format!("bad JSON at column {}: {what}", e.column()),
+            }
+        })?;
     let serde_json::Value::Object(map) = value else {
         return Err(TraceError::BadRow {
             path: path.to_path_buf(),
@@ -1433,6 +1494,19 @@ b,0.0004,t,0,,,,0.0,0
         let ok = r#"{"id":"a","submit_s":0,"tenant":"t","runtime_s":1}"#;
         let e = err_of("a.jsonl", &format!("{ok}\n{{\"id\": \"b\", \n"), 2, None);
         assert!(e.contains("bad JSON"), "{e}");
+        // A field named twice is refused, as a CSV column named twice is.
+        let e = err_of(
+            "dup.jsonl",
+            &format!(
+                "{ok}\n{}\n",
+                r#"{"id":"b","submit_s":1,"tenant":"t","runtime_s":1,"submit_s":5}"#
+            ),
+            2,
+            None,
+        );
+        assert!(e.contains("field `submit_s` appears twice"), "{e}");
+        let e = err_of("arr.jsonl", "[1, 2]\n", 1, None);
+        assert!(e.contains("expected a JSON object"), "{e}");
         err_of(
             "b.jsonl",
             &format!(
