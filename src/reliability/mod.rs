@@ -997,7 +997,7 @@ pub struct ReliabilitySummary {
     /// Mean wait of measured jobs by the cell of their first start, s.
     pub wait_s_mean_by_cell: BTreeMap<String, Option<f64>>,
     /// Mean wait of measured jobs by the accelerator model of their first start, s
-    /// (`cpu` for CPU-only).
+    /// (`cpu` for CPU-only jobs, present only when some started).
     pub wait_s_mean_by_model: BTreeMap<String, Option<f64>>,
 }
 
@@ -1049,12 +1049,14 @@ pub fn summary(
             .enumerate()
             .map(|(i, c)| (c.clone(), mean(&r.wait_by_cell, i)))
             .collect(),
+        // `cpu` only when some measured job started without an accelerator.
         wait_s_mean_by_model: models
             .iter()
             .map(String::as_str)
             .chain(std::iter::once("cpu"))
             .enumerate()
             .map(|(i, m)| (m.to_string(), mean(&r.wait_by_model, i)))
+            .filter(|(m, w)| m != "cpu" || w.is_some())
             .collect(),
     }
 }
