@@ -809,6 +809,9 @@ pub fn read_timeline(path: &Path, fleet: &FleetState) -> Result<Vec<TimelineEven
         }
     };
     const HEADER: &str = "time_ms,node,event,grace_ms,cause";
+    /// The longest grace period a timeline row may give: a year. Longer is a typo, and
+    /// would push the release so far that the run stops at its interval limit instead.
+    const MAX_TIMELINE_GRACE: SimDuration = SimDuration(365 * 86_400_000);
     if !next_line(&mut buf, &mut ln)? || buf.trim_end() != HEADER {
         return Err(bad(
             1,
@@ -859,6 +862,16 @@ pub fn read_timeline(path: &Path, fleet: &FleetState) -> Result<Vec<TimelineEven
             return Err(bad(ln, "node", format!("unknown node `{}`", cols[1])));
         };
         let grace = SimDuration(num(3, "grace_ms")?);
+        if grace > MAX_TIMELINE_GRACE || at.0.checked_add(grace.0).is_none() {
+            return Err(bad(
+                ln,
+                "grace_ms",
+                format!(
+                    "{} ms: a grace period is at most {} ms (a year)",
+                    grace.0, MAX_TIMELINE_GRACE.0
+                ),
+            ));
+        }
         let (kind, allowed, next): (_, &[NodeState], _) = match cols[2].trim() {
             "fail" => (
                 NodeChangeKind::Fail { grace },

@@ -278,6 +278,11 @@ fn bad_timeline_row_names_file_line_and_column() {
             "`time_ms`",
         ),
         ("time,node\n", ":1", "`header`"),
+        (
+            "time_ms,node,event,grace_ms,cause\n0,n1,fail,18446744073709551615,x\n",
+            ":2",
+            "`grace_ms`: 18446744073709551615 ms: a grace period is at most 31536000000 ms",
+        ),
         // Events that do not follow from the node's state: a second failure of a down node
         // (overlapping failures are one fail/repair pair), a repair of an up node, an
         // eviction without a drain.
