@@ -537,6 +537,31 @@ fn days(ms: u64, a: u64) -> f64 {
     (ms.saturating_sub(a)) as f64 / 86_400_000.0
 }
 
+/// One line per variant over the first seed's time series: `(days since the window start,
+/// y(row))` for every interval where `y` is defined.
+fn over_time(
+    variants: &[Variant],
+    points: &[Vec<Point>],
+    y: impl Fn(&crate::metrics::SeriesRow) -> Option<f64>,
+) -> Vec<Series> {
+    variants
+        .iter()
+        .zip(points)
+        .map(|(v, ps)| {
+            let o = &ps[0].occupancy;
+            let a = o.window_start.0;
+            Series {
+                name: v.label.clone(),
+                points: o
+                    .series
+                    .iter()
+                    .filter_map(|r| y(r).map(|y| (days(r.start.0, a), y)))
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
 fn figures(variants: &[Variant], points: &[Vec<Point>], seeds: &[u64]) -> Vec<Figure> {
     let mut figs = Vec::new();
     let first = &points[0][0];
@@ -552,34 +577,19 @@ fn figures(variants: &[Variant], points: &[Vec<Point>], seeds: &[u64]) -> Vec<Fi
         targets.insert(0, ("fleet".into(), None));
     }
     for (name, cell) in targets {
-        let series = variants
-            .iter()
-            .zip(points)
-            .map(|(v, ps)| {
-                let o = &ps[0].occupancy;
-                let a = o.window_start.0;
-                Series {
-                    name: v.label.clone(),
-                    points: o
-                        .series
-                        .iter()
-                        .filter_map(|r| {
-                            let (al, av) = match cell {
-                                Some(i) if i < r.allocated_milli.len() => {
-                                    (r.allocated_milli[i], r.available_milli[i])
-                                }
-                                Some(_) => return None,
-                                None => (
-                                    r.allocated_milli.iter().sum(),
-                                    r.available_milli.iter().sum(),
-                                ),
-                            };
-                            crate::metrics::ratio(al, av).map(|y| (days(r.start.0, a), y))
-                        })
-                        .collect(),
+        let series = over_time(variants, points, |r| {
+            let (al, av) = match cell {
+                Some(i) if i < r.allocated_milli.len() => {
+                    (r.allocated_milli[i], r.available_milli[i])
                 }
-            })
-            .collect();
+                Some(_) => return None,
+                None => (
+                    r.allocated_milli.iter().sum(),
+                    r.available_milli.iter().sum(),
+                ),
+            };
+            crate::metrics::ratio(al, av)
+        });
         figs.push(Figure {
             file: format!("occupancy-{}", study::safe_name(&name.replace("cell ", ""))),
             title: format!("Occupancy over time, {name} (seed {s0})"),
@@ -590,27 +600,11 @@ fn figures(variants: &[Variant], points: &[Vec<Point>], seeds: &[u64]) -> Vec<Fi
     }
     // Fragmentation over time (FGD measure sampled at each interval start), one line per
     // policy, as a share of the capacity available in that interval.
-    let frag_series: Vec<Series> = variants
-        .iter()
-        .zip(points)
-        .map(|(v, ps)| {
-            let o = &ps[0].occupancy;
-            let a = o.window_start.0;
-            Series {
-                name: v.label.clone(),
-                points: o
-                    .series
-                    .iter()
-                    .filter_map(|r| {
-                        let f = u128::from(r.frag_milli?);
-                        let avail: u128 = r.available_milli.iter().sum();
-                        crate::metrics::ratio(f * u128::from(r.len_ms) * 100, avail)
-                            .map(|y| (days(r.start.0, a), y))
-                    })
-                    .collect(),
-            }
-        })
-        .collect();
+    let frag_series = over_time(variants, points, |r| {
+        let f = u128::from(r.frag_milli?);
+        let avail: u128 = r.available_milli.iter().sum();
+        crate::metrics::ratio(f * u128::from(r.len_ms) * 100, avail)
+    });
     if frag_series.iter().any(|s| !s.points.is_empty()) {
         figs.push(Figure {
             file: "fragmentation".into(),
