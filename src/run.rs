@@ -350,6 +350,16 @@ pub fn output_files(loaded: &Loaded, seed: Option<u64>) -> Vec<String> {
     names
 }
 
+/// [`RunError::OutIsNotADirectory`] when `out_dir` names an existing file.
+fn refuse_file_as_out_dir(out_dir: &Path) -> Result<(), RunError> {
+    if out_dir.exists() && !out_dir.is_dir() {
+        return Err(RunError::OutIsNotADirectory {
+            path: out_dir.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
 /// Refuses a run whose outputs in `out_dir` would overwrite one of its inputs, comparing
 /// canonicalized paths (so `./x/../jobs.csv`, symbolic links and the like are caught).
 ///
@@ -361,11 +371,7 @@ pub fn check_outputs_are_not_inputs(
     out_dir: &Path,
     seed: Option<u64>,
 ) -> Result<(), RunError> {
-    if out_dir.exists() && !out_dir.is_dir() {
-        return Err(RunError::OutIsNotADirectory {
-            path: out_dir.to_path_buf(),
-        });
-    }
+    refuse_file_as_out_dir(out_dir)?;
     // A directory that does not exist yet holds no input.
     let Ok(dir) = out_dir.canonicalize() else {
         return Ok(());
@@ -423,11 +429,7 @@ pub fn check_study_out_dir(
     trace_dir: &TraceDir,
     out_dir: &Path,
 ) -> Result<(), RunError> {
-    if out_dir.exists() && !out_dir.is_dir() {
-        return Err(RunError::OutIsNotADirectory {
-            path: out_dir.to_path_buf(),
-        });
-    }
+    refuse_file_as_out_dir(out_dir)?;
     let Ok(dir) = out_dir.canonicalize() else {
         return Ok(()); // not created yet: holds nothing
     };
