@@ -183,13 +183,7 @@ impl JobStream for Peeked {
 pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
     let s = &loaded.scenario;
     let p = &s.policy;
-    let policies = SchedulerConfig {
-        queue_order: p.queue_order,
-        placement: p.placement,
-        cell_selection: p.cell_selection,
-        queueing_strategy: p.queueing_strategy,
-        topology: p.topology.as_ref().map(|t| t.to_spec()),
-    };
+    let policies = p.scheduler_config();
     let queues = s
         .queues
         .iter()
@@ -215,16 +209,8 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
         queue_mapping: s.workload.queues,
         queues,
         estimate_oracle: p.runtime_estimate == crate::scenario::EstimateSource::Oracle,
-        retry_interval: p
-            .cycle
-            .as_ref()
-            .and_then(|c| c.retry_interval_s)
-            .map(|v| SimDuration(secs_to_ms(v))),
-        checkpoint_interval: p
-            .preemption
-            .as_ref()
-            .and_then(|pr| pr.checkpoint_interval_s)
-            .map(|v| SimDuration(secs_to_ms(v))),
+        retry_interval: p.retry_interval(),
+        checkpoint_interval: p.checkpoint_interval(),
         node_changes: Vec::new(),
         record_preemptions: false,
         node_events: Vec::new(),
@@ -557,24 +543,7 @@ pub fn run_scenario(
             None,
         ),
     };
-    let p = &loaded.scenario.policy;
-    let mut policy: BTreeMap<String, String> = [
-        ("queue_order", p.queue_order.as_str()),
-        ("queueing_strategy", p.queueing_strategy.as_str()),
-        ("placement", p.placement.as_str()),
-        ("cell_selection", p.cell_selection.as_str()),
-        ("admission_order", p.admission_order.as_str()),
-        ("backfill", p.backfill.as_str()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    if let Some(pr) = &p.preemption {
-        policy.insert(
-            "preemption".into(),
-            crate::scenario::policies::describe_preemption(pr),
-        );
-    }
+    let policy = loaded.scenario.policy.describe();
     let mut summary = summary::build(
         summary::SummaryInput {
             scenario: &loaded.scenario.name,

@@ -139,7 +139,7 @@ impl CellSelect for QuotaAware {
         };
         let (tree, flavors) = flavors;
         allowed(fleet, job, out);
-        let req = crate::scheduler::request(job);
+        let req = crate::quota::request(job);
         out.sort_by_key(|&c| {
             let mut class = 2u8;
             for &f in flavors {

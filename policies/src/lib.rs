@@ -3,6 +3,14 @@
 //! The scheduling policy contract and the built-in policies of fleetsim, with no dependency
 //! on the simulator: the same code decides in the simulator and in a production scheduler.
 //!
+//! **Start at [`SchedulerSpec`]**: one typed value describes a whole scheduler — queue
+//! order, queueing strategy, admission order, preemption, backfill, placement, cell
+//! selection, topology — with each stage's parameters inline. It is a scenario's `[policy]`
+//! table as read (`serde` feature), what studies vary, and what a production service loads
+//! (`fleetsim-extender --spec FILE`); [`SchedulerSpec::build`] makes the [`Scheduler`]. The
+//! stages' names and the objects they build are in [`registry`], the only name → policy
+//! table; `docs/adding-a-policy.md` walks through adding one.
+//!
 //! Policies read a [`FleetState`] (nodes, cells, free resources, capacity index) and
 //! [`PendingJob`]s, and return [`Decision`]s as values. Stages follow the Kubernetes
 //! scheduler framework and Kueue:
@@ -113,8 +121,10 @@ pub mod placement;
 pub mod preemption;
 pub mod queue_order;
 pub mod quota;
+pub mod registry;
 pub mod resources;
 pub mod scheduler;
+pub mod spec;
 pub mod state;
 pub mod time;
 pub mod topology;
@@ -133,11 +143,13 @@ pub use placement::{
 pub use preemption::{minimal_victim_set, PreemptionConfig, VictimKey, VictimTrial};
 pub use queue_order::{OrderCtx, OrderKey, QueueOrder};
 pub use quota::{QuotaError, QuotaSpec, QuotaTree};
-pub use resources::{ModelSet, TaskShape, WHOLE_GPU_MILLI};
-pub use scheduler::{
-    AdmissionOrder, CellSelectKind, Extensions, PlacementKind, QueueConfig, QueueOrderKind,
-    QueueingStrategy, Scheduler, SchedulerConfig,
+pub use registry::{
+    AdmissionOrder, CellSelectKind, CellSelectSpec, PlacementKind, PlacementSpec, QueueOrderKind,
+    QueueOrderSpec, QueueingStrategy,
 };
+pub use resources::{ModelSet, TaskShape, WHOLE_GPU_MILLI};
+pub use scheduler::{Extensions, QueueConfig, Scheduler, SchedulerConfig};
+pub use spec::{SchedulerSpec, SpecError};
 pub use state::{FleetState, NodeSpec, NodeState, StateError, TaskAlloc};
 pub use time::{SimDuration, SimTime};
 pub use topology::{Level, RayStrategy, TopologyMode, TopologySpec};

@@ -59,6 +59,12 @@ pub trait QueueOrder: Send + Sync {
     fn rekey_interval(&self) -> Option<SimDuration> {
         None
     }
+    /// True when the order reads the queues' decayed usage ([`OrderCtx::fair_share_permille`]):
+    /// the scheduler then keeps it (half-life default 7 days) even when no admission order
+    /// asks for it.
+    fn keeps_decayed_usage(&self) -> bool {
+        false
+    }
     /// Compares two jobs: `Less` means `a` is considered first.
     fn cmp(&self, a: &PendingJob, b: &PendingJob) -> std::cmp::Ordering {
         self.key(a).cmp(&self.key(b))
@@ -154,6 +160,18 @@ impl Default for Las {
 }
 
 impl Las {
+    /// LAS queues from ascending thresholds in GPU-seconds, each rounded to the nearest
+    /// GPU·ms (a negative or NaN threshold gives 0; callers check them first, as
+    /// [`crate::SchedulerSpec::validate`] does).
+    pub fn from_gpu_s(thresholds_gpu_s: &[f64]) -> Las {
+        Las {
+            thresholds_gpu_ms: thresholds_gpu_s
+                .iter()
+                .map(|&t| (t * 1000.0).round() as u64)
+                .collect(),
+        }
+    }
+
     /// The LAS queue of a job that has received `attained_gpu_ms`.
     pub fn level(&self, attained_gpu_ms: u64) -> usize {
         self.thresholds_gpu_ms
@@ -256,6 +274,9 @@ impl Multifactor {
 }
 
 impl QueueOrder for Multifactor {
+    fn keeps_decayed_usage(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "multifactor"
     }
@@ -338,5 +359,73 @@ mod tests {
         assert_eq!(m.priority(&b, &ctx), 1400);
         assert!(m.key_at(&b, &ctx) < m.key_at(&a, &ctx));
         assert!(m.rekey_interval().is_some() && Fifo.rekey_interval().is_none());
+    }
+}
+
+/// Slurm multifactor priority weights (`queue_order = { name = "multifactor", … }` or
+/// `[policy.multifactor]`); each `None` takes [`Multifactor::default`]'s value.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
+pub struct MultifactorParams {
+    /// `PriorityWeightAge` (default 1000).
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub weight_age: Option<u64>,
+    /// `PriorityWeightJobSize` (default 1000).
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub weight_job_size: Option<u64>,
+    /// `PriorityWeightFairshare` (default 10000).
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub weight_fair_share: Option<u64>,
+    /// `PriorityWeightQOS`, on the tier (default 2000).
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub weight_qos: Option<u64>,
+    /// `PriorityMaxAge`, seconds (default 7 days).
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub max_age_s: Option<f64>,
+    /// `PriorityFavorSmall` (default false).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub favor_small: bool,
+    /// `PriorityCalcPeriod`, seconds (default 300): how often pending priorities are
+    /// recomputed.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub recalc_interval_s: Option<f64>,
+}
+
+impl MultifactorParams {
+    /// The policy object.
+    pub fn build(&self) -> Multifactor {
+        let d = Multifactor::default();
+        Multifactor {
+            weight_age: self.weight_age.unwrap_or(d.weight_age),
+            weight_job_size: self.weight_job_size.unwrap_or(d.weight_job_size),
+            weight_fair_share: self.weight_fair_share.unwrap_or(d.weight_fair_share),
+            weight_qos: self.weight_qos.unwrap_or(d.weight_qos),
+            max_age: self
+                .max_age_s
+                .map_or(d.max_age, SimDuration::from_secs_f64_rounded),
+            favor_small: self.favor_small,
+            rekey: self
+                .recalc_interval_s
+                .map_or(d.rekey, SimDuration::from_secs_f64_rounded),
+        }
     }
 }

@@ -47,6 +47,12 @@ impl SimDuration {
     /// Zero length.
     pub const ZERO: SimDuration = SimDuration(0);
 
+    /// A span of `s` seconds (as a scenario writes them), rounded to the nearest
+    /// millisecond, half away from zero; negative and NaN give zero (check first).
+    pub fn from_secs_f64_rounded(s: f64) -> SimDuration {
+        SimDuration((s * 1000.0).round() as u64)
+    }
+
     /// A span of `s` whole seconds.
     pub const fn from_secs(s: u64) -> SimDuration {
         SimDuration(s * 1000)

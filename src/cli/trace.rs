@@ -137,20 +137,9 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
     }
 }
 
-/// The kebab-case name of a format, as scenarios spell it.
+/// The kebab-case name of a format, as scenarios spell it ([`TraceFormat::name`]).
 pub fn format_name(format: TraceFormat) -> String {
-    let mut out = String::new();
-    for (i, c) in format!("{format:?}").chars().enumerate() {
-        if c.is_ascii_uppercase() {
-            if i > 0 {
-                out.push('-');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    format.name()
 }
 
 fn opt(v: Option<f64>) -> String {

@@ -32,7 +32,7 @@ use serde::Serialize;
 use crate::report::html::{self, Cell};
 use crate::report::plots::{self, Figure, Kind, Series};
 use crate::scenario::overrides::{Override, Source};
-use crate::scenario::{PolicySpec, TraceDir};
+use crate::scenario::TraceDir;
 use crate::study::{
     self, metric_value, BadInput, Better, Metric, Point, METRICS, RELIABILITY_METRICS,
 };
@@ -47,38 +47,12 @@ pub struct Variant {
     pub overrides: Vec<Override>,
 }
 
-/// The field names of a struct type, read from its `Deserialize` implementation.
-fn struct_fields<T: for<'de> serde::Deserialize<'de>>() -> &'static [&'static str] {
-    use serde::de::{self, Visitor};
-    struct Probe<'a>(&'a mut &'static [&'static str]);
-    impl<'de> de::Deserializer<'de> for Probe<'_> {
-        type Error = de::value::Error;
-        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
-            Err(de::Error::custom("probe"))
-        }
-        fn deserialize_struct<V: Visitor<'de>>(
-            self,
-            _: &'static str,
-            fields: &'static [&'static str],
-            _: V,
-        ) -> Result<V::Value, Self::Error> {
-            *self.0 = fields;
-            Err(de::Error::custom("probe"))
-        }
-        serde::forward_to_deserialize_any! {
-            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
-            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
-            identifier ignored_any
-        }
-    }
-    let mut fields: &'static [&'static str] = &[];
-    let _ = T::deserialize(Probe(&mut fields));
-    fields
-}
-
-/// The fields of `[policy]`.
-pub fn policy_fields() -> &'static [&'static str] {
-    struct_fields::<PolicySpec>()
+/// The `[policy]` keys that take a policy name ([`fleetsim_policies::SchedulerSpec::STAGES`]).
+pub fn policy_fields() -> Vec<&'static str> {
+    fleetsim_policies::SchedulerSpec::STAGES
+        .iter()
+        .map(|s| s.field)
+        .collect()
 }
 
 /// Parses `--policies`.
@@ -98,18 +72,7 @@ pub fn parse_variants(arg: &str, source: &Source, extra: &[Override]) -> Result<
                 }
                 overrides.push(o);
             } else {
-                let accepted: Vec<&str> = policy_fields()
-                    .iter()
-                    .copied()
-                    .filter(|f| {
-                        let mut o = extra.to_vec();
-                        o.push(Override {
-                            path: format!("policy.{f}"),
-                            value: toml::Value::String(part.to_string()),
-                        });
-                        source.load(&o).is_ok()
-                    })
-                    .collect();
+                let accepted = fleetsim_policies::SchedulerSpec::stages_accepting(part);
                 match accepted.as_slice() {
                     [f] => overrides.push(Override {
                         path: format!("policy.{f}"),

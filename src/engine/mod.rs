@@ -705,7 +705,7 @@ impl Simulation {
         });
         let backfill = ext.backfill.is_some();
         let mut fleet = fleet;
-        if !policies.placement.reads_task_classes() {
+        if !policies.placement.kind().reads_task_classes() {
             fleet.stop_task_class_tracking();
         }
         let sched = Scheduler::new(policies, queue_cfgs).with(ext);

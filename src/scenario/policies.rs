@@ -9,14 +9,9 @@
 
 use std::collections::BTreeMap;
 
-use fleetsim_policies::backfill::BackfillConfig;
-use fleetsim_policies::queue_order::{Las, Multifactor};
-use fleetsim_policies::quota::{
-    Flavor, FlavorQuota, Fungibility, QuotaNodeSpec, QuotaSpec, ResourceQuota,
-};
+use fleetsim_policies::quota::{Flavor, FlavorQuota, QuotaNodeSpec, QuotaSpec, ResourceQuota};
 use fleetsim_policies::{
-    Extensions, FleetState, ModelId, ModelSet, NodeId, PreemptionConfig, QueueId, QueueOrderKind,
-    QuotaTree, SimDuration, SimTime,
+    Extensions, FleetState, ModelId, ModelSet, NodeId, QueueId, QuotaTree, SimDuration, SimTime,
 };
 
 use super::schema::*;
@@ -185,73 +180,16 @@ pub fn quota_tree(loaded: &Loaded, fleet: &FleetState) -> Result<Option<QuotaTre
         .map_err(|e| invalid("cohorts".into(), e.to_string()))
 }
 
-/// The stages beyond the basic policy choices.
+/// The stages beyond the basic policy choices: [`fleetsim_policies::SchedulerSpec::extensions`]
+/// with the scenario's quota tree.
 ///
 /// # Errors
 /// From [`quota_tree`].
 pub fn extensions(loaded: &Loaded, fleet: &FleetState) -> Result<Extensions, ScenarioError> {
-    let p = &loaded.scenario.policy;
-    let las = || Las {
-        thresholds_gpu_ms: p.las.as_ref().map_or_else(
-            || Las::default().thresholds_gpu_ms,
-            |l| {
-                l.thresholds_gpu_s
-                    .iter()
-                    .map(|&t| (t * 1000.0).round() as u64)
-                    .collect()
-            },
-        ),
-    };
-    let order: Option<Box<dyn fleetsim_policies::QueueOrder>> = match p.queue_order {
-        QueueOrderKind::Las => Some(Box::new(las())),
-        QueueOrderKind::Multifactor => {
-            let d = Multifactor::default();
-            let m = p.multifactor.clone();
-            Some(Box::new(match m {
-                None => d,
-                Some(m) => Multifactor {
-                    weight_age: m.weight_age.unwrap_or(d.weight_age),
-                    weight_job_size: m.weight_job_size.unwrap_or(d.weight_job_size),
-                    weight_fair_share: m.weight_fair_share.unwrap_or(d.weight_fair_share),
-                    weight_qos: m.weight_qos.unwrap_or(d.weight_qos),
-                    max_age: m
-                        .max_age_s
-                        .map_or(d.max_age, |v| SimDuration(secs_to_ms(v))),
-                    favor_small: m.favor_small,
-                    rekey: m
-                        .recalc_interval_s
-                        .map_or(d.rekey, |v| SimDuration(secs_to_ms(v))),
-                },
-            }))
-        }
-        _ => None,
-    };
-    let preemption = p.preemption.as_ref().map(|pr| PreemptionConfig {
-        within_queue: pr.within_queue,
-        reclaim_within_cohort: pr.reclaim_within_cohort,
-        fair_sharing: pr.fair_sharing.clone(),
-        capacity: pr.capacity,
-        tiers: pr.tiers,
-        las: pr.las.then(las),
-        grace: SimDuration(secs_to_ms(pr.grace_s)),
-    });
-    Ok(Extensions {
-        order,
-        quota: quota_tree(loaded, fleet)?,
-        fungibility: match p.flavor_fungibility {
-            FlavorFungibility::Borrow => Fungibility::Borrow,
-            FlavorFungibility::TryNextFlavor => Fungibility::TryNextFlavor,
-        },
-        admission: p.admission_order,
-        half_life: p
-            .fair_share
-            .as_ref()
-            .map(|f| SimDuration(secs_to_ms(f.half_life_s))),
-        preemption,
-        backfill: BackfillConfig::of(p.backfill, p.backfill_depth.unwrap_or(100) as usize),
-        attempt_budget: p.cycle.as_ref().and_then(|c| c.attempt_budget),
-        track_running: false,
-    })
+    Ok(loaded
+        .scenario
+        .policy
+        .extensions(quota_tree(loaded, fleet)?))
 }
 
 /// The scenario's node events against the fleet's node names.
@@ -339,43 +277,6 @@ pub fn node_changes(loaded: &Loaded, fleet: &FleetState) -> Result<Vec<NodeChang
         };
     }
     Ok(changes)
-}
-
-/// A one-line description of the preemption settings for reports: the rules that are on,
-/// e.g. `reclaim=any fair_sharing=less-than-or-equal-to-final-share grace=30s`.
-pub fn describe_preemption(p: &PreemptionSpec) -> String {
-    use fleetsim_policies::preemption::{CapacityPreemption, ReclaimWithinCohort, WithinQueue};
-    let mut parts = Vec::new();
-    if p.within_queue != WithinQueue::Never {
-        parts.push(format!("within_queue={}", p.within_queue));
-    }
-    if p.reclaim_within_cohort != ReclaimWithinCohort::Never {
-        parts.push(format!("reclaim={}", p.reclaim_within_cohort));
-    }
-    if !p.fair_sharing.is_empty() {
-        let s: Vec<&str> = p.fair_sharing.iter().map(|f| f.as_str()).collect();
-        parts.push(format!("fair_sharing={}", s.join("+")));
-    }
-    if p.capacity != CapacityPreemption::Never {
-        parts.push(format!("capacity={}", p.capacity));
-    }
-    if p.tiers {
-        parts.push("tiers".into());
-    }
-    if p.las {
-        parts.push("las".into());
-    }
-    if p.grace_s > 0.0 {
-        parts.push(format!("grace={}s", p.grace_s));
-    }
-    if let Some(c) = p.checkpoint_interval_s {
-        parts.push(format!("checkpoint={c}s"));
-    }
-    if parts.is_empty() {
-        "none".into()
-    } else {
-        parts.join(" ")
-    }
 }
 
 #[cfg(test)]

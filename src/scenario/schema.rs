@@ -2,14 +2,7 @@
 
 use serde::Deserialize;
 
-use fleetsim_policies::backfill::BackfillKind;
-use fleetsim_policies::preemption::{
-    CapacityPreemption, FairStrategy, ReclaimWithinCohort, WithinQueue,
-};
-use fleetsim_policies::{
-    AdmissionOrder, CellSelectKind, Level, PlacementKind, QueueOrderKind, QueueingStrategy,
-    RayStrategy, ScoreArithmetic, Tier, TopologyMode, TopologySpec,
-};
+use fleetsim_policies::{PlacementKind, QueueingStrategy, ScoreArithmetic, Tier};
 
 use crate::workload::synthetic::SyntheticSpec;
 
@@ -360,8 +353,8 @@ pub struct TraceSpec {
     pub sort: bool,
 }
 
-/// Trace formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+/// Trace formats, by the kebab-case names scenarios use ([`TraceFormat::name`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TraceFormat {
     /// Alibaba openb pod list.
@@ -383,6 +376,17 @@ pub enum TraceFormat {
     /// Alibaba PAI 2020 task table (`pai_task_table.csv`, joined with `pai_job_table.csv`
     /// beside it).
     AlibabaPai,
+}
+
+impl TraceFormat {
+    /// The name scenarios use (`alibaba-openb`, `slurm-sacct`, …): the serde name, so it
+    /// cannot drift from what the scenario reader accepts.
+    pub fn name(self) -> String {
+        match serde_json::to_value(self) {
+            Ok(serde_json::Value::String(s)) => s,
+            _ => unreachable!("a unit variant serializes as a string"),
+        }
+    }
 }
 
 /// One queue's settings.
@@ -521,218 +525,14 @@ pub enum NodeEventKind {
     Repair,
 }
 
-/// Policy choices, by name.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PolicySpec {
-    /// `fifo` or `priority`.
-    #[serde(default)]
-    pub queue_order: QueueOrderKind,
-    /// Default queueing strategy: `strict-fifo` or `best-effort-fifo`.
-    #[serde(default)]
-    pub queueing_strategy: QueueingStrategy,
-    /// `first-fit`, `best-fit`, `worst-fit`, `random`, `dot-prod`, `gpu-clustering`,
-    /// `gpu-packing`, `fgd-best-fit`, `fgd` or `topology-aware`.
-    #[serde(default)]
-    pub placement: PlacementKind,
-    /// `first-fit` (MultiKueue's first admitting cell), `least-loaded`, `best-fit-gang`
-    /// (best fit of the whole gang) or `quota-aware` (cells with room in the job's nominal quota first).
-    #[serde(default)]
-    pub cell_selection: CellSelectKind,
-    /// Dispatch latency of the global level, seconds: a job joins the queues this long after
-    /// submission (default 0).
-    #[serde(default)]
-    pub dispatch_latency_s: Option<f64>,
-    /// Order across queues: `queue-order` (default), `nominal-first`, `drf`,
-    /// `decayed-usage`.
-    #[serde(default)]
-    pub admission_order: AdmissionOrder,
-    /// `borrow` (default: borrow in the first flavor with room) or `try-next-flavor` (prefer
-    /// a later flavor with room within nominal quota) — Kueue `whenCanBorrow`.
-    #[serde(default)]
-    pub flavor_fungibility: FlavorFungibility,
-    /// `none` (default), `easy` or `conservative`.
-    #[serde(default)]
-    pub backfill: BackfillKind,
-    /// Conservative backfill: most reservations per pass (default 100).
-    #[serde(default)]
-    pub backfill_depth: Option<u32>,
-    /// Runtime estimates for SJF/SRTF and backfill: `user` (the job's time limit; default)
-    /// or `oracle` (its true run time).
-    #[serde(default)]
-    pub runtime_estimate: EstimateSource,
-    /// Tiresias LAS queues (for `queue_order = "las"` and LAS preemption).
-    #[serde(default)]
-    pub las: Option<LasSpec>,
-    /// Slurm multifactor weights (for `queue_order = "multifactor"`).
-    #[serde(default)]
-    pub multifactor: Option<MultifactorSpec>,
-    /// Decayed usage (for `decayed-usage` and the multifactor fair-share factor).
-    #[serde(default)]
-    pub fair_share: Option<FairShareSpec>,
-    /// Preemption (none when absent).
-    #[serde(default)]
-    pub preemption: Option<PreemptionSpec>,
-    /// The scheduling cycle: retries and budget.
-    #[serde(default)]
-    pub cycle: Option<CycleSpec>,
-    /// Topology constraint given to every gang (job of more than one task).
-    #[serde(default)]
-    pub topology: Option<TopologyToml>,
-}
+/// The `[policy]` table: the policy crate's typed scheduler spec, read as it is (see
+/// [`fleetsim_policies::spec`]).
+pub type PolicySpec = fleetsim_policies::SchedulerSpec;
 
-/// `[policy.topology]`: a gang topology constraint (see `fleetsim_policies::topology`).
-/// Levels: `node`, `domain` (NVLink domain / rack), `block`, `cell`.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TopologyToml {
-    /// All tasks inside one group of this level, or the gang waits (Kueue
-    /// `podset-required-topology`, Volcano `hard`).
-    #[serde(default)]
-    pub required: Option<Level>,
-    /// As few groups of this level as possible (Kueue `podset-preferred-topology`, Volcano
-    /// `soft`).
-    #[serde(default)]
-    pub preferred: Option<Level>,
-    /// Cut gangs into slices of this many tasks, each inside one group of `slice_level`
-    /// (Kueue `podset-slice-size`, Slurm `--segment`).
-    #[serde(default)]
-    pub slice_size: Option<u32>,
-    /// The level a slice stays in (default `domain`).
-    #[serde(default)]
-    pub slice_level: Option<Level>,
-    /// A Ray placement-group strategy: `PACK`, `SPREAD`, `STRICT_PACK`, `STRICT_SPREAD`.
-    #[serde(default)]
-    pub ray_strategy: Option<RayStrategy>,
-}
-
-impl TopologyToml {
-    /// The policy crate's spec.
-    pub fn to_spec(&self) -> TopologySpec {
-        let (level, mode) = match (self.required, self.preferred) {
-            (Some(l), _) => (Some(l), TopologyMode::Required),
-            (None, Some(l)) => (Some(l), TopologyMode::Preferred),
-            (None, None) => (None, TopologyMode::Preferred),
-        };
-        TopologySpec {
-            level,
-            mode,
-            slice_size: self.slice_size,
-            slice_level: self.slice_level.unwrap_or(Level::Domain),
-            ray: self.ray_strategy,
-        }
-    }
-}
-
-/// Flavor fungibility (Kueue `flavorFungibility.whenCanBorrow`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FlavorFungibility {
-    /// Borrow in the first flavor with room.
-    #[default]
-    Borrow,
-    /// Try the next flavors for room within nominal quota first.
-    TryNextFlavor,
-}
-
-/// Where runtime estimates come from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum EstimateSource {
-    /// The job's time limit (none: no estimate).
-    #[default]
-    User,
-    /// The job's true run time.
-    Oracle,
-}
-
-/// Tiresias LAS queues.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LasSpec {
-    /// Ascending attained-service thresholds, GPU-seconds (default `[3200]`).
-    pub thresholds_gpu_s: Vec<f64>,
-}
-
-/// Slurm multifactor priority weights.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MultifactorSpec {
-    /// `PriorityWeightAge` (default 1000).
-    #[serde(default)]
-    pub weight_age: Option<u64>,
-    /// `PriorityWeightJobSize` (default 1000).
-    #[serde(default)]
-    pub weight_job_size: Option<u64>,
-    /// `PriorityWeightFairshare` (default 10000).
-    #[serde(default)]
-    pub weight_fair_share: Option<u64>,
-    /// `PriorityWeightQOS`, on the tier (default 2000).
-    #[serde(default)]
-    pub weight_qos: Option<u64>,
-    /// `PriorityMaxAge`, seconds (default 7 days).
-    #[serde(default)]
-    pub max_age_s: Option<f64>,
-    /// `PriorityFavorSmall` (default false).
-    #[serde(default)]
-    pub favor_small: bool,
-    /// `PriorityCalcPeriod`, seconds (default 300): how often pending priorities are
-    /// recomputed.
-    #[serde(default)]
-    pub recalc_interval_s: Option<f64>,
-}
-
-/// Decayed usage.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FairShareSpec {
-    /// Half-life, seconds (Slurm `PriorityDecayHalfLife`; default 7 days).
-    pub half_life_s: f64,
-}
-
-/// Preemption settings.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PreemptionSpec {
-    /// `never` (default), `lower-priority`, `lower-or-newer-equal-priority`.
-    #[serde(default)]
-    pub within_queue: WithinQueue,
-    /// `never` (default), `lower-priority`, `any`.
-    #[serde(default)]
-    pub reclaim_within_cohort: ReclaimWithinCohort,
-    /// Kueue fair-sharing strategies, tried in order (e.g.
-    /// `["less-than-or-equal-to-final-share", "less-than-initial-share"]`); empty: none.
-    #[serde(default)]
-    pub fair_sharing: Vec<FairStrategy>,
-    /// Cluster-wide priority preemption for capacity: `never` (default), `lower-priority`.
-    #[serde(default)]
-    pub capacity: CapacityPreemption,
-    /// Higher tiers preempt lower ones (best-effort first).
-    #[serde(default)]
-    pub tiers: bool,
-    /// Tiresias: preempt jobs in lower LAS queues (thresholds from `[policy.las]`).
-    #[serde(default)]
-    pub las: bool,
-    /// Termination grace of victims, seconds (default 0).
-    #[serde(default)]
-    pub grace_s: f64,
-    /// Jobs checkpoint every this many seconds of progress; a victim restarts from its last
-    /// checkpoint (default: none, from scratch).
-    #[serde(default)]
-    pub checkpoint_interval_s: Option<f64>,
-}
-
-/// The scheduling cycle.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CycleSpec {
-    /// While jobs are pending, also run a pass this often, seconds.
-    #[serde(default)]
-    pub retry_interval_s: Option<f64>,
-    /// Most placement attempts per pass (a class of identical jobs costs one).
-    #[serde(default)]
-    pub attempt_budget: Option<u64>,
-}
+pub use fleetsim_policies::spec::{
+    CycleSpec, EstimateSource, FairShareSpec, LasSpec, MultifactorParams, PreemptionSpec,
+    TopologyTable,
+};
 
 /// The measurement window and time series.
 #[derive(Clone, Debug, Deserialize)]

@@ -473,17 +473,6 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
         }
         _ => {}
     }
-    if let Some(t) = &s.policy.topology {
-        if t.required.is_some() && t.preferred.is_some() {
-            return Err(bad(
-                "policy.topology".into(),
-                "give at most one of `required` and `preferred`",
-            ));
-        }
-        if t.slice_size == Some(0) {
-            return Err(bad("policy.topology.slice_size".into(), "must be ≥ 1"));
-        }
-    }
     let m = &s.metrics;
     if !finite_nonneg(m.warmup_s) {
         return Err(bad("metrics.warmup_s".into(), "must be a number ≥ 0"));
@@ -692,79 +681,15 @@ fn check_flavors(
     Ok(())
 }
 
-/// Checks the policy's numeric settings.
+/// Checks the policy's settings ([`fleetsim_policies::SchedulerSpec::validate`]), naming
+/// the field under `policy.`.
 fn validate_policy(
     s: &Scenario,
     bad: &dyn Fn(String, &str) -> ScenarioError,
 ) -> Result<(), ScenarioError> {
-    let p = &s.policy;
-    let positive = |field: &str, v: f64| -> Result<(), ScenarioError> {
-        if v.is_finite() && v > 0.0 {
-            Ok(())
-        } else {
-            Err(bad(
-                field.to_string(),
-                &format!("must be a number > 0, got {v}"),
-            ))
-        }
-    };
-    if let Some(las) = &p.las {
-        if las.thresholds_gpu_s.is_empty() {
-            return Err(bad(
-                "policy.las.thresholds_gpu_s".into(),
-                "needs at least one threshold",
-            ));
-        }
-        for (i, &t) in las.thresholds_gpu_s.iter().enumerate() {
-            positive(&format!("policy.las.thresholds_gpu_s[{i}]"), t)?;
-            if i > 0 && t <= las.thresholds_gpu_s[i - 1] {
-                return Err(bad(
-                    format!("policy.las.thresholds_gpu_s[{i}]"),
-                    "thresholds must be strictly ascending",
-                ));
-            }
-        }
-    }
-    if let Some(m) = &p.multifactor {
-        if let Some(v) = m.max_age_s {
-            positive("policy.multifactor.max_age_s", v)?;
-        }
-        if let Some(v) = m.recalc_interval_s {
-            positive("policy.multifactor.recalc_interval_s", v)?;
-        }
-    }
-    if let Some(f) = &p.fair_share {
-        positive("policy.fair_share.half_life_s", f.half_life_s)?;
-    }
-    if let Some(pr) = &p.preemption {
-        if !finite_nonneg(pr.grace_s) {
-            return Err(bad(
-                "policy.preemption.grace_s".into(),
-                "must be a number ≥ 0",
-            ));
-        }
-        if let Some(c) = pr.checkpoint_interval_s {
-            positive("policy.preemption.checkpoint_interval_s", c)?;
-        }
-    }
-    if let Some(c) = &p.cycle {
-        if let Some(v) = c.retry_interval_s {
-            positive("policy.cycle.retry_interval_s", v)?;
-        }
-        if c.attempt_budget == Some(0) {
-            return Err(bad(
-                "policy.cycle.attempt_budget".into(),
-                "must be at least 1",
-            ));
-        }
-    }
-    if p.backfill_depth == Some(0) {
-        return Err(bad("policy.backfill_depth".into(), "must be at least 1"));
-    }
-    Ok(())
+    s.policy
+        .validate()
+        .map_err(|e| bad(format!("policy.{}", e.field), &e.message))
 }
 
-/// Seconds (float, from a scenario) to milliseconds, rounding half away from zero.
-pub fn secs_to_ms(s: f64) -> u64 {
-    (s * 1000.0).round() as u64
-}
+pub use fleetsim_policies::spec::secs_to_ms;

@@ -129,13 +129,16 @@ fn policies() -> impl Strategy<Value = SchedulerConfig> {
         0usize..2,
     )
         .prop_map(|(o, s, p, c)| SchedulerConfig {
-            queue_order: [QueueOrderKind::Fifo, QueueOrderKind::Priority][o],
+            queue_order: [QueueOrderKind::Fifo, QueueOrderKind::Priority][o].into(),
             queueing_strategy: [
                 QueueingStrategy::StrictFifo,
                 QueueingStrategy::BestEffortFifo,
             ][s],
-            placement: PlacementKind::NAMES[p].parse().unwrap(),
-            cell_selection: [CellSelectKind::FirstFit, CellSelectKind::LeastLoaded][c],
+            placement: PlacementKind::NAMES[p]
+                .parse::<PlacementKind>()
+                .unwrap()
+                .into(),
+            cell_selection: [CellSelectKind::FirstFit, CellSelectKind::LeastLoaded][c].into(),
             topology: None,
         })
 }
@@ -184,7 +187,7 @@ proptest! {
     ) {
         let specs = specs(&jobs);
         let policies = SchedulerConfig {
-            queue_order: QueueOrderKind::Fifo,
+            queue_order: QueueOrderKind::Fifo.into(),
             queueing_strategy: QueueingStrategy::StrictFifo,
             ..SchedulerConfig::default()
         };
@@ -208,7 +211,7 @@ proptest! {
         policies in policies(),
     ) {
         let specs = specs(&jobs);
-        let (_, a) = simulate(&nodes, &specs, policies);
+        let (_, a) = simulate(&nodes, &specs, policies.clone());
         let (_, b) = simulate(&nodes, &specs, policies);
         prop_assert_eq!(a, b);
     }

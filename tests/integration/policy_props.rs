@@ -220,7 +220,7 @@ fn simulate(s: &Setup, jobs: &[JobSpec]) -> (RunResult, Vec<JobRow>) {
         ..Extensions::default()
     };
     let policies = SchedulerConfig {
-        queue_order: s.order,
+        queue_order: s.order.into(),
         ..SchedulerConfig::default()
     };
     let mut sim = Simulation::with_extensions(fleet(&s.nodes), policies, ext, cfg);

@@ -10,7 +10,7 @@ use fleetsim_policies::PlacementKind;
 fn run(placement: PlacementKind) -> fleetsim::report::summary::Summary {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/nvl72-topology.toml");
     let mut loaded = scenario::load(&path).unwrap();
-    loaded.scenario.policy.placement = placement;
+    loaded.scenario.policy.placement = placement.into();
     let opts = RunOptions {
         seed: None,
         trace_dir: TraceDir(PathBuf::from("unused")),

@@ -117,17 +117,18 @@ pub struct QuotaSpec {
     pub queues: Vec<(crate::QueueId, QuotaNodeSpec)>,
 }
 
-/// Flavor fungibility (Kueue `flavorFungibility.whenCanBorrow`): what to do when a flavor
-/// has room only by borrowing.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Fungibility {
-    /// Borrow in the first flavor that has room (Kueue `Borrow`, the default).
-    #[default]
-    Borrow,
-    /// Try the later flavors for room within nominal quota first; borrow only if none has it
-    /// (Kueue `TryNextFlavor`).
-    TryNextFlavor,
-}
+named_enum!(
+    /// Flavor fungibility (Kueue `flavorFungibility.whenCanBorrow`): what to do when a flavor
+    /// has room only by borrowing.
+    Fungibility {
+        /// Borrow in the first flavor that has room (Kueue `Borrow`, the default).
+        #[default]
+        Borrow => "borrow",
+        /// Try the later flavors for room within nominal quota first; borrow only if none has
+        /// it (Kueue `TryNextFlavor`).
+        TryNextFlavor => "try-next-flavor",
+    }
+);
 
 /// Errors in a quota configuration. All are fatal: the scheduler is not built.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -206,3 +207,13 @@ impl fmt::Display for QuotaError {
 }
 
 impl std::error::Error for QuotaError {}
+
+/// The quota request of a job (GPU-milli, milli-cores, MiB for the whole gang).
+pub(crate) fn request(job: &crate::job::PendingJob) -> Request {
+    let t = job.tasks as u64;
+    [
+        job.shape.total_gpu_milli() * t,
+        job.shape.cpu_milli * t,
+        job.shape.mem_mib * t,
+    ]
+}

@@ -1,0 +1,383 @@
+//! Everything but the pending queues: policies, quota, usage, running jobs, and the
+//! per-job steps of a pass (admission, placement in cells, classification).
+
+use super::*;
+
+/// Everything but the pending queues, so that a pass can borrow one pending entry and the
+/// rest of the scheduler at once.
+pub(crate) struct Core {
+    pub(crate) order: Box<dyn QueueOrder>,
+    pub(crate) placement: Box<dyn Placement>,
+    /// The placement context (node rank, seeded generator, FGD's typical tasks).
+    pub(crate) ctx: PlaceCtx,
+    pub(crate) default_topology: Option<TopologySpec>,
+    /// The configuration's own topology constraint (`None`: the placement's default).
+    pub(crate) configured_topology: Option<TopologySpec>,
+    pub(crate) cell_select: Box<dyn CellSelect>,
+    pub(crate) queues: Vec<QueueConfig>,
+    pub(crate) default_queue: QueueConfig,
+    pub(crate) queue_usage: Vec<u64>,
+    pub(crate) cell_sets: BTreeMap<Vec<CellId>, u32>,
+    pub(crate) now: SimTime,
+    pub(crate) quota: Option<QuotaTree>,
+    pub(crate) fungibility: Fungibility,
+    pub(crate) admission: AdmissionOrder,
+    pub(crate) decayed: Option<DecayedUsage>,
+    pub(crate) preemption: Option<PreemptionConfig>,
+    pub(crate) backfill: Option<BackfillConfig>,
+    pub(crate) budget: Option<u64>,
+    /// Running jobs by [`JobId`], when kept.
+    pub(crate) running: Option<Vec<Option<Box<Running>>>>,
+    pub(crate) nominated: Vec<Nomination>,
+    /// Jobs preempted at `.0` (the current instant): never preempted twice at one instant, so
+    /// a victim that restarts elsewhere at once is not thrashed.
+    pub(crate) preempted_now: (SimTime, BTreeSet<JobId>),
+    /// For each job in flight that was preempted (by input sequence), the sequence numbers of
+    /// its preemptors: it never preempts them back (rule P2).
+    pub(crate) preempted_by: BTreeMap<u64, Vec<u64>>,
+    /// Per queue, pending jobs per stored reason (index [`PendingReason::index`]; a job not
+    /// tried yet counts as [`PendingReason::NotTried`]).
+    pub(crate) reason_counts: Vec<WaitProfile>,
+    /// Wait profiles of jobs started since the caller last took them, by [`JobId`].
+    pub(crate) waits: Vec<Option<Box<WaitProfile>>>,
+    pub(crate) last_rekey: Option<SimTime>,
+    pub(crate) fleet_gpu_milli: u64,
+    pub(crate) fair_factors: Vec<u32>,
+    pub(crate) reservations: Vec<Reservation>,
+    /// [`Scheduler::check_resolvable`]'s verdicts for jobs that name no cells, by (shape,
+    /// models, gang size, queue): it reads only those, the fleet's empty-node capacity
+    /// classes and the queue and quota configuration, none of which change during a run.
+    pub(crate) resolvable: BTreeMap<(TaskShape, ModelSet, u32, QueueId), Result<(), RejectReason>>,
+}
+
+impl Core {
+    pub(crate) fn queue(&self, q: QueueId) -> QueueConfig {
+        self.queues
+            .get(q.index())
+            .copied()
+            .unwrap_or(self.default_queue)
+    }
+
+    pub(crate) fn usage(&self, q: QueueId) -> u64 {
+        self.queue_usage.get(q.index()).copied().unwrap_or(0)
+    }
+
+    pub(crate) fn usage_mut(&mut self, q: QueueId) -> &mut u64 {
+        if q.index() >= self.queue_usage.len() {
+            self.queue_usage.resize(q.index() + 1, 0);
+        }
+        &mut self.queue_usage[q.index()]
+    }
+
+    /// The job's key in its queue now.
+    pub(crate) fn key_of(&self, job: &PendingJob) -> OrderKey {
+        let ctx = OrderCtx {
+            now: self.now,
+            fair_share_permille: &self.fair_factors,
+            fleet_gpu_milli: self.fleet_gpu_milli,
+        };
+        self.order.key_at(job, &ctx)
+    }
+
+    /// Slurm fair-share factors per queue from decayed usage, for dynamic orders.
+    pub(crate) fn refresh_fair_factors(&mut self, now: SimTime, queues: usize) {
+        let Some(d) = &self.decayed else {
+            return;
+        };
+        let n = queues.max(self.queues.len());
+        let usage: Vec<u128> = (0..n).map(|q| d.value(q, now)).collect();
+        let shares: Vec<u64> = (0..n)
+            .map(|q| self.queue(QueueId(q as u32)).weight_milli)
+            .collect();
+        let total_u: u128 = usage.iter().sum();
+        let total_s: u64 = shares.iter().sum();
+        self.fair_factors = (0..n)
+            .map(|q| fair_share_factor(usage[q], total_u, shares[q], total_s))
+            .collect();
+    }
+
+    /// The heap entry of a queue head.
+    pub(crate) fn head(&self, q: QueueId, key: OrderKey, id: JobId, job: &PendingJob) -> Head {
+        let tier = self.queue(q).tier;
+        let prefix = match self.admission {
+            AdmissionOrder::QueueOrder => 0,
+            AdmissionOrder::NominalFirst | AdmissionOrder::Drf => match self.first_flavor(job) {
+                None => 0,
+                Some(f) => {
+                    let t = self.quota.as_ref().expect("a flavor implies quota");
+                    let req = request(job);
+                    if self.admission == AdmissionOrder::Drf {
+                        t.fair_order_key(q, f, &req)
+                    } else {
+                        match t.check(q, f, &req) {
+                            QuotaFit::Fits { borrows: false } => 0,
+                            _ => 1,
+                        }
+                    }
+                }
+            },
+            AdmissionOrder::DecayedUsage => match &self.decayed {
+                None => 0,
+                Some(d) => {
+                    let w = self.queue(q).weight_milli.max(1) as u128;
+                    (d.value(q.index(), self.now) * 1000 / w).min(u64::MAX as u128) as u64
+                }
+            },
+        };
+        Reverse((tier.order_rank(), prefix, key, id, q))
+    }
+
+    /// The first quota flavor of the job's queue that offers a model the job allows.
+    pub(crate) fn first_flavor(&self, job: &PendingJob) -> Option<u16> {
+        if job.tier == Tier::BestEffort {
+            return None;
+        }
+        let t = self.quota.as_ref()?;
+        t.queue_flavors(job.queue)?
+            .iter()
+            .copied()
+            .find(|&f| job.models.intersect(t.flavor_models(f)).is_some())
+    }
+
+    /// Charges a started job: queue usage, quota in `flavor`, decayed usage, and the running
+    /// set (when kept).
+    pub(crate) fn admit(&mut self, job: &PendingJob, flavor: Option<u16>, allocs: &[TaskAlloc]) {
+        let total = job.total_gpu_milli();
+        *self.usage_mut(job.queue) += total;
+        let now = self.now;
+        if let Some(d) = &mut self.decayed {
+            d.add_rate(job.queue.index(), total as i64, now);
+        }
+        let charged = flavor.filter(|_| job.tier != Tier::BestEffort);
+        let req = if charged.is_some() {
+            request(job)
+        } else {
+            [0; 3]
+        };
+        if let (Some(t), Some(f)) = (self.quota.as_mut(), charged) {
+            t.add_usage(job.queue, f, &req);
+        }
+        let Some(reg) = self.running.as_mut() else {
+            return;
+        };
+        let i = job.id.index();
+        if i >= reg.len() {
+            reg.resize_with(i + 1, || None);
+        }
+        let est_end = job.runtime_estimate.map_or(SimTime::MAX, |e| now + e);
+        reg[i] = Some(Box::new(Running {
+            job: job.clone_without_cells(),
+            flavor: charged,
+            req,
+            allocs: allocs.to_vec(),
+            start: now,
+            est_end,
+            evicting: None,
+        }));
+    }
+
+    /// Moves a started job into its running record (made by [`Core::admit`] with a copy that
+    /// leaves out the cell list, so that starting a job allocates nothing it does not keep).
+    pub(crate) fn register(&mut self, job: PendingJob) {
+        if let Some(reg) = self.running.as_mut() {
+            if let Some(Some(r)) = reg.get_mut(job.id.index()) {
+                r.job = job;
+            }
+        }
+    }
+
+    /// Undoes [`Core::admit`]'s queue usage and decayed usage for `gpu_milli`.
+    pub(crate) fn uncharge(&mut self, queue: QueueId, gpu_milli: u64, now: SimTime) {
+        let u = self.usage_mut(queue);
+        *u = u
+            .checked_sub(gpu_milli)
+            .expect("queue usage would go negative: a job ended that was never started");
+        if let Some(d) = &mut self.decayed {
+            d.add_rate(queue.index(), -(gpu_milli as i64), now);
+        }
+    }
+
+    /// Releases the quota a nomination held.
+    pub(crate) fn unreserve(&mut self, n: &Nomination) {
+        if let (Some(t), Some((f, req))) = (self.quota.as_mut(), n.reserved) {
+            t.remove_usage(n.queue, f, &req);
+        }
+    }
+
+    /// Forgets `job`'s nomination, if any, releasing its quota.
+    pub(crate) fn drop_nomination(&mut self, job: JobId) {
+        if let Some(i) = self.nominated.iter().position(|n| n.preemptor == job) {
+            let n = self.nominated.remove(i);
+            self.unreserve(&n);
+        }
+    }
+
+    /// True when `job` nominated victims that are still inside their grace period.
+    pub(crate) fn awaits_victims(&self, job: JobId) -> bool {
+        self.nominated
+            .iter()
+            .any(|n| n.preemptor == job && !n.victims.is_empty())
+    }
+
+    /// Places `job` in its first fitting allowed cell with models `models`, respecting the
+    /// pass's backfill reservations. `Ok(None)`: no attempt left in the pass budget.
+    pub(crate) fn try_place(
+        &mut self,
+        pass: &mut PassState,
+        fleet: &mut FleetState,
+        job: &PendingJob,
+        cells_key: u32,
+        models: ModelSet,
+    ) -> Result<Option<(CellId, Vec<TaskAlloc>)>, PendingReason> {
+        let prefix = self.reservation_prefix(pass, job);
+        let exact = (
+            job.shape,
+            job.tasks,
+            models,
+            cells_key,
+            job.topology,
+            prefix as u32,
+        );
+        if let Some(&r) = pass.failed_exact.get(&exact) {
+            return Err(r);
+        }
+        let dominated = pass.failed_single.iter().find(|&&(s, m, c, p, _)| {
+            job.topology.is_none()
+                && m == models
+                && c == cells_key
+                && p == prefix as u32
+                && s.num_gpu <= job.shape.num_gpu
+                && s.gpu_milli <= job.shape.gpu_milli
+                && s.cpu_milli <= job.shape.cpu_milli
+                && s.mem_mib <= job.shape.mem_mib
+        });
+        if let Some(&(_, _, _, _, r)) = dominated {
+            let r = if r == PendingReason::Reservation
+                || job.total_gpu_milli() <= self.free_for(fleet, job, models)
+            {
+                r
+            } else {
+                PendingReason::NoCapacity
+            };
+            return Err(r);
+        }
+        if pass.budget == 0 {
+            return Ok(None);
+        }
+        pass.budget -= 1;
+        let placed = if prefix == 0 {
+            self.place_in_cells(pass, fleet, job, models)
+        } else {
+            let phantoms = crate::backfill::apply_phantoms(fleet, &pass.reservations[..prefix]);
+            let placed = self.place_in_cells(pass, fleet, job, models);
+            crate::backfill::release_phantoms(fleet, &phantoms);
+            placed
+        };
+        if let Some(p) = placed {
+            return Ok(Some(p));
+        }
+        let mut reason = self.classify(fleet, job, models);
+        if prefix > 0 && reason != PendingReason::NoCapacity {
+            // Would it fit without the reservations?
+            if let Some((_, allocs)) = self.place_in_cells(pass, fleet, job, models) {
+                for a in allocs.iter().rev() {
+                    fleet.release(a).expect("releasing a placement made here");
+                }
+                reason = PendingReason::Reservation;
+            }
+        }
+        if job.tasks == 1 && job.topology.is_none() {
+            pass.failed_single
+                .push((job.shape, models, cells_key, prefix as u32, reason));
+        }
+        pass.failed_exact.insert(exact, reason);
+        Err(reason)
+    }
+
+    /// Cell selection then gang placement with models `models`.
+    pub(crate) fn place_in_cells(
+        &mut self,
+        pass: &mut PassState,
+        fleet: &mut FleetState,
+        job: &PendingJob,
+        models: ModelSet,
+    ) -> Option<(CellId, Vec<TaskAlloc>)> {
+        self.cell_select
+            .candidates_with_quota(fleet, self.quota.as_ref(), job, &mut pass.cells);
+        // A flavor narrows the models; the copy leaves out the cell list (not read by
+        // placement), so it allocates nothing.
+        let narrowed;
+        let job = if models == job.models {
+            job
+        } else {
+            narrowed = PendingJob {
+                models,
+                ..job.clone_without_cells()
+            };
+            &narrowed
+        };
+        for &cell in &pass.cells {
+            if let Some(tasks) =
+                place_gang(self.placement.as_ref(), &mut self.ctx, fleet, cell, job)
+            {
+                return Some((cell, tasks));
+            }
+        }
+        None
+    }
+
+    /// Free GPU-milli of models `models` in the cells `job` allows.
+    pub(crate) fn free_for(&self, fleet: &FleetState, job: &PendingJob, models: ModelSet) -> u64 {
+        (0..fleet.cells().len())
+            .map(|c| CellId(c as u16))
+            .filter(|&c| job.allows_cell(c))
+            .map(|c| fleet.free_gpu_milli(c, models))
+            .sum()
+    }
+
+    /// Why a job that fit quota did not fit the fleet: not enough free accelerators
+    /// ([`PendingReason::NoCapacity`]); enough, and single tasks would fit, but not the whole
+    /// gang ([`PendingReason::Gang`]); enough, but no node has room for a task
+    /// ([`PendingReason::Fragmentation`]).
+    pub(crate) fn classify(
+        &self,
+        fleet: &FleetState,
+        job: &PendingJob,
+        models: ModelSet,
+    ) -> PendingReason {
+        if job.shape.num_gpu == 0 || job.total_gpu_milli() > self.free_for(fleet, job, models) {
+            return PendingReason::NoCapacity;
+        }
+        if job.tasks > 1 {
+            // Does one task fit some node now? (The capacity index, not the placement policy,
+            // so that a policy's own state — a seeded generator — is not touched.)
+            let need = job.shape.total_gpu_milli() as u32;
+            let one = (0..fleet.cells().len())
+                .map(|c| CellId(c as u16))
+                .filter(|&c| job.allows_cell(c))
+                .any(|c| {
+                    fleet.cell_models(c).filter(|&m| models.allows(m)).any(|m| {
+                        fleet
+                            .gpu_candidates(c, m, need)
+                            .any(|n| fleet.fits(n, &job.shape, models))
+                    })
+                });
+            if one {
+                return PendingReason::Gang;
+            }
+        }
+        PendingReason::Fragmentation
+    }
+}
+
+impl Core {
+    /// How many of the pass's reservations (ascending by start) begin before `job`, started
+    /// now, would end by its estimate: those it must not use.
+    pub(crate) fn reservation_prefix(&self, pass: &PassState, job: &PendingJob) -> usize {
+        if pass.reservations.is_empty() {
+            return 0;
+        }
+        let end = job.runtime_estimate.map_or(SimTime::MAX, |e| self.now + e);
+        pass.reservations.partition_point(|r| r.start < end)
+    }
+}

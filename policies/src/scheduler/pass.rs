@@ -1,0 +1,342 @@
+//! One scheduling pass: merging the queues' heads, trying each job, settling outcomes.
+
+use super::*;
+
+/// A heap entry: (tier rank, admission prefix, key, job, queue), smallest first.
+pub(crate) type Head = Reverse<(u8, u64, OrderKey, JobId, QueueId)>;
+
+/// Reusable per-pass buffers.
+#[derive(Debug, Default)]
+pub(crate) struct PassState {
+    pub(crate) heads: BinaryHeap<Head>,
+    pub(crate) failed_exact: BTreeMap<ExactKey, PendingReason>,
+    pub(crate) failed_single: Vec<(TaskShape, ModelSet, u32, u32, PendingReason)>,
+    pub(crate) failed_preempt: BTreeSet<(QueueId, i32, Tier, TaskShape, u32, ModelSet, u32)>,
+    pub(crate) cells: Vec<CellId>,
+    /// Placement attempts left.
+    pub(crate) budget: u64,
+    /// Victims requeued in this pass (not retried before the next pass).
+    pub(crate) requeue: Vec<PendingJob>,
+    pub(crate) requeued: BTreeSet<JobId>,
+    /// Backfill reservations made in this pass, ascending by start.
+    pub(crate) reservations: Vec<Reservation>,
+    /// Running jobs by estimated end (built on first use in a pass).
+    pub(crate) ends: Option<Vec<(SimTime, JobId)>>,
+    /// Phantoms holding the free part of nominated preemptors' room until the pass ends.
+    pub(crate) held: Vec<TaskAlloc>,
+    /// What running jobs offer as victims (built on the first preemption attempt).
+    pub(crate) run_summary: Option<RunSummary>,
+}
+
+/// Outcome of trying one job.
+pub(crate) enum Outcome {
+    Started,
+    Blocked(PendingReason),
+    /// Requeued in this pass: not tried, does not block its queue.
+    Skipped,
+}
+
+impl Scheduler {
+    /// One scheduling pass at the current time (the last [`Scheduler::schedule_at`] time, or
+    /// the latest submit).
+    pub fn schedule(&mut self, fleet: &mut FleetState) -> Vec<Decision> {
+        let now = self.core.now;
+        self.schedule_at(fleet, now)
+    }
+
+    /// One scheduling pass at `now` over every pending job in the cross-queue order (see the
+    /// module docs). Started jobs are reserved in `fleet`, removed from the pending set and
+    /// returned as [`Decision::Start`]; evictions are returned as [`Decision::Preempt`]
+    /// (a zero-grace victim is released in `fleet` and requeued at once), in the order they
+    /// were decided.
+    pub fn schedule_at(&mut self, fleet: &mut FleetState, now: SimTime) -> Vec<Decision> {
+        let mut decisions = Vec::new();
+        self.schedule_into(fleet, now, &mut decisions);
+        decisions
+    }
+
+    /// As [`Scheduler::schedule_at`], appending the decisions to `decisions` (a buffer the
+    /// caller reuses from pass to pass, so a pass allocates no list of its own).
+    pub fn schedule_into(
+        &mut self,
+        fleet: &mut FleetState,
+        now: SimTime,
+        decisions: &mut Vec<Decision>,
+    ) {
+        self.core.now = now;
+        self.core.fleet_gpu_milli = fleet.cells().iter().map(|c| c.available_gpu_milli).sum();
+        self.maybe_rekey(now);
+        let mut pass = self.pass.take().unwrap_or_default();
+        pass.heads.clear();
+        pass.failed_exact.clear();
+        pass.failed_single.clear();
+        pass.failed_preempt.clear();
+        pass.requeued.clear();
+        pass.reservations.clear();
+        pass.ends = None;
+        pass.run_summary = None;
+        pass.budget = self.core.budget.unwrap_or(u64::MAX);
+        // Preemptors whose victims are gone go first: the room was made for them.
+        if !self.core.nominated.is_empty() {
+            let ready: Vec<Nomination> = self
+                .core
+                .nominated
+                .iter()
+                .filter(|n| n.victims.is_empty())
+                .cloned()
+                .collect();
+            self.core.nominated.retain(|n| !n.victims.is_empty());
+            for n in ready {
+                self.core.unreserve(&n);
+                let q = n.queue.index();
+                let Some(entry) = self
+                    .pending
+                    .get_mut(q)
+                    .and_then(|p| p.jobs.get_mut(&(n.key, n.preemptor)))
+                else {
+                    continue;
+                };
+                let out = try_job(
+                    &mut self.core,
+                    &mut pass,
+                    fleet,
+                    entry,
+                    n.key,
+                    decisions,
+                    false,
+                );
+                self.settle(q, n.key, n.preemptor, out, &mut pass);
+            }
+        }
+        for (q, jobs) in self.pending.iter().enumerate() {
+            if let Some((&(key, id), e)) = jobs.jobs.first_key_value() {
+                let h = self.core.head(QueueId(q as u32), key, id, &e.job);
+                pass.heads.push(h);
+            }
+        }
+        // The room nominated preemptors still wait for is theirs: its free part is held by
+        // phantoms for the rest of the pass (Kubernetes' nominated node).
+        pass.held = if self.core.nominated.is_empty() {
+            Vec::new()
+        } else {
+            crate::backfill::apply_phantom_allocs(
+                fleet,
+                self.core.nominated.iter().flat_map(|n| n.allocs.iter()),
+            )
+        };
+        while let Some(Reverse((_, _, key, id, queue))) = pass.heads.pop() {
+            if pass.budget == 0 {
+                break;
+            }
+            let q = queue.index();
+            let entry = self.pending[q]
+                .jobs
+                .get_mut(&(key, id))
+                .expect("a head is pending");
+            let out = if pass.requeued.contains(&id) {
+                Outcome::Skipped
+            } else {
+                try_job(
+                    &mut self.core,
+                    &mut pass,
+                    fleet,
+                    entry,
+                    key,
+                    decisions,
+                    true,
+                )
+            };
+            let blocked_strict = matches!(out, Outcome::Blocked(_))
+                && self.core.queue(queue).strategy == QueueingStrategy::StrictFifo;
+            self.settle(q, key, id, out, &mut pass);
+            if blocked_strict {
+                // The head is blocked: nothing more from this queue in this pass.
+                continue;
+            }
+            if let Some((&(k, j), e)) = self.pending[q].jobs.next_after((key, id)) {
+                let h = self.core.head(queue, k, j, &e.job);
+                pass.heads.push(h);
+            }
+        }
+        let held = std::mem::take(&mut pass.held);
+        crate::backfill::release_phantoms(fleet, &held);
+        self.core.reservations = std::mem::take(&mut pass.reservations);
+        self.pass = Some(pass);
+    }
+
+    /// Applies a try's outcome to the entry `(key, id)` of queue `q`, then requeues the
+    /// pass's victims.
+    pub(crate) fn settle(
+        &mut self,
+        q: usize,
+        key: OrderKey,
+        id: JobId,
+        out: Outcome,
+        pass: &mut PassState,
+    ) {
+        let now = self.core.now;
+        match out {
+            Outcome::Started => {
+                let mut e = self.pending[q].jobs.remove(&(key, id)).expect("present");
+                self.pending_len -= 1;
+                let counts = &mut self.core.reason_counts[q];
+                let old = e.reason.unwrap_or(PendingReason::NotTried);
+                counts[old.index()] -= 1;
+                charge(&mut e, old, now);
+                if let Some(waited) = e.waited.take() {
+                    let w = &mut self.core.waits;
+                    if id.index() >= w.len() {
+                        w.resize(id.index() + 1, None);
+                    }
+                    match &mut w[id.index()] {
+                        Some(prev) => {
+                            for (a, b) in prev.iter_mut().zip(waited.iter()) {
+                                *a += b;
+                            }
+                        }
+                        slot => *slot = Some(waited),
+                    }
+                }
+                self.core.drop_nomination(id);
+                self.core.register(e.job);
+            }
+            Outcome::Blocked(r) => {
+                let e = self.pending[q].jobs.get_mut(&(key, id)).expect("present");
+                set_reason(&mut self.core.reason_counts[q], e, r, now);
+            }
+            Outcome::Skipped => {}
+        }
+        for job in std::mem::take(&mut pass.requeue) {
+            pass.requeued.insert(job.id);
+            self.enqueue(job, now);
+        }
+    }
+
+    /// Recomputes every pending key when the order is dynamic and its interval has passed.
+    pub(crate) fn maybe_rekey(&mut self, now: SimTime) {
+        let Some(iv) = self.core.order.rekey_interval() else {
+            return;
+        };
+        if self.core.last_rekey.is_some_and(|t| now < t + iv) {
+            return;
+        }
+        self.core.last_rekey = Some(now);
+        self.core.refresh_fair_factors(now, self.pending.len());
+        let c = &mut self.core;
+        for jobs in &mut self.pending {
+            for ((_, id), e) in jobs.jobs.drain_in_order() {
+                let k = c.key_of(&e.job);
+                for n in &mut c.nominated {
+                    if n.preemptor == id {
+                        n.key = k;
+                    }
+                }
+                jobs.jobs.insert((k, id), e);
+            }
+        }
+    }
+}
+
+/// Tries one pending job: queue maximum, quota and flavors, placement, then (if
+/// `may_preempt`) preemption, then a backfill reservation.
+pub(crate) fn try_job(
+    c: &mut Core,
+    pass: &mut PassState,
+    fleet: &mut FleetState,
+    entry: &mut Entry,
+    key: OrderKey,
+    out: &mut Vec<Decision>,
+    may_preempt: bool,
+) -> Outcome {
+    let job = &entry.job;
+    if c.awaits_victims(job.id) {
+        // Its room is being made; its quota is reserved (see `Nomination`).
+        return Outcome::Blocked(PendingReason::Preempting);
+    }
+    let qc = c.queue(job.queue);
+    if let Some(max) = qc.max_gpu_milli {
+        if c.usage(job.queue) + job.total_gpu_milli() > max {
+            return Outcome::Blocked(PendingReason::QueueMax);
+        }
+    }
+    // Admission: the flavors whose quota has room, in the order fungibility asks for.
+    let mut candidates: Vec<(Option<u16>, ModelSet)> = Vec::new();
+    let mut reason: Option<PendingReason> = None;
+    let quota_applies =
+        job.tier != Tier::BestEffort && c.quota.as_ref().is_some_and(|t| t.has_queue(job.queue));
+    if quota_applies {
+        let t = c.quota.as_ref().expect("checked");
+        let req = request(job);
+        let mut later = Vec::new();
+        for &f in t.queue_flavors(job.queue).expect("checked") {
+            let Some(models) = job.models.intersect(t.flavor_models(f)) else {
+                continue;
+            };
+            match t.check(job.queue, f, &req) {
+                QuotaFit::Fits { borrows } => {
+                    if borrows && c.fungibility == Fungibility::TryNextFlavor {
+                        later.push((Some(f), models));
+                    } else {
+                        candidates.push((Some(f), models));
+                    }
+                }
+                QuotaFit::Blocked { reason: r, .. } => {
+                    reason.get_or_insert(r);
+                }
+            }
+        }
+        candidates.extend(later);
+    }
+    // Without quota the one candidate is the job's own models: no list to allocate.
+    let unquoted = [(None, job.models)];
+    let candidates: &[(Option<u16>, ModelSet)] = if quota_applies {
+        &candidates
+    } else {
+        &unquoted
+    };
+    let mut physical: Option<PendingReason> = None;
+    for &(flavor, models) in candidates {
+        match c.try_place(pass, fleet, job, entry.cells_key, models) {
+            Ok(Some((cell, tasks))) => {
+                c.admit(job, flavor, &tasks);
+                out.push(Decision::Start {
+                    job: job.id,
+                    cell,
+                    tasks,
+                });
+                return Outcome::Started;
+            }
+            Ok(None) => return Outcome::Blocked(entry.reason.unwrap_or(PendingReason::NotTried)),
+            Err(r) => {
+                physical.get_or_insert(r);
+            }
+        }
+    }
+    let reason = physical.or(reason).unwrap_or(PendingReason::NoCapacity);
+    if may_preempt && c.preemption.is_some() && job.tier != Tier::BestEffort {
+        if let Some(started) = preempt_for(c, pass, fleet, entry, key, out) {
+            if started {
+                return Outcome::Started;
+            }
+            return Outcome::Blocked(PendingReason::Preempting);
+        }
+    }
+    if c.backfill.is_some()
+        && matches!(
+            reason,
+            PendingReason::NoCapacity
+                | PendingReason::Fragmentation
+                | PendingReason::Gang
+                | PendingReason::Reservation
+        )
+    {
+        reserve(c, pass, fleet, &entry.job);
+    }
+    Outcome::Blocked(reason)
+}
+
+/// Requeues a job stopped in this pass (after the current entry is settled; it is not tried
+/// again in this pass).
+pub(crate) fn requeue_in_pass(pass: &mut PassState, job: PendingJob) {
+    pass.requeue.push(job);
+}

@@ -1,0 +1,131 @@
+//! The pending set: entries in queue order per queue, with their wait bookkeeping.
+
+use super::*;
+
+/// One pending job with its scheduler-side bookkeeping.
+#[derive(Clone, Debug)]
+pub(crate) struct Entry {
+    pub(crate) job: PendingJob,
+    /// Interned id of `job.cells` (jobs with equal cell lists share it).
+    pub(crate) cells_key: u32,
+    /// Why it could not start when last tried (`None`: not tried yet).
+    pub(crate) reason: Option<PendingReason>,
+    /// Since when `reason` holds.
+    pub(crate) since: SimTime,
+    /// Time pending so far, per reason; allocated when the job first waits a non-zero time
+    /// (most jobs start in the pass that sees them arrive), so an entry stays small.
+    pub(crate) waited: Option<Box<WaitProfile>>,
+}
+
+/// A queue's pending jobs in queue order.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct QueueJobs {
+    pub(crate) jobs: PendingMap,
+}
+
+/// Pending entries by `(order key, job id)`: the order map holds slab indices and the
+/// entries stay put in the slab, so inserting or removing a job moves a few words in the
+/// B-tree instead of shifting ~200-byte entries.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PendingMap {
+    pub(crate) order: BTreeMap<(OrderKey, JobId), u32>,
+    pub(crate) entries: slab::Slab<Entry>,
+}
+
+impl PendingMap {
+    pub(crate) fn first_key_value(&self) -> Option<(&(OrderKey, JobId), &Entry)> {
+        self.order
+            .first_key_value()
+            .map(|(k, &i)| (k, &self.entries[i as usize]))
+    }
+
+    pub(crate) fn get_mut(&mut self, k: &(OrderKey, JobId)) -> Option<&mut Entry> {
+        let i = *self.order.get(k)?;
+        Some(&mut self.entries[i as usize])
+    }
+
+    pub(crate) fn values(&self) -> impl Iterator<Item = &Entry> + '_ {
+        self.order.values().map(|&i| &self.entries[i as usize])
+    }
+
+    /// The first entry after `k` in queue order.
+    pub(crate) fn next_after(&self, k: (OrderKey, JobId)) -> Option<(&(OrderKey, JobId), &Entry)> {
+        self.order
+            .range((Bound::Excluded(k), Bound::Unbounded))
+            .next()
+            .map(|(k, &i)| (k, &self.entries[i as usize]))
+    }
+
+    pub(crate) fn insert(&mut self, k: (OrderKey, JobId), e: Entry) {
+        let i = u32::try_from(self.entries.insert(e)).expect("fewer than 2^32 pending jobs");
+        if let Some(old) = self.order.insert(k, i) {
+            self.entries.remove(old as usize);
+        }
+    }
+
+    pub(crate) fn remove(&mut self, k: &(OrderKey, JobId)) -> Option<Entry> {
+        let i = self.order.remove(k)?;
+        Some(self.entries.remove(i as usize))
+    }
+
+    /// Empties the map, returning its entries in queue order.
+    pub(crate) fn drain_in_order(&mut self) -> Vec<((OrderKey, JobId), Entry)> {
+        let order = std::mem::take(&mut self.order);
+        let mut entries = std::mem::take(&mut self.entries);
+        order
+            .into_iter()
+            .map(|(k, i)| (k, entries.remove(i as usize)))
+            .collect()
+    }
+}
+
+/// Requirements that failed in the current pass, keyed without allocation: shape, tasks,
+/// models, cell set, topology constraint, and how many backfill reservations were in force.
+pub(crate) type ExactKey = (TaskShape, u32, ModelSet, u32, Option<TopologySpec>, u32);
+
+/// Moves an entry to reason `r` at `now`, charging the time since its last change to its old
+/// reason.
+pub(crate) fn set_reason(counts: &mut WaitProfile, e: &mut Entry, r: PendingReason, now: SimTime) {
+    let old = e.reason.unwrap_or(PendingReason::NotTried);
+    if e.reason == Some(r) {
+        return;
+    }
+    charge(e, old, now);
+    e.since = now;
+    counts[old.index()] -= 1;
+    counts[r.index()] += 1;
+    e.reason = Some(r);
+}
+
+/// Charges the time since the entry's last reason change to reason `old`.
+pub(crate) fn charge(e: &mut Entry, old: PendingReason, now: SimTime) {
+    let dt = now.saturating_since(e.since).0;
+    if dt > 0 {
+        e.waited
+            .get_or_insert_with(|| Box::new([0; PendingReason::ALL.len()]))[old.index()] += dt;
+    }
+}
+
+impl PendingJob {
+    /// A copy without the cell list (which allocates).
+    pub(crate) fn clone_without_cells(&self) -> PendingJob {
+        PendingJob {
+            id: self.id,
+            tenant: self.tenant,
+            queue: self.queue,
+            priority: self.priority,
+            submit: self.submit,
+            seq: self.seq,
+            shape: self.shape,
+            tasks: self.tasks,
+            models: self.models,
+            cells: Vec::new(),
+            runtime_estimate: self.runtime_estimate,
+            topology: self.topology,
+            tier: self.tier,
+            done: self.done,
+            attained_gpu_ms: self.attained_gpu_ms,
+            checkpoint_interval: self.checkpoint_interval,
+        }
+    }
+}

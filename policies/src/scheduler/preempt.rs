@@ -1,0 +1,691 @@
+//! The preemption search of a pass: candidates by rule, a minimal victim set, the plan
+//! and its application (the rules and the victim order: [`crate::preemption`]).
+
+use super::*;
+use crate::decision::PreemptReason;
+use crate::fairshare::Share;
+use crate::preemption::*;
+
+/// A victim taken out of quota and the fleet during planning.
+pub(crate) struct Removed {
+    pub(crate) id: JobId,
+    pub(crate) rule: PreemptReason,
+}
+
+/// Looks for victims for `entry`'s job and applies them. `None`: no preemption. `Some(true)`:
+/// victims were released and the job started (zero grace). `Some(false)`: victims were told
+/// to terminate and the job waits for them.
+pub(crate) fn preempt_for(
+    c: &mut Core,
+    pass: &mut PassState,
+    fleet: &mut FleetState,
+    entry: &mut Entry,
+    key: OrderKey,
+    out: &mut Vec<Decision>,
+) -> Option<bool> {
+    let job = &entry.job;
+    let memo = (
+        job.queue,
+        job.priority,
+        job.tier,
+        job.shape,
+        job.tasks,
+        job.models,
+        entry.cells_key,
+    );
+    if pass.failed_preempt.contains(&memo) || pass.budget == 0 {
+        return None;
+    }
+    pass.budget -= 1;
+    let flavors: Vec<(Option<u16>, ModelSet)> = match c.quota.as_ref() {
+        Some(t) if t.has_queue(job.queue) => t
+            .queue_flavors(job.queue)
+            .expect("checked")
+            .iter()
+            .filter_map(|&f| {
+                job.models
+                    .intersect(t.flavor_models(f))
+                    .map(|m| (Some(f), m))
+            })
+            .collect(),
+        _ => vec![(None, job.models)],
+    };
+    let cfg = c.preemption.clone().expect("called with preemption on");
+    let rounds: Vec<Option<crate::preemption::FairStrategy>> = if cfg.fair_sharing.is_empty() {
+        vec![None]
+    } else {
+        cfg.fair_sharing.iter().map(|&s| Some(s)).collect()
+    };
+    for (flavor, models) in flavors {
+        if !could_preempt(c, pass, &cfg, job, flavor) {
+            continue;
+        }
+        let cands = candidates(c, &cfg, job, flavor);
+        if cands.is_empty() {
+            continue;
+        }
+        for &strategy in &rounds {
+            if let Some((cell, allocs, victims)) =
+                plan(c, pass, fleet, job, flavor, models, &cands, strategy)
+            {
+                let plan = Plan {
+                    flavor,
+                    cell,
+                    allocs,
+                    victims,
+                };
+                return Some(apply(c, pass, fleet, job, key, plan, out, &cfg));
+            }
+        }
+    }
+    pass.failed_preempt.insert(memo);
+    None
+}
+
+/// What the running jobs offer as victims, summarized once per pass (at its first preemption
+/// attempt): a necessary-condition filter, so that a job no rule could serve costs no scan.
+/// Jobs started later in the pass are not in it (preempting a job started at the same instant
+/// is waste anyway); victims taken in the pass stay in it (a needless scan at worst).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RunSummary {
+    /// Lowest priority of a running job, per queue.
+    pub(crate) min_prio: Vec<Option<i32>>,
+    /// Lowest priority of any running job.
+    pub(crate) min_prio_all: Option<i32>,
+    /// Running jobs per tier ([`crate::Tier`] as index).
+    pub(crate) tiers: [u64; 3],
+    /// Highest LAS queue of a running job.
+    pub(crate) max_level: usize,
+}
+
+pub(crate) fn summary(c: &Core, cfg: &PreemptionConfig) -> RunSummary {
+    let mut s = RunSummary::default();
+    let Some(reg) = &c.running else { return s };
+    for r in reg.iter().flatten().filter(|r| r.evicting.is_none()) {
+        let q = r.job.queue.index();
+        if q >= s.min_prio.len() {
+            s.min_prio.resize(q + 1, None);
+        }
+        let p = r.job.priority;
+        s.min_prio[q] = Some(s.min_prio[q].map_or(p, |m: i32| m.min(p)));
+        s.min_prio_all = Some(s.min_prio_all.map_or(p, |m: i32| m.min(p)));
+        s.tiers[r.job.tier as usize] += 1;
+        if let Some(l) = &cfg.las {
+            s.max_level = s.max_level.max(l.level(r.attained_gpu_ms(c.now)));
+        }
+    }
+    s
+}
+
+/// Could any rule give `job` a victim in `flavor`? A cheap necessary condition: per rule,
+/// does some running job (or queue) meet its prerequisite? `O(queues)`.
+pub(crate) fn could_preempt(
+    c: &Core,
+    pass: &mut PassState,
+    cfg: &PreemptionConfig,
+    job: &PendingJob,
+    flavor: Option<u16>,
+) -> bool {
+    if pass.run_summary.is_none() {
+        pass.run_summary = Some(summary(c, cfg));
+    }
+    let s = pass.run_summary.as_ref().expect("set above");
+    if cfg.tiers && s.tiers[..job.tier as usize].iter().any(|&n| n > 0) {
+        return true;
+    }
+    let queue_min = s.min_prio.get(job.queue.index()).copied().flatten();
+    let within = match cfg.within_queue {
+        WithinQueue::Never => false,
+        WithinQueue::LowerPriority => queue_min.is_some_and(|m| m < job.priority),
+        WithinQueue::LowerOrNewerEqualPriority => queue_min.is_some_and(|m| m <= job.priority),
+    };
+    if within {
+        return true;
+    }
+    if cfg.capacity == CapacityPreemption::LowerPriority
+        && s.min_prio_all.is_some_and(|m| m < job.priority)
+    {
+        return true;
+    }
+    if let Some(l) = &cfg.las {
+        if s.max_level > l.level(job.attained_gpu_ms) {
+            return true;
+        }
+    }
+    let (Some(t), Some(f)) = (c.quota.as_ref(), flavor) else {
+        return false;
+    };
+    let req = request(job);
+    let reclaim = cfg.reclaim_within_cohort != ReclaimWithinCohort::Never
+        && t.within_nominal_after(job.queue, f, &req);
+    let fair = !cfg.fair_sharing.is_empty();
+    if !reclaim && !fair {
+        return false;
+    }
+    // Both need another queue of the tree that borrows; fair sharing needs its share above
+    // the preemptor's share after admission (S2-a and S2-b both imply it).
+    let preemptor_new = if fair {
+        t.drs_with(job.queue, f, &req, true)
+    } else {
+        Share::ZERO
+    };
+    t.queues().any(|q| {
+        q != job.queue
+            && t.same_tree(q, job.queue)
+            && t.borrows_any(q)
+            && (reclaim || t.drs(q) > preemptor_new)
+    })
+}
+
+/// Eligible victims for `job` in `flavor`, sorted in victim order.
+pub(crate) fn candidates(
+    c: &Core,
+    cfg: &PreemptionConfig,
+    job: &PendingJob,
+    flavor: Option<u16>,
+) -> Vec<Candidate> {
+    let Some(reg) = &c.running else {
+        return Vec::new();
+    };
+    let now = c.now;
+    let quota = c.quota.as_ref();
+    let req = request(job);
+    let reclaimer = match (quota, flavor) {
+        (Some(t), Some(f)) => t.within_nominal_after(job.queue, f, &req),
+        _ => false,
+    };
+    let job_rank = (
+        if cfg.capacity == CapacityPreemption::LowerPriority {
+            job.priority
+        } else {
+            0
+        },
+        cfg.las
+            .as_ref()
+            .map_or(0, |l| -(l.level(job.attained_gpu_ms) as i64)),
+    );
+    let my_preemptors: &[u64] = c.preempted_by.get(&job.seq).map_or(&[], Vec::as_slice);
+    // Per queue, computed once per call: (flavor, borrowing in it, share per-mille).
+    let mut queue_info: Vec<Option<(Option<u16>, bool, u64)>> = Vec::new();
+    let mut info = |q: crate::ids::QueueId, f: Option<u16>| -> (bool, u64) {
+        let i = q.index();
+        if i >= queue_info.len() {
+            queue_info.resize(i + 1, None);
+        }
+        match queue_info[i] {
+            Some((cf, b, sh)) if cf == f => (b, sh),
+            _ => {
+                let b = match (quota, f) {
+                    (Some(t), Some(f)) => t.is_borrowing(q, f),
+                    _ => false,
+                };
+                let sh = quota.map_or(0, |t| t.drs(q).per_mille());
+                queue_info[i] = Some((f, b, sh));
+                (b, sh)
+            }
+        }
+    };
+    let mut out = Vec::new();
+    for r in reg.iter().flatten() {
+        let v = &r.job;
+        if r.evicting.is_some() || v.id == job.id {
+            continue;
+        }
+        if c.preempted_now.0 == now && c.preempted_now.1.contains(&v.id) {
+            // Rule P3: preempted earlier at this instant and restarted: not again now.
+            continue;
+        }
+        if my_preemptors.contains(&v.seq) {
+            // Rule P2: never preempt back a job that preempted this one.
+            continue;
+        }
+        let same_queue = v.queue == job.queue;
+        let same_tree = match quota {
+            Some(t) => !same_queue && t.same_tree(v.queue, job.queue),
+            None => false,
+        };
+        let (borrowing, share) = info(v.queue, r.flavor);
+        // Never a higher tier; a lower one only under the tier rule or quota rules.
+        if v.tier > job.tier {
+            continue;
+        }
+        // The capacity rank (priority, then LAS queue): one total order for the priority and
+        // LAS rules, so that neither can undo the other.
+        let v_rank = (
+            if cfg.capacity == CapacityPreemption::LowerPriority {
+                v.priority
+            } else {
+                0
+            },
+            cfg.las
+                .as_ref()
+                .map_or(0, |l| -(l.level(r.attained_gpu_ms(now)) as i64)),
+        );
+        // With quota, a job charged to another queue is a capacity victim only while that queue
+        // borrows (Kueue `borrowWithinCohort`): never below its nominal quota.
+        let capacity_ok =
+            !(same_tree || (quota.is_some() && !same_queue && r.flavor.is_some())) || borrowing;
+        let rule = if cfg.tiers && job.tier > v.tier {
+            Some(PreemptReason::Tier)
+        } else if same_queue
+            && match cfg.within_queue {
+                WithinQueue::Never => false,
+                WithinQueue::LowerPriority => v.priority < job.priority,
+                WithinQueue::LowerOrNewerEqualPriority => {
+                    v.priority < job.priority
+                        || (v.priority == job.priority && (v.submit, v.seq) > (job.submit, job.seq))
+                }
+            }
+        {
+            Some(PreemptReason::WithinQueue)
+        } else if same_tree
+            && reclaimer
+            && borrowing
+            && match cfg.reclaim_within_cohort {
+                ReclaimWithinCohort::Never => false,
+                ReclaimWithinCohort::LowerPriority => v.priority < job.priority,
+                ReclaimWithinCohort::Any => true,
+            }
+        {
+            Some(PreemptReason::Reclaim)
+        } else if capacity_ok && job_rank > v_rank {
+            Some(if job_rank.0 > v_rank.0 {
+                PreemptReason::Priority
+            } else {
+                PreemptReason::Las
+            })
+        } else if same_tree && borrowing && !cfg.fair_sharing.is_empty() {
+            Some(PreemptReason::FairShare)
+        } else {
+            None
+        };
+        let Some(rule) = rule else { continue };
+        let key = VictimKey {
+            tier: v.tier as u8,
+            borrowing,
+            share_per_mille: share,
+            same_queue,
+            priority: v.priority,
+            lost_gpu_milli_ms: r.lost_gpu_milli_ms(now),
+            start_ms: r.start.0,
+            seq: v.seq,
+        };
+        out.push(Candidate {
+            id: v.id,
+            rule,
+            key,
+        });
+    }
+    out.sort_unstable_by(|a, b| a.key.cmp(&b.key).then(a.id.cmp(&b.id)));
+    out
+}
+
+/// The simulator's [`VictimTrial`]: victims are indices into the candidates; the trial
+/// changes quota and the fleet, and holds the preemptor's tentative placement.
+pub(crate) struct SimTrial<'a> {
+    pub(crate) c: &'a mut Core,
+    pub(crate) pass: &'a mut PassState,
+    pub(crate) fleet: &'a mut FleetState,
+    pub(crate) job: &'a PendingJob,
+    pub(crate) flavor: Option<u16>,
+    pub(crate) models: ModelSet,
+    pub(crate) cands: &'a [Candidate],
+    pub(crate) strategy: Option<FairStrategy>,
+    pub(crate) req: crate::quota::Request,
+    pub(crate) need: u64,
+    /// What the preemptor's queue borrows before any victim leaves.
+    pub(crate) before: crate::quota::Request,
+    /// The preemptor's share after admission (changes only when a victim of its own queue
+    /// leaves).
+    pub(crate) pn_cache: Option<Share>,
+    /// Per queue, its share (changes only when a victim of it leaves).
+    pub(crate) old_cache: Vec<Option<Share>>,
+    pub(crate) fit: Option<(CellId, Vec<TaskAlloc>)>,
+}
+
+impl VictimTrial for SimTrial<'_> {
+    type Victim = usize;
+
+    fn eligible(&mut self, v: usize) -> bool {
+        let cand = &self.cands[v];
+        let r = running(self.c, cand.id);
+        let (vq, vf, vreq) = (r.job.queue, r.flavor, r.req);
+        match cand.rule {
+            PreemptReason::Reclaim => {
+                // Rule: the victim's queue must still be borrowing after earlier removals.
+                let t = self.c.quota.as_ref().expect("reclaim implies quota");
+                vf.is_some_and(|f| t.is_borrowing(vq, f))
+            }
+            PreemptReason::FairShare => {
+                let t = self.c.quota.as_ref().expect("fair sharing implies quota");
+                let (Some(f), Some(pf)) = (vf, self.flavor) else {
+                    return false;
+                };
+                if !t.is_borrowing(vq, f) {
+                    return false;
+                }
+                let (job, req) = (self.job, &self.req);
+                let preemptor_new = *self
+                    .pn_cache
+                    .get_or_insert_with(|| t.drs_with(job.queue, pf, req, true));
+                let qi = vq.index();
+                if qi >= self.old_cache.len() {
+                    self.old_cache.resize(qi + 1, None);
+                }
+                let target_old = *self.old_cache[qi].get_or_insert_with(|| t.drs(vq));
+                // Both strategies need the preemptor to end below the target's share before.
+                if preemptor_new >= target_old {
+                    return false;
+                }
+                match self.strategy {
+                    Some(FairStrategy::LessThanOrEqualToFinalShare) => {
+                        let target_new = t.drs_with(vq, f, &vreq, false);
+                        preemptor_new <= target_new && target_new < target_old
+                    }
+                    Some(FairStrategy::LessThanInitialShare) => true,
+                    None => false,
+                }
+            }
+            _ => true,
+        }
+    }
+
+    fn take_out(&mut self, v: usize) {
+        let id = self.cands[v].id;
+        let vq = running(self.c, id).job.queue;
+        take_out(self.c, self.fleet, id);
+        if vq == self.job.queue {
+            self.pn_cache = None;
+        }
+        if let Some(slot) = self.old_cache.get_mut(vq.index()) {
+            *slot = None;
+        }
+    }
+
+    fn put_back(&mut self, v: usize) {
+        if let Some((_, allocs)) = self.fit.take() {
+            release(self.fleet, &allocs);
+        }
+        put_back(self.c, self.fleet, self.cands[v].id);
+    }
+
+    fn fits(&mut self, taken: &[usize]) -> bool {
+        if !quota_ok(
+            self.c,
+            self.job,
+            self.flavor,
+            &self.req,
+            taken,
+            self.cands,
+            &self.before,
+        ) || self.c.free_for(self.fleet, self.job, self.models) < self.need
+        {
+            return false;
+        }
+        self.fit = self
+            .c
+            .place_in_cells(self.pass, self.fleet, self.job, self.models);
+        self.fit.is_some()
+    }
+
+    fn still_fits(&mut self, taken: &[usize]) -> bool {
+        self.fit = if quota_ok(
+            self.c,
+            self.job,
+            self.flavor,
+            &self.req,
+            taken,
+            self.cands,
+            &self.before,
+        ) {
+            self.c
+                .place_in_cells(self.pass, self.fleet, self.job, self.models)
+        } else {
+            None
+        };
+        self.fit.is_some()
+    }
+
+    fn refit(&mut self, _taken: &[usize]) {
+        self.fit = Some(
+            self.c
+                .place_in_cells(self.pass, self.fleet, self.job, self.models)
+                .expect("the preemptor fitted with this very victim set"),
+        );
+    }
+}
+
+/// Greedy removal in victim order until `job` fits, then minimization
+/// ([`minimal_victim_set`]). On success the victims are out of quota and the fleet and the
+/// job is placed; on failure nothing changed.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn plan(
+    c: &mut Core,
+    pass: &mut PassState,
+    fleet: &mut FleetState,
+    job: &PendingJob,
+    flavor: Option<u16>,
+    models: ModelSet,
+    cands: &[Candidate],
+    strategy: Option<FairStrategy>,
+) -> Option<(CellId, Vec<TaskAlloc>, Vec<Removed>)> {
+    let req = request(job);
+    let need = job.total_gpu_milli();
+    let before = match (c.quota.as_ref(), flavor) {
+        (Some(t), Some(f)) => t.borrowed(job.queue, f, None),
+        _ => [0; 3],
+    };
+    let mut trial = SimTrial {
+        c,
+        pass,
+        fleet,
+        job,
+        flavor,
+        models,
+        cands,
+        strategy,
+        req,
+        need,
+        before,
+        pn_cache: None,
+        old_cache: Vec::new(),
+        fit: None,
+    };
+    let taken = minimal_victim_set(&mut trial, 0..cands.len())?;
+    let (cell, allocs) = trial.fit.take().expect("a victim set is returned placed");
+    let removed = taken
+        .into_iter()
+        .map(|i| Removed {
+            id: cands[i].id,
+            rule: cands[i].rule,
+        })
+        .collect();
+    Some((cell, allocs, removed))
+}
+
+/// Does `job` fit its quota in `flavor` now, given the victims `removed` so far? Rule P1:
+/// only the fair-sharing rule (whose strategies bound shares) and the tier rule (whose
+/// best-effort victims hold no quota) may leave the preemptor's queue borrowing more than
+/// `before`, what it borrowed before the preemption; and victims taken from other queues
+/// under the reclaim, priority or LAS rules require the preemptor to end within its nominal
+/// quota. Without P1 a priority swap inside a borrowing queue (a larger job for a smaller one)
+/// raises that queue's share, fair sharing takes the room back, and the three jobs go round.
+pub(crate) fn quota_ok(
+    c: &Core,
+    job: &PendingJob,
+    flavor: Option<u16>,
+    req: &crate::quota::Request,
+    removed: &[usize],
+    cands: &[Candidate],
+    before: &crate::quota::Request,
+) -> bool {
+    let (Some(t), Some(f)) = (c.quota.as_ref(), flavor) else {
+        return true;
+    };
+    match t.check(job.queue, f, req) {
+        QuotaFit::Fits { borrows: false } => true,
+        QuotaFit::Fits { borrows: true } => {
+            let after = t.borrowed(job.queue, f, Some(req));
+            let increases = after.iter().zip(before).any(|(a, b)| a > b);
+            !removed.iter().map(|&i| &cands[i]).any(|v| match v.rule {
+                PreemptReason::FairShare | PreemptReason::Tier => false,
+                PreemptReason::WithinQueue => increases,
+                PreemptReason::Reclaim | PreemptReason::Priority | PreemptReason::Las => {
+                    increases || running(c, v.id).job.queue != job.queue
+                }
+            })
+        }
+        QuotaFit::Blocked { .. } => false,
+    }
+}
+
+pub(crate) fn running(c: &Core, id: JobId) -> &Running {
+    c.running
+        .as_ref()
+        .and_then(|reg| reg.get(id.index()))
+        .and_then(|r| r.as_deref())
+        .expect("a candidate is a tracked running job")
+}
+
+/// Takes a running job out of quota and the fleet (tentatively).
+pub(crate) fn take_out(c: &mut Core, fleet: &mut FleetState, id: JobId) {
+    let r = running(c, id);
+    let (q, f, req) = (r.job.queue, r.flavor, r.req);
+    release(fleet, &r.allocs);
+    if let (Some(t), Some(f)) = (c.quota.as_mut(), f) {
+        t.remove_usage(q, f, &req);
+    }
+}
+
+/// Undoes [`take_out`].
+pub(crate) fn put_back(c: &mut Core, fleet: &mut FleetState, id: JobId) {
+    let r = running(c, id);
+    let (q, f, req) = (r.job.queue, r.flavor, r.req);
+    for a in &r.allocs {
+        fleet
+            .apply(a)
+            .expect("restoring a running job's own binding cannot fail");
+    }
+    if let (Some(t), Some(f)) = (c.quota.as_mut(), f) {
+        t.add_usage(q, f, &req);
+    }
+}
+
+pub(crate) fn release(fleet: &mut FleetState, allocs: &[TaskAlloc]) {
+    for a in allocs.iter().rev() {
+        fleet
+            .release(a)
+            .expect("releasing a binding made or restored in this pass cannot fail");
+    }
+}
+
+/// A set of victims that makes room, and where the preemptor then goes.
+pub(crate) struct Plan {
+    pub(crate) flavor: Option<u16>,
+    pub(crate) cell: CellId,
+    pub(crate) allocs: Vec<TaskAlloc>,
+    pub(crate) victims: Vec<Removed>,
+}
+
+/// Commits a plan. Zero grace: victims stay released, are requeued and the preemptor starts
+/// (returns true). Otherwise the plan is undone, victims are marked terminating and the
+/// preemptor waits (returns false).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn apply(
+    c: &mut Core,
+    pass: &mut PassState,
+    fleet: &mut FleetState,
+    job: &PendingJob,
+    key: OrderKey,
+    plan: Plan,
+    out: &mut Vec<Decision>,
+    cfg: &PreemptionConfig,
+) -> bool {
+    let Plan {
+        flavor,
+        cell,
+        allocs,
+        victims,
+    } = plan;
+    let now = c.now;
+    if c.preempted_now.0 != now {
+        c.preempted_now = (now, std::collections::BTreeSet::new());
+    }
+    c.preempted_now.1.extend(victims.iter().map(|v| v.id));
+    for v in &victims {
+        let seq = running(c, v.id).job.seq;
+        let by = c.preempted_by.entry(seq).or_default();
+        if !by.contains(&job.seq) {
+            by.push(job.seq);
+        }
+    }
+    if cfg.grace == SimDuration::ZERO {
+        for v in &victims {
+            let r = c
+                .running
+                .as_mut()
+                .and_then(|reg| reg.get_mut(v.id.index()))
+                .and_then(Option::take)
+                .expect("a victim is tracked");
+            c.uncharge(r.job.queue, r.job.total_gpu_milli(), now);
+            requeue_in_pass(pass, stopped_job(&r, now));
+            for n in &mut c.nominated {
+                n.victims.retain(|&x| x != v.id);
+            }
+            out.push(Decision::Preempt {
+                job: v.id,
+                preemptor: job.id,
+                reason: v.rule,
+                grace: SimDuration::ZERO,
+            });
+        }
+        c.admit(job, flavor, &allocs);
+        out.push(Decision::Start {
+            job: job.id,
+            cell,
+            tasks: allocs,
+        });
+        return true;
+    }
+    release(fleet, &allocs);
+    for v in victims.iter().rev() {
+        put_back(c, fleet, v.id);
+    }
+    // The free part of the room is the preemptor's from now on (the victims' part is theirs
+    // until they go): held by phantoms for the rest of this pass, and in later passes.
+    let phantoms = crate::backfill::apply_phantom_allocs(fleet, allocs.iter());
+    pass.held.extend(phantoms);
+    let held = allocs;
+    let release_at = now + cfg.grace;
+    let reg = c.running.as_mut().expect("victims are tracked");
+    let mut ids = Vec::new();
+    for v in &victims {
+        let r = reg[v.id.index()].as_mut().expect("a victim is tracked");
+        r.evicting = Some(Eviction {
+            at: now,
+            release_at,
+        });
+        ids.push(v.id);
+        out.push(Decision::Preempt {
+            job: v.id,
+            preemptor: job.id,
+            reason: v.rule,
+            grace: cfg.grace,
+        });
+    }
+    let reserved = flavor
+        .filter(|_| job.tier != crate::Tier::BestEffort)
+        .map(|f| (f, request(job)));
+    if let (Some(t), Some((f, req))) = (c.quota.as_mut(), reserved) {
+        t.add_usage(job.queue, f, &req);
+    }
+    c.nominated.push(Nomination {
+        preemptor: job.id,
+        queue: job.queue,
+        key,
+        victims: ids,
+        reserved,
+        allocs: held,
+    });
+    false
+}

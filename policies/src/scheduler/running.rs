@@ -1,0 +1,74 @@
+//! The running set as the scheduler keeps it: admitted jobs, evictions in progress,
+//! nominated preemptors.
+
+use super::*;
+
+/// An eviction in progress.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Eviction {
+    /// When the job stopped making progress.
+    pub(crate) at: SimTime,
+    /// When its resources are released.
+    pub(crate) release_at: SimTime,
+}
+
+/// A running job as the scheduler keeps it (Kueue's cache of admitted workloads).
+#[derive(Clone, Debug)]
+pub(crate) struct Running {
+    pub(crate) job: PendingJob,
+    pub(crate) flavor: Option<u16>,
+    /// What is charged to quota (zero for best-effort and queues without quota).
+    pub(crate) req: Request,
+    pub(crate) allocs: Vec<TaskAlloc>,
+    pub(crate) start: SimTime,
+    pub(crate) est_end: SimTime,
+    pub(crate) evicting: Option<Eviction>,
+}
+
+impl Running {
+    /// Work lost if the job were stopped at `now`, GPU-milli·ms: progress since its last
+    /// checkpoint times its accelerators.
+    pub(crate) fn lost_gpu_milli_ms(&self, now: SimTime) -> u128 {
+        let ran = now.saturating_since(self.start);
+        let total = SimDuration(self.job.done.0 + ran.0);
+        let kept = kept_progress(total, self.job.checkpoint_interval);
+        (total.0 - kept.0) as u128 * self.job.total_gpu_milli() as u128
+    }
+
+    /// GPU·ms of service at `now`, earlier runs included.
+    pub(crate) fn attained_gpu_ms(&self, now: SimTime) -> u64 {
+        let ran = now.saturating_since(self.start).0 as u128;
+        self.job.attained_gpu_ms + (ran * self.job.total_gpu_milli() as u128 / 1000) as u64
+    }
+}
+
+/// A preemptor waiting for its victims' grace periods. Its request is reserved in its
+/// queue's quota meanwhile, so that no other job claims the same nominal quota (or reclaims
+/// for it a second time) before it starts.
+#[derive(Clone, Debug)]
+pub(crate) struct Nomination {
+    pub(crate) preemptor: JobId,
+    pub(crate) queue: QueueId,
+    pub(crate) key: OrderKey,
+    pub(crate) victims: Vec<JobId>,
+    /// Quota held for it: flavor and request.
+    pub(crate) reserved: Option<(u16, Request)>,
+    /// Where it will go: the placement its victims make room for.
+    pub(crate) allocs: Vec<TaskAlloc>,
+}
+
+/// The job to requeue after a run stopped at `at`: progress cut back to its last checkpoint,
+/// service and remaining estimate updated; submit time and sequence unchanged.
+pub(crate) fn stopped_job(r: &Running, at: SimTime) -> PendingJob {
+    let mut job = r.job.clone();
+    let ran = at.saturating_since(r.start);
+    let total = SimDuration(job.done.0 + ran.0);
+    let kept = kept_progress(total, job.checkpoint_interval);
+    let gained = kept.0.saturating_sub(job.done.0);
+    job.runtime_estimate = job
+        .runtime_estimate
+        .map(|e| SimDuration(e.0.saturating_sub(gained)));
+    job.attained_gpu_ms = r.attained_gpu_ms(at);
+    job.done = kept;
+    job
+}
