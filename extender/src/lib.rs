@@ -67,6 +67,7 @@
 
 pub mod server;
 pub mod snapshot;
+pub mod spec_file;
 pub mod verbs;
 pub mod wire;
 

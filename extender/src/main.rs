@@ -19,9 +19,13 @@ struct Args {
     listen: SocketAddr,
     /// Default placement policy, by the name scenarios use (pods may override it with the
     /// `fleetsim.io/placement` annotation).
-    #[arg(long, env = "FLEETSIM_EXTENDER_POLICY", default_value = "best-fit",
-          value_parser = parse_policy)]
-    policy: PlacementKind,
+    #[arg(long, env = "FLEETSIM_EXTENDER_POLICY", value_parser = parse_policy)]
+    policy: Option<PlacementKind>,
+    /// A scheduler spec file: a scenario's `[policy]` table (TOML, or JSON for `.json`) or a
+    /// whole scenario file, whose `placement` becomes the default policy (instead of
+    /// `--policy`). Reported at `GET /spec`.
+    #[arg(long, env = "FLEETSIM_EXTENDER_SPEC", conflicts_with = "policy")]
+    spec: Option<std::path::PathBuf>,
     /// Largest request body accepted, bytes; larger requests get 400.
     #[arg(long, env = "FLEETSIM_EXTENDER_MAX_BODY_BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
     max_body_bytes: usize,
@@ -34,17 +38,26 @@ fn parse_policy(s: &str) -> Result<PlacementKind, String> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    let spec = match (&args.spec, args.policy) {
+        (Some(path), _) => fleetsim_extender::spec_file::load(path).map_err(anyhow::Error::msg)?,
+        (None, p) => fleetsim_policies::SchedulerSpec {
+            placement: p.unwrap_or(PlacementKind::BestFit).into(),
+            ..Default::default()
+        },
+    };
+    let policy = spec.placement.kind();
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|e| anyhow::anyhow!("binding {}: {e}", args.listen))?;
     eprintln!(
         "fleetsim-extender listening on http://{} (policy {}, body limit {} bytes)",
         listener.local_addr()?,
-        args.policy,
+        policy,
         args.max_body_bytes
     );
     let config = Config {
-        policy: args.policy,
+        policy,
+        spec,
         max_body_bytes: args.max_body_bytes,
     };
     fleetsim_extender::serve(listener, config, async {

@@ -1,5 +1,5 @@
 //! The HTTP service: `POST /filter`, `POST /prioritize`, `POST /preempt`, `GET /healthz`,
-//! `GET /metrics` (Prometheus text format).
+//! `GET /spec` (the loaded scheduler spec), `GET /metrics` (Prometheus text format).
 //!
 //! Every verb reads its body up to [`Config::max_body_bytes`] and parses it itself, so that
 //! every bad request — malformed JSON, a missing field, an unknown policy name, a malformed
@@ -33,6 +33,9 @@ pub const NODE_CACHE_LIMIT: usize = 100_000;
 pub struct Config {
     /// The placement policy for pods without a `fleetsim.io/placement` annotation.
     pub policy: PlacementKind,
+    /// The scheduler configuration the service was started with (`--spec`, or one naming
+    /// only `policy`), reported at `GET /spec`.
+    pub spec: fleetsim_policies::SchedulerSpec,
     /// Largest request body accepted, bytes.
     pub max_body_bytes: usize,
 }
@@ -41,6 +44,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             policy: PlacementKind::BestFit,
+            spec: fleetsim_policies::SchedulerSpec::default(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
         }
     }
@@ -107,6 +111,7 @@ pub fn router(config: Config) -> Router {
         .route("/prioritize", post(prioritize))
         .route("/preempt", post(preempt))
         .route("/healthz", get(|| async { "ok\n" }))
+        .route("/spec", get(spec))
         .route("/metrics", get(metrics))
         .with_state(state)
 }
@@ -240,6 +245,11 @@ async fn preempt(State(st): State<Arc<AppState>>, body: Body) -> Response {
     .await
     .unwrap_or_else(|r| r);
     observe(&st, "preempt", started, resp)
+}
+
+/// `GET /spec`: the loaded scheduler spec as JSON (the `[policy]` table's keys).
+async fn spec(State(st): State<Arc<AppState>>) -> Response {
+    json_ok(&st.config.spec)
 }
 
 async fn metrics(State(st): State<Arc<AppState>>) -> Response {

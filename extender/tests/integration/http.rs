@@ -258,3 +258,39 @@ async fn preempt_keeps_a_minimal_victim_set_in_fleetsim_order() {
     let r: ExtenderPreemptionResult = serde_json::from_str(&text).unwrap();
     assert!(!r.node_name_to_meta_victims.contains_key("a"), "{text}");
 }
+
+/// A study's `[policy]` table, loaded with `--spec`, decides the default placement and is
+/// reported back at `/spec` as the same spec.
+#[tokio::test]
+async fn a_loaded_spec_sets_the_default_policy_and_is_reported() {
+    let spec = fleetsim_extender::spec_file::parse(
+        "placement = \"worst-fit\"\nqueue_order = { name = \"las\", thresholds_gpu_s = [3250, 7200] }\n[preemption]\nlas = true\n",
+        false,
+    )
+    .unwrap();
+    let base = start(Config {
+        policy: spec.placement.kind(),
+        spec: spec.clone(),
+        ..Config::default()
+    })
+    .await;
+    let r = reqwest::get(format!("{base}/spec")).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let back: fleetsim_policies::SchedulerSpec = r.json().await.unwrap();
+    assert_eq!(back, spec);
+    // Worst-fit, not the best-fit default: the pod goes to the emptier node `b` of two
+    // (node `a` has one of its four GPUs taken).
+    let body = json!({
+        "Pod": pod(1, json!({})),
+        "Nodes": {"items": [node("a", "0,1000,1000,1000"), node("b", "1000,1000,1000,1000")]}
+    });
+    let (code, text) = post(&base, "prioritize", body.to_string()).await;
+    assert_eq!(code, 200, "{text}");
+    let scores: Vec<HostPriority> = serde_json::from_str(&text).unwrap();
+    let top: Vec<&str> = scores
+        .iter()
+        .filter(|s| s.score == 10)
+        .map(|s| s.host.as_str())
+        .collect();
+    assert_eq!(top, ["b"], "{text}");
+}
