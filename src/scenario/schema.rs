@@ -358,6 +358,10 @@ pub struct TraceSpec {
     /// submission; default false: stream it and fail at the first row out of order.
     #[serde(default)]
     pub sort: bool,
+    /// `slurm-sacct` only: the file has no header line (`sacct --noheader`) and these are its
+    /// columns, the `--format` list given to `sacct` (`"JobIDRaw,Submit,Start,End,…"`).
+    #[serde(default)]
+    pub sacct_format: Option<String>,
 }
 
 /// Trace formats.

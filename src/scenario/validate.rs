@@ -353,6 +353,17 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
                     "give exactly one of `path` and `public_path`",
                 ));
             }
+            if let Some(f) = &t.sacct_format {
+                if t.format != super::TraceFormat::SlurmSacct {
+                    return Err(bad(
+                        "workload.trace.sacct_format".into(),
+                        "only for `format = \"slurm-sacct\"` (the --format list of a \
+                         `sacct --noheader` file)",
+                    ));
+                }
+                crate::workload::slurm_sacct::SacctOptions::with_format(f)
+                    .map_err(|m| bad("workload.trace.sacct_format".into(), &m))?;
+            }
         }
         (None, Some(syn)) => syn
             .validate()
