@@ -303,7 +303,13 @@ pub fn input_files(loaded: &Loaded, trace_dir: &TraceDir) -> Vec<(String, PathBu
         }
     }
     if let Some(k) = &s.kueue {
-        out.push(("kueue manifests".into(), loaded.base_dir.join(&k.path)));
+        let paths = k.resolve(&loaded.base_dir);
+        let files = crate::scenario::kueue::manifest_files(&paths).unwrap_or(paths);
+        out.extend(
+            files
+                .into_iter()
+                .map(|f| ("kueue manifests".to_string(), f)),
+        );
     }
     if let Some(t) = &s.workload.trace {
         if t.format == crate::scenario::TraceFormat::AlibabaPai {
