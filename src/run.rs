@@ -134,7 +134,15 @@ fn open_untransformed(
     }
     let t = w.trace.as_ref().expect("validated: trace or synthetic");
     let path = loaded.resolve_path("workload.trace", &t.path, &t.public_path, trace_dir)?;
-    Ok(crate::workload::open_trace(t.format, &path, t.sort)?)
+    let sacct = match &t.sacct_format {
+        // Validated when the scenario was loaded.
+        Some(f) => crate::workload::slurm_sacct::SacctOptions::with_format(f)
+            .map_err(|m| TraceError::field(&path, 0, "sacct_format", m))?,
+        None => Default::default(),
+    };
+    Ok(crate::workload::open_trace_with(
+        t.format, &path, t.sort, &sacct,
+    )?)
 }
 
 /// A job stream with its first item read ahead (the default origin of generated failures).
@@ -281,7 +289,13 @@ pub fn input_files(loaded: &Loaded, trace_dir: &TraceDir) -> Vec<(String, PathBu
         }
     }
     if let Some(k) = &s.kueue {
-        out.push(("kueue manifests".into(), loaded.base_dir.join(&k.path)));
+        let paths = k.resolve(&loaded.base_dir);
+        let files = crate::scenario::kueue::manifest_files(&paths).unwrap_or(paths);
+        out.extend(
+            files
+                .into_iter()
+                .map(|f| ("kueue manifests".to_string(), f)),
+        );
     }
     if let Some(t) = &s.workload.trace {
         if t.format == crate::scenario::TraceFormat::AlibabaPai {

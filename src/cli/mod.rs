@@ -321,7 +321,7 @@ pub fn main(cli: Cli) -> Result<()> {
                 }
             );
             if let Some(k) = &loaded.scenario.kueue {
-                let cfg = crate::scenario::kueue::load(&loaded.base_dir.join(&k.path))?;
+                let cfg = crate::scenario::kueue::load_paths(&k.resolve(&loaded.base_dir))?;
                 for note in cfg.quota().unsimulated {
                     outln!("  Kueue manifests: {note}");
                 }

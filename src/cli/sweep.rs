@@ -17,8 +17,10 @@ pub struct SweepArgs {
     /// Output directory (default: out/NAME-sweep).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Run only shard I of N (1-based), e.g. `--shard 2/3`; join shards with `fleetsim merge`.
-    #[arg(long, value_name = "I/N")]
+    /// Run only shard I of N (1-based, round-robin by run index), e.g. `--shard 2/3`; `slurm`
+    /// takes it from a Slurm job array task's SLURM_ARRAY_TASK_* variables, `k8s/N` from a
+    /// Kubernetes Indexed Job pod's JOB_COMPLETION_INDEX. Join shards with `fleetsim merge`.
+    #[arg(long, value_name = "I/N|slurm|k8s/N")]
     pub shard: Option<String>,
     /// Skip runs already complete in the output directory.
     #[arg(long)]

@@ -12,7 +12,24 @@ use crate::report::atomic::AtomicFile;
 use crate::scenario::TraceFormat;
 use crate::workload::inspect::{inspect, Inspection};
 use crate::workload::native::{NativeFormat, NativeWriter};
-use crate::workload::{open_trace, JobStream};
+use crate::workload::slurm_sacct::SacctOptions;
+use crate::workload::{open_trace_with, JobStream};
+
+/// The `--sacct-format` option as reader options.
+///
+/// # Errors
+/// Bad input (exit 2) when it is given for another format or is not a field list.
+fn sacct_options(format: TraceFormat, list: Option<&str>) -> Result<SacctOptions> {
+    match list {
+        None => Ok(SacctOptions::default()),
+        Some(_) if format != TraceFormat::SlurmSacct => Err(crate::study::BadInput(
+            "--sacct-format is only for --format slurm-sacct".into(),
+        )
+        .into()),
+        Some(l) => SacctOptions::with_format(l)
+            .map_err(|m| crate::study::BadInput(format!("--sacct-format: {m}")).into()),
+    }
+}
 
 /// Parses a trace format name as the scenario file spells it (`swf`, `alibaba-dlrm`, …).
 ///
@@ -40,6 +57,9 @@ pub enum TraceCommand {
         /// Load the whole file and sort it by submit time (for unsorted files).
         #[arg(long)]
         sort: bool,
+        /// `slurm-sacct` without a header line (`sacct --noheader`): its `--format` list.
+        #[arg(long, value_name = "LIST")]
+        sacct_format: Option<String>,
         /// Print JSON instead of tables.
         #[arg(long)]
         json: bool,
@@ -64,6 +84,9 @@ pub enum TraceCommand {
         /// Load the whole file and sort it by submit time (for unsorted files).
         #[arg(long)]
         sort: bool,
+        /// `slurm-sacct` without a header line (`sacct --noheader`): its `--format` list.
+        #[arg(long, value_name = "LIST")]
+        sacct_format: Option<String>,
     },
 }
 
@@ -77,11 +100,13 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
             file,
             format,
             sort,
+            sacct_format,
             json,
             bucket_s,
             top,
         } => {
-            let mut stream = open_trace(format, &file, sort)?;
+            let opts = sacct_options(format, sacct_format.as_deref())?;
+            let mut stream = open_trace_with(format, &file, sort, &opts)?;
             let i = inspect(stream.as_mut(), bucket_s)?;
             if json {
                 outln!("{}", serde_json::to_string_pretty(&i)?);
@@ -95,7 +120,9 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
             format,
             out,
             sort,
+            sacct_format,
         } => {
+            let opts = sacct_options(format, sacct_format.as_deref())?;
             let nf = NativeFormat::from_path(&out)
                 .filter(|_| !out.to_string_lossy().ends_with(".gz"))
                 .ok_or_else(|| {
@@ -113,7 +140,7 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
                     .into());
                 }
             }
-            let mut stream: Box<dyn JobStream> = open_trace(format, &file, sort)?;
+            let mut stream: Box<dyn JobStream> = open_trace_with(format, &file, sort, &opts)?;
             let f = AtomicFile::create(&out).with_context(|| format!("{}", out.display()))?;
             let mut w = NativeWriter::new(f, nf)?;
             let mut n = 0u64;

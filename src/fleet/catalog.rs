@@ -48,6 +48,8 @@ pub const CATALOG: &[Accelerator] = &[
     acc!("A100", "NVIDIA", 80, 330, 8, 400),
     acc!("A800", "NVIDIA", 80, 310, 8, 400),
     acc!("A10", "NVIDIA", 24, 100, 1, 150),
+    // L4 (Ada, 24 GB, 72 W): dense FP16 about 121 TFLOPS against the H100's 989.
+    acc!("L4", "NVIDIA", 24, 120, 1, 72),
     acc!("T4", "NVIDIA", 16, 40, 1, 70),
     acc!("P100", "NVIDIA", 16, 60, 1, 250),
     acc!("P40", "NVIDIA", 24, 50, 1, 250),

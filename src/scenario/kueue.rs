@@ -26,14 +26,16 @@
 //! are ignored and listed as not simulated); unknown versions; a key that the upstream API
 //! does not have at the top level, in `spec` or in `resourceGroups[]`, `flavors[]` and
 //! `resources[]` entries (a typo such as `cohortNmae` would otherwise drop the setting); a
-//! missing `metadata.name`; duplicate names; the cohort or parent field of the other API
-//! version; an unknown `queueingStrategy`; a flavor that is not a declared ResourceFlavor;
+//! missing `metadata.name`; duplicate names (of a LocalQueue: in one namespace); the cohort
+//! or parent field of the other API version; v1beta2's `concurrentAdmissionPolicy` in
+//! v1beta1; an unknown `queueingStrategy`; a flavor that is not a declared ResourceFlavor;
 //! a flavor's resources differing from `coveredResources`; two accelerator resources in one
 //! flavor (fleetsim gives a flavor one accelerator quota); a malformed, negative or out of
 //! range quantity (above 2^63−1 units); `borrowingLimit` on a ClusterQueue without a cohort;
-//! `lendingLimit` above `nominalQuota`; a LocalQueue naming an unknown ClusterQueue; two
-//! LocalQueues with the same name in different namespaces (fleetsim's queues are not
-//! namespaced); a cycle in the cohort tree (at the Cohort whose parent closes it). Lines are
+//! `lendingLimit` above `nominalQuota`; a LocalQueue naming an unknown ClusterQueue; manifests
+//! without any ClusterQueue, ResourceFlavor, Cohort, LocalQueue or WorkloadPriorityClass (a
+//! file of ResourceFlavors alone is accepted: the scenario's `[[queues]]` may use them); a
+//! cycle in the cohort tree (at the Cohort whose parent closes it). Lines are
 //! found by looking the field's key path up in the document's block-style text; a field in
 //! flow style is reported at its nearest enclosing key.
 //!
@@ -53,15 +55,17 @@
 //! * Each **Cohort** (declared, or only named by a ClusterQueue or a parent) becomes a
 //!   `[[cohorts]]` entry with its parent and its own quota.
 //! * Each **ResourceFlavor** becomes a `[[flavors]]` entry whose accelerator model is the value
-//!   of its first node label among [`MODEL_LABELS`] (e.g. `nvidia.com/gpu.product:
-//!   NVIDIA-H100-80GB-HBM3` → the fleet's `H100`, see [`super::schema::FlavorSpec`]); a flavor
-//!   without such a label covers every model. A label naming no model of the fleet is an
-//!   error naming `flavors[i].models[j]`.
+//!   of its node labels among [`MODEL_LABELS`], mapped to the accelerator catalog by
+//!   [`catalog_model`] (`nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3` → `H100`,
+//!   `Tesla-V100-SXM2-16GB` → `V100M16`, GKE `nvidia-l4` → `L4`, `tpu-v5p-slice` →
+//!   `TPUv5p`); a flavor without such a label covers every model, and when it has other
+//!   labels (an instance type, a node pool) that is listed as a note saying how to restrict
+//!   it. A label naming no model of the fleet is an error naming the ResourceFlavor's line.
 //!
 //! What the scenario declares itself wins over the manifests, entry by entry (by name).
 //! Admission order, preemption, fair sharing and flavor selection are the scenario's
 //! `[policy]` stages: upstream fields that configure them (`preemption`, `fairSharing`,
-//! `flavorFungibility`, `admissionScope`), and `stopPolicy`, `admissionChecks`,
+//! `flavorFungibility`, `admissionScope`, `concurrentAdmissionPolicy`), and `stopPolicy`, `admissionChecks`,
 //! `admissionChecksStrategy`, a non-empty `namespaceSelector`, a ResourceFlavor's
 //! `nodeTaints`, `tolerations` and `topologyName` are accepted but **not simulated**, and
 //! listed by `fleetsim validate` ([`KueueQuota::unsimulated`]). Also not simulated, and
@@ -263,6 +267,8 @@ pub struct ResourceFlavor {
     pub node_labels: BTreeMap<String, String>,
     /// Line of `spec.nodeLabels` (else of the object) in the manifests.
     pub line: u64,
+    /// The manifest file it is declared in.
+    pub path: PathBuf,
 }
 
 /// A WorkloadPriorityClass.
@@ -283,7 +289,8 @@ pub struct KueueConfig {
     pub cohorts: BTreeMap<String, Cohort>,
     /// ClusterQueues.
     pub cluster_queues: BTreeMap<String, ClusterQueue>,
-    /// LocalQueues by name.
+    /// LocalQueues by `namespace/name` (Kueue's LocalQueues are namespaced: `default` may
+    /// exist in every namespace).
     pub local_queues: BTreeMap<String, LocalQueue>,
     /// ResourceFlavors.
     pub flavors: BTreeMap<String, ResourceFlavor>,
@@ -340,6 +347,8 @@ struct Ctx<'a> {
     line: u64,
     /// The document's text.
     text: &'a str,
+    /// The object's place in the document: empty, or `items[N].` for an item of a `List`.
+    prefix: &'a str,
 }
 
 /// A line's mapping key (quotes removed) and its column, after any `- ` list markers.
@@ -453,14 +462,17 @@ impl Ctx<'_> {
     /// The absolute line of `field`, else of the object's first line.
     fn line_of(&self, field: &str) -> u64 {
         let first = self.text.lines().position(|l| !blank(l)).unwrap_or(0);
-        self.line + locate(self.text, field).unwrap_or(first) as u64
+        let obj = self.prefix.trim_end_matches('.');
+        let found = locate(self.text, &format!("{}{field}", self.prefix))
+            .or_else(|| (!obj.is_empty()).then(|| locate(self.text, obj)).flatten());
+        self.line + found.unwrap_or(first) as u64
     }
 
     fn err(&self, field: &str, message: impl Into<String>) -> KueueError {
         KueueError {
             path: self.path.to_path_buf(),
             line: self.line_of(field),
-            field: field.to_string(),
+            field: format!("{}{field}", self.prefix),
             message: message.into(),
         }
     }
@@ -703,19 +715,75 @@ fn absolute_lines(text: &str, offset: u64) -> String {
     out
 }
 
-/// Reads and validates Kueue manifests from `path` (see the module docs).
+/// Reads and validates Kueue manifests from `path`, a file or a directory (see
+/// [`load_paths`]).
 ///
 /// # Errors
 /// [`KueueError`] naming the file, line and field of the first problem (a file that cannot be
 /// read is named with the reason only).
 pub fn load(path: &Path) -> Result<KueueConfig, KueueError> {
-    let text = std::fs::read_to_string(path).map_err(|e| KueueError {
-        path: path.to_path_buf(),
+    load_paths(&[path.to_path_buf()])
+}
+
+/// The manifest files of `paths`: each file as given, each directory's `*.yaml` and `*.yml`
+/// files (not its subdirectories) in name order.
+///
+/// # Errors
+/// [`KueueError`] (line 0) for a path that cannot be read or a directory without manifests.
+pub fn manifest_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, KueueError> {
+    let io = |p: &Path, m: String| KueueError {
+        path: p.to_path_buf(),
         line: 0,
         field: "-".into(),
-        message: format!("cannot read the Kueue manifests: {e}"),
-    })?;
-    parse(&text, path)
+        message: m,
+    };
+    let mut out = Vec::new();
+    for p in paths {
+        if !p.is_dir() {
+            out.push(p.clone());
+            continue;
+        }
+        let mut files: Vec<PathBuf> = std::fs::read_dir(p)
+            .map_err(|e| io(p, format!("cannot read the Kueue manifests directory: {e}")))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|f| {
+                f.is_file()
+                    && f.extension()
+                        .and_then(|x| x.to_str())
+                        .is_some_and(|x| x == "yaml" || x == "yml")
+            })
+            .collect();
+        files.sort();
+        if files.is_empty() {
+            return Err(io(
+                p,
+                "the Kueue manifests directory has no .yaml or .yml file".into(),
+            ));
+        }
+        out.extend(files);
+    }
+    Ok(out)
+}
+
+/// Reads and validates the Kueue manifests of several files and directories as one
+/// configuration ([`manifest_files`]; objects may refer to objects of other files: a
+/// ClusterQueue in one file to the ResourceFlavors of another).
+///
+/// # Errors
+/// As [`load`].
+pub fn load_paths(paths: &[PathBuf]) -> Result<KueueConfig, KueueError> {
+    let mut sources = Vec::new();
+    for f in manifest_files(paths)? {
+        let text = std::fs::read_to_string(&f).map_err(|e| KueueError {
+            path: f.clone(),
+            line: 0,
+            field: "-".into(),
+            message: format!("cannot read the Kueue manifests: {e}"),
+        })?;
+        sources.push((f, text));
+    }
+    let name = paths.first().cloned().unwrap_or_default();
+    parse_sources(&sources, &name)
 }
 
 /// Parses and validates manifest text; `path` names it in errors.
@@ -723,11 +791,37 @@ pub fn load(path: &Path) -> Result<KueueConfig, KueueError> {
 /// # Errors
 /// As [`load`].
 pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
+    parse_sources(&[(path.to_path_buf(), text.to_string())], path)
+}
+
+/// One YAML document of a manifest file.
+struct Doc {
+    path: PathBuf,
+    /// Its first line in the file.
+    line: u64,
+    text: String,
+}
+
+/// Parses and validates the manifests of `(file, text)` pairs as one configuration; `name`
+/// (the file or directory the scenario gives) names the whole in errors about it.
+fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConfig, KueueError> {
+    let path = name;
     // First pass: parse every document, collect flavors (referenced by queues).
-    let docs = documents(text);
-    let mut objects = Vec::new();
-    for (di, (line, doc)) in docs.iter().enumerate() {
-        let v: Value = serde_yaml_ng::from_str(doc).map_err(|e| {
+    let docs: Vec<Doc> = sources
+        .iter()
+        .flat_map(|(p, text)| {
+            documents(text).into_iter().map(|(line, text)| Doc {
+                path: p.clone(),
+                line,
+                text,
+            })
+        })
+        .collect();
+    // (document, `items[N].` prefix for an item of a List, object)
+    let mut objects: Vec<(usize, String, Value)> = Vec::new();
+    for (di, d) in docs.iter().enumerate() {
+        let line = d.line;
+        let v: Value = serde_yaml_ng::from_str(&d.text).map_err(|e| {
             let (abs, message) = match e.location() {
                 Some(l) => {
                     let abs = line + (l.line() as u64).saturating_sub(1);
@@ -738,7 +832,7 @@ pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
                         .replace(&rel, &format!(" at column {}", l.column()));
                     (abs, absolute_lines(&m, line - 1))
                 }
-                None => (*line, absolute_lines(&e.to_string(), line - 1)),
+                None => (line, absolute_lines(&e.to_string(), line - 1)),
             };
             let message = if message.contains("as u128") || message.contains("as i128") {
                 format!("a number out of range ({message})")
@@ -746,7 +840,7 @@ pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
                 message
             };
             KueueError {
-                path: path.to_path_buf(),
+                path: d.path.clone(),
                 line: abs,
                 field: "-".into(),
                 message: format!("bad YAML: {message}"),
@@ -755,13 +849,30 @@ pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
         if v.is_null() {
             continue;
         }
-        objects.push((di, v));
+        // `kubectl get … -o yaml` exports: a `List` (or `ClusterQueueList`, …) of objects.
+        let is_list = get(&v, "kind")
+            .and_then(Value::as_str)
+            .is_some_and(|k| k.ends_with("List"))
+            && get(&v, "items").is_some_and(Value::is_sequence);
+        if is_list {
+            let items = get(&v, "items")
+                .and_then(Value::as_sequence)
+                .expect("checked");
+            for (i, item) in items.iter().enumerate() {
+                objects.push((di, format!("items[{i}]."), item.clone()));
+            }
+            continue;
+        }
+        objects.push((di, String::new(), v));
     }
-    let ctx = |di: &usize| Ctx {
-        path,
-        line: docs[*di].0,
-        text: &docs[*di].1,
-    };
+    fn ctx<'a>(docs: &'a [Doc], di: usize, prefix: &'a str) -> Ctx<'a> {
+        Ctx {
+            path: &docs[di].path,
+            line: docs[di].line,
+            text: &docs[di].text,
+            prefix,
+        }
+    }
     if objects.is_empty() {
         return Err(KueueError {
             path: path.to_path_buf(),
@@ -801,17 +912,18 @@ pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
         Ok((api, kind, name))
     };
     let mut flavor_names = BTreeSet::new();
-    for (di, v) in &objects {
-        let c = ctx(di);
+    for (di, prefix, v) in &objects {
+        let c = ctx(&docs, *di, prefix);
         let (api, kind, name) = kind_of(&c, v)?;
         if api.starts_with("kueue.x-k8s.io/") && kind == "ResourceFlavor" {
             flavor_names.insert(name);
         }
     }
-    let mut lq_namespaces: BTreeMap<String, String> = BTreeMap::new();
-    let mut cohort_lines: BTreeMap<String, (u64, String)> = BTreeMap::new();
-    for (di, v) in &objects {
-        let c = ctx(di);
+    // LocalQueue `namespace/name` → where it is declared (for the cross-reference check).
+    let mut lq_at: BTreeMap<String, (usize, String)> = BTreeMap::new();
+    let mut cohort_lines: BTreeMap<String, (PathBuf, u64, String)> = BTreeMap::new();
+    for (di, prefix, v) in &objects {
+        let c = ctx(&docs, *di, prefix);
         let (api, kind, name) = kind_of(&c, v)?;
         let Some(version) = api.strip_prefix("kueue.x-k8s.io/") else {
             *cfg.ignored.entry(format!("{api}/{kind}")).or_insert(0) += 1;
@@ -904,6 +1016,7 @@ pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
                             name: name.clone(),
                             node_labels,
                             line: c.line_of("spec.nodeLabels"),
+                            path: c.path.to_path_buf(),
                         },
                     )
                     .is_some()
@@ -929,8 +1042,15 @@ pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
                         "admissionChecks",
                         "admissionChecksStrategy",
                         "admissionScope",
+                        "concurrentAdmissionPolicy",
                     ],
                 )?;
+                if !beta2 && get(spec, "concurrentAdmissionPolicy").is_some() {
+                    return Err(c.err(
+                        "spec.concurrentAdmissionPolicy",
+                        format!("not a {version} field: it exists in kueue.x-k8s.io/v1beta2 only"),
+                    ));
+                }
                 unsimulated_keys(
                     &format!("ClusterQueue {name}"),
                     spec,
@@ -943,6 +1063,7 @@ pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
                         ("admissionChecks", "admission checks are not simulated (admission is quota only)"),
                         ("admissionChecksStrategy", "admission checks are not simulated (admission is quota only)"),
                         ("admissionScope", BY_POLICY),
+                        ("concurrentAdmissionPolicy", "one admission at a time per workload: concurrent admission and flavor migration are not simulated"),
                     ],
                     &mut cfg.notes,
                 );
@@ -1007,7 +1128,7 @@ pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
                 }
                 let parent = string(&c, spec, key, &format!("spec.{key}"))?;
                 let pf = format!("spec.{key}");
-                cohort_lines.insert(name.clone(), (c.line_of(&pf), pf));
+                cohort_lines.insert(name.clone(), (c.path.to_path_buf(), c.line_of(&pf), pf));
                 let resource_groups = resource_groups(&c, spec, &flavor_names, true)?;
                 if cfg
                     .cohorts
@@ -1047,14 +1168,13 @@ pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
                     .unwrap_or_else(|| "default".to_string());
                 let cluster_queue = string(&c, spec, "clusterQueue", "spec.clusterQueue")?
                     .ok_or_else(|| c.err("spec.clusterQueue", "missing"))?;
-                if let Some(other) = lq_namespaces.insert(name.clone(), namespace.clone()) {
-                    return Err(c.err(
-                        "metadata.name",
-                        format!("LocalQueue `{name}` exists in namespaces `{other}` and `{namespace}`; fleetsim queue names are not namespaced"),
-                    ));
+                let key = format!("{namespace}/{name}");
+                if cfg.local_queues.contains_key(&key) {
+                    return Err(dup(&c));
                 }
+                lq_at.insert(key.clone(), (*di, prefix.clone()));
                 cfg.local_queues.insert(
-                    name.clone(),
+                    key,
                     LocalQueue {
                         namespace,
                         name: name.clone(),
@@ -1090,29 +1210,32 @@ pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
             }
         }
     }
-    if cfg.cluster_queues.is_empty() {
+    // A file of ResourceFlavors (or Cohorts) alone is a configuration too: the scenario's
+    // `[[queues]]` may use them. A file with no Kueue object at all is not.
+    if cfg.cluster_queues.is_empty()
+        && cfg.flavors.is_empty()
+        && cfg.cohorts.is_empty()
+        && cfg.local_queues.is_empty()
+        && cfg.priority_classes.is_empty()
+    {
         return Err(KueueError {
             path: path.to_path_buf(),
             line: 0,
             field: "-".into(),
             message: format!(
-                "no kueue.x-k8s.io ClusterQueue among the {} object(s): nothing to simulate quota with",
+                "no kueue.x-k8s.io ClusterQueue, ResourceFlavor, Cohort or LocalQueue among the {} object(s): nothing to simulate quota with",
                 objects.len()
             ),
         });
     }
     // Cross references.
-    for (di, v) in &objects {
-        let c = ctx(di);
-        let (api, kind, name) = kind_of(&c, v)?;
-        if kind == "LocalQueue" && api.starts_with("kueue.x-k8s.io/") {
-            let lq = &cfg.local_queues[&name];
-            if !cfg.cluster_queues.contains_key(&lq.cluster_queue) {
-                return Err(c.err(
-                    "spec.clusterQueue",
-                    format!("`{}` is not a declared ClusterQueue", lq.cluster_queue),
-                ));
-            }
+    for (key, lq) in &cfg.local_queues {
+        if !cfg.cluster_queues.contains_key(&lq.cluster_queue) {
+            let (di, prefix) = &lq_at[key];
+            return Err(ctx(&docs, *di, prefix).err(
+                "spec.clusterQueue",
+                format!("`{}` is not a declared ClusterQueue", lq.cluster_queue),
+            ));
         }
     }
     let named: Vec<String> = cfg
@@ -1136,12 +1259,13 @@ pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
             if !seen.insert(n.clone()) {
                 // The Cohort whose parent closes the cycle.
                 let closing = prev.unwrap_or_else(|| n.clone());
-                let (line, field) = cohort_lines
-                    .get(&closing)
-                    .cloned()
-                    .unwrap_or((0, "spec.parent".into()));
+                let (file, line, field) = cohort_lines.get(&closing).cloned().unwrap_or((
+                    path.to_path_buf(),
+                    0,
+                    "spec.parent".into(),
+                ));
                 return Err(KueueError {
-                    path: path.to_path_buf(),
+                    path: file,
                     line,
                     field,
                     message: format!(
@@ -1166,6 +1290,41 @@ pub const MODEL_LABELS: [&str; 4] = [
     "cloud.google.com/gke-accelerator",
     "cloud.google.com/gke-tpu-accelerator",
 ];
+
+/// The accelerator-catalog model a node label's value names ([`crate::fleet::catalog`]), for
+/// the product labels clusters carry: NVIDIA GPU feature discovery's `nvidia.com/gpu.product`
+/// (`NVIDIA-H100-80GB-HBM3`, `NVIDIA-L4`, `Tesla-V100-SXM2-16GB`, `NVIDIA-A10G`), GKE's
+/// `cloud.google.com/gke-accelerator` (`nvidia-l4`, `nvidia-tesla-v100`, `nvidia-a100-80gb`)
+/// and `cloud.google.com/gke-tpu-accelerator` (`tpu-v5p-slice`), AMD's
+/// `amd.com/gpu.product-name` (`AMD_Instinct_MI300X`). Tokens are the value split at `-`, `_`,
+/// `.`, `/` and spaces, compared ignoring case: a V100 is `V100M32` with a `32GB` token, else
+/// `V100M16` (GKE's `nvidia-tesla-v100` is the 16 GB part); `A10G` is the `A10`; a `tpu` with
+/// a `v5p` token is `TPUv5p`; otherwise the first token that is a catalog name. A value naming
+/// no catalog model is returned unchanged, for the fleet's own model names to match (and for
+/// an error naming it when none does).
+pub fn catalog_model(label: &str, value: &str) -> String {
+    let tokens: Vec<String> = value
+        .split(|c: char| matches!(c, '-' | '_' | '.' | '/') || c.is_whitespace())
+        .filter(|t| !t.is_empty())
+        .map(str::to_ascii_lowercase)
+        .collect();
+    let has = |t: &str| tokens.iter().any(|x| x == t);
+    let name = if has("v100") {
+        Some(if has("32gb") { "V100M32" } else { "V100M16" })
+    } else if has("a10g") {
+        Some("A10")
+    } else if label == "cloud.google.com/gke-tpu-accelerator" || has("tpu") {
+        has("v5p").then_some("TPUv5p")
+    } else {
+        tokens.iter().find_map(|t| {
+            crate::fleet::catalog::CATALOG
+                .iter()
+                .find(|a| a.name.eq_ignore_ascii_case(t))
+                .map(|a| a.name)
+        })
+    };
+    name.map_or_else(|| value.to_string(), str::to_string)
+}
 
 /// A Kueue configuration as scenario quota settings (see the module docs).
 #[derive(Clone, Debug, Default)]
@@ -1239,6 +1398,20 @@ fn flavor_quotas(
 }
 
 impl KueueConfig {
+    /// The queue name jobs reach a LocalQueue by: its name, or `namespace/name` when
+    /// LocalQueues of that name in other namespaces submit to other ClusterQueues.
+    pub fn local_queue_name(&self, lq: &LocalQueue) -> String {
+        let ambiguous = self
+            .local_queues
+            .values()
+            .any(|o| o.name == lq.name && o.cluster_queue != lq.cluster_queue);
+        if ambiguous {
+            format!("{}/{}", lq.namespace, lq.name)
+        } else {
+            lq.name.clone()
+        }
+    }
+
     /// The scenario quota settings the manifests map onto (see the module docs): cohorts
     /// and ClusterQueues in name order, LocalQueues as each queue's `local_queues`.
     pub fn quota(&self) -> KueueQuota {
@@ -1246,18 +1419,32 @@ impl KueueConfig {
         let flavors = self
             .flavors
             .values()
-            .map(|f| FlavorSpec {
-                name: f.name.clone(),
-                models: MODEL_LABELS
+            .map(|f| {
+                let models: Vec<String> = MODEL_LABELS
                     .iter()
-                    .filter_map(|k| f.node_labels.get(*k).cloned())
-                    .collect(),
-                source: Some(format!(
-                    "{}: line {}: ResourceFlavor `{}`",
-                    self.path.display(),
-                    f.line,
-                    f.name
-                )),
+                    .filter_map(|k| f.node_labels.get(*k).map(|v| catalog_model(k, v)))
+                    .collect();
+                if models.is_empty() && !f.node_labels.is_empty() {
+                    let labels: Vec<String> =
+                        f.node_labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    notes.push(format!(
+                        "ResourceFlavor {}: its nodeLabels ({}) name no accelerator model, so it covers every model of the fleet; to restrict it, add a label among {} or declare [[flavors]] name = \"{}\" with models = [...] in the scenario",
+                        f.name,
+                        labels.join(", "),
+                        MODEL_LABELS.join(", "),
+                        f.name
+                    ));
+                }
+                FlavorSpec {
+                    name: f.name.clone(),
+                    models,
+                    source: Some(format!(
+                        "{}: line {}: ResourceFlavor `{}`",
+                        f.path.display(),
+                        f.line,
+                        f.name
+                    )),
+                }
             })
             .collect();
         let cohorts = self
@@ -1291,14 +1478,45 @@ impl KueueConfig {
                     &cq.resource_groups,
                     &mut notes,
                 ),
-                local_queues: self
-                    .local_queues
-                    .values()
-                    .filter(|lq| lq.cluster_queue == cq.name && lq.name != cq.name)
-                    .map(|lq| lq.name.clone())
-                    .collect(),
+                local_queues: {
+                    let mut v: Vec<String> = self
+                        .local_queues
+                        .values()
+                        .filter(|lq| lq.cluster_queue == cq.name)
+                        .map(|lq| self.local_queue_name(lq))
+                        .filter(|n| *n != cq.name)
+                        .collect();
+                    v.sort();
+                    v.dedup();
+                    v
+                },
             })
             .collect();
+        let mut by_name: BTreeMap<&str, Vec<&LocalQueue>> = BTreeMap::new();
+        for lq in self.local_queues.values() {
+            by_name.entry(lq.name.as_str()).or_default().push(lq);
+        }
+        for (name, lqs) in by_name {
+            if lqs.len() > 1 {
+                let places: Vec<String> = lqs
+                    .iter()
+                    .map(|lq| format!("{}/{name} → {}", lq.namespace, lq.cluster_queue))
+                    .collect();
+                notes.push(if self.local_queue_name(lqs[0]) == name {
+                    format!(
+                        "LocalQueue `{name}` is declared in {} namespaces ({}), all of one ClusterQueue: a job's queue `{name}` reaches it (trace jobs carry no namespace)",
+                        lqs.len(),
+                        places.join(", ")
+                    )
+                } else {
+                    format!(
+                        "LocalQueue `{name}` is declared in {} namespaces for different ClusterQueues ({}): trace jobs carry no namespace, so a job reaches one as `NAMESPACE/{name}` (its queue); a bare `{name}` is an unknown queue",
+                        lqs.len(),
+                        places.join(", ")
+                    )
+                });
+            }
+        }
         if !self.priority_classes.is_empty() {
             notes.push(format!(
                 "{} WorkloadPriorityClass(es) read and validated, not applied: job priorities come from the trace",
@@ -1448,7 +1666,8 @@ metadata:
                 "  - coveredResources: [nvidia.com/gpu, memory]\n    flavors:\n    - name: h100\n      resources:\n      - name: nvidia.com/gpu\n        nominalQuota: 8\n      - name: memory\n        nominalQuota: 64Gi\n  - coveredResources: [cpu]\n    flavors:\n    - name: h100\n      resources:\n      - name: cpu\n        nominalQuota: 96",
             );
         let k2 = parse(&text, Path::new("k.yaml")).unwrap().quota();
-        assert_eq!(k2.flavors[0].models, ["NVIDIA-H100-80GB-HBM3"]);
+        // The GPU feature discovery label names the catalog model (issue #20).
+        assert_eq!(k2.flavors[0].models, ["H100"]);
         let b = &k2.queues[1].flavors;
         assert_eq!(b.len(), 1, "{b:?}");
         assert_eq!(b[0].memory_gib.map(|m| m.nominal), Some(64.0));
@@ -1484,7 +1703,8 @@ metadata:
             (MANIFESTS.replace("lendingLimit: 4", "lendingLimit: 40"), 26, "spec.resourceGroups[0].flavors[0].resources[1].lendingLimit"),
             (MANIFESTS.replace("    - name: h100\n      resources:\n      - name: nvidia.com/gpu\n        nominalQuota: 8", "    - name: a100\n      resources:\n      - name: nvidia.com/gpu\n        nominalQuota: 8"), 37, "spec.resourceGroups[0].flavors[0].name"),
             (MANIFESTS.replace("clusterQueue: cq-b", "clusterQueue: cq-z"), 56, "spec.clusterQueue"),
-            (MANIFESTS.replace("  name: product", "  name: research"), 54, "metadata.name"),
+            // The same LocalQueue twice in one namespace (in two namespaces it is two queues).
+            (MANIFESTS.replace("  namespace: team-b\n  name: product", "  namespace: team-a\n  name: research"), 54, "metadata.name"),
             (MANIFESTS.replace("kueue.x-k8s.io/v1beta1\nkind: LocalQueue", "kueue.x-k8s.io/v2\nkind: LocalQueue"), 42, "apiVersion"),
             (MANIFESTS.replace("coveredResources: [nvidia.com/gpu]", "coveredResources: 3"), 35, "spec.resourceGroups[0].coveredResources"),
             (MANIFESTS.replace("value: 1000", "value: high"), 69, "value"),
@@ -1529,7 +1749,7 @@ metadata:
             ),
             (
                 "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n",
-                "no kueue.x-k8s.io ClusterQueue",
+                "no kueue.x-k8s.io ClusterQueue, ResourceFlavor",
             ),
             (
                 &MANIFESTS
@@ -1631,5 +1851,171 @@ metadata:
             "{notes:?}"
         );
         assert_eq!(c.ignored["kueue.x-k8s.io/v1beta1/AdmissionCheck"], 1);
+    }
+
+    #[test]
+    fn gpu_and_tpu_product_labels_name_catalog_models() {
+        let gfd = "nvidia.com/gpu.product";
+        let gke = "cloud.google.com/gke-accelerator";
+        let tpu = "cloud.google.com/gke-tpu-accelerator";
+        for (label, value, model) in [
+            (gfd, "NVIDIA-L4", "L4"),
+            (gfd, "Tesla-V100-SXM2-16GB", "V100M16"),
+            (gfd, "Tesla-V100-SXM2-32GB", "V100M32"),
+            (gfd, "NVIDIA-H100-80GB-HBM3", "H100"),
+            (gfd, "NVIDIA-A100-SXM4-40GB", "A100"),
+            (gfd, "NVIDIA-A10G", "A10"),
+            (gfd, "Tesla-T4", "T4"),
+            (gke, "nvidia-l4", "L4"),
+            (gke, "nvidia-tesla-v100", "V100M16"),
+            (gke, "nvidia-a100-80gb", "A100"),
+            (gke, "nvidia-h100-mega-80gb", "H100"),
+            (tpu, "tpu-v5p-slice", "TPUv5p"),
+            ("amd.com/gpu.product-name", "AMD_Instinct_MI300X", "MI300X"),
+            // No catalog model: unchanged, so the error names the label's own value.
+            (tpu, "tpu-v5-lite-podslice", "tpu-v5-lite-podslice"),
+            (gfd, "NVIDIA-GeForce-RTX-4090", "NVIDIA-GeForce-RTX-4090"),
+        ] {
+            assert_eq!(catalog_model(label, value), model, "{label}: {value}");
+        }
+    }
+
+    /// A flavor whose labels name no model (an instance type, a node pool) covers every
+    /// model, and says so with what to do instead of doing it silently.
+    #[test]
+    fn instance_type_labels_are_listed_not_matched() {
+        let text = MANIFESTS.replace(
+            "    gpu: h100",
+            "    node.kubernetes.io/instance-type: p4d.24xlarge",
+        );
+        let k = parse(&text, Path::new("k.yaml")).unwrap().quota();
+        assert!(k.flavors[0].models.is_empty());
+        let note = k
+            .unsimulated
+            .iter()
+            .find(|n| n.contains("ResourceFlavor h100"))
+            .expect("a note");
+        assert!(
+            note.contains("node.kubernetes.io/instance-type=p4d.24xlarge")
+                && note.contains("covers every model")
+                && note.contains("nvidia.com/gpu.product"),
+            "{note}"
+        );
+    }
+
+    /// `kubectl get clusterqueues,localqueues,resourceflavors -o yaml` gives one `List`; its
+    /// items are read as objects, and errors name the item's own line and field.
+    #[test]
+    fn kubectl_list_exports() {
+        let list = "apiVersion: v1\nkind: List\nmetadata:\n  resourceVersion: \"\"\nitems:\n\
+- apiVersion: kueue.x-k8s.io/v1beta2\n  kind: ResourceFlavor\n  metadata:\n    name: l4\n    uid: 1f\n  spec:\n    nodeLabels:\n      cloud.google.com/gke-accelerator: nvidia-l4\n\
+- apiVersion: kueue.x-k8s.io/v1beta2\n  kind: ClusterQueue\n  metadata:\n    name: cq\n  spec:\n    queueingStrategy: StrictFIFO\n    resourceGroups:\n    - coveredResources: [nvidia.com/gpu]\n      flavors:\n      - name: l4\n        resources:\n        - name: nvidia.com/gpu\n          nominalQuota: 4\n  status:\n    pendingWorkloads: 0\n\
+- apiVersion: kueue.x-k8s.io/v1beta2\n  kind: LocalQueue\n  metadata:\n    name: default\n    namespace: ml\n  spec:\n    clusterQueue: cq\n";
+        let k = parse(list, Path::new("export.yaml")).unwrap();
+        assert_eq!(k.cluster_queues.len(), 1);
+        assert_eq!(k.local_queues["ml/default"].cluster_queue, "cq");
+        let q = k.quota();
+        assert_eq!(q.flavors[0].models, ["L4"]);
+        assert_eq!(q.queues[0].local_queues, ["default"]);
+        // Line 19 is `    queueingStrategy: StrictFIFO` of item 1 (5 lines of List header, 8 of
+        // item 0, then `- apiVersion`, `  kind`, `  metadata`, `    name`, `  spec`).
+        let e = parse(
+            &list.replace("StrictFIFO", "LIFO"),
+            Path::new("export.yaml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("line 19:") && e.contains("`items[1].spec.queueingStrategy`"),
+            "{e}"
+        );
+    }
+
+    /// The common pattern: a LocalQueue `default` in every namespace. Of one ClusterQueue:
+    /// one queue name `default`; of different ClusterQueues: `NAMESPACE/default` each, noted.
+    #[test]
+    fn same_named_local_queues_in_namespaces() {
+        let lq = |ns: &str, cq: &str| {
+            format!("---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\nmetadata:\n  namespace: {ns}\n  name: default\nspec:\n  clusterQueue: {cq}\n")
+        };
+        let same = format!("{MANIFESTS}{}{}", lq("ns1", "cq-a"), lq("ns2", "cq-a"));
+        let q = parse(&same, Path::new("k.yaml")).unwrap().quota();
+        assert_eq!(q.queues[0].local_queues, ["default", "research"]);
+        assert!(q
+            .unsimulated
+            .iter()
+            .any(|n| n.contains("in 2 namespaces") && n.contains("all of one ClusterQueue")));
+        let split = format!("{MANIFESTS}{}{}", lq("ns1", "cq-a"), lq("ns2", "cq-b"));
+        let q = parse(&split, Path::new("k.yaml")).unwrap().quota();
+        assert_eq!(q.queues[0].local_queues, ["ns1/default", "research"]);
+        assert_eq!(q.queues[1].local_queues, ["ns2/default", "product"]);
+        assert!(
+            q.unsimulated
+                .iter()
+                .any(|n| n.contains("NAMESPACE/default")),
+            "{:?}",
+            q.unsimulated
+        );
+    }
+
+    /// Several files are one configuration: a ClusterQueue may use another file's flavors,
+    /// errors name the file they are in, and a file of ResourceFlavors alone is accepted.
+    #[test]
+    fn several_files_and_flavor_only_files() {
+        let flavors = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: v100\nspec:\n  nodeLabels:\n    nvidia.com/gpu.product: Tesla-V100-SXM2-16GB\n";
+        let queues = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: cq\nspec:\n  resourceGroups:\n  - coveredResources: [nvidia.com/gpu]\n    flavors:\n    - name: v100\n      resources:\n      - name: nvidia.com/gpu\n        nominalQuota: 8\n";
+        let k = parse_sources(
+            &[
+                (PathBuf::from("flavors.yaml"), flavors.to_string()),
+                (PathBuf::from("queues.yaml"), queues.to_string()),
+            ],
+            Path::new("dir"),
+        )
+        .unwrap();
+        let q = k.quota();
+        assert_eq!(q.flavors[0].models, ["V100M16"]);
+        assert!(q.flavors[0]
+            .source
+            .as_deref()
+            .unwrap()
+            .starts_with("flavors.yaml: line 6:"));
+        assert_eq!(q.queues[0].flavors[0].name, "v100");
+        // Line 9 of queues.yaml is `    - name: v100`.
+        let e = parse_sources(
+            &[
+                (
+                    PathBuf::from("flavors.yaml"),
+                    flavors.replace("name: v100", "name: a100"),
+                ),
+                (PathBuf::from("queues.yaml"), queues.to_string()),
+            ],
+            Path::new("dir"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("queues.yaml: line 9:"), "{e}");
+        let only = parse(flavors, Path::new("flavors.yaml")).unwrap();
+        assert!(only.cluster_queues.is_empty() && only.flavors.contains_key("v100"));
+    }
+
+    /// v1beta2's `concurrentAdmissionPolicy` is read and listed as not simulated; in v1beta1
+    /// (which has no such field) it is refused naming the version that has it.
+    #[test]
+    fn concurrent_admission_policy() {
+        let cq = |api: &str| {
+            format!("apiVersion: kueue.x-k8s.io/{api}\nkind: ClusterQueue\nmetadata:\n  name: cq\nspec:\n  concurrentAdmissionPolicy:\n    migration:\n      mode: TryPreferredFlavors\n")
+        };
+        let q = parse(&cq("v1beta2"), Path::new("k.yaml")).unwrap().quota();
+        assert!(
+            q.unsimulated
+                .iter()
+                .any(|n| n.contains("concurrentAdmissionPolicy") && n.contains("not simulated")),
+            "{:?}",
+            q.unsimulated
+        );
+        let e = parse(&cq("v1beta1"), Path::new("k.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 6:") && e.contains("v1beta2 only"), "{e}");
     }
 }

@@ -191,8 +191,24 @@ fn default_at_pct() -> u32 {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KueueSpec {
-    /// Multi-document YAML, relative to the scenario file.
-    pub path: String,
+    /// Multi-document YAML (a file, or a directory of `*.yaml`/`*.yml` files), relative to
+    /// the scenario file.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// More files or directories, read with `path` as one configuration.
+    #[serde(default)]
+    pub paths: Vec<String>,
+}
+
+impl KueueSpec {
+    /// Every manifest path (`path`, then `paths`), joined to the scenario's directory.
+    pub fn resolve(&self, base_dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        self.path
+            .iter()
+            .chain(&self.paths)
+            .map(|p| base_dir.join(p))
+            .collect()
+    }
 }
 
 /// Simulation mode.
@@ -351,6 +367,10 @@ pub struct TraceSpec {
     /// submission; default false: stream it and fail at the first row out of order.
     #[serde(default)]
     pub sort: bool,
+    /// `slurm-sacct` only: the file has no header line (`sacct --noheader`) and these are its
+    /// columns, the `--format` list given to `sacct` (`"JobIDRaw,Submit,Start,End,…"`).
+    #[serde(default)]
+    pub sacct_format: Option<String>,
 }
 
 /// Trace formats, by the kebab-case names scenarios use ([`TraceFormat::name`]).

@@ -160,11 +160,20 @@ fn apply_kueue(
     let Some(k) = &scenario.kueue else {
         return Ok(());
     };
-    let path = base_dir.join(&k.path);
-    let cfg = super::kueue::load(&path)?;
+    let paths = k.resolve(base_dir);
+    if paths.is_empty() {
+        return Err(ScenarioError::Invalid {
+            origin: origin.to_string(),
+            field: "kueue".into(),
+            message: "give `path` (a manifest file or directory) or `paths` (a list of them)"
+                .into(),
+        });
+    }
+    let cfg = super::kueue::load_paths(&paths)?;
     merge_kueue(scenario, cfg.quota());
+    let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     validate_quota(scenario, &|field, message| ScenarioError::Invalid {
-        origin: format!("{origin} with the Kueue manifests {}", path.display()),
+        origin: format!("{origin} with the Kueue manifests {}", shown.join(", ")),
         field,
         message: message.to_string(),
     })
@@ -352,6 +361,17 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
                     "workload.trace".into(),
                     "give exactly one of `path` and `public_path`",
                 ));
+            }
+            if let Some(f) = &t.sacct_format {
+                if t.format != super::TraceFormat::SlurmSacct {
+                    return Err(bad(
+                        "workload.trace.sacct_format".into(),
+                        "only for `format = \"slurm-sacct\"` (the --format list of a \
+                         `sacct --noheader` file)",
+                    ));
+                }
+                crate::workload::slurm_sacct::SacctOptions::with_format(f)
+                    .map_err(|m| bad("workload.trace.sacct_format".into(), &m))?;
             }
         }
         (None, Some(syn)) => syn

@@ -33,9 +33,12 @@
 //!   plots of metrics against each numeric axis, the scenario.
 //!
 //! # Shards
-//! `--shard I/N` (1 ≤ I ≤ N) runs only the runs whose id hashes (FNV-1a 64) to `I − 1`
-//! modulo `N`, so N machines given I = 1…N run every run exactly once. `fleetsim merge`
-//! joins the shards' directories: its `runs.csv` is byte-identical to an unsharded sweep's.
+//! `--shard I/N` (1 ≤ I ≤ N) runs only the runs whose index is `I − 1` modulo `N`
+//! (round-robin: the shards of `R` runs differ by at most one run), so N machines given
+//! I = 1…N run every run exactly once. `--shard slurm` and `--shard k8s/N` take `I` (and for
+//! Slurm `N`) from a Slurm job array's or a Kubernetes Indexed Job's environment
+//! ([`Shard::parse_with_env`]). `fleetsim merge` joins the shards' directories: its `runs.csv`
+//! is byte-identical to an unsharded sweep's.
 
 pub mod merge;
 
@@ -327,7 +330,8 @@ pub fn plan(source: &Source, extra: &[Override], seeds: Option<Seeds>) -> Result
     }
 }
 
-/// A shard `I/N` of a sweep (1-based).
+/// A shard `I/N` of a sweep (1-based): run `r` (0-based, cartesian order) belongs to shard
+/// `r mod N + 1`, so the shards of a sweep of `R` runs hold `⌈R/N⌉` or `⌊R/N⌋` runs each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shard {
     /// This shard, `1..=count`.
@@ -336,36 +340,164 @@ pub struct Shard {
     pub count: u64,
 }
 
+/// The `--shard` forms, for error messages.
+const SHARD_FORMS: &str = "expected I/N with 1 ≤ I ≤ N (e.g. 1/3); `slurm` (inside a Slurm job \
+     array: the shard from SLURM_ARRAY_TASK_ID, _MIN, _MAX, _STEP and _COUNT, any --array=A-B[:S]); \
+     or `k8s/N` (inside a Kubernetes Indexed Job of N completions: shard JOB_COMPLETION_INDEX+1)";
+
 impl Shard {
     /// The whole sweep.
     pub const ALL: Shard = Shard { index: 1, count: 1 };
 
-    /// Parses `I/N`.
+    /// Parses `I/N`, `slurm` or `k8s/N`, the latter two reading this process's environment
+    /// (see [`Shard::parse_with_env`]).
     ///
     /// # Errors
-    /// [`BadInput`] unless `1 ≤ I ≤ N`.
+    /// [`BadInput`] naming the form or the environment variable that is wrong.
     pub fn parse(s: &str) -> Result<Shard, BadInput> {
-        let bad = || {
-            BadInput(format!(
-                "bad shard `{s}`: expected I/N with 1 ≤ I ≤ N, e.g. 1/3 (a Slurm array task: \
-                 $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT with --array=1-N; a Kubernetes \
-                 Indexed Job: $((JOB_COMPLETION_INDEX+1))/N)"
-            ))
-        };
-        let (i, n) = s.split_once('/').ok_or_else(bad)?;
-        let (i, n): (u64, u64) = (
-            i.trim().parse().map_err(|_| bad())?,
-            n.trim().parse().map_err(|_| bad())?,
-        );
-        if n == 0 || i == 0 || i > n {
+        Shard::parse_with_env(s, |k| std::env::var(k).ok())
+    }
+
+    /// Parses a `--shard` value, looking environment variables up with `env`:
+    /// * `I/N`: shard I of N (1 ≤ I ≤ N);
+    /// * `slurm`: this Slurm array task's shard (see [`Shard::from_slurm`]);
+    /// * `k8s/N`: shard `JOB_COMPLETION_INDEX + 1` of N (Kubernetes Indexed Jobs number pods
+    ///   `0…completions−1`; N must equal the Job's `completions`).
+    ///
+    /// # Errors
+    /// [`BadInput`] for any other form, `I` outside `1…N`, or missing or inconsistent variables.
+    pub fn parse_with_env(
+        s: &str,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Shard, BadInput> {
+        let bad = || BadInput(format!("bad shard `{s}`: {SHARD_FORMS}"));
+        let t = s.trim();
+        if t.eq_ignore_ascii_case("slurm") {
+            return Shard::from_slurm(env);
+        }
+        let (i, n) = t.split_once('/').ok_or_else(bad)?;
+        let n: u64 = n.trim().parse().map_err(|_| bad())?;
+        if n == 0 {
+            return Err(bad());
+        }
+        if i.trim().eq_ignore_ascii_case("k8s") {
+            let var = "JOB_COMPLETION_INDEX";
+            let raw = env(var).ok_or_else(|| {
+                BadInput(format!(
+                    "bad shard `{s}`: {var} is not set (`k8s/N` is for the pods of a Kubernetes \
+                     Job with completionMode: Indexed; elsewhere give --shard I/N)"
+                ))
+            })?;
+            let k: u64 = raw.trim().parse().map_err(|_| {
+                BadInput(format!(
+                    "bad shard `{s}`: {var}=`{raw}` is not a non-negative integer"
+                ))
+            })?;
+            if k >= n {
+                return Err(BadInput(format!(
+                    "bad shard `{s}`: {var}={k} but the Job has indexes 0…{} only: N in \
+                     `k8s/N` must equal the Job's `completions`",
+                    n - 1
+                )));
+            }
+            return Ok(Shard {
+                index: k + 1,
+                count: n,
+            });
+        }
+        let i: u64 = i.trim().parse().map_err(|_| bad())?;
+        if i == 0 || i > n {
             return Err(bad());
         }
         Ok(Shard { index: i, count: n })
     }
 
-    /// True when run `id` belongs to this shard.
-    pub fn contains(&self, id: &str) -> bool {
-        study::fnv1a(id.as_bytes()) % self.count == self.index - 1
+    /// This Slurm array task's shard. Slurm numbers tasks as `--array` says (`1-8`, `0-7`,
+    /// `0-30:3`, …) and sets `SLURM_ARRAY_TASK_ID` (this task), `_MIN`, `_MAX`, `_STEP` and
+    /// `_COUNT`; task `ID` is shard `(ID − MIN) / STEP + 1` of `COUNT`. Without `_STEP` (older
+    /// Slurm) the step is `(MAX − MIN) / (COUNT − 1)`.
+    ///
+    /// # Errors
+    /// [`BadInput`] when a variable is missing or not an integer, or when the array is not an
+    /// evenly spaced range (`--array=1,4,5`): such arrays have no shard numbering; use
+    /// `--array=A-B[:S]` or `--shard I/N`.
+    pub fn from_slurm(env: impl Fn(&str) -> Option<String>) -> Result<Shard, BadInput> {
+        let get = |k: &str| -> Result<Option<u64>, BadInput> {
+            match env(k) {
+                None => Ok(None),
+                Some(v) if v.trim().is_empty() => Ok(None),
+                Some(v) => v.trim().parse().map(Some).map_err(|_| {
+                    BadInput(format!(
+                        "bad shard `slurm`: {k}=`{v}` is not a non-negative integer"
+                    ))
+                }),
+            }
+        };
+        let need = |k: &str| -> Result<u64, BadInput> {
+            get(k)?.ok_or_else(|| {
+                BadInput(format!(
+                    "bad shard `slurm`: {k} is not set (`--shard slurm` is for the tasks of a \
+                     Slurm job array, `sbatch --array=…`; elsewhere give --shard I/N)"
+                ))
+            })
+        };
+        let id = need("SLURM_ARRAY_TASK_ID")?;
+        let count = need("SLURM_ARRAY_TASK_COUNT")?;
+        let min = need("SLURM_ARRAY_TASK_MIN")?;
+        let max = get("SLURM_ARRAY_TASK_MAX")?;
+        let uneven = |why: String| {
+            BadInput(format!(
+                "bad shard `slurm`: {why}; only evenly spaced arrays (--array=A-B or A-B:S) \
+                 number shards: resubmit with such an array or give --shard I/N"
+            ))
+        };
+        if count == 0 {
+            return Err(uneven("SLURM_ARRAY_TASK_COUNT=0".into()));
+        }
+        if id < min || max.is_some_and(|m| id > m || m < min) {
+            return Err(uneven(format!(
+                "task {id} is outside SLURM_ARRAY_TASK_MIN={min}…MAX={}",
+                max.map_or("?".into(), |m| m.to_string())
+            )));
+        }
+        let step = match (get("SLURM_ARRAY_TASK_STEP")?, max) {
+            _ if count == 1 => 1,
+            (Some(s), _) if s > 0 => s,
+            (_, Some(m)) if (m - min) % (count - 1) == 0 && m > min => (m - min) / (count - 1),
+            (_, Some(m)) => {
+                return Err(uneven(format!(
+                    "{count} tasks do not evenly span {min}…{m}"
+                )))
+            }
+            (_, None) => {
+                return Err(uneven(
+                    "neither SLURM_ARRAY_TASK_STEP nor SLURM_ARRAY_TASK_MAX is set".into(),
+                ))
+            }
+        };
+        if let Some(m) = max {
+            if m - min != step * (count - 1) {
+                return Err(uneven(format!(
+                    "{count} tasks of step {step} from {min} do not end at \
+                     SLURM_ARRAY_TASK_MAX={m}"
+                )));
+            }
+        }
+        if (id - min) % step != 0 || (id - min) / step >= count {
+            return Err(uneven(format!(
+                "task {id} is not one of {count} tasks {min}, {}, … of step {step}",
+                min + step
+            )));
+        }
+        Ok(Shard {
+            index: (id - min) / step + 1,
+            count,
+        })
+    }
+
+    /// True when run number `run_index` (0-based, cartesian order) belongs to this shard.
+    pub fn contains(&self, run_index: usize) -> bool {
+        run_index as u64 % self.count == self.index - 1
     }
 }
 
@@ -491,7 +623,7 @@ pub fn run(
     let selected: Vec<&RunPoint> = plan
         .points
         .iter()
-        .filter(|p| opts.shard.contains(&p.id))
+        .filter(|p| opts.shard.contains(p.index))
         .collect();
     let work = || {
         selected
@@ -698,15 +830,127 @@ mod tests {
     #[test]
     fn shards_parse_and_partition() {
         assert_eq!(Shard::parse("2/3").unwrap(), Shard { index: 2, count: 3 });
-        for bad in ["3/2", "0/4", "1/0", "x/2", "2"] {
-            assert!(Shard::parse(bad).is_err(), "{bad}");
+        for bad in ["3/2", "0/4", "1/0", "x/2", "2", "k8s", "slurm/3"] {
+            assert!(Shard::parse_with_env(bad, |_| None).is_err(), "{bad}");
         }
-        let ids: Vec<String> = (0..50).map(|i| format!("a={i},seed=1")).collect();
-        for id in &ids {
+        for r in 0..50 {
             let n = (1..=3)
-                .filter(|&i| Shard { index: i, count: 3 }.contains(id))
+                .filter(|&i| Shard { index: i, count: 3 }.contains(r))
                 .count();
             assert_eq!(n, 1);
         }
+    }
+
+    /// Issue #20: 36 runs on 8 shards. Round-robin: 36 = 4 × 8 + 4, so shards 1–4 get
+    /// 5 runs (indexes r ≡ 0…3 mod 8: r, r+8, …, r+32) and shards 5–8 get 4 (r+32 > 35).
+    /// The old FNV hash of the ids gave 3 to 6.
+    #[test]
+    fn shards_of_36_runs_on_8_differ_by_at_most_one() {
+        let sizes: Vec<usize> = (1..=8)
+            .map(|i| {
+                (0..36)
+                    .filter(|&r| Shard { index: i, count: 8 }.contains(r))
+                    .count()
+            })
+            .collect();
+        assert_eq!(sizes, [5, 5, 5, 5, 4, 4, 4, 4]);
+        let first: Vec<usize> = (0..36)
+            .filter(|&r| Shard { index: 3, count: 8 }.contains(r))
+            .collect();
+        assert_eq!(first, [2, 10, 18, 26, 34]);
+    }
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    fn slurm(
+        id: u64,
+        min: u64,
+        max: u64,
+        step: Option<u64>,
+        count: u64,
+    ) -> Result<Shard, BadInput> {
+        let (id, min, max, count) = (
+            id.to_string(),
+            min.to_string(),
+            max.to_string(),
+            count.to_string(),
+        );
+        let step = step.map(|s| s.to_string());
+        let mut v = vec![
+            ("SLURM_ARRAY_TASK_ID", id.as_str()),
+            ("SLURM_ARRAY_TASK_MIN", min.as_str()),
+            ("SLURM_ARRAY_TASK_MAX", max.as_str()),
+            ("SLURM_ARRAY_TASK_COUNT", count.as_str()),
+        ];
+        if let Some(s) = &step {
+            v.push(("SLURM_ARRAY_TASK_STEP", s.as_str()));
+        }
+        Shard::parse_with_env("slurm", env(&v))
+    }
+
+    #[test]
+    fn slurm_arrays_0_or_1_based_and_stepped() {
+        let sh = |index, count| Shard { index, count };
+        // --array=1-8: task 1 is shard 1/8, task 8 is 8/8.
+        assert_eq!(slurm(1, 1, 8, Some(1), 8).unwrap(), sh(1, 8));
+        assert_eq!(slurm(8, 1, 8, Some(1), 8).unwrap(), sh(8, 8));
+        // --array=0-7: task 0 is shard 1/8, task 7 is 8/8.
+        assert_eq!(slurm(0, 0, 7, Some(1), 8).unwrap(), sh(1, 8));
+        assert_eq!(slurm(7, 0, 7, None, 8).unwrap(), sh(8, 8));
+        // --array=0-30:3: tasks 0, 3, …, 30 = 11 tasks; task 21 is (21 − 0) / 3 + 1 = 8th.
+        assert_eq!(slurm(21, 0, 30, Some(3), 11).unwrap(), sh(8, 11));
+        // Without _STEP the step is (30 − 0) / (11 − 1) = 3.
+        assert_eq!(slurm(30, 0, 30, None, 11).unwrap(), sh(11, 11));
+        // --array=5-5: one task.
+        assert_eq!(slurm(5, 5, 5, Some(1), 1).unwrap(), sh(1, 1));
+        // --array=1,2,4 (COUNT 3, MIN 1, MAX 4, no _STEP): 3 tasks cannot evenly span 1…4
+        // ((4 − 1) mod (3 − 1) = 1), refused with a way out.
+        let e = slurm(2, 1, 4, None, 3).unwrap_err().0;
+        assert!(
+            e.contains("do not evenly span 1…4") && e.contains("--shard I/N"),
+            "{e}"
+        );
+        // A task off the step grid, or a step that does not reach MAX.
+        assert!(slurm(4, 0, 30, Some(3), 11)
+            .unwrap_err()
+            .0
+            .contains("not one of 11 tasks"));
+        assert!(slurm(3, 0, 30, Some(3), 8)
+            .unwrap_err()
+            .0
+            .contains("do not end at"));
+        // Outside a job array.
+        let e = Shard::parse_with_env("slurm", |_| None).unwrap_err().0;
+        assert!(e.contains("SLURM_ARRAY_TASK_ID is not set"), "{e}");
+        let e = Shard::parse_with_env(
+            "slurm",
+            env(&[
+                ("SLURM_ARRAY_TASK_ID", "x"),
+                ("SLURM_ARRAY_TASK_COUNT", "2"),
+            ]),
+        )
+        .unwrap_err()
+        .0;
+        assert!(e.contains("SLURM_ARRAY_TASK_ID=`x`"), "{e}");
+    }
+
+    #[test]
+    fn kubernetes_indexed_job_index_is_0_based() {
+        let k = |i: &str| Shard::parse_with_env("k8s/8", env(&[("JOB_COMPLETION_INDEX", i)]));
+        assert_eq!(k("0").unwrap(), Shard { index: 1, count: 8 });
+        assert_eq!(k("7").unwrap(), Shard { index: 8, count: 8 });
+        assert!(k("8")
+            .unwrap_err()
+            .0
+            .contains("must equal the Job's `completions`"));
+        assert!(k("-1").is_err());
+        let e = Shard::parse_with_env("k8s/8", |_| None).unwrap_err().0;
+        assert!(e.contains("JOB_COMPLETION_INDEX is not set"), "{e}");
     }
 }

@@ -100,6 +100,20 @@ pub fn open_trace(
     path: &std::path::Path,
     sort: bool,
 ) -> Result<Box<dyn JobStream>, TraceError> {
+    open_trace_with(format, path, sort, &slurm_sacct::SacctOptions::default())
+}
+
+/// [`open_trace`] with the `sacct` reader's options (a headerless file's `--format` list;
+/// ignored by the other formats).
+///
+/// # Errors
+/// As [`open_trace`].
+pub fn open_trace_with(
+    format: crate::scenario::TraceFormat,
+    path: &std::path::Path,
+    sort: bool,
+    sacct: &slurm_sacct::SacctOptions,
+) -> Result<Box<dyn JobStream>, TraceError> {
     use crate::scenario::TraceFormat as F;
     Ok(match (format, sort) {
         (F::AlibabaOpenb, false) => Box::new(alibaba_openb::open(path)?),
@@ -110,8 +124,8 @@ pub fn open_trace(
         (F::Swf, false) => Box::new(swf::open(path)?),
         (F::Swf, true) => Box::new(swf::open(path)?.into_sorted()?),
         (F::AlibabaDlrm, _) => Box::new(alibaba_dlrm::open(path)?),
-        (F::SlurmSacct, false) => Box::new(slurm_sacct::open(path)?),
-        (F::SlurmSacct, true) => Box::new(slurm_sacct::read_all_sorted(path)?),
+        (F::SlurmSacct, false) => Box::new(slurm_sacct::open_with(path, sacct)?),
+        (F::SlurmSacct, true) => Box::new(slurm_sacct::read_all_sorted_with(path, sacct)?),
         (F::Helios, false) => Box::new(helios::open(path)?),
         (F::Helios, true) => Box::new(helios::read_all_sorted(path)?),
         (F::PhillyRaw, _) => Box::new(philly_raw::open(path)?),

@@ -11,14 +11,17 @@
 //! # Fields read
 //!
 //! Columns may come in any order and any other `sacct` field may be present (it is
-//! ignored: `sacct` has about a hundred). A trailing empty field from `--parsable` (`-p`) is
-//! accepted. Required: `JobIDRaw` (or `JobID`), `Submit`, `Start`, `End`, `State`, and
-//! `AllocTRES` or `ReqTRES`.
+//! ignored: `sacct` has about a hundred). Names match in any case. A trailing empty field from
+//! `--parsable` (`-p`) is accepted. Required: `JobIDRaw` (or `JobID`), `Submit`, `Start`,
+//! `End`, `State`, and `AllocTRES` or `ReqTRES`. A file written with `--noheader` has no
+//! header line: give its `--format` list as `sacct_format = "JobIDRaw,Submit,…"` in
+//! `[workload.trace]` ([`SacctOptions::with_format`]; `%WIDTH` suffixes are ignored, a header
+//! line present anyway is skipped); without it such a file is refused with that advice.
 //!
 //! | field | meaning / unit |
 //! |---|---|
-//! | `JobIDRaw` / `JobID` | job id; ids with a `.` are job steps (`123.batch`, `123.0`) |
-//! | `Submit`, `Start`, `End` | local wall clock `YYYY-MM-DDTHH:MM:SS`, no time zone; `Unknown`/`None` = not (yet) happened |
+//! | `JobIDRaw` / `JobID` | job id; ids with a `.` are job steps (`123.batch`, `123.0`); `JobID` `123+0`, `123+1` are the components of heterogeneous job 123 |
+//! | `Submit`, `Start`, `End` | local wall clock `YYYY-MM-DDTHH:MM:SS`, no time zone (Slurm's default); or absolute: epoch seconds (`SLURM_TIME_FORMAT=%s`) or `YYYY-MM-DDTHH:MM:SS` + `Z`/`±HH:MM`/`±HHMM`/`±HH` (`%FT%T%z`); one file uses one kind; `Unknown`/`None` = not (yet) happened |
 //! | `ElapsedRaw` | run time, s |
 //! | `AllocTRES` / `ReqTRES` | trackable resources: `cpu=8,mem=64G,node=2,gres/gpu=4,gres/gpu:a100=4,billing=8` |
 //! | `Account`, `User` | tenant |
@@ -33,6 +36,12 @@
 //! * **Skipped** (counted by reason): job steps (`job_step`); rows that never started and
 //!   were not cancelled — still pending, or requeued — (`never_started`); rows that started,
 //!   have no `End` and no `ElapsedRaw` (`end_missing`).
+//! * **Heterogeneous jobs** (`JobID` `123+0`, `123+1`, … on consecutive rows, as `sacct`
+//!   lists them; needs the `JobID` column, since `JobIDRaw` numbers the components apart) are
+//!   one gang named `123`: tasks added up, each task the per-resource maximum of the
+//!   components' task shapes (a gang has one task shape; noted `hetjob_shape_widened` when
+//!   they differ), submit and start the earliest, end the latest, state the first
+//!   component's; each such job is noted `hetjob`.
 //! * **Times**: naive local timestamps are converted by calendar arithmetic only
 //!   ([`super::timefmt`]): no time zone, no DST, whatever `TZ` says (field case B18). t = 0
 //!   is the first row's `Submit` when streaming ([`open`]), the earliest `Submit` with
@@ -116,6 +125,69 @@ const TLRAW: usize = 13;
 const TL: usize = 14;
 const PRIORITY_FIELD: &str = "Priority";
 
+/// How to read a `sacct` file beyond its own header.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SacctOptions {
+    /// The field names of a file written with `sacct --noheader --format=LIST`, in order;
+    /// `None`: the file's first line is the header.
+    pub format: Option<Vec<String>>,
+}
+
+impl SacctOptions {
+    /// The options for a headerless file whose columns are `list`, the `--format` argument of
+    /// `sacct` (`JobIDRaw,Submit,Start%20,…`: comma-separated names, any case, `%WIDTH`
+    /// suffixes ignored).
+    ///
+    /// # Errors
+    /// A message when the list is empty or has an empty name.
+    pub fn with_format(list: &str) -> Result<SacctOptions, String> {
+        let names: Vec<String> = list
+            .split(',')
+            .map(|f| f.split('%').next().unwrap_or("").trim().to_string())
+            .collect();
+        if names.iter().any(String::is_empty) {
+            return Err(format!(
+                "`{list}` is not a sacct --format list (comma-separated field names, e.g. \
+                 `JobIDRaw,Submit,Start,End,State,AllocTRES`)"
+            ));
+        }
+        Ok(SacctOptions {
+            format: Some(names),
+        })
+    }
+}
+
+/// Whether a file's timestamps are naive wall-clock (`2024-03-01T10:00:00`) or absolute
+/// (epoch seconds, or ISO-8601 with `Z`/`±HH:MM`/`±HHMM`): one file must not mix the two, as
+/// their difference would depend on the cluster's time zone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Clock {
+    Naive,
+    Absolute,
+}
+
+/// The heterogeneous job being gathered: its id (the part of `JobID` before `+`), its first
+/// line, and its components so far.
+struct HetJob {
+    key: String,
+    line: u64,
+    parts: Vec<Component>,
+}
+
+/// One row, before the recorded-times rule.
+enum Component {
+    Skip(&'static str),
+    NeverRan(Box<JobSpec>),
+    Ran {
+        job: Box<JobSpec>,
+        submit_ms: i64,
+        start_ms: i64,
+        end_ms: i64,
+        state_word: String,
+        running: bool,
+    },
+}
+
 struct SacctRows {
     path: PathBuf,
     rdr: csv::Reader<Box<dyn std::io::Read + Send>>,
@@ -123,32 +195,65 @@ struct SacctRows {
     cols: [Option<usize>; 15],
     priority: Option<usize>,
     origin: Origin,
+    /// The field names of a headerless file (to skip a header line given anyway).
+    format: Option<Vec<String>>,
+    clock: Option<(Clock, u64, &'static str)>,
+    stash: Option<csv::StringRecord>,
+    het: Option<HetJob>,
 }
 
-fn open_rows(path: &Path, origin: Origin) -> Result<SacctRows, TraceError> {
+fn open_rows(path: &Path, origin: Origin, opts: &SacctOptions) -> Result<SacctRows, TraceError> {
     let mut rdr = csv::ReaderBuilder::new()
         .delimiter(b'|')
         .quoting(false)
-        .has_headers(true)
+        .has_headers(opts.format.is_none())
         .flexible(false)
         .from_reader(open_lines(path)?);
-    let headers = rdr.headers().map_err(|e| csv_error(path, e))?.clone();
+    let headers: Vec<String> = match &opts.format {
+        Some(f) => f.clone(),
+        None => rdr
+            .headers()
+            .map_err(|e| csv_error(path, e))?
+            .iter()
+            .map(str::to_string)
+            .collect(),
+    };
     let mut cols = [None; 15];
     let mut priority = None;
     for (i, h) in headers.iter().enumerate() {
         let h = h.trim();
-        if let Some(k) = KNOWN.iter().position(|c| *c == h) {
+        if let Some(k) = KNOWN.iter().position(|c| c.eq_ignore_ascii_case(h)) {
             if cols[k].is_some() {
                 return Err(TraceError::field(path, 1, h, "field appears twice"));
             }
             cols[k] = Some(i);
-        } else if h == PRIORITY_FIELD {
+        } else if h.eq_ignore_ascii_case(PRIORITY_FIELD) {
             priority = Some(i);
         }
     }
-    let missing = |c: &str| TraceError::MissingColumn {
-        path: path.to_path_buf(),
-        column: c.to_string(),
+    let looks_headerless = opts.format.is_none()
+        && headers
+            .first()
+            .is_some_and(|h| h.trim().starts_with(|c: char| c.is_ascii_digit()));
+    let missing = |c: &str| {
+        if looks_headerless {
+            TraceError::field(
+                path,
+                1,
+                "header",
+                format!(
+                    "the first line `{}` is a job, not a header: a file written with `sacct \
+                     --noheader` needs `sacct_format = \"LIST\"` in [workload.trace], LIST being \
+                     the --format fields in order (e.g. \"JobIDRaw,Submit,Start,End,State,AllocTRES\")",
+                    headers.join("|")
+                ),
+            )
+        } else {
+            TraceError::MissingColumn {
+                path: path.to_path_buf(),
+                column: c.to_string(),
+            }
+        }
     };
     if cols[JOBIDRAW].is_none() && cols[JOBID].is_none() {
         return Err(missing("JobIDRaw"));
@@ -168,6 +273,10 @@ fn open_rows(path: &Path, origin: Origin) -> Result<SacctRows, TraceError> {
         cols,
         priority,
         origin,
+        format: opts.format.clone(),
+        clock: None,
+        stash: None,
+        het: None,
     })
 }
 
@@ -178,7 +287,15 @@ fn open_rows(path: &Path, origin: Origin) -> Result<SacctRows, TraceError> {
 /// [`TraceError::Io`]; [`TraceError::MissingColumn`] for a missing required field;
 /// [`TraceError::BadField`] for a field named twice. Row errors come from the iterator.
 pub fn open(path: &Path) -> Result<TraceStream, TraceError> {
-    let rows = open_rows(path, Origin::default())?;
+    open_with(path, &SacctOptions::default())
+}
+
+/// [`open`] with options (a headerless file's `--format` list).
+///
+/// # Errors
+/// As [`open`].
+pub fn open_with(path: &Path, opts: &SacctOptions) -> Result<TraceStream, TraceError> {
+    let rows = open_rows(path, Origin::default(), opts)?;
     Ok(TraceStream::new(path, Box::new(rows), "Submit"))
 }
 
@@ -188,33 +305,87 @@ pub fn open(path: &Path) -> Result<TraceStream, TraceError> {
 /// # Errors
 /// As [`open`], plus the first row error.
 pub fn read_all_sorted(path: &Path) -> Result<VecStream, TraceError> {
-    let mut scan = open_rows(path, Origin::default())?;
+    read_all_sorted_with(path, &SacctOptions::default())
+}
+
+/// [`read_all_sorted`] with options.
+///
+/// # Errors
+/// As [`read_all_sorted`].
+pub fn read_all_sorted_with(path: &Path, opts: &SacctOptions) -> Result<VecStream, TraceError> {
+    let mut scan = open_rows(path, Origin::default(), opts)?;
     let k = scan.cols[SUBMIT].expect("checked");
     let mut earliest: Option<i64> = None;
-    let mut line = 1u64;
     while scan
         .rdr
         .read_record(&mut scan.rec)
         .map_err(|e| csv_error(path, e))?
     {
-        line += 1;
-        let text = scan.rec.get(k).unwrap_or("").trim();
-        if let Some(t) = parse_time(path, line, "Submit", text)? {
+        let line = scan.rec.position().map(|p| p.line()).unwrap_or(0);
+        if scan.is_repeated_header() {
+            continue;
+        }
+        let text = scan.rec.get(k).unwrap_or("").trim().to_string();
+        if let Some(t) = scan.time(line, "Submit", &text)? {
             earliest = Some(earliest.map_or(t, |e| e.min(t)));
         }
     }
-    let rows = open_rows(path, Origin(earliest))?;
+    let rows = open_rows(path, Origin(earliest), opts)?;
     TraceStream::new(path, Box::new(rows), "Submit").into_sorted()
 }
 
-/// A `sacct` timestamp: seconds of the naive clock, `None` for `Unknown`/`None`/empty.
-fn parse_time(path: &Path, line: u64, field: &str, text: &str) -> Result<Option<i64>, TraceError> {
+/// A `sacct` timestamp in seconds (of the naive clock, or of UTC for an absolute one) and its
+/// kind; `None` for `Unknown`/`None`/empty. Accepted: Slurm's default `YYYY-MM-DDTHH:MM:SS`
+/// (naive); with `SLURM_TIME_FORMAT=%s`, epoch seconds; with `%FT%T%z` or an ISO-8601 offset,
+/// `YYYY-MM-DDTHH:MM:SS` followed by `Z`, `±HH:MM`, `±HHMM` or `±HH` (UTC = local − offset).
+fn parse_time(text: &str) -> Result<Option<(i64, Clock)>, String> {
     match text {
         "" | "Unknown" | "None" => Ok(None),
+        t if t.bytes().all(|b| b.is_ascii_digit()) => t
+            .parse::<i64>()
+            .map(|s| Some((s, Clock::Absolute)))
+            .map_err(|_| format!("`{t}` is out of range as epoch seconds")),
+        t if t.len() > 19 && t.is_char_boundary(19) => {
+            let (naive, zone) = t.split_at(19);
+            let secs = parse_naive_datetime(naive, b'T').map_err(|_| bad_time(t))?;
+            let offset_s: i64 = if zone == "Z" {
+                0
+            } else {
+                let (sign, hm) = match zone.as_bytes()[0] {
+                    b'+' => (1, &zone[1..]),
+                    b'-' => (-1, &zone[1..]),
+                    _ => return Err(bad_time(t)),
+                };
+                let digits: String = hm.chars().filter(|&c| c != ':').collect();
+                let ok_shape = matches!(hm.len(), 2 | 4) && !hm.contains(':')
+                    || hm.len() == 5 && hm.as_bytes()[2] == b':';
+                if !ok_shape || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(bad_time(t));
+                }
+                let h: i64 = digits[..2].parse().map_err(|_| bad_time(t))?;
+                let m: i64 = if digits.len() == 4 {
+                    digits[2..].parse().map_err(|_| bad_time(t))?
+                } else {
+                    0
+                };
+                if h > 23 || m > 59 {
+                    return Err(format!("`{t}`: UTC offset out of range"));
+                }
+                sign * (h * 3600 + m * 60)
+            };
+            Ok(Some((secs - offset_s, Clock::Absolute)))
+        }
         t => parse_naive_datetime(t, b'T')
-            .map(Some)
-            .map_err(|m| TraceError::field(path, line, field, m)),
+            .map(|s| Some((s, Clock::Naive)))
+            .map_err(|_| bad_time(t)),
     }
+}
+
+fn bad_time(t: &str) -> String {
+    format!(
+        "`{t}` is not a sacct timestamp (YYYY-MM-DDTHH:MM:SS, optionally followed by Z, \
+         ±HH:MM or ±HHMM; or epoch seconds from SLURM_TIME_FORMAT=%s)"
+    )
 }
 
 /// Parsed trackable resources.
@@ -311,7 +482,63 @@ impl SacctRows {
             .filter(|s| !s.is_empty())
     }
 
-    fn row(&mut self, line: u64, notes: &mut Skipped) -> Result<Parsed, TraceError> {
+    /// A timestamp of row `line`, checking that the file does not mix naive and absolute
+    /// times.
+    fn time(
+        &mut self,
+        line: u64,
+        field: &'static str,
+        text: &str,
+    ) -> Result<Option<i64>, TraceError> {
+        let Some((t, clock)) =
+            parse_time(text).map_err(|m| TraceError::field(&self.path, line, field, m))?
+        else {
+            return Ok(None);
+        };
+        match self.clock {
+            None => self.clock = Some((clock, line, field)),
+            Some((c, l, f)) if c != clock => {
+                let kind = |c| match c {
+                    Clock::Naive => "a wall-clock time without time zone",
+                    Clock::Absolute => "an absolute time (epoch seconds or with a UTC offset)",
+                };
+                return Err(TraceError::field(
+                    &self.path,
+                    line,
+                    field,
+                    format!(
+                        "`{text}` is {} but line {l} ({f}) has {}: export the whole file with \
+                         one SLURM_TIME_FORMAT",
+                        kind(clock),
+                        kind(c)
+                    ),
+                ));
+            }
+            Some(_) => {}
+        }
+        Ok(Some(t))
+    }
+
+    /// True for the first record of a headerless file when it is the header after all.
+    fn is_repeated_header(&self) -> bool {
+        self.rec.position().is_some_and(|p| p.line() == 1)
+            && self.format.as_ref().is_some_and(|f| {
+                f.len() == self.rec.len()
+                    && f.iter()
+                        .zip(self.rec.iter())
+                        .all(|(a, b)| a.eq_ignore_ascii_case(b.trim()))
+            })
+    }
+
+    /// The heterogeneous job this row belongs to (`JobID` `123+0`, `123+1.batch` → `123`),
+    /// and whether it is a step of it.
+    fn het_key(&self) -> Option<(String, bool)> {
+        let id = self.get(JOBID)?;
+        let (key, rest) = id.split_once('+')?;
+        Some((key.to_string(), rest.contains('.')))
+    }
+
+    fn component(&mut self, line: u64, notes: &mut Skipped) -> Result<Component, TraceError> {
         let path = self.path.clone();
         let bad = |f: &str, m: String| TraceError::field(&path, line, f, m);
         let id = self
@@ -319,15 +546,19 @@ impl SacctRows {
             .or(self.get(JOBID))
             .ok_or_else(|| bad("JobIDRaw", "empty (required)".into()))?
             .to_string();
-        if id.contains('.') {
-            return Ok(Parsed::Skip("job_step"));
+        if id.contains('.') || self.het_key().is_some_and(|(_, step)| step) {
+            return Ok(Component::Skip("job_step"));
         }
         let state = self.get(STATE).unwrap_or("").to_string();
         let state_word = state.split_whitespace().next().unwrap_or("").to_string();
-        let submit = parse_time(&path, line, "Submit", self.get(SUBMIT).unwrap_or(""))?
+        let submit_text = self.get(SUBMIT).unwrap_or("").to_string();
+        let submit = self
+            .time(line, "Submit", &submit_text)?
             .ok_or_else(|| bad("Submit", "empty (required)".into()))?;
-        let start = parse_time(&path, line, "Start", self.get(START).unwrap_or(""))?;
-        let end = parse_time(&path, line, "End", self.get(END).unwrap_or(""))?;
+        let start_text = self.get(START).unwrap_or("").to_string();
+        let start = self.time(line, "Start", &start_text)?;
+        let end_text = self.get(END).unwrap_or("").to_string();
+        let end = self.time(line, "End", &end_text)?;
         let elapsed_ms = self
             .get(ELAPSED)
             .map(|t| {
@@ -434,11 +665,10 @@ impl SacctRows {
         };
         let Some(start) = start else {
             if state_word == "CANCELLED" {
-                bump(notes, "state.CANCELLED");
                 job.recorded = RecordedKind::NeverRan;
-                return Ok(Parsed::Job(Box::new(job)));
+                return Ok(Component::NeverRan(Box::new(job)));
             }
-            return Ok(Parsed::Skip("never_started"));
+            return Ok(Component::Skip("never_started"));
         };
         let start_ms = rel(&mut self.origin, start, "Start")?;
         let runtime_ms = match (elapsed_ms, end) {
@@ -451,32 +681,183 @@ impl SacctRows {
                     .checked_mul(1000)
                     .ok_or_else(|| bad("End", "out of range".into()))?
             }
-            (None, None) => return Ok(Parsed::Skip("end_missing")),
+            (None, None) => return Ok(Component::Skip("end_missing")),
         };
-        if end.is_none() {
-            bump(notes, "running_at_accounting_time");
-        }
         let end_ms = start_ms
             .checked_add(runtime_ms)
             .ok_or_else(|| bad("ElapsedRaw", "out of range".into()))?;
-        bump(notes, format!("state.{state_word}"));
-        if job.set_recorded_times(submit_ms, start_ms, end_ms) == RecordedOutcome::EndedBeforeWindow
-        {
-            return Ok(Parsed::Skip(ENDED_BEFORE_WINDOW));
+        Ok(Component::Ran {
+            job: Box::new(job),
+            submit_ms,
+            start_ms,
+            end_ms,
+            state_word,
+            running: end.is_none(),
+        })
+    }
+
+    /// The recorded-times rule and the notes of one job.
+    fn finish(c: Component, notes: &mut Skipped) -> Parsed {
+        match c {
+            Component::Skip(r) => Parsed::Skip(r),
+            Component::NeverRan(job) => {
+                bump(notes, "state.CANCELLED");
+                Parsed::Job(job)
+            }
+            Component::Ran {
+                mut job,
+                submit_ms,
+                start_ms,
+                end_ms,
+                state_word,
+                running,
+            } => {
+                if running {
+                    bump(notes, "running_at_accounting_time");
+                }
+                bump(notes, format!("state.{state_word}"));
+                if job.set_recorded_times(submit_ms, start_ms, end_ms)
+                    == RecordedOutcome::EndedBeforeWindow
+                {
+                    return Parsed::Skip(ENDED_BEFORE_WINDOW);
+                }
+                Parsed::Job(job)
+            }
         }
-        Ok(Parsed::Job(Box::new(job)))
+    }
+
+    /// One gang of a heterogeneous job's components that ran: tasks added, each task the
+    /// per-resource maximum of the components' task shapes (noted `hetjob_shape_widened` when
+    /// they differ), allowed models united, submit and start the earliest, end the latest,
+    /// state the first component's. Without a component that ran: the first component.
+    fn merge_het(&self, h: HetJob, notes: &mut Skipped) -> Result<Component, TraceError> {
+        bump(notes, "hetjob");
+        let mut ran = Vec::new();
+        let mut first = None;
+        for p in h.parts {
+            match p {
+                Component::Ran { .. } => ran.push(p),
+                other => {
+                    first.get_or_insert(other);
+                }
+            }
+        }
+        let mut it = ran.into_iter();
+        let Some(Component::Ran {
+            mut job,
+            mut submit_ms,
+            mut start_ms,
+            mut end_ms,
+            state_word,
+            mut running,
+        }) = it.next()
+        else {
+            return Ok(first.unwrap_or(Component::Skip("never_started")));
+        };
+        job.name = h.key.into();
+        for p in it {
+            let Component::Ran {
+                job: j,
+                submit_ms: s,
+                start_ms: st,
+                end_ms: e,
+                running: r,
+                ..
+            } = p
+            else {
+                continue;
+            };
+            job.tasks = job.tasks.checked_add(j.tasks).ok_or_else(|| {
+                TraceError::field(
+                    &self.path,
+                    h.line,
+                    "JobID",
+                    "heterogeneous job: too many tasks",
+                )
+            })?;
+            if j.shape != job.shape {
+                bump(notes, "hetjob_shape_widened");
+                let (a, b) = (&mut job.shape, &j.shape);
+                a.num_gpu = a.num_gpu.max(b.num_gpu);
+                a.gpu_milli = a.gpu_milli.max(b.gpu_milli);
+                a.cpu_milli = a.cpu_milli.max(b.cpu_milli);
+                a.mem_mib = a.mem_mib.max(b.mem_mib);
+            }
+            job.gpu_models.extend(j.gpu_models.iter().cloned());
+            submit_ms = submit_ms.min(s);
+            start_ms = start_ms.min(st);
+            end_ms = end_ms.max(e);
+            running |= r;
+        }
+        job.gpu_models.sort();
+        job.gpu_models.dedup();
+        Ok(Component::Ran {
+            job,
+            submit_ms,
+            start_ms,
+            end_ms,
+            state_word,
+            running,
+        })
+    }
+
+    fn flush_het(&mut self, notes: &mut Skipped) -> Option<Result<(u64, Parsed), TraceError>> {
+        let h = self.het.take()?;
+        let line = h.line;
+        Some(
+            self.merge_het(h, notes)
+                .map(|c| (line, SacctRows::finish(c, notes))),
+        )
     }
 }
 
 impl RowSource for SacctRows {
     fn next_row(&mut self, notes: &mut Skipped) -> Option<Result<(u64, Parsed), TraceError>> {
-        match self.rdr.read_record(&mut self.rec) {
-            Ok(false) => None,
-            Ok(true) => {
-                let line = self.rec.position().map(|p| p.line()).unwrap_or(0);
-                Some(self.row(line, notes).map(|p| (line, p)))
+        loop {
+            let read = match self.stash.take() {
+                Some(r) => {
+                    self.rec = r;
+                    Ok(true)
+                }
+                None => self.rdr.read_record(&mut self.rec),
+            };
+            match read {
+                Ok(false) => return self.flush_het(notes),
+                Err(e) => return Some(Err(csv_error(&self.path, e))),
+                Ok(true) => {}
             }
-            Err(e) => Some(Err(csv_error(&self.path, e))),
+            if self.is_repeated_header() {
+                continue;
+            }
+            let line = self.rec.position().map(|p| p.line()).unwrap_or(0);
+            let key = self.het_key();
+            // A row of another job ends the heterogeneous job being gathered: emit that first
+            // and read this row again on the next call.
+            if self
+                .het
+                .as_ref()
+                .is_some_and(|h| key.as_ref().is_none_or(|(k, _)| *k != h.key))
+            {
+                self.stash = Some(std::mem::take(&mut self.rec));
+                return self.flush_het(notes);
+            }
+            let c = match self.component(line, notes) {
+                Ok(c) => c,
+                Err(e) => return Some(Err(e)),
+            };
+            match key {
+                Some((_, true)) | None => return Some(Ok((line, SacctRows::finish(c, notes)))),
+                Some((k, false)) => {
+                    self.het
+                        .get_or_insert_with(|| HetJob {
+                            key: k,
+                            line,
+                            parts: Vec::new(),
+                        })
+                        .parts
+                        .push(c);
+                }
+            }
         }
     }
 }
@@ -611,5 +992,116 @@ mod tests {
         assert!(
             matches!(open(&p), Err(TraceError::MissingColumn { column, .. }) if column == "State")
         );
+    }
+
+    /// `sacct --noheader --format=…`: the columns come from the scenario's list (any case,
+    /// `%WIDTH` ignored); a header line given anyway is skipped; without the list the error
+    /// says what to add.
+    #[test]
+    fn noheader_with_a_format_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let rows = "7|2024-03-01T10:00:00|2024-03-01T10:00:05|2024-03-01T10:01:05|COMPLETED|cpu=4,gres/gpu=2,node=1\n\
+                    8|2024-03-01T10:00:30|2024-03-01T10:00:35|2024-03-01T10:00:55|FAILED|cpu=1,node=1\n";
+        let p = write(&dir, "nh.txt", rows);
+        let opts =
+            SacctOptions::with_format("jobidraw,Submit%20,Start,End,State,AllocTRES%40").unwrap();
+        let jobs: Vec<JobSpec> = open_with(&p, &opts).unwrap().map(Result::unwrap).collect();
+        assert_eq!(jobs.len(), 2);
+        assert_eq!((jobs[0].name.as_str(), jobs[0].shape.num_gpu), ("7", 2));
+        // 10:01:05 − 10:00:05 = 60 s.
+        assert_eq!(jobs[0].runtime, SimDuration::from_secs(60));
+        assert_eq!(jobs[1].submit, SimTime::from_secs(30));
+        let with_header = write(
+            &dir,
+            "h.txt",
+            &format!("JobIDRaw|Submit|Start|End|State|AllocTRES\n{rows}"),
+        );
+        assert_eq!(open_with(&with_header, &opts).unwrap().count(), 2);
+        let e = open(&p).err().expect("no header").to_string();
+        assert!(e.contains("line 1") && e.contains("sacct_format"), "{e}");
+        assert!(SacctOptions::with_format("JobID,,State").is_err());
+    }
+
+    /// `SLURM_TIME_FORMAT=%s` (epoch seconds) and `%FT%T%z` / ISO offsets: absolute times.
+    /// 1709287200 is 2024-03-01T10:00:00Z; `2024-03-01T11:00:10+01:00` is 10:00:10Z, so
+    /// the second job is submitted 10 s after the first; `…T10:00:20+0000` and
+    /// `…T05:00:30-05` are 20 s and 30 s. A file mixing naive and absolute times is refused.
+    #[test]
+    fn epoch_and_utc_offset_times() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            &dir,
+            "abs.txt",
+            &format!(
+                "{H}1|1709287200|1709287200|1709287260|60|cpu=1|cpu=1|p|a|n|COMPLETED||\n\
+                 2|2024-03-01T11:00:10+01:00|2024-03-01T11:00:10+01:00|2024-03-01T10:01:10Z|60|cpu=1|cpu=1|p|a|n|COMPLETED||\n\
+                 3|2024-03-01T10:00:20+0000|2024-03-01T10:00:20+0000|Unknown|5|cpu=1|cpu=1|p|a|n|RUNNING||\n\
+                 4|2024-03-01T05:00:30-05|2024-03-01T05:00:30-05|2024-03-01T05:00:40-05||cpu=1|cpu=1|p|a|n|COMPLETED||\n"
+            ),
+        );
+        let jobs: Vec<JobSpec> = open(&p).unwrap().map(Result::unwrap).collect();
+        let submits: Vec<u64> = jobs.iter().map(|j| j.submit.0 / 1000).collect();
+        assert_eq!(submits, [0, 10, 20, 30]);
+        assert_eq!(jobs[3].runtime, SimDuration::from_secs(10));
+        let mixed = write(
+            &dir,
+            "mixed.txt",
+            &format!(
+                "{H}1|1709287200|1709287200|1709287260|60|cpu=1|cpu=1|p|a|n|COMPLETED||\n\
+                 2|2024-03-01T10:00:10|2024-03-01T10:00:10|2024-03-01T10:01:10|60|cpu=1|cpu=1|p|a|n|COMPLETED||\n"
+            ),
+        );
+        let e = open(&mixed)
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 3") && e.contains("one SLURM_TIME_FORMAT"),
+            "{e}"
+        );
+        for bad in [
+            "2024-03-01T10:00:00+1",
+            "2024-03-01T10:00:00+25:00",
+            "2024-03-01T10:00:00 UTC",
+        ] {
+            assert!(parse_time(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// Heterogeneous job 200 (`200+0`: 1 node, 4 CPUs, no GPU; `200+1`: 2 nodes, 16 CPUs,
+    /// 8 × A100) is one gang: 1 + 2 = 3 tasks, each the per-resource maximum of 4 CPUs /
+    /// 0 GPUs and 16 / 2 = 8 CPUs / 8 / 2 = 4 GPUs → 8 CPUs (8000 milli), 4 GPUs; start is the
+    /// earliest (10 s), end the latest (10 + 120 = 130 s), so runtime 120 s. Its steps are
+    /// skipped; job 201 after it stays its own job.
+    #[test]
+    fn heterogeneous_job_parts_are_one_gang() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            &dir,
+            "het.txt",
+            "JobID|JobIDRaw|Submit|Start|End|ElapsedRaw|AllocTRES|State\n\
+             200+0|200|2024-03-01T10:00:00|2024-03-01T10:00:10|2024-03-01T10:02:00|110|cpu=4,mem=8G,node=1|COMPLETED\n\
+             200+0.batch|200.batch|2024-03-01T10:00:10|2024-03-01T10:00:10|2024-03-01T10:02:00|110|cpu=4,mem=8G,node=1|COMPLETED\n\
+             200+1|201|2024-03-01T10:00:00|2024-03-01T10:00:10|2024-03-01T10:02:10|120|cpu=16,mem=64G,node=2,gres/gpu:a100=8|COMPLETED\n\
+             200+1.0|201.0|2024-03-01T10:00:11|2024-03-01T10:00:11|2024-03-01T10:02:10|119|cpu=16,node=2,gres/gpu:a100=8|COMPLETED\n\
+             202|202|2024-03-01T10:00:05|2024-03-01T10:00:20|2024-03-01T10:00:30|10|cpu=1,node=1|COMPLETED\n",
+        );
+        let mut s = open(&p).unwrap();
+        let jobs: Vec<JobSpec> = s.by_ref().map(Result::unwrap).collect();
+        assert_eq!(jobs.len(), 2, "{jobs:?}");
+        let h = &jobs[0];
+        assert_eq!(h.name, "200");
+        assert_eq!((h.tasks, h.shape.num_gpu, h.shape.cpu_milli), (3, 4, 8000));
+        // Memory: max(8 GiB, 64 GiB / 2) = 32768 MiB.
+        assert_eq!(h.shape.mem_mib, 32_768);
+        assert_eq!(h.gpu_models, ["A100"]);
+        assert_eq!(h.recorded_start, Some(SimTime::from_secs(10)));
+        assert_eq!(h.runtime, SimDuration::from_secs(120));
+        assert_eq!(jobs[1].name, "202");
+        let n = s.notes();
+        assert_eq!((n["hetjob"], n["hetjob_shape_widened"]), (1, 1));
+        assert_eq!(n["state.COMPLETED"], 2);
+        assert_eq!(s.skipped()["job_step"], 2);
     }
 }

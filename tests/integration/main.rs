@@ -13,6 +13,7 @@ mod multicell;
 mod peer_fgd;
 mod placement_props;
 mod policy_props;
+mod real_inputs;
 mod real_traces;
 mod reliability;
 mod snapshots;
