@@ -709,7 +709,12 @@ fn absolute_lines(text: &str, offset: u64) -> String {
 /// [`KueueError`] naming the file, line and field of the first problem (a file that cannot be
 /// read is named with the reason only).
 pub fn load(path: &Path) -> Result<KueueConfig, KueueError> {
-    let text = std::fs::read_to_string(path).map_err(|e| KueueError {
+    let text = crate::input_cap::read_capped(
+        path,
+        crate::input_cap::MAX_MANIFEST_BYTES,
+        "Kueue manifest file",
+    )
+    .map_err(|e| KueueError {
         path: path.to_path_buf(),
         line: 0,
         field: "-".into(),
@@ -723,6 +728,15 @@ pub fn load(path: &Path) -> Result<KueueConfig, KueueError> {
 /// # Errors
 /// As [`load`].
 pub fn parse(text: &str, path: &Path) -> Result<KueueConfig, KueueError> {
+    // The YAML parser's time grows with the square of the nesting depth: bound it first.
+    crate::input_cap::yaml_nesting(text, crate::input_cap::MAX_YAML_DEPTH).map_err(
+        |(line, message)| KueueError {
+            path: path.to_path_buf(),
+            line,
+            field: "-".into(),
+            message,
+        },
+    )?;
     // First pass: parse every document, collect flavors (referenced by queues).
     let docs = documents(text);
     let mut objects = Vec::new();
