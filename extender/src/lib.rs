@@ -33,7 +33,7 @@
 //! | pod annotation | `fleetsim.io/gang-tasks` | tasks of the gang still to place, this pod included (default 1) |
 //! | pod annotation | `fleetsim.io/topology`, `fleetsim.io/topology-slice`, `fleetsim.io/ray-strategy` | `required:<level>` / `preferred:<level>`; `<tasks>:<level>`; a Ray strategy |
 //! | pod annotation | `fleetsim.io/placement` | the policy for this pod (a scenario name, e.g. `fgd`) |
-//! | victim pod annotation | `fleetsim.io/gpu-alloc` | `<hex mask>:<milli>`: the accelerators it holds |
+//! | victim pod annotation | `fleetsim.io/gpu-alloc` | `<hex mask>:<milli>`: the accelerators it holds; used only when it agrees with the victim's requests and the node (a claim, see the README's Security section) |
 //!
 //! Units as in the policy crate: GPU-milli (1000 = one accelerator), milli-cores, MiB.
 //!

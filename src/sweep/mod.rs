@@ -23,14 +23,18 @@
 //! is byte-identical whatever the thread count.
 //!
 //! # Output (`--out DIR`)
-//! * `DIR/sweep.json`: the scenario (name, text, digest), axes, seeds and run count;
+//! * `DIR/sweep.json`: the scenario (name, text, digest), axes, seeds, run count and the
+//!   digest of every input file (a `--resume` over changed inputs is refused);
 //! * `DIR/runs/NNNNN-ID/{summary.json,timeseries.csv,run.json}`: each run (`run.json`, written
-//!   last, marks it complete; `--resume` skips complete runs);
+//!   last with the other files' digests, marks it complete; `--resume` skips runs whose
+//!   marker verifies);
 //! * `DIR/runs.csv`: one row per run of this shard in run order: `run_index`, `run_id`, one
 //!   column per axis (the value's label), `seed`, then every metric of
 //!   [`crate::study::METRICS`];
 //! * `DIR/report.html`, `DIR/report.md`: the table with the best value of each metric marked,
-//!   plots of metrics against each numeric axis, the scenario.
+//!   plots of metrics against each numeric axis, the scenario;
+//! * `DIR/complete.json`: written last, the digests of every file outside `runs/`
+//!   ([`crate::report::outset`]); `merge` takes only shards whose marker verifies.
 //!
 //! # Shards
 //! `--shard I/N` (1 ≤ I ≤ N) runs only the runs whose id hashes (FNV-1a 64) to `I − 1`
