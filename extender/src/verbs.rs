@@ -493,7 +493,7 @@ impl VictimTrial for NodeTrial<'_> {
 /// What victims say about themselves is checked before it counts: their GPU shape comes
 /// from their resource requests ([`PodRequest::victim_from_pod`]), and a
 /// `fleetsim.io/gpu-alloc` claim that disagrees with that shape or with the node is ignored
-/// ([`trusted_alloc`]). Returns the answer and how many claims were ignored.
+/// (see the README's Security section). Returns the answer and how many claims were ignored.
 ///
 /// # Errors
 /// [`InputError`] for a malformed pod, victim or node, or a request with neither victims

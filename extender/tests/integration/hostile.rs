@@ -438,3 +438,89 @@ fn sigterm_drains_the_request_in_flight() {
     };
     assert!(status.success(), "{status}");
 }
+
+/// Item 3, work on its own pool: eight heavy requests at once (a 1,000-task gang on 3,000
+/// nodes each: 3,000,000 task-node steps, under the cap) with one worker, while `/healthz`
+/// is asked every 50 ms: it answers each time within a second (before the fix placement ran
+/// on the async workers and 8 such requests held `/healthz` for seconds). Every heavy
+/// request is answered: 200, or 503 for those beyond the queue of 4.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn healthz_answers_while_heavy_requests_are_decided() {
+    let base = start(Config {
+        limits: Limits {
+            workers: 1,
+            queue: 4,
+            ..Limits::default()
+        },
+        ..Config::default()
+    })
+    .await;
+    let nodes: Vec<Value> = (0..3000)
+        .map(|i| {
+            let mut n = full_node("1000,0");
+            n["metadata"]["name"] = json!(format!("n{i}"));
+            n
+        })
+        .collect();
+    let body = json!({"Pod": pod("p", 0, json!({"fleetsim.io/gang-tasks": "1000"})),
+                      "Nodes": {"items": nodes}})
+    .to_string();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut heavy = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let (b, body, done) = (base.clone(), body.clone(), done.clone());
+        heavy.spawn(async move {
+            let code = post(&b, "prioritize", None, body).await.0;
+            done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            code
+        });
+    }
+    let (mut worst, mut probes) = (Duration::ZERO, 0);
+    while done.load(std::sync::atomic::Ordering::SeqCst) < 8 {
+        let t = Instant::now();
+        let r = reqwest::get(format!("{base}/healthz")).await.unwrap();
+        assert_eq!(r.status(), 200);
+        worst = worst.max(t.elapsed());
+        probes += 1;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut codes = Vec::new();
+    while let Some(r) = heavy.join_next().await {
+        codes.push(r.unwrap());
+    }
+    codes.sort_unstable();
+    eprintln!("heavy: answers {codes:?}; /healthz worst {worst:?} over {probes} probes");
+    assert!(codes.iter().all(|&c| c == 200 || c == 503), "{codes:?}");
+    // One worker + a queue of 4 admit at least 5 of the 8.
+    assert!(
+        codes.iter().filter(|&&c| c == 200).count() >= 5,
+        "{codes:?}"
+    );
+    assert!(probes > 0);
+    assert!(worst < Duration::from_secs(1), "/healthz took {worst:?}");
+}
+
+/// Item 3, bytes in flight: with a budget of 10,000 body bytes, a request declaring 8,000
+/// and still being read leaves 2,000, so a second of 5,000 gets 503 at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn body_bytes_in_flight_are_capped() {
+    let base = start(Config {
+        limits: Limits {
+            max_inflight_body_bytes: 10_000,
+            ..Limits::default()
+        },
+        ..Config::default()
+    })
+    .await;
+    let addr = base.trim_start_matches("http://").to_string();
+    let mut big = filter_body("1000,1000");
+    big.push_str(&" ".repeat(8000 - big.len()));
+    let held = partial_request(&addr, &big, 10);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut second = filter_body("1000,1000");
+    second.push_str(&" ".repeat(5000 - second.len()));
+    let (code, text) = post(&base, "filter", None, second).await;
+    assert_eq!(code, 503, "{text}");
+    assert!(text.contains("too many request bytes in flight"), "{text}");
+    drop(held);
+}
