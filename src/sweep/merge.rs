@@ -49,16 +49,6 @@ pub fn merge(inputs: &[PathBuf], out: &Path, png: bool) -> Result<MergeOutcome> 
             ))
         })
     };
-    // Only complete shards: a shard killed or failed has no top-level marker (or a file
-    // changed since), and its runs.csv may be of an older attempt.
-    for d in inputs {
-        crate::report::outset::verify(d).map_err(|e| {
-            BadInput(format!(
-                "{} is not a complete sweep ({e}); rerun that shard with --resume",
-                d.display()
-            ))
-        })?;
-    }
     let manifest = manifest_of(&inputs[0])?;
     for d in &inputs[1..] {
         let m = manifest_of(d)?;
@@ -74,6 +64,16 @@ pub fn merge(inputs: &[PathBuf], out: &Path, png: bool) -> Result<MergeOutcome> 
             ))
             .into());
         }
+    }
+    // Only complete shards: a shard killed or failed has no top-level marker (or a file
+    // changed since), and its runs.csv may be of an older attempt.
+    for d in inputs {
+        crate::report::outset::verify(d).map_err(|e| {
+            BadInput(format!(
+                "{} is not a complete sweep ({e}); rerun that shard with --resume",
+                d.display()
+            ))
+        })?;
     }
     let head = header(&manifest);
     let mut rows: BTreeMap<usize, Vec<String>> = BTreeMap::new();
