@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-use fleetsim_extender::server::{Auth, Config, Limits, DEFAULT_MAX_BODY_BYTES};
+use fleetsim_extender::server::{check_exposure, Auth, Config, Limits, DEFAULT_MAX_BODY_BYTES};
 use fleetsim_policies::PlacementKind;
 
 /// Kubernetes scheduler extender running fleetsim's placement policies.
@@ -80,18 +80,21 @@ async fn shutdown_signal() {
     eprintln!("fleetsim-extender: shutting down, draining requests in flight");
 }
 
+/// Bad configuration: the message on stderr, exit code 2 (as for a bad flag).
+fn bad_config(message: &str) -> ! {
+    eprintln!("error: {message}");
+    std::process::exit(2)
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let auth = match &args.token_file {
-        None => None,
-        Some(p) => Some(Auth::from_file(p).map_err(anyhow::Error::msg)?),
-    };
-    if auth.is_none() && !args.listen.ip().is_loopback() && !args.allow_unauthenticated {
-        anyhow::bail!(
-            "listening on {} without --token-file: any client that reaches the port could steer placement and preemption; give --token-file (see the README's Deploy section) or --allow-unauthenticated",
-            args.listen
-        );
+    let auth = args
+        .token_file
+        .as_ref()
+        .map(|p| Auth::from_file(p).unwrap_or_else(|e| bad_config(&e)));
+    if let Err(e) = check_exposure(args.listen, auth.as_ref(), args.allow_unauthenticated) {
+        bad_config(&e);
     }
     let mut limits = Limits {
         max_connections: args.max_connections,

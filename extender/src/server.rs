@@ -178,11 +178,77 @@ impl Auth {
     }
 }
 
+/// Refuses to serve the verbs unauthenticated on an address other machines can reach:
+/// without `auth`, `listen` must be a loopback address unless `allow_unauthenticated`.
+///
+/// # Errors
+/// A message saying why and what to give instead.
+pub fn check_exposure(
+    listen: SocketAddr,
+    auth: Option<&Auth>,
+    allow_unauthenticated: bool,
+) -> Result<(), String> {
+    if auth.is_none() && !listen.ip().is_loopback() && !allow_unauthenticated {
+        return Err(format!(
+            "listening on {listen} without --token-file: any client that reaches the port could steer placement and preemption; give --token-file (see the README's Deploy section) or --allow-unauthenticated"
+        ));
+    }
+    Ok(())
+}
+
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unauthenticated_verbs_only_on_loopback_unless_allowed() {
+        // Parsed addresses only: nothing is bound.
+        let lo: SocketAddr = "127.0.0.1:8888".parse().unwrap();
+        let lo6: SocketAddr = "[::1]:8888".parse().unwrap();
+        let any: SocketAddr = "0.0.0.0:8888".parse().unwrap();
+        let auth = Auth {
+            tokens: vec![("kube-scheduler".into(), "0123456789abcdef".into())],
+        };
+        assert!(check_exposure(lo, None, false).is_ok());
+        assert!(check_exposure(lo6, None, false).is_ok());
+        let e = check_exposure(any, None, false).unwrap_err();
+        assert!(e.contains("without --token-file"), "{e}");
+        assert!(check_exposure(any, Some(&auth), false).is_ok());
+        assert!(check_exposure(any, None, true).is_ok());
+    }
+
+    #[test]
+    fn credentials_bearer_and_basic() {
+        let auth = Auth {
+            tokens: vec![
+                ("kube-scheduler".into(), "0123456789abcdef".into()),
+                ("tenant".into(), "fedcba9876543210".into()),
+            ],
+        };
+        let with = |v: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::AUTHORIZATION, HeaderValue::from_str(v).unwrap());
+            auth.caller(&h).map(str::to_string)
+        };
+        assert_eq!(with("Bearer fedcba9876543210").as_deref(), Some("tenant"));
+        // base64("kube-scheduler:0123456789abcdef")
+        assert_eq!(
+            with("Basic a3ViZS1zY2hlZHVsZXI6MDEyMzQ1Njc4OWFiY2RlZg==").as_deref(),
+            Some("kube-scheduler")
+        );
+        // The right token under another caller's name is refused.
+        let wrong = base64::engine::general_purpose::STANDARD.encode("tenant:0123456789abcdef");
+        assert_eq!(with(&format!("Basic {wrong}")), None);
+        assert_eq!(with("Bearer 0123456789abcdeX"), None);
+        assert_eq!(auth.caller(&HeaderMap::new()), None);
+    }
 }
 
 /// Service settings.
