@@ -37,6 +37,14 @@
 //!
 //! Units as in the policy crate: GPU-milli (1000 = one accelerator), milli-cores, MiB.
 //!
+//! # Trust and bounds
+//!
+//! Victims' annotations are claims, checked against their requests and the caller's own
+//! node view before they count ([`verbs::preempt`]); callers authenticate with a token and
+//! each has its own node cache ([`server::Auth`]); connections, time, bytes and work are
+//! bounded ([`server::Limits`], [`snapshot::MAX_VALUE_BYTES`], [`snapshot::MAX_GANG_TASKS`],
+//! [`snapshot::MAX_PLACEMENT_WORK`]). The README's Security section has the trust model.
+//!
 //! # Example
 //!
 //! The verbs are plain functions of a request (the HTTP layer, [`server`], only parses and
