@@ -8,6 +8,7 @@
 #![deny(unsafe_code)]
 
 pub mod fleet;
+pub mod input_cap;
 pub mod rng;
 pub mod workload;
 

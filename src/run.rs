@@ -245,11 +245,14 @@ pub fn input_files(loaded: &Loaded, trace_dir: &TraceDir) -> Vec<(String, PathBu
         // The scenarios it `extends`, as the loader found them (it allows 8 levels).
         let mut at = origin.to_path_buf();
         for _ in 0..8 {
-            let Some(rel) = std::fs::read_to_string(&at)
-                .ok()
-                .and_then(|t| t.parse::<toml::Table>().ok())
-                .and_then(|t| t.get("extends")?.as_str().map(str::to_string))
-            else {
+            let Some(rel) = crate::input_cap::read_capped(
+                &at,
+                crate::input_cap::MAX_SCENARIO_BYTES,
+                "scenario file",
+            )
+            .ok()
+            .and_then(|t| t.parse::<toml::Table>().ok())
+            .and_then(|t| t.get("extends")?.as_str().map(str::to_string)) else {
                 break;
             };
             at = at.parent().unwrap_or(Path::new("")).join(rel);
@@ -320,7 +323,8 @@ pub fn input_files(loaded: &Loaded, trace_dir: &TraceDir) -> Vec<(String, PathBu
 }
 
 /// The names of the files a run of `loaded` writes into its output directory (each also
-/// through a temporary `.<name>.tmp` beside it, [`crate::report::atomic`]).
+/// through a temporary `.<name>.tmp` beside it, [`crate::report::atomic`]), the
+/// completion marker [`crate::report::outset::MARKER`] (written last) included.
 pub fn output_files(loaded: &Loaded, seed: Option<u64>) -> Vec<String> {
     let s = &loaded.scenario;
     let mut names: Vec<String> = if s.mode == Mode::Inflation {
@@ -345,6 +349,7 @@ pub fn output_files(loaded: &Loaded, seed: Option<u64>) -> Vec<String> {
         }
         v
     };
+    names.push(crate::report::outset::MARKER.to_string());
     let tmp: Vec<String> = names.iter().map(|n| format!(".{n}.tmp")).collect();
     names.extend(tmp);
     names
@@ -540,7 +545,9 @@ pub fn run_scenario(
     let mut sim = Simulation::with_extensions(state, policies, ext, cfg);
     let (result, jobs) = match &opts.out_dir {
         Some(dir) => {
-            std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+            // The folder reads as incomplete from here until the marker is written last.
+            crate::report::outset::begin(dir, crate::report::outset::MARKER)
+                .map_err(io_err(dir))?;
             let path = dir.join("jobs.csv");
             let mut sink = JobsCsv::create(&path).map_err(io_err(&path))?;
             let r = sim.run(stream.as_mut(), &mut sink, progress)?;
@@ -630,6 +637,7 @@ pub fn run_scenario(
         let mut text = serde_json::to_string_pretty(&summary).expect("summary serializes");
         text.push('\n');
         crate::report::atomic::write_atomic(&path, text.as_bytes()).map_err(io_err(&path))?;
+        complete_set(dir, loaded, opts.seed)?;
     }
     Ok(RunOutput {
         summary,
@@ -638,6 +646,15 @@ pub fn run_scenario(
         cells,
         models: models_for_series,
     })
+}
+
+/// Writes the run's [`crate::report::outset::MARKER`] last, listing its output files.
+fn complete_set(dir: &Path, loaded: &Loaded, seed: Option<u64>) -> Result<(), RunError> {
+    let names: Vec<String> = output_files(loaded, seed)
+        .into_iter()
+        .filter(|n| !n.starts_with('.') && n != crate::report::outset::MARKER)
+        .collect();
+    crate::report::outset::finish(dir, &names).map_err(io_err(dir))
 }
 
 /// `attempts-<policy>-<seed>.csv` of every run, in the FGD artifact's log layout
@@ -677,7 +694,7 @@ pub fn run_inflation(
     let s = &loaded.scenario;
     let summary = report::summary(&s.name, &s.description, &results, &medians);
     if let Some(dir) = &opts.out_dir {
-        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+        crate::report::outset::begin(dir, crate::report::outset::MARKER).map_err(io_err(dir))?;
         let path = dir.join("curves.csv");
         report::write_curves(&path, &medians).map_err(io_err(&path))?;
         let path = dir.join("allocation.svg");
@@ -693,6 +710,7 @@ pub fn run_inflation(
         }
         let path = dir.join("summary.json");
         report::write_summary(&path, &summary).map_err(io_err(&path))?;
+        complete_set(dir, loaded, opts.seed)?;
     }
     Ok(summary)
 }

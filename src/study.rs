@@ -203,7 +203,7 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// One measured job, as plots need it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct JobLite {
     /// Tenant index into [`Jobs::tenants`].
     pub tenant: u32,
@@ -220,7 +220,7 @@ pub struct JobLite {
 }
 
 /// The jobs of one run, compactly.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Jobs {
     /// Tenant names, sorted.
     pub tenants: Vec<String>,
@@ -273,8 +273,9 @@ impl Jobs {
     }
 }
 
-/// What one run of a scenario point gives a study.
-#[derive(Clone, Debug)]
+/// What one run of a scenario point gives a study (serializable: `compare --resume` reads
+/// finished runs back from `point.json`).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Point {
     /// `summary.json` as a value (exactly what the file holds).
     pub summary: Value,

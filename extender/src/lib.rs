@@ -33,9 +33,17 @@
 //! | pod annotation | `fleetsim.io/gang-tasks` | tasks of the gang still to place, this pod included (default 1) |
 //! | pod annotation | `fleetsim.io/topology`, `fleetsim.io/topology-slice`, `fleetsim.io/ray-strategy` | `required:<level>` / `preferred:<level>`; `<tasks>:<level>`; a Ray strategy |
 //! | pod annotation | `fleetsim.io/placement` | the policy for this pod (a scenario name, e.g. `fgd`) |
-//! | victim pod annotation | `fleetsim.io/gpu-alloc` | `<hex mask>:<milli>`: the accelerators it holds |
+//! | victim pod annotation | `fleetsim.io/gpu-alloc` | `<hex mask>:<milli>`: the accelerators it holds; used only when it agrees with the victim's requests and the node (a claim, see the README's Security section) |
 //!
 //! Units as in the policy crate: GPU-milli (1000 = one accelerator), milli-cores, MiB.
+//!
+//! # Trust and bounds
+//!
+//! Victims' annotations are claims, checked against their requests and the caller's own
+//! node view before they count ([`verbs::preempt`]); callers authenticate with a token and
+//! each has its own node cache ([`server::Auth`]); connections, time, bytes and work are
+//! bounded ([`server::Limits`], [`snapshot::MAX_VALUE_BYTES`], [`snapshot::MAX_GANG_TASKS`],
+//! [`snapshot::MAX_PLACEMENT_WORK`]). The README's Security section has the trust model.
 //!
 //! # Example
 //!

@@ -53,6 +53,81 @@ pub const ANN_PLACEMENT: &str = "fleetsim.io/placement";
 /// `0x3:1000`).
 pub const ANN_GPU_ALLOC: &str = "fleetsim.io/gpu-alloc";
 
+/// Longest value of a label or annotation the extender reads, bytes (`gpu-free-milli` of a
+/// 64-accelerator node is under 320). Longer values are refused, naming the key; labels and
+/// annotations the extender does not read are not limited here (only by the body limit)
+/// and are never kept.
+pub const MAX_VALUE_BYTES: usize = 4096;
+
+/// Most tasks in a gang (`fleetsim.io/gang-tasks`).
+pub const MAX_GANG_TASKS: u32 = 4096;
+
+/// Most placement work per request: gang tasks × nodes. Placing a gang visits every node
+/// once per task; 4,000,000 is about a quarter of a second on one core (4,096 tasks on
+/// 976 nodes, or 1,000 tasks on 4,000).
+pub const MAX_PLACEMENT_WORK: u64 = 4_000_000;
+
+/// The node labels the extender reads.
+pub const NODE_LABELS: &[&str] = &[
+    LABEL_GPU_MODEL,
+    LABEL_GPU_PRODUCT,
+    LABEL_DOMAIN,
+    LABEL_BLOCK,
+    LABEL_RANK,
+];
+/// The node annotations the extender reads.
+pub const NODE_ANNOTATIONS: &[&str] = &[ANN_GPU_FREE, ANN_CPU_FREE, ANN_MEM_FREE];
+/// The pod annotations the extender reads.
+pub const POD_ANNOTATIONS: &[&str] = &[
+    ANN_GPU_MILLI,
+    ANN_GPU_COUNT,
+    ANN_GPU_MODELS,
+    ANN_GANG_TASKS,
+    ANN_TOPOLOGY,
+    ANN_TOPOLOGY_SLICE,
+    ANN_RAY,
+    ANN_PLACEMENT,
+    ANN_GPU_ALLOC,
+];
+
+fn check_sizes(
+    obj: &str,
+    map: &BTreeMap<String, String>,
+    keys: &[&str],
+    kind: &str,
+) -> Result<(), InputError> {
+    for k in keys {
+        if let Some(v) = map.get(*k) {
+            if v.len() > MAX_VALUE_BYTES {
+                return Err(bad(format!(
+                    "{obj}: {kind} {k} is {} bytes, over the limit of {MAX_VALUE_BYTES}",
+                    v.len()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A node object trimmed to what the extender reads (name, the labels and annotations in
+/// [`NODE_LABELS`] and [`NODE_ANNOTATIONS`], `spec.unschedulable`, and the allocatable
+/// `cpu`, `memory` and `nvidia.com/gpu`), as JSON; `None` when `raw` is not a node.
+pub fn trim_node(raw: &serde_json::value::RawValue) -> Option<Box<serde_json::value::RawValue>> {
+    let mut n: Node = serde_json::from_str(raw.get()).ok()?;
+    n.metadata
+        .labels
+        .retain(|k, _| NODE_LABELS.contains(&k.as_str()));
+    n.metadata
+        .annotations
+        .retain(|k, _| NODE_ANNOTATIONS.contains(&k.as_str()));
+    n.metadata.uid.clear();
+    n.metadata.namespace.clear();
+    n.status
+        .allocatable
+        .retain(|k, _| ["cpu", "memory", GPU_RESOURCE].contains(&k.as_str()));
+    serde_json::value::to_raw_value(&n).ok()
+}
+
 /// A request that cannot be turned into a snapshot: the object, the key, what is wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InputError(pub String);
@@ -199,6 +274,19 @@ fn node_in(n: &Node) -> Result<NodeIn, InputError> {
         return Err(bad("a node has no metadata.name"));
     }
     let obj = format!("node `{name}`");
+    if name.len() > MAX_VALUE_BYTES {
+        return Err(bad(format!(
+            "a node's metadata.name is {} bytes, over the limit of {MAX_VALUE_BYTES}",
+            name.len()
+        )));
+    }
+    check_sizes(&obj, &n.metadata.labels, NODE_LABELS, "label")?;
+    check_sizes(
+        &obj,
+        &n.metadata.annotations,
+        NODE_ANNOTATIONS,
+        "annotation",
+    )?;
     let gpus = alloc_q(n, GPU_RESOURCE, 1)?;
     if gpus > 64 {
         return Err(bad(format!(
@@ -441,6 +529,21 @@ impl PodRequest {
     /// [`InputError`] naming the pod and key for a malformed quantity or annotation, or a
     /// shape the policy crate rejects ([`TaskShape::validate`]).
     pub fn from_pod(pod: &Pod) -> Result<PodRequest, InputError> {
+        PodRequest::read(pod, false)
+    }
+
+    /// A preemption victim as a request: as [`PodRequest::from_pod`], except that the
+    /// number of accelerators it holds is its `nvidia.com/gpu` request whenever it has one
+    /// (the device plugin allocated exactly that many; a `fleetsim.io/gpu-count` annotation,
+    /// which the pod's owner can edit at any time, cannot lower it).
+    ///
+    /// # Errors
+    /// As [`PodRequest::from_pod`].
+    pub fn victim_from_pod(pod: &Pod) -> Result<PodRequest, InputError> {
+        PodRequest::read(pod, true)
+    }
+
+    fn read(pod: &Pod, victim: bool) -> Result<PodRequest, InputError> {
         let obj = if pod.metadata.namespace.is_empty() {
             format!("pod `{}`", pod.metadata.name)
         } else {
@@ -466,11 +569,13 @@ impl PodRequest {
             gpus = gpus.saturating_add(q(GPU_RESOURCE, 1)?);
         }
         let ann = &pod.metadata.annotations;
+        check_sizes(&obj, ann, POD_ANNOTATIONS, "annotation")?;
         let num = |key: &str| -> Result<Option<u64>, InputError> {
             ann.get(key).map(|v| parse_u64(&obj, key, v)).transpose()
         };
         let milli = num(ANN_GPU_MILLI)?;
         let count = match num(ANN_GPU_COUNT)? {
+            _ if victim && gpus > 0 => gpus,
             Some(c) => c,
             None if gpus == 0 && milli.is_some() => 1,
             None => gpus,
@@ -490,10 +595,10 @@ impl PodRequest {
             .map_err(|e| bad(format!("{obj}: GPU request: {e}")))?;
         let gang_tasks = match num(ANN_GANG_TASKS)? {
             None => 1,
-            Some(n) if (1..=10_000).contains(&n) => n as u32,
+            Some(n) if (1..=u64::from(MAX_GANG_TASKS)).contains(&n) => n as u32,
             Some(n) => {
                 return Err(bad(format!(
-                    "{obj}: {ANN_GANG_TASKS} {n} is outside 1..=10000"
+                    "{obj}: {ANN_GANG_TASKS} {n} is outside 1..={MAX_GANG_TASKS}"
                 )))
             }
         };

@@ -195,6 +195,15 @@ pub fn read_args(args: &ExtenderArgs) -> Result<(Snapshot, PodRequest), InputErr
     };
     let snap = Snapshot::build(&nodes.items)?;
     let req = PodRequest::from_pod(&args.pod)?;
+    let work = u64::from(req.gang_tasks) * snap.names.len() as u64;
+    if work > crate::snapshot::MAX_PLACEMENT_WORK {
+        return Err(InputError(format!(
+            "a gang of {} task(s) on {} nodes is {work} task-node steps, over the limit of {}",
+            req.gang_tasks,
+            snap.names.len(),
+            crate::snapshot::MAX_PLACEMENT_WORK
+        )));
+    }
     Ok((snap, req))
 }
 
@@ -286,10 +295,10 @@ pub fn placement_text(snap: &Snapshot, placed: &Placed) -> String {
     }
 }
 
-/// What the victim frees on its node: accelerators (mask, GPU-milli each, when known), CPU and
-/// memory.
+/// A victim's claimed accelerators (`fleetsim.io/gpu-alloc`): `(mask, milli)` as written,
+/// not yet checked against anything ([`trusted_alloc`] does that).
 fn victim_alloc(v: &Pod) -> Result<(PodRequest, Option<(u64, u32)>), InputError> {
-    let req = PodRequest::from_pod(v)?;
+    let req = PodRequest::victim_from_pod(v)?;
     let known = match v.metadata.annotations.get(ANN_GPU_ALLOC) {
         None => None,
         Some(s) => {
@@ -309,6 +318,38 @@ fn victim_alloc(v: &Pod) -> Result<(PodRequest, Option<(u64, u32)>), InputError>
         }
     };
     Ok((req, known))
+}
+
+/// A victim's `fleetsim.io/gpu-alloc` claim, kept only when it agrees with what the extender
+/// trusts: the pod's own GPU shape ([`PodRequest::victim_from_pod`]: as many accelerators as
+/// it requests, its share on each) and the node's view from the caller's own
+/// `filter`/`prioritize` (every claimed accelerator exists on the node and has at least that
+/// share in use). A claim that disagrees — `0:1000` (no accelerator), `1:1` (a smaller
+/// share than the pod holds), `c0:1` (accelerators the node lacks) — is ignored and the
+/// victim is assumed to hold its share on the fullest accelerators, as with no claim, so a
+/// pod cannot make itself look cheaper to evict than it is.
+fn trusted_alloc(
+    fleet: &FleetState,
+    node: NodeId,
+    req: &PodRequest,
+    claim: Option<(u64, u32)>,
+) -> (Option<(u64, u32)>, bool) {
+    let Some((mask, milli)) = claim else {
+        return (None, false);
+    };
+    let free = fleet.gpu_free(node);
+    let within = free.len() >= 64 || mask >> free.len() == 0;
+    let ok = within
+        && mask.count_ones() == req.shape.num_gpu
+        && milli == req.shape.gpu_milli
+        && (0..free.len())
+            .filter(|&i| mask >> i & 1 == 1)
+            .all(|i| 1000 - u32::from(free[i]) >= milli);
+    if ok {
+        (Some((mask, milli)), false)
+    } else {
+        (None, true)
+    }
 }
 
 /// Frees a victim's resources on `node` in `fleet`: its annotated accelerators, or else
@@ -382,6 +423,8 @@ struct NodeTrial<'a> {
     back_failed: bool,
     /// The first malformed victim met.
     err: Option<InputError>,
+    /// Victim claims ignored ([`trusted_alloc`]).
+    ignored: u64,
 }
 
 impl VictimTrial for NodeTrial<'_> {
@@ -392,7 +435,9 @@ impl VictimTrial for NodeTrial<'_> {
             return false;
         }
         match victim_alloc(self.pods[v]) {
-            Ok((vr, known)) => {
+            Ok((vr, claim)) => {
+                let (known, ignored) = trusted_alloc(self.fleet, self.node, &vr, claim);
+                self.ignored += u64::from(ignored);
                 self.freed[v] = Some(free_victim(self.fleet, self.node, &vr, known));
                 true
             }
@@ -443,7 +488,12 @@ impl VictimTrial for NodeTrial<'_> {
 /// even all victims do not make room is dropped. A node the extender has not seen in an
 /// earlier `filter` or `prioritize` (no resources known) keeps kube-scheduler's victims.
 ///
-/// `nodes` are the last seen node objects by name.
+/// `nodes` are the last seen node objects by name (the calling client's own view).
+///
+/// What victims say about themselves is checked before it counts: their GPU shape comes
+/// from their resource requests ([`PodRequest::victim_from_pod`]), and a
+/// `fleetsim.io/gpu-alloc` claim that disagrees with that shape or with the node is ignored
+/// (see the README's Security section). Returns the answer and how many claims were ignored.
 ///
 /// # Errors
 /// [`InputError`] for a malformed pod, victim or node, or a request with neither victims
@@ -451,14 +501,15 @@ impl VictimTrial for NodeTrial<'_> {
 pub fn preempt(
     args: &ExtenderPreemptionArgs,
     nodes: &BTreeMap<String, Box<serde_json::value::RawValue>>,
-) -> Result<ExtenderPreemptionResult, InputError> {
+) -> Result<(ExtenderPreemptionResult, u64), InputError> {
     let req = PodRequest::from_pod(&args.pod)?;
     let mut out = ExtenderPreemptionResult::default();
+    let mut ignored = 0u64;
     if let Some(meta) = &args.node_name_to_meta_victims {
         if args.node_name_to_victims.is_none() {
             // Only UIDs: nothing to weigh; keep kube-scheduler's choice.
             out.node_name_to_meta_victims = meta.clone();
-            return Ok(out);
+            return Ok((out, 0));
         }
     }
     let Some(victims) = &args.node_name_to_victims else {
@@ -532,8 +583,10 @@ pub fn preempt(
                 applied: vec![Vec::new(); order.len()],
                 back_failed: false,
                 err: None,
+                ignored: 0,
             };
             let set = minimal_victim_set(&mut trial, 0..order.len());
+            ignored += trial.ignored;
             if let Some(e) = trial.err {
                 return Err(e);
             }
@@ -545,17 +598,20 @@ pub fn preempt(
         out.node_name_to_meta_victims
             .insert(name.clone(), meta(&chosen));
     }
-    Ok(out)
+    Ok((out, ignored))
 }
 
-/// A request's nodes by name, for the server's node cache.
+/// A request's nodes by name, for the server's node cache: each node trimmed to what the
+/// extender reads ([`crate::snapshot::trim_node`]), so that the cache holds a few hundred
+/// bytes a node whatever else the objects carry. Nodes that do not parse are skipped (the
+/// snapshot was built from them, so none is).
 pub fn node_names(
     snap: &Snapshot,
     items: &[Box<serde_json::value::RawValue>],
 ) -> Vec<(String, Box<serde_json::value::RawValue>)> {
     snap.names
         .iter()
-        .cloned()
-        .zip(items.iter().cloned())
+        .zip(items)
+        .filter_map(|(n, raw)| Some((n.clone(), crate::snapshot::trim_node(raw)?)))
         .collect()
 }

@@ -28,6 +28,9 @@ pub struct CompareArgs {
     /// Output directory (default: out/NAME-compare).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Skip runs already complete in the output directory (same comparison and inputs).
+    #[arg(long)]
+    pub resume: bool,
     /// Common options.
     #[command(flatten)]
     pub common: StudyArgs,
@@ -86,6 +89,7 @@ pub fn compare(a: CompareArgs) -> Result<()> {
         trace_dir: a.common.trace_dir(),
         png: a.common.png,
         threads: a.common.threads,
+        resume: a.resume,
     };
     let c = compare::run(&source, &extra, &variants, &opts)?;
     out!("{}", compare::render(&c));

@@ -25,8 +25,8 @@ pub struct SweepArgs {
     /// Skip runs already complete in the output directory.
     #[arg(long)]
     pub resume: bool,
-    /// Number of seeds (scenario seed, +1, …), overriding `[sweep] seeds`.
-    #[arg(long)]
+    /// Number of seeds (scenario seed, +1, …; 1 to 10,000), overriding `[sweep] seeds`.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=crate::sweep::MAX_SEEDS))]
     pub seeds: Option<u64>,
     /// Common options.
     #[command(flatten)]

@@ -134,6 +134,34 @@ pub struct CompareOptions {
     pub png: bool,
     /// Worker threads.
     pub threads: Option<usize>,
+    /// Skip runs already complete in `out` (a folder written by the same comparison: same
+    /// scenario, overrides, policies, seeds and input files, else refused).
+    pub resume: bool,
+}
+
+/// `compare-manifest.json`: what a comparison folder holds, so that `--resume` can refuse a
+/// folder of another comparison (or of changed input files).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CompareManifest {
+    /// FNV-1a of the scenario text and the `--set` overrides, hex.
+    pub digest: String,
+    /// `--set` overrides.
+    pub set: Vec<String>,
+    /// Policies: label and overrides (`PATH=VALUE`).
+    pub policies: Vec<(String, Vec<String>)>,
+    /// Seeds.
+    pub seeds: Vec<u64>,
+    /// Input files' digests (as [`crate::sweep::Manifest::inputs`]).
+    pub inputs: BTreeMap<String, String>,
+}
+
+/// The files of one compare run folder.
+const COMPARE_RUN_FILES: [&str; 3] = ["summary.json", "timeseries.csv", "point.json"];
+
+/// The point of the complete run in `dir`, if any.
+fn load_point(dir: &std::path::Path, id: &str, index: usize) -> Option<Point> {
+    crate::sweep::complete_files(dir, id, index, &COMPARE_RUN_FILES)?;
+    serde_json::from_str(&std::fs::read_to_string(dir.join("point.json")).ok()?).ok()
 }
 
 /// One metric of one variant.
@@ -243,27 +271,93 @@ pub fn run(
     let tasks: Vec<(usize, u64)> = (0..variants.len())
         .flat_map(|v| opts.seeds.iter().map(move |&s| (v, s)))
         .collect();
+    let set: Vec<String> = extra.iter().map(Override::label).collect();
+    let pairs: Vec<Override> = variants
+        .iter()
+        .flat_map(|v| v.overrides.iter().cloned())
+        .collect();
+    let manifest = CompareManifest {
+        digest: format!(
+            "{:016x}",
+            study::fnv1a(format!("{}\n{}", source.text, set.join("\n")).as_bytes())
+        ),
+        set,
+        policies: variants
+            .iter()
+            .map(|v| {
+                (
+                    v.label.clone(),
+                    v.overrides.iter().map(Override::label).collect(),
+                )
+            })
+            .collect(),
+        seeds: opts.seeds.clone(),
+        inputs: crate::sweep::input_digests(source, extra, &pairs, &opts.trace_dir)?,
+    };
+    let manifest_path = opts.out.join("compare-manifest.json");
+    if opts.resume && manifest_path.exists() {
+        let old: Option<CompareManifest> = std::fs::read_to_string(&manifest_path)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+        match old {
+            Some(old) if old == manifest => {}
+            Some(old) if old.inputs != manifest.inputs && old.digest == manifest.digest => {
+                return Err(BadInput(format!(
+                    "{}: the comparison's input files changed since its runs were written ({}); their results would be stale: use a fresh --out",
+                    opts.out.display(),
+                    crate::sweep::changed_inputs(&old.inputs, &manifest.inputs)
+                ))
+                .into())
+            }
+            _ => {
+                return Err(BadInput(format!(
+                    "{} holds another comparison (a different scenario, --set, policies or seeds); use a fresh --out",
+                    opts.out.display()
+                ))
+                .into())
+            }
+        }
+    }
+    let run_id = |v: usize, seed: u64| format!("policy={},seed={seed}", variants[v].label);
     let work = || {
         tasks
             .par_iter()
-            .map(|&(v, seed)| -> Result<Point> {
-                let mut o = extra.to_vec();
-                o.extend(variants[v].overrides.iter().cloned());
-                let loaded = source.load(&o)?;
-                let p = study::run_point(&loaded, seed, &opts.trace_dir, true)
-                    .with_context(|| format!("policy `{}`, seed {seed}", variants[v].label))?;
+            .enumerate()
+            .map(|(index, &(v, seed))| -> Result<(Point, bool)> {
                 let dir = opts
                     .out
                     .join("runs")
                     .join(study::safe_name(&variants[v].label))
                     .join(format!("seed-{seed}"));
-                study::write_point(&dir, &p)?;
-                Ok(p)
+                let id = run_id(v, seed);
+                if opts.resume {
+                    if let Some(p) = load_point(&dir, &id, index) {
+                        return Ok((p, true));
+                    }
+                }
+                let mut o = extra.to_vec();
+                o.extend(variants[v].overrides.iter().cloned());
+                let loaded = source.load(&o)?;
+                let p = study::run_point(&loaded, seed, &opts.trace_dir, true)
+                    .with_context(|| format!("policy `{}`, seed {seed}", variants[v].label))?;
+                let mut marker = crate::sweep::RunJson {
+                    index,
+                    id,
+                    seed,
+                    overrides: o.iter().map(Override::label).collect(),
+                    files: BTreeMap::new(),
+                };
+                crate::sweep::write_run_with(&dir, &p, &mut marker, &COMPARE_RUN_FILES, |d| {
+                    study::write_json(&d.join("point.json"), &p)
+                })?;
+                Ok((p, false))
             })
             .collect::<Vec<_>>()
     };
-    std::fs::create_dir_all(&opts.out)
+    // The top level reads as incomplete until its marker is written, after the report.
+    crate::report::outset::begin(&opts.out, crate::report::outset::MARKER)
         .with_context(|| format!("creating {}", opts.out.display()))?;
+    study::write_json(&manifest_path, &manifest)?;
     let results = match opts.threads {
         Some(n) => rayon::ThreadPoolBuilder::new()
             .num_threads(n)
@@ -273,8 +367,14 @@ pub fn run(
         None => work(),
     };
     let mut points: Vec<Vec<Point>> = vec![Vec::new(); variants.len()];
+    let mut resumed = 0;
     for (&(v, _), r) in tasks.iter().zip(results) {
-        points[v].push(r?);
+        let (p, was) = r.context("complete runs are kept (rerun with --resume)")?;
+        resumed += usize::from(was);
+        points[v].push(p);
+    }
+    if opts.resume {
+        eprintln!("{resumed} of {} runs already complete", tasks.len());
     }
     let scenario = points[0][0].summary["scenario"]
         .as_str()
@@ -378,6 +478,7 @@ pub fn run(
         scenario_text: source.text.clone(),
     };
     html::write(&opts.out, &doc)?;
+    crate::sweep::complete_top_level(&opts.out)?;
     Ok(cmp)
 }
 

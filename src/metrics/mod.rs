@@ -30,7 +30,7 @@ use fleetsim_policies::{FleetState, SimTime, TaskAlloc, TenantId};
 pub use stats::{dist_f64, dist_ms, Dist};
 
 /// One row of `timeseries.csv`: means over one interval.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SeriesRow {
     /// Interval start, ms.
     pub start: SimTime,
@@ -259,7 +259,7 @@ impl TopoTracker {
 }
 
 /// Split gangs and largest placeable gangs at the end of a run.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TopologyFacts {
     /// Started gangs (jobs of more than one task).
     pub gangs: u64,
@@ -271,8 +271,9 @@ pub struct TopologyFacts {
     pub largest_gang: Option<Vec<[(f64, u64); 4]>>,
 }
 
-/// Time-weighted results at the end of a run.
-#[derive(Clone, Debug, PartialEq)]
+/// Time-weighted results at the end of a run. Serializable so that `compare --resume` can
+/// read a finished run back.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Occupancy {
     /// Window start.
     pub window_start: SimTime,
@@ -290,11 +291,33 @@ pub struct Occupancy {
     pub series: Vec<SeriesRow>,
     /// Names of the pending reasons seen, in first-seen order (see
     /// [`SeriesRow::pending_by_reason_ms`]).
+    #[serde(deserialize_with = "interned_names")]
     pub pending_reasons: Vec<&'static str>,
     /// Allocated GPU-milli·ms per tenant over the window (by [`TenantId`]).
     pub allocated_tenant: Vec<u128>,
     /// Split gangs and largest placeable gangs.
     pub topology: TopologyFacts,
+}
+
+/// Reads names as `&'static str`, each distinct name allocated once for the whole process
+/// (pending reasons: a dozen names), so that reading runs back does not leak per run.
+fn interned_names<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<&'static str>, D::Error> {
+    use std::collections::BTreeSet;
+    use std::sync::Mutex;
+    static NAMES: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+    let names: Vec<String> = serde::Deserialize::deserialize(d)?;
+    let mut set = NAMES.lock().unwrap_or_else(|p| p.into_inner());
+    Ok(names
+        .into_iter()
+        .map(|n| match set.get(n.as_str()) {
+            Some(&s) => s,
+            None => {
+                let s: &'static str = Box::leak(n.into_boxed_str());
+                set.insert(s);
+                s
+            }
+        })
+        .collect())
 }
 
 /// allocated / available, or `None` when nothing was available.

@@ -5,6 +5,7 @@ pub mod atomic;
 pub mod format;
 pub mod html;
 pub mod jobs_csv;
+pub mod outset;
 pub mod plots;
 pub mod summary;
 pub mod table;

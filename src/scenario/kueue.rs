@@ -774,7 +774,12 @@ pub fn manifest_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, KueueError> {
 pub fn load_paths(paths: &[PathBuf]) -> Result<KueueConfig, KueueError> {
     let mut sources = Vec::new();
     for f in manifest_files(paths)? {
-        let text = std::fs::read_to_string(&f).map_err(|e| KueueError {
+        let text = crate::input_cap::read_capped(
+            &f,
+            crate::input_cap::MAX_MANIFEST_BYTES,
+            "Kueue manifest file",
+        )
+        .map_err(|e| KueueError {
             path: f.clone(),
             line: 0,
             field: "-".into(),
@@ -806,6 +811,17 @@ struct Doc {
 /// (the file or directory the scenario gives) names the whole in errors about it.
 fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConfig, KueueError> {
     let path = name;
+    // The YAML parser's time grows with the square of the nesting depth: bound it first.
+    for (p, text) in sources {
+        crate::input_cap::yaml_nesting(text, crate::input_cap::MAX_YAML_DEPTH).map_err(
+            |(line, message)| KueueError {
+                path: p.clone(),
+                line,
+                field: "-".into(),
+                message,
+            },
+        )?;
+    }
     // First pass: parse every document, collect flavors (referenced by queues).
     let docs: Vec<Doc> = sources
         .iter()

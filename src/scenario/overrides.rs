@@ -103,7 +103,12 @@ impl Source {
     pub fn read(path: Option<&Path>) -> Result<Source, ScenarioError> {
         let (text, origin, base_dir) = match path {
             Some(p) => (
-                std::fs::read_to_string(p).map_err(|source| ScenarioError::Io {
+                crate::input_cap::read_capped(
+                    p,
+                    crate::input_cap::MAX_SCENARIO_BYTES,
+                    "scenario file",
+                )
+                .map_err(|source| ScenarioError::Io {
                     path: p.to_path_buf(),
                     source,
                 })?,

@@ -111,10 +111,12 @@ impl Loaded {
 /// # Errors
 /// [`ScenarioError`] naming the file and the offending key.
 pub fn load(path: &Path) -> Result<Loaded, ScenarioError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text =
+        crate::input_cap::read_capped(path, crate::input_cap::MAX_SCENARIO_BYTES, "scenario file")
+            .map_err(|source| ScenarioError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
     parse(&text, &path.display().to_string(), base)
 }
@@ -261,10 +263,12 @@ fn resolve_extends(
         return Err(invalid("more than 8 levels of `extends` (a cycle?)".into()));
     }
     let path = base_dir.join(&rel);
-    let text = std::fs::read_to_string(&path).map_err(|source| ScenarioError::Io {
-        path: path.clone(),
-        source,
-    })?;
+    let text =
+        crate::input_cap::read_capped(&path, crate::input_cap::MAX_SCENARIO_BYTES, "scenario file")
+            .map_err(|source| ScenarioError::Io {
+                path: path.clone(),
+                source,
+            })?;
     let base_origin = path.display().to_string();
     let base: toml::Table = toml::from_str(&text).map_err(|e| ScenarioError::Parse {
         origin: base_origin.clone(),

@@ -65,6 +65,16 @@ pub fn merge(inputs: &[PathBuf], out: &Path, png: bool) -> Result<MergeOutcome> 
             .into());
         }
     }
+    // Only complete shards: a shard killed or failed has no top-level marker (or a file
+    // changed since), and its runs.csv may be of an older attempt.
+    for d in inputs {
+        crate::report::outset::verify(d).map_err(|e| {
+            BadInput(format!(
+                "{} is not a complete sweep ({e}); rerun that shard with --resume",
+                d.display()
+            ))
+        })?;
+    }
     let head = header(&manifest);
     let mut rows: BTreeMap<usize, Vec<String>> = BTreeMap::new();
     for d in inputs {
@@ -125,6 +135,8 @@ pub fn merge(inputs: &[PathBuf], out: &Path, png: bool) -> Result<MergeOutcome> 
     }
     std::fs::create_dir_all(out.join("runs"))
         .with_context(|| format!("creating {}", out.display()))?;
+    crate::report::outset::begin(out, crate::report::outset::MARKER)
+        .with_context(|| format!("writing {}", out.display()))?;
     let out_canon = out.canonicalize().ok();
     for d in inputs {
         if d.canonicalize().ok() == out_canon {
@@ -138,7 +150,11 @@ pub fn merge(inputs: &[PathBuf], out: &Path, png: bool) -> Result<MergeOutcome> 
         names.sort();
         for n in names {
             let from = runs.join(&n);
-            if from.join("run.json").is_file() {
+            let complete = std::fs::read_to_string(from.join("run.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<super::RunJson>(&t).ok())
+                .is_some_and(|rj| super::complete_run(&from, &rj.id, rj.index).is_some());
+            if complete {
                 copy_dir(&from, &out.join("runs").join(&n))
                     .with_context(|| format!("copying {}", from.display()))?;
             }
@@ -148,6 +164,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path, png: bool) -> Result<MergeOutcome> 
     let rows: Vec<Vec<String>> = rows.into_values().collect();
     write_runs_csv(&out.join("runs.csv"), &head, &rows)?;
     write_report(out, &manifest, &rows, png)?;
+    super::complete_top_level(out)?;
     Ok(MergeOutcome {
         runs: rows.len(),
         inputs: inputs.len(),

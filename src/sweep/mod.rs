@@ -23,14 +23,18 @@
 //! is byte-identical whatever the thread count.
 //!
 //! # Output (`--out DIR`)
-//! * `DIR/sweep.json`: the scenario (name, text, digest), axes, seeds and run count;
+//! * `DIR/sweep.json`: the scenario (name, text, digest), axes, seeds, run count and the
+//!   digest of every input file (a `--resume` over changed inputs is refused);
 //! * `DIR/runs/NNNNN-ID/{summary.json,timeseries.csv,run.json}`: each run (`run.json`, written
-//!   last, marks it complete; `--resume` skips complete runs);
+//!   last with the other files' digests, marks it complete; `--resume` skips runs whose
+//!   marker verifies);
 //! * `DIR/runs.csv`: one row per run of this shard in run order: `run_index`, `run_id`, one
 //!   column per axis (the value's label), `seed`, then every metric of
 //!   [`crate::study::METRICS`];
 //! * `DIR/report.html`, `DIR/report.md`: the table with the best value of each metric marked,
-//!   plots of metrics against each numeric axis, the scenario.
+//!   plots of metrics against each numeric axis, the scenario;
+//! * `DIR/complete.json`: written last, the digests of every file outside `runs/`
+//!   ([`crate::report::outset`]); `merge` takes only shards whose marker verifies.
 //!
 //! # Shards
 //! `--shard I/N` (1 ≤ I ≤ N) runs only the runs whose index is `I − 1` modulo `N`
@@ -42,6 +46,7 @@
 
 pub mod merge;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -81,6 +86,24 @@ impl Seeds {
         match self {
             Seeds::Count(n) => (0..*n).map(|i| base.wrapping_add(i)).collect(),
             Seeds::List(v) => v.clone(),
+        }
+    }
+}
+
+/// Most seeds of one study (`[sweep] seeds`, `--seeds`).
+pub const MAX_SEEDS: u64 = 10_000;
+
+/// Most runs of one sweep: axis values multiplied together, times the seeds. A run is at
+/// least a few milliseconds and its row and folder stay on disk, so 100,000 runs is already
+/// hours and gigabytes; a larger study is refused before anything is planned.
+pub const MAX_RUNS: u64 = 100_000;
+
+impl Seeds {
+    /// How many seeds, without listing them.
+    pub fn count(&self) -> u64 {
+        match self {
+            Seeds::Count(n) => *n,
+            Seeds::List(v) => v.len() as u64,
         }
     }
 }
@@ -195,6 +218,12 @@ pub struct Manifest {
     pub set: Vec<String>,
     /// The scenario text.
     pub scenario_text: String,
+    /// Every file the runs read — the scenario and the files it `extends`, traces, machine
+    /// lists, failure timelines, Kueue manifests ([`crate::run::input_files`]), for the base
+    /// scenario and each axis value — by `what (file name)`, with the FNV-1a 64 of its
+    /// content. Filled in by [`run`]; `--resume` refuses a folder whose inputs differ.
+    #[serde(default)]
+    pub inputs: BTreeMap<String, String>,
 }
 
 /// A planned sweep.
@@ -215,6 +244,41 @@ pub struct Plan {
 pub fn plan(source: &Source, extra: &[Override], seeds: Option<Seeds>) -> Result<Plan> {
     let base = source.load(extra)?;
     let spec = base.scenario.sweep.clone().unwrap_or_default();
+    // The size first, from the counts alone: a billion seeds must not be listed to be refused.
+    let from_flag = seeds.is_some();
+    let n_seeds = seeds
+        .as_ref()
+        .or(spec.seeds.as_ref())
+        .map_or(1, Seeds::count);
+    if n_seeds > MAX_SEEDS {
+        let what = if from_flag { "--seeds" } else { "sweep.seeds" };
+        return Err(BadInput(format!(
+            "{}: {what} = {n_seeds} is over the limit of {MAX_SEEDS} seeds",
+            source.origin
+        ))
+        .into());
+    }
+    let runs = spec
+        .axes
+        .iter()
+        .try_fold(n_seeds, |acc, a| acc.checked_mul(a.values.len() as u64));
+    match runs {
+        Some(r) if r <= MAX_RUNS => {}
+        _ => {
+            let sizes: Vec<String> = spec
+                .axes
+                .iter()
+                .map(|a| a.values.len().to_string())
+                .collect();
+            let total = runs.map_or("more than 2^64".to_string(), |r| r.to_string());
+            return Err(BadInput(format!(
+                "{}: the sweep is {} axis value(s) × {n_seeds} seed(s) = {total} runs, over the limit of {MAX_RUNS}; sweep fewer values or seeds, or split the study into several scenarios",
+                source.origin,
+                if sizes.is_empty() { "1".to_string() } else { sizes.join(" × ") }
+            ))
+            .into());
+        }
+    }
     let seeds = seeds
         .or(spec.seeds.clone())
         .map(|s| s.resolve(base.scenario.seed))
@@ -316,6 +380,7 @@ pub fn plan(source: &Source, extra: &[Override], seeds: Option<Seeds>) -> Result
                         seeds,
                         set,
                         scenario_text: source.text.clone(),
+                        inputs: BTreeMap::new(),
                     },
                     points,
                 });
@@ -529,12 +594,144 @@ pub struct SweepOutcome {
     pub resumed: usize,
 }
 
+/// `run.json`, a run folder's completion marker (written last): the run and the digests of
+/// its files ([`crate::report::outset`]).
 #[derive(Serialize, Deserialize)]
-struct RunJson {
-    index: usize,
-    id: String,
-    seed: u64,
-    overrides: Vec<String>,
+pub(crate) struct RunJson {
+    pub(crate) index: usize,
+    pub(crate) id: String,
+    pub(crate) seed: u64,
+    pub(crate) overrides: Vec<String>,
+    /// `summary.json` and `timeseries.csv`: size and digest. Absent in folders written
+    /// before markers had digests, which therefore count as incomplete.
+    #[serde(default)]
+    pub(crate) files: BTreeMap<String, crate::report::outset::FileDigest>,
+}
+
+/// The files of a run folder ([`study::write_point`]).
+pub(crate) const RUN_FILES: [&str; 2] = ["summary.json", "timeseries.csv"];
+
+/// The summary of the complete run in `dir` whose marker says `id` / `index`, if any.
+pub(crate) fn complete_run(dir: &Path, id: &str, index: usize) -> Option<serde_json::Value> {
+    complete_files(dir, id, index, &RUN_FILES)?;
+    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).ok()?).ok()
+}
+
+/// `Some(())` when `dir/run.json` names run `id` / `index` and records exactly `files`, each
+/// unchanged since.
+pub(crate) fn complete_files(dir: &Path, id: &str, index: usize, files: &[&str]) -> Option<()> {
+    let rj: RunJson =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).ok()?).ok()?;
+    let listed: Vec<&str> = rj.files.keys().map(String::as_str).collect();
+    let mut want = files.to_vec();
+    want.sort_unstable();
+    if rj.id != id || rj.index != index || listed != want {
+        return None;
+    }
+    crate::report::outset::verify_files(dir, &rj.files).ok()
+}
+
+/// Writes a run folder as an all-or-nothing set: removes `run.json`, writes the point,
+/// then `run.json` with the files' digests.
+///
+/// # Errors
+/// The I/O error.
+pub(crate) fn write_run(
+    dir: &Path,
+    point: &study::Point,
+    mut marker: RunJson,
+) -> std::io::Result<()> {
+    write_run_with(dir, point, &mut marker, &RUN_FILES, |_| Ok(()))
+}
+
+/// [`write_run`] with more files: `extra` writes them after the point, `files` lists every
+/// file of the folder.
+pub(crate) fn write_run_with(
+    dir: &Path,
+    point: &study::Point,
+    marker: &mut RunJson,
+    files: &[&str],
+    extra: impl FnOnce(&Path) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    crate::report::outset::begin(dir, "run.json")?;
+    study::write_point(dir, point)?;
+    extra(dir)?;
+    let names: Vec<String> = files.iter().map(|s| s.to_string()).collect();
+    marker.files = crate::report::outset::digests(dir, &names)?;
+    study::write_json(&dir.join("run.json"), &*marker)
+}
+
+/// Digests of every input file of the base scenario (with `extra`) and of the scenario with
+/// each override in `pairs` (axis values; repeated ones loaded once), keyed
+/// `what (file name)` ([`Manifest::inputs`]). Files that cannot be read are left out (the
+/// runs report them).
+///
+/// # Errors
+/// A scenario that does not load with an override.
+pub fn input_digests(
+    source: &Source,
+    extra: &[Override],
+    pairs: &[Override],
+    trace_dir: &TraceDir,
+) -> Result<BTreeMap<String, String>> {
+    let mut seen_overrides = std::collections::BTreeSet::new();
+    let mut loads = vec![source.load(extra)?];
+    for o in pairs {
+        if seen_overrides.insert(o.label()) {
+            let mut all = extra.to_vec();
+            all.push(o.clone());
+            loads.push(source.load(&all)?);
+        }
+    }
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    let mut hashed = std::collections::BTreeSet::new();
+    for l in &loads {
+        for (what, path) in crate::run::input_files(l, trace_dir) {
+            if !hashed.insert(path.clone()) {
+                continue;
+            }
+            let Ok(d) = crate::report::outset::digest(&path) else {
+                continue;
+            };
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let mut key = format!("{what} ({name})");
+            let mut k = 2;
+            while out.get(&key).is_some_and(|v| *v != d.fnv1a) {
+                key = format!("{what} ({name}) #{k}");
+                k += 1;
+            }
+            out.insert(key, d.fnv1a);
+        }
+    }
+    Ok(out)
+}
+
+/// The inputs that differ between two [`Manifest::inputs`], named.
+pub fn changed_inputs(old: &BTreeMap<String, String>, new: &BTreeMap<String, String>) -> String {
+    let keys: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    keys.into_iter()
+        .filter(|k| old.get(*k) != new.get(*k))
+        .map(|k| match (old.get(k), new.get(k)) {
+            (Some(_), Some(_)) => format!("{k} changed"),
+            (None, _) => format!("{k} added"),
+            (_, None) => format!("{k} removed"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Writes the study's top-level [`crate::report::outset::MARKER`] over every file outside
+/// `runs/`.
+///
+/// # Errors
+/// The I/O error.
+pub fn complete_top_level(out: &Path) -> Result<()> {
+    let names = crate::report::outset::files_below(out, &["runs"])
+        .with_context(|| format!("listing {}", out.display()))?;
+    crate::report::outset::finish(out, &names).with_context(|| format!("writing {}", out.display()))
 }
 
 /// The `runs.csv` header for a manifest.
@@ -585,12 +782,7 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest> {
 }
 
 fn load_complete(dir: &Path, p: &RunPoint) -> Option<serde_json::Value> {
-    let rj: RunJson =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).ok()?).ok()?;
-    if rj.id != p.id || rj.index != p.index {
-        return None;
-    }
-    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).ok()?).ok()
+    complete_run(dir, &p.id, p.index)
 }
 
 /// Runs the planned sweep (this shard of it) into `opts.out`.
@@ -605,11 +797,18 @@ pub fn run(
     opts: &SweepOptions,
 ) -> Result<SweepOutcome> {
     let out = &opts.out;
+    let mut manifest = plan.manifest.clone();
+    let pairs: Vec<Override> = plan
+        .points
+        .iter()
+        .flat_map(|p| p.overrides.iter().cloned())
+        .collect();
+    manifest.inputs = input_digests(source, extra, &pairs, &opts.trace_dir)?;
     std::fs::create_dir_all(out.join("runs"))
         .with_context(|| format!("creating {}", out.display()))?;
     if out.join("sweep.json").exists() {
         let old = read_manifest(out)?;
-        if old.digest != plan.manifest.digest || old.runs != plan.manifest.runs {
+        if old.digest != manifest.digest || old.runs != manifest.runs {
             return Err(BadInput(format!(
                 "{} holds another sweep (scenario `{}`, digest {}); use a fresh --out",
                 out.display(),
@@ -618,8 +817,19 @@ pub fn run(
             ))
             .into());
         }
+        if old.inputs != manifest.inputs {
+            return Err(BadInput(format!(
+                "{}: the sweep's input files changed since its runs were written ({}); their results would be stale: use a fresh --out",
+                out.display(),
+                changed_inputs(&old.inputs, &manifest.inputs)
+            ))
+            .into());
+        }
     }
-    study::write_json(&out.join("sweep.json"), &plan.manifest)?;
+    // The top level reads as incomplete until its marker is written, after the report.
+    crate::report::outset::begin(out, crate::report::outset::MARKER)
+        .with_context(|| format!("writing {}", out.display()))?;
+    study::write_json(&out.join("sweep.json"), &manifest)?;
     let selected: Vec<&RunPoint> = plan
         .points
         .iter()
@@ -640,14 +850,15 @@ pub fn run(
                 let loaded = source.load(&o)?;
                 let point = study::run_point(&loaded, p.seed, &opts.trace_dir, false)
                     .with_context(|| format!("run {} ({})", p.index, p.id))?;
-                study::write_point(&dir, &point)?;
-                study::write_json(
-                    &dir.join("run.json"),
-                    &RunJson {
+                write_run(
+                    &dir,
+                    &point,
+                    RunJson {
                         index: p.index,
                         id: p.id.clone(),
                         seed: p.seed,
                         overrides: o.iter().map(Override::label).collect(),
+                        files: BTreeMap::new(),
                     },
                 )?;
                 Ok((point.summary, false))
@@ -686,6 +897,7 @@ pub fn run(
         )));
     }
     write_report(out, &plan.manifest, &rows, opts.png)?;
+    complete_top_level(out)?;
     Ok(SweepOutcome {
         total: plan.points.len(),
         selected: selected.len(),

@@ -301,8 +301,11 @@ pub(crate) fn open_input(path: &Path) -> Result<Box<dyn Read + Send>, TraceError
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("gz"));
     Ok(if gz {
-        Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(
-            BufReader::new(file),
+        // Bounded on the decompressed bytes (a gzip bomb is refused, naming the cap).
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        Box::new(BufReader::new(crate::input_cap::DecompressedCap::new(
+            flate2::read::MultiGzDecoder::new(BufReader::new(file)),
+            crate::input_cap::gz_cap(size),
         )))
     } else {
         Box::new(BufReader::new(file))

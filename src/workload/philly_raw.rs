@@ -84,8 +84,12 @@ struct RawDetail {
 /// One scanned element: (line where it starts, its text), or (line, what is malformed).
 pub(crate) type Scanned = Result<(u64, Vec<u8>), (u64, String)>;
 
+/// Longest element (one job object) [`ArrayScanner`] accepts, bytes: 16 MiB, thousands of
+/// times a job of the public trace (a few hundred bytes to a few kB).
+pub const MAX_ELEMENT_BYTES: u64 = 16 << 20;
+
 /// Splits a top-level JSON array into its elements' texts without parsing the whole
-/// document; memory is bounded by the largest element.
+/// document; memory is bounded by the largest element, at most [`MAX_ELEMENT_BYTES`].
 pub(crate) struct ArrayScanner<R: BufRead> {
     input: R,
     line: u64,
@@ -191,6 +195,14 @@ impl<R: BufRead> ArrayScanner<R> {
                 Err(m) => return err(self.line, m),
             };
             text.push(b);
+            if text.len() as u64 > MAX_ELEMENT_BYTES {
+                return err(
+                    line,
+                    format!(
+                        "a job object longer than {MAX_ELEMENT_BYTES} bytes (the limit of one element; is this the right file?)"
+                    ),
+                );
+            }
             if in_str {
                 if esc {
                     esc = false;
@@ -430,6 +442,18 @@ mod tests {
             Path::new("cluster_job_log"),
             Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
         )
+    }
+
+    #[test]
+    fn an_element_over_the_cap_is_refused_naming_its_line() {
+        // Line 2 opens an object whose string never ends: refused once it passes 16 MiB,
+        // not buffered to the end of the input.
+        let text = format!("[\n{{\"jobid\": \"{}", "x".repeat((16 << 20) + 10));
+        let e = read_text(&text).unwrap_err().to_string();
+        assert!(
+            e.contains("line 2") && e.contains("a job object longer than 16777216 bytes"),
+            "{e}"
+        );
     }
 
     #[test]

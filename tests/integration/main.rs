@@ -7,6 +7,7 @@ mod field_cases;
 mod field_cases_quota;
 mod fuzz_stable;
 mod hand_computed;
+mod hardening;
 mod inflation;
 mod invariants;
 mod multicell;

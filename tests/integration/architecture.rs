@@ -1,0 +1,298 @@
+//! The layering the README's Architecture section draws, checked on the source: no import
+//! circle among the files of the policy crate, nor among the files of the engine crate.
+//!
+//! A file's imports are the `crate::…` and `super::…` paths it names outside its tests
+//! (comments stripped; `use crate::a::{b, c::d}` expanded), each resolved to the longest
+//! module path that is a file (`crate::scheduler::Scheduler` → `scheduler`). A child's
+//! `super::*` towards its own parent is how Rust modules see their parent's private items,
+//! not a layer crossing, and is not counted.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Module path (`scheduler::pass`) → file, for every `.rs` file under `root`.
+fn modules(root: &Path) -> BTreeMap<String, PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(root, &mut files);
+    files
+        .into_iter()
+        .map(|p| {
+            let rel = p.strip_prefix(root).unwrap().with_extension("");
+            let mut parts: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            if matches!(
+                parts.last().map(String::as_str),
+                Some("mod" | "lib" | "main")
+            ) {
+                parts.pop();
+            }
+            (parts.join("::"), p)
+        })
+        .collect()
+}
+
+/// The source outside `#[cfg(test)]` with `//` comments removed.
+fn code(path: &Path) -> String {
+    let src = std::fs::read_to_string(path).unwrap();
+    let src = match src.find("#[cfg(test)]") {
+        Some(i) => &src[..i],
+        None => &src[..],
+    };
+    src.lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The paths a `use`-like reference starting at `s` (just after `crate::` or `super::`)
+/// names: `a::{b, c::{d, e}}` → `a::b`, `a::c::d`, `a::c::e`.
+fn expand(prefix: &str, s: &str, out: &mut Vec<String>) {
+    // The leading path up to a `{` or the end of the path.
+    let end = s
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':' || c == '{'))
+        .unwrap_or(s.len());
+    let head = &s[..end];
+    if let Some(open) = head.find('{') {
+        let base = format!("{prefix}{}", head[..open].trim_end_matches(':'));
+        // The matching brace.
+        let body = &s[open + 1..];
+        let mut depth = 1;
+        let mut close = body.len();
+        for (i, c) in body.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = i;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let inner = &body[..close];
+        let mut depth = 0;
+        let mut start = 0;
+        let mut items = Vec::new();
+        for (i, c) in inner.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    items.push(&inner[start..i]);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        items.push(&inner[start..]);
+        for it in items {
+            let it = it.trim();
+            if !it.is_empty() {
+                expand(&format!("{base}::"), it, out);
+            }
+        }
+    } else {
+        out.push(format!("{prefix}{}", head.trim_end_matches(':')));
+    }
+}
+
+/// Import edges between the files of a crate rooted at `root`.
+fn edges(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mods = modules(root);
+    let resolve = |path: &str| -> Option<String> {
+        let parts: Vec<&str> = path.split("::").filter(|p| !p.is_empty()).collect();
+        (1..=parts.len())
+            .rev()
+            .map(|k| parts[..k].join("::"))
+            .find(|m| mods.contains_key(m))
+    };
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (m, file) in &mods {
+        let src = code(file);
+        let parent = m.rsplit_once("::").map_or("", |(p, _)| p);
+        let mut paths = Vec::new();
+        for (i, _) in src.match_indices("crate::") {
+            expand("", &src[i + "crate::".len()..], &mut paths);
+        }
+        for (i, _) in src.match_indices("super::") {
+            let mut p = Vec::new();
+            expand("", &src[i + "super::".len()..], &mut p);
+            for x in p {
+                // `super::X` from `a::b` names `a::X`; towards the parent itself it is
+                // the module system, not an import (module docs).
+                let full = if parent.is_empty() {
+                    x
+                } else {
+                    format!("{parent}::{x}")
+                };
+                if resolve(&full).as_deref() != Some(parent) {
+                    paths.push(full);
+                }
+            }
+        }
+        for p in paths {
+            if let Some(t) = resolve(&p) {
+                if &t != m && !m.starts_with(&format!("{t}::")) {
+                    out.entry(m.clone()).or_default().insert(t);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The import circles (strongly connected components of more than one file).
+fn circles(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    // Tarjan, iterative over a sorted node list (deterministic output).
+    let nodes: BTreeSet<&String> = g.keys().chain(g.values().flatten()).collect();
+    let nodes: Vec<&String> = nodes.into_iter().collect();
+    let id: BTreeMap<&String, usize> = nodes.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+    let adj: Vec<Vec<usize>> = nodes
+        .iter()
+        .map(|n| {
+            g.get(*n)
+                .map_or(vec![], |s| s.iter().map(|t| id[t]).collect())
+        })
+        .collect();
+    let n = nodes.len();
+    let (mut index, mut low, mut on) = (vec![usize::MAX; n], vec![0; n], vec![false; n]);
+    let (mut stack, mut next, mut out) = (Vec::new(), 0, Vec::new());
+    for s in 0..n {
+        if index[s] != usize::MAX {
+            continue;
+        }
+        let mut call = vec![(s, 0usize)];
+        while let Some(&mut (v, ref mut k)) = call.last_mut() {
+            if *k == 0 {
+                index[v] = next;
+                low[v] = next;
+                next += 1;
+                stack.push(v);
+                on[v] = true;
+            }
+            if *k < adj[v].len() {
+                let w = adj[v][*k];
+                *k += 1;
+                if index[w] == usize::MAX {
+                    call.push((w, 0));
+                } else if on[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            call.pop();
+            if let Some(&(u, _)) = call.last() {
+                low[u] = low[u].min(low[v]);
+            }
+            if low[v] == index[v] {
+                let mut comp = Vec::new();
+                loop {
+                    let w = stack.pop().unwrap();
+                    on[w] = false;
+                    comp.push(nodes[w].clone());
+                    if w == v {
+                        break;
+                    }
+                }
+                if comp.len() > 1 {
+                    comp.sort();
+                    out.push(comp);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn describe(g: &BTreeMap<String, BTreeSet<String>>, c: &[String]) -> String {
+    c.iter()
+        .map(|m| {
+            let to: Vec<&str> = g.get(m).map_or(vec![], |s| {
+                s.iter()
+                    .filter(|t| c.contains(t))
+                    .map(String::as_str)
+                    .collect()
+            });
+            format!("{m} -> {}", to.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn assert_acyclic(root: &Path) {
+    let g = edges(root);
+    let c = circles(&g);
+    assert!(
+        c.is_empty(),
+        "import circles under {}: {}",
+        root.display(),
+        c.iter()
+            .map(|c| describe(&g, c))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+}
+
+#[test]
+fn the_policy_crate_has_no_import_circle() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/src");
+    let g = edges(&root);
+    // The layering the README draws: the stages never import the scheduler or the spec.
+    for stage in [
+        "queue_order",
+        "placement",
+        "cell_select",
+        "preemption",
+        "backfill",
+        "quota",
+    ] {
+        for upper in ["scheduler", "spec", "registry"] {
+            assert!(
+                !g.get(stage).is_some_and(|s| s
+                    .iter()
+                    .any(|t| t == upper || t.starts_with(&format!("{upper}::")))),
+                "stage `{stage}` imports `{upper}`: {:?}",
+                g.get(stage)
+            );
+        }
+    }
+    assert_acyclic(&root);
+}
+
+#[test]
+fn the_engine_crate_has_no_import_circle() {
+    assert_acyclic(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+}
+
+/// The checker finds a circle when there is one (so the two tests above can fail).
+#[test]
+fn a_circle_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("a")).unwrap();
+    std::fs::write(dir.path().join("lib.rs"), "pub mod a;\npub mod b;\n").unwrap();
+    std::fs::write(dir.path().join("a/mod.rs"), "use crate::b::{X, y::Z};\n").unwrap();
+    std::fs::write(
+        dir.path().join("b.rs"),
+        "// use crate::a;\nfn f() { crate::a::g() }\n",
+    )
+    .unwrap();
+    let g = edges(dir.path());
+    assert_eq!(circles(&g), vec![vec!["a".to_string(), "b".to_string()]]);
+    // Only in a comment: no circle.
+    std::fs::write(dir.path().join("b.rs"), "// use crate::a;\n").unwrap();
+    assert!(circles(&edges(dir.path())).is_empty());
+}
