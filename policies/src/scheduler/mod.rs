@@ -336,7 +336,11 @@ impl Scheduler {
             c.reason_counts.resize(q + 1, [0; PendingReason::ALL.len()]);
         }
         let strict = c.queue(job.queue).strategy == QueueingStrategy::StrictFifo;
+        let indexed = c.class_skip(job.queue);
         let jobs = &mut self.pending[q].jobs;
+        if indexed && jobs.classes.is_none() && jobs.order.is_empty() {
+            jobs.classes = Some(BTreeMap::new());
+        }
         let mut reason = None;
         if strict {
             match jobs.first_key_value() {

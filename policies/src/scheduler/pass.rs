@@ -26,6 +26,10 @@ pub(crate) struct PassState {
     pub(crate) held: Vec<TaskAlloc>,
     /// What running jobs offer as victims (built on the first preemption attempt).
     pub(crate) run_summary: Option<RunSummary>,
+    /// Classes of indexed queues ([`Core::class_skip`]) found blocked in this pass: the
+    /// reason, and the fleet's change count when the verdict holds only while the fleet is
+    /// unchanged (`None`: a failure of the exact requirements, which holds all pass).
+    pub(crate) verdicts: BTreeMap<ClassKey, (PendingReason, Option<u64>)>,
 }
 
 /// Outcome of trying one job.
@@ -75,6 +79,7 @@ impl Scheduler {
         pass.reservations.clear();
         pass.ends = None;
         pass.run_summary = None;
+        pass.verdicts.clear();
         pass.budget = self.core.budget.unwrap_or(u64::MAX);
         // Preemptors whose victims are gone go first: the room was made for them.
         if !self.core.nominated.is_empty() {
@@ -129,10 +134,12 @@ impl Scheduler {
                 break;
             }
             let q = queue.index();
+            let indexed = self.pending[q].jobs.classes.is_some();
             let entry = self.pending[q]
                 .jobs
                 .get_mut(&(key, id))
                 .expect("a head is pending");
+            let class = indexed.then(|| class_of(entry));
             let out = if pass.requeued.contains(&id) {
                 Outcome::Skipped
             } else {
@@ -148,13 +155,35 @@ impl Scheduler {
             };
             let blocked_strict = matches!(out, Outcome::Blocked(_))
                 && self.core.queue(queue).strategy == QueueingStrategy::StrictFifo;
+            if let (Some(c), Outcome::Blocked(r)) = (class, &out) {
+                let exact = (c.0, c.1, c.2, c.3, c.4, 0);
+                let holds = if pass.failed_exact.get(&exact) == Some(r) {
+                    None
+                } else {
+                    Some(fleet.change_count())
+                };
+                pass.verdicts.insert(c, (*r, holds));
+            }
             self.settle(q, key, id, out, &mut pass);
             if blocked_strict {
                 // The head is blocked: nothing more from this queue in this pass.
                 continue;
             }
-            if let Some((&(k, j), e)) = self.pending[q].jobs.next_after((key, id)) {
-                let h = self.core.head(queue, k, j, &e.job);
+            // Skip the jobs of classes blocked in this pass whose stored reason already is
+            // the verdict: trying them would hit the same cache and change nothing. A verdict
+            // that holds only while the fleet is unchanged is used only when no other queue
+            // has a head, so that nothing can start between here and the jobs skipped.
+            let alone = pass.heads.is_empty();
+            let changes = fleet.change_count();
+            let verdicts = &pass.verdicts;
+            let next = self.pending[q].jobs.next_unskipped((key, id), |c, slot| {
+                verdicts.get(c).is_some_and(|&(r, holds)| {
+                    r.index() as u8 == slot && holds.is_none_or(|n| alone && n == changes)
+                })
+            });
+            if let Some(k) = next {
+                let e = self.pending[q].jobs.get_mut(&k).expect("present");
+                let h = self.core.head(queue, k.0, k.1, &e.job);
                 pass.heads.push(h);
             }
         }
@@ -201,7 +230,10 @@ impl Scheduler {
                 self.core.register(e.job);
             }
             Outcome::Blocked(r) => {
-                let e = self.pending[q].jobs.get_mut(&(key, id)).expect("present");
+                let jobs = &mut self.pending[q].jobs;
+                let old = jobs.get_mut(&(key, id)).expect("present").reason;
+                jobs.reindex((key, id), old, r);
+                let e = jobs.get_mut(&(key, id)).expect("present");
                 set_reason(&mut self.core.reason_counts[q], e, r, now);
             }
             Outcome::Skipped => {}

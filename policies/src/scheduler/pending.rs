@@ -30,6 +30,33 @@ pub(crate) struct QueueJobs {
 pub(crate) struct PendingMap {
     pub(crate) order: BTreeMap<(OrderKey, JobId), u32>,
     pub(crate) entries: slab::Slab<Entry>,
+    /// For a queue whose pass may skip whole classes ([`Core::class_skip`]): its entries by
+    /// (class, stored reason), each set in queue order.
+    pub(crate) classes: Option<ClassIndex>,
+}
+
+/// What a pass's verdict on a job depends on when no quota, queue maximum, preemption or
+/// backfill is configured: the exact requirements of [`ExactKey`] without the reservation
+/// prefix (always 0 then).
+pub(crate) type ClassKey = (TaskShape, u32, ModelSet, u32, Option<TopologySpec>);
+
+/// The class of an entry.
+pub(crate) fn class_of(e: &Entry) -> ClassKey {
+    (
+        e.job.shape,
+        e.job.tasks,
+        e.job.models,
+        e.cells_key,
+        e.job.topology,
+    )
+}
+
+/// Pending entries by (class, stored reason slot), each set in queue order.
+pub(crate) type ClassIndex = BTreeMap<(ClassKey, u8), BTreeSet<(OrderKey, JobId)>>;
+
+/// A stored reason as a bucket index (`u8::MAX`: not tried yet).
+pub(crate) fn reason_slot(r: Option<PendingReason>) -> u8 {
+    r.map_or(u8::MAX, |r| r.index() as u8)
 }
 
 impl PendingMap {
@@ -57,19 +84,89 @@ impl PendingMap {
     }
 
     pub(crate) fn insert(&mut self, k: (OrderKey, JobId), e: Entry) {
+        if let Some(ix) = &mut self.classes {
+            ix.entry((class_of(&e), reason_slot(e.reason)))
+                .or_default()
+                .insert(k);
+        }
         let i = u32::try_from(self.entries.insert(e)).expect("fewer than 2^32 pending jobs");
         if let Some(old) = self.order.insert(k, i) {
-            self.entries.remove(old as usize);
+            let old = self.entries.remove(old as usize);
+            self.unindex(&k, &old);
         }
     }
 
     pub(crate) fn remove(&mut self, k: &(OrderKey, JobId)) -> Option<Entry> {
         let i = self.order.remove(k)?;
-        Some(self.entries.remove(i as usize))
+        let e = self.entries.remove(i as usize);
+        self.unindex(k, &e);
+        Some(e)
+    }
+
+    fn unindex(&mut self, k: &(OrderKey, JobId), e: &Entry) {
+        if let Some(ix) = &mut self.classes {
+            let b = (class_of(e), reason_slot(e.reason));
+            if let Some(set) = ix.get_mut(&b) {
+                set.remove(k);
+                if set.is_empty() {
+                    ix.remove(&b);
+                }
+            }
+        }
+    }
+
+    /// Keeps the class index right when the entry at `k` moves from stored reason `old` to
+    /// `new` (call before the move; a no-op without an index).
+    pub(crate) fn reindex(
+        &mut self,
+        k: (OrderKey, JobId),
+        old: Option<PendingReason>,
+        new: PendingReason,
+    ) {
+        if old == Some(new) {
+            return;
+        }
+        let Some(&i) = self.order.get(&k) else {
+            return;
+        };
+        let class = class_of(&self.entries[i as usize]);
+        if let Some(ix) = &mut self.classes {
+            let from = (class, reason_slot(old));
+            if let Some(set) = ix.get_mut(&from) {
+                set.remove(&k);
+                if set.is_empty() {
+                    ix.remove(&from);
+                }
+            }
+            ix.entry((class, reason_slot(Some(new))))
+                .or_default()
+                .insert(k);
+        }
+    }
+
+    /// The first entry after `k` in queue order outside the (class, stored reason) buckets
+    /// `skip` names. Without an index, [`PendingMap::next_after`]'s key. `O(b log n)` for `b`
+    /// buckets.
+    pub(crate) fn next_unskipped(
+        &self,
+        k: (OrderKey, JobId),
+        skip: impl Fn(&ClassKey, u8) -> bool,
+    ) -> Option<(OrderKey, JobId)> {
+        let Some(ix) = &self.classes else {
+            return self.next_after(k).map(|(k, _)| *k);
+        };
+        ix.iter()
+            .filter(|((c, r), _)| !skip(c, *r))
+            .filter_map(|(_, set)| set.range((Bound::Excluded(k), Bound::Unbounded)).next())
+            .min()
+            .copied()
     }
 
     /// Empties the map, returning its entries in queue order.
     pub(crate) fn drain_in_order(&mut self) -> Vec<((OrderKey, JobId), Entry)> {
+        if let Some(ix) = &mut self.classes {
+            ix.clear();
+        }
         let order = std::mem::take(&mut self.order);
         let mut entries = std::mem::take(&mut self.entries);
         order
