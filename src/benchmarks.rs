@@ -1,18 +1,31 @@
 //! The fixed, seeded workloads of the benches (`benches/`) and of `fleetsim bench`, named after
-//! the scenario they stand for.
+//! the scenario they stand for. Every workload has a nominal occupancy, and `fleetsim bench`
+//! prints what each run actually reached (occupancy over the arrival window, waits, queue
+//! depth, preemptions), failing a run more than 5 points off its nominal occupancy.
 //!
-//! `replay_1m_fifo_bestfit`: 1,000,000 jobs with a Philly-like size mix (93.2 % one GPU; 2, 4,
-//! 8, 16, 32, 64, 128 GPUs in the proportions of `philly_jobs_pollux.csv`; above 8 GPUs, gangs
-//! of 8-GPU tasks), log-normal run times with Philly's median (1,144 s) and a heavy tail
-//! (σ = 1.5, capped at 4,628,226 s, Philly’s longest job), Poisson arrivals at 90 % offered
-//! load, onto 16,384 HGX H100 nodes (131,072 GPUs) in 4 cells; one strict-FIFO queue,
-//! best-fit placement, first-fit cell selection.
+//! All share a Philly-like job mix: 93.2 % one GPU; 2, 4, 8, 16, 32, 64, 128 GPUs in the
+//! proportions of `philly_jobs_pollux.csv` (above 8 GPUs, gangs of 8-GPU tasks); log-normal
+//! run times with Philly's median (1,144 s) and σ = 1.5, **capped at 4 hours** ([`CAP_S`]) so
+//! that the arrivals last several times the longest job and the fleet reaches steady state
+//! (uncapped, Philly's 53-day tail kept the old `replay_1m_*` runs filling for their whole
+//! 11-hour arrival span, at 1.9 % occupancy over first submit → last completion); Poisson
+//! arrivals at the workload's offered load (fraction of the GPUs, from the capped mean
+//! run time [`mean_runtime_s`]), four tenants of equal demand; 8-GPU HGX H100 nodes in 4
+//! cells.
 //!
-//! `replay_1m_quota_topology`: the same jobs, one queue per tenant (4 tenants, equal demand)
-//! in one cohort with nominal GPU quotas of 40, 30, 20 and 10 % of the fleet (so the small
-//! queues borrow what the large ones leave idle), DRF admission order across queues, EASY
-//! backfill on true run times, and a topology constraint on gangs: each gang packed into as
-//! few 32-node blocks as possible (Kueue TAS, `preferred = "block"`) around best-fit.
+//! | workload | fleet | load | policy | nominal occupancy |
+//! |---|---|---|---|---|
+//! | `replay_1m_fifo_bestfit` | 16,384 nodes | 90 % | one strict-FIFO queue, best-fit, first-fit cells | 90 % |
+//! | `replay_1m_quota_topology` | 16,384 nodes | 90 % | a queue per tenant in one cohort (nominal 40/30/20/10 %), DRF, EASY backfill (oracle estimates), gangs in as few blocks as possible | 90 % |
+//! | `saturated_besteffort` | 1,280 nodes | 110 % | one best-effort-FIFO queue, best-fit | 100 % (a standing queue) |
+//! | `saturated_quota_preempt` | 1,280 nodes | 110 % | the quota tables above with borrowing, DRF, EASY backfill, reclaim and fair-sharing preemption (grace 30 s, checkpoints every 30 min), topology-aware gangs, node failures (MTBF 2,000 h, repair 1 h) | 100 % |
+//! | `saturated_las` | 1,280 nodes | 110 % | Tiresias 2D-LAS (3,250 / 7,200 GPU-s), LAS preemption, best-effort queue | 100 % |
+//! | `fleet_1m_gpus` | 131,072 nodes (1,048,576 GPUs) | 95 % | FIFO + best-fit | 95 % |
+//!
+//! Occupancy "over the arrival window" is measured from the time-series intervals that lie
+//! wholly between the first submit plus one cap (warm-up: every job then running started
+//! after the first submit) and the expected last arrival (`jobs` / arrival rate); it is the
+//! fleet's steady-state occupancy, not the drain after the last arrival.
 //!
 //! `openb_fgd_inflation`: one seed of the FGD paper's inflation experiment on the real openb
 //! fleet and pod list ([`openb_fgd_setup`], needs the public traces), and the FGD artifact's
@@ -37,11 +50,40 @@ pub const PHILLY_SIZES: &[(u32, u64)] = &[
 
 /// Median run time of Philly jobs, seconds (SOURCE.md).
 pub const PHILLY_MEDIAN_S: f64 = 1144.0;
-/// Log-normal σ: a heavy tail (mean ≈ 3.1 × median) that still lets a 1M-job run reach
-/// steady state at 90 % load.
+/// Log-normal σ: a heavy tail (uncapped mean ≈ 3.1 × median).
 pub const SIGMA: f64 = 1.5;
-/// Longest Philly job, seconds.
-pub const MAX_S: f64 = 4_628_226.0;
+/// Longest run time of a bench job, seconds (4 h; 4.6 % of the log-normal's mass lies above
+/// it): short against every workload's arrival span, so the runs reach steady state.
+pub const CAP_S: f64 = 14_400.0;
+
+/// Mean of the bench's capped log-normal run time, seconds (2,683 s for the bench's
+/// 1,144 s median, σ 1.5, 1 s floor and 4 h cap), from the generator's own closed form
+/// ([`crate::workload::synthetic::RuntimeDist::mean_s`]).
+pub fn mean_runtime_s() -> f64 {
+    crate::workload::synthetic::RuntimeDist::Lognormal {
+        median_s: PHILLY_MEDIAN_S,
+        sigma: SIGMA,
+        min_s: 1.0,
+        max_s: Some(CAP_S),
+    }
+    .mean_s()
+}
+
+/// Mean GPUs per job of the Philly size mix.
+pub fn mean_gpus() -> f64 {
+    let total_jobs: u64 = PHILLY_SIZES.iter().map(|&(_, n)| n).sum();
+    PHILLY_SIZES
+        .iter()
+        .map(|&(g, n)| g as f64 * n as f64)
+        .sum::<f64>()
+        / total_jobs as f64
+}
+
+/// Poisson arrival rate, jobs per hour, that offers `load` × the GPUs of `nodes` 8-GPU nodes.
+pub fn arrival_rate_per_hour(nodes: u32, load: f64) -> f64 {
+    let gpus = nodes as f64 * 8.0;
+    load * gpus / (mean_gpus() * mean_runtime_s()) * 3600.0
+}
 
 /// Scenario TOML for `jobs` jobs on `nodes` 8-GPU nodes split over 4 cells, at `load` offered
 /// load (fraction of GPUs), with the given queue mapping (`single` or `per-tenant`) and
@@ -62,16 +104,7 @@ pub fn replay_toml(
             "[[fleet.cells]]\nname = \"cell{c}\"\n[[fleet.cells.nodes]]\npreset = \"hgx-h100\"\ncount = {n}\n"
         ));
     }
-    let total_jobs: u64 = PHILLY_SIZES.iter().map(|&(_, n)| n).sum();
-    let mean_gpus: f64 = PHILLY_SIZES
-        .iter()
-        .map(|&(g, n)| g as f64 * n as f64)
-        .sum::<f64>()
-        / total_jobs as f64;
-    // Mean of a log-normal capped far in its tail: median × exp(σ²/2) (the cap moves it < 1 %).
-    let mean_runtime = PHILLY_MEDIAN_S * (SIGMA * SIGMA / 2.0).exp();
-    let gpus = nodes as f64 * 8.0;
-    let rate_per_hour = load * gpus / (mean_gpus * mean_runtime) * 3600.0;
+    let rate_per_hour = arrival_rate_per_hour(nodes, load);
     let sizes: Vec<String> = PHILLY_SIZES
         .iter()
         .map(|&(g, n)| format!("{{ gpus = {g}, weight = {n}.0 }}"))
@@ -80,7 +113,7 @@ pub fn replay_toml(
         "[workload]\nqueues = \"{queues}\"\n[workload.synthetic]\njobs = {jobs}\narrival_rate_per_hour = {rate_per_hour}\n\
          tenants = [{{ name = \"t0\", weight = 1.0 }}, {{ name = \"t1\", weight = 1.0 }}, {{ name = \"t2\", weight = 1.0 }}, {{ name = \"t3\", weight = 1.0 }}]\n\
          sizes = [{}]\n\
-         runtime = {{ dist = \"lognormal\", median_s = {PHILLY_MEDIAN_S}, sigma = {SIGMA}, min_s = 1.0, max_s = {MAX_S} }}\n\
+         runtime = {{ dist = \"lognormal\", median_s = {PHILLY_MEDIAN_S}, sigma = {SIGMA}, min_s = 1.0, max_s = {CAP_S} }}\n\
          {policy}\n[metrics]\ntimeseries_interval_s = 3600\n",
         sizes.join(", ")
     ));
@@ -143,6 +176,97 @@ pub fn replay_quota_topology(jobs: u64, nodes: u32) -> Loaded {
         &quota_topology_policy(nodes),
     );
     scenario::parse(&text, "<bench>", std::path::PathBuf::from(".")).expect("valid bench scenario")
+}
+
+/// A bench workload, built: the scenario and what it should reach.
+pub struct BenchWorkload {
+    /// The scenario.
+    pub loaded: Loaded,
+    /// Offered load, fraction of the GPUs.
+    pub load: f64,
+    /// Occupancy the fleet should hold over the arrival window (`fleetsim bench` fails a
+    /// run more than 5 points off it).
+    pub nominal_occupancy: f64,
+    /// 8-GPU nodes.
+    pub nodes: u32,
+    /// Expected time from the first to the last arrival, seconds (`jobs` / rate).
+    pub arrival_span_s: f64,
+}
+
+/// The workload names [`bench_workload`] knows, with their default fleet sizes (nodes).
+pub const WORKLOADS: &[(&str, u32)] = &[
+    ("replay_1m_fifo_bestfit", 16_384),
+    ("replay_1m_quota_topology", 16_384),
+    ("saturated_besteffort", 1_280),
+    ("saturated_quota_preempt", 1_280),
+    ("saturated_las", 1_280),
+    ("fleet_1m_gpus", 131_072),
+];
+
+/// Best-effort FIFO (one queue) + best-fit + first-fit cells.
+pub const BESTEFFORT_BESTFIT: &str = "[policy]\nqueue_order = \"fifo\"\nqueueing_strategy = \"best-effort-fifo\"\nplacement = \"best-fit\"\ncell_selection = \"first-fit\"";
+
+/// `saturated_quota_preempt`'s tables: [`quota_topology_policy`] with topology-aware
+/// placement, reclaim and fair-sharing preemption (grace 30 s, checkpoints every 30 min) and
+/// node failures (MTBF 2,000 h per node, log-normal repairs of mean 1 h, grace 30 s).
+pub fn quota_preempt_policy(nodes: u32) -> String {
+    quota_topology_policy(nodes).replace("placement = \"best-fit\"", "placement = \"topology-aware\"")
+        + "[policy.preemption]\nreclaim_within_cohort = \"any\"\nfair_sharing = [\"less-than-or-equal-to-final-share\"]\n\
+           grace_s = 30\ncheckpoint_interval_s = 1800\n\
+           [failures]\nmtbf_h = { H100 = 2000 }\nrepair = { distribution = \"lognormal\", mean_s = 3600, sigma = 1.0 }\ngrace_s = 30\n"
+}
+
+/// Tiresias 2D-LAS (queues at 3,250 and 7,200 GPU-seconds, its NSDI'19 setting) with LAS
+/// preemption, one best-effort queue, best-fit.
+pub const LAS_PREEMPT: &str = "[policy]\nqueue_order = { name = \"las\", thresholds_gpu_s = [3250, 7200] }\n\
+    queueing_strategy = \"best-effort-fifo\"\nplacement = \"best-fit\"\n[policy.preemption]\nlas = true\n";
+
+/// The bench workload `name` at `jobs` jobs on `nodes` 8-GPU nodes (`None`: its default
+/// size, [`WORKLOADS`]); `None` for an unknown name.
+///
+/// # Panics
+/// Never for the workloads here: the generated TOML is valid by construction.
+pub fn bench_workload(name: &str, jobs: u64, nodes: Option<u32>) -> Option<BenchWorkload> {
+    let &(_, default_nodes) = WORKLOADS.iter().find(|(n, _)| *n == name)?;
+    let nodes = nodes.unwrap_or(default_nodes);
+    let (load, nominal, queues, policy) = match name {
+        "replay_1m_fifo_bestfit" => (0.9, 0.9, "single", FIFO_BESTFIT.to_string()),
+        "replay_1m_quota_topology" => (0.9, 0.9, "per-tenant", quota_topology_policy(nodes)),
+        "saturated_besteffort" => (1.1, 1.0, "single", BESTEFFORT_BESTFIT.to_string()),
+        "saturated_quota_preempt" => (1.1, 1.0, "per-tenant", quota_preempt_policy(nodes)),
+        "saturated_las" => (1.1, 1.0, "single", LAS_PREEMPT.to_string()),
+        "fleet_1m_gpus" => (0.95, 0.95, "single", FIFO_BESTFIT.to_string()),
+        _ => return None,
+    };
+    let text = replay_toml(name, jobs, nodes, load, queues, &policy);
+    let loaded = scenario::parse(&text, "<bench>", std::path::PathBuf::from("."))
+        .expect("valid bench scenario");
+    Some(BenchWorkload {
+        loaded,
+        load,
+        nominal_occupancy: nominal,
+        nodes,
+        arrival_span_s: jobs as f64 / arrival_rate_per_hour(nodes, load) * 3600.0,
+    })
+}
+
+/// What a run reached over its arrival window (module docs): occupancy, mean pending-queue
+/// depth; `None` when the window holds no whole time-series interval.
+pub fn arrival_window(occ: &crate::metrics::Occupancy, arrival_span_s: f64) -> Option<(f64, f64)> {
+    let from = occ.window_start.0 + (CAP_S * 1000.0) as u64;
+    let to = occ.window_start.0 + (arrival_span_s * 1000.0) as u64;
+    let (mut alloc, mut avail, mut pending, mut len) = (0u128, 0u128, 0u128, 0u128);
+    for r in occ
+        .series
+        .iter()
+        .filter(|r| r.start.0 >= from && r.start.0 + r.len_ms <= to)
+    {
+        alloc += r.allocated_milli.iter().sum::<u128>();
+        avail += r.available_milli.iter().sum::<u128>();
+        pending += r.pending_ms;
+        len += u128::from(r.len_ms);
+    }
+    (avail > 0 && len > 0).then(|| (alloc as f64 / avail as f64, pending as f64 / len as f64))
 }
 
 /// Runs one bench scenario without writing outputs and returns its summary.

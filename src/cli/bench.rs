@@ -31,10 +31,30 @@ pub struct Measurement {
     pub cpu_s: f64,
     /// Peak resident memory of the process, MiB (`VmHWM`).
     pub peak_mib: f64,
-    /// Occupancy reached (a sanity check that the load is as intended).
+    /// Occupancy reached over the whole measurement window (first submit → last
+    /// completion, the drain included).
     pub occupancy: f64,
     /// Mean wait, seconds.
     pub mean_wait_s: f64,
+    /// Occupancy over the arrival window after a warm-up (see [`crate::benchmarks`]): what
+    /// the workload's name promises.
+    #[serde(default)]
+    pub occupancy_arrivals: Option<f64>,
+    /// The occupancy the workload should reach over its arrival window.
+    #[serde(default)]
+    pub nominal_occupancy: Option<f64>,
+    /// 99th-percentile wait, seconds.
+    #[serde(default)]
+    pub p99_wait_s: f64,
+    /// Mean pending-queue depth over the arrival window, jobs.
+    #[serde(default)]
+    pub pending_mean: f64,
+    /// Most jobs pending at once, over the whole run.
+    #[serde(default)]
+    pub pending_max: u64,
+    /// Preemptions.
+    #[serde(default)]
+    pub preemptions: u64,
     /// FGD workloads: the placement loop alone (after reading the inputs), seconds.
     #[serde(default)]
     pub place_s: Option<f64>,
@@ -91,10 +111,12 @@ pub fn measure(workload: &str, jobs: u64, nodes: u32) -> Result<Measurement> {
     if let Some(threads) = workload.strip_prefix("sweep_8:") {
         return measure_sweep(threads.parse().context("sweep_8:<threads>")?, jobs);
     }
-    let loaded = match workload {
-        "replay_1m_fifo_bestfit" => benchmarks::replay_fifo_bestfit(jobs, nodes),
-        "replay_1m_quota_topology" => benchmarks::replay_quota_topology(jobs, nodes),
-        other => bail!("unknown bench workload `{other}`; known: replay_1m_fifo_bestfit, replay_1m_quota_topology, sweep_8:<threads>, openb_fgd_inflation, peer_replay:<FGD|BestFit>:<on|off>"),
+    let known: Vec<&str> = benchmarks::WORKLOADS.iter().map(|(n, _)| *n).collect();
+    let Some(w) = benchmarks::bench_workload(workload, jobs, Some(nodes)) else {
+        bail!(
+            "unknown bench workload `{workload}`; known: {}, sweep_8:<threads>, openb_fgd_inflation, peer_replay:<FGD|BestFit>:<on|off>",
+            known.join(", ")
+        );
     };
     let opts = RunOptions {
         seed: None,
@@ -103,9 +125,10 @@ pub fn measure(workload: &str, jobs: u64, nodes: u32) -> Result<Measurement> {
         keep_rows: false,
     };
     let (t, c) = (Instant::now(), cpu_time_s());
-    let out = run_scenario(&loaded, &opts, &mut |_, _| {})?;
+    let out = run_scenario(&w.loaded, &opts, &mut |_, _| {})?;
     let wall_s = t.elapsed().as_secs_f64();
     let cpu_s = cpu_time_s() - c;
+    let arrivals = benchmarks::arrival_window(&out.result.occupancy, w.arrival_span_s);
     Ok(Measurement {
         workload: workload.to_string(),
         jobs: out.result.counts.submitted,
@@ -116,6 +139,12 @@ pub fn measure(workload: &str, jobs: u64, nodes: u32) -> Result<Measurement> {
         peak_mib: peak_rss_mib(),
         occupancy: out.summary.occupancy.unwrap_or(0.0),
         mean_wait_s: out.summary.wait_s.mean.unwrap_or(0.0),
+        occupancy_arrivals: arrivals.map(|a| a.0),
+        nominal_occupancy: Some(w.nominal_occupancy),
+        p99_wait_s: out.summary.wait_s.p99.unwrap_or(0.0),
+        pending_mean: arrivals.map_or(0.0, |a| a.1),
+        pending_max: out.result.occupancy.pending_max,
+        preemptions: out.summary.preemption.preemptions,
         place_s: None,
         digest: None,
     })
@@ -142,6 +171,12 @@ fn measure_sweep(threads: usize, jobs: u64) -> Result<Measurement> {
         peak_mib: peak_rss_mib(),
         occupancy: 0.0,
         mean_wait_s: 0.0,
+        occupancy_arrivals: None,
+        nominal_occupancy: None,
+        p99_wait_s: 0.0,
+        pending_mean: 0.0,
+        pending_max: 0,
+        preemptions: 0,
         place_s: None,
         digest: Some(format!("{:016x}:{}", h.finish(), text.len())),
     })
@@ -205,6 +240,12 @@ fn measure_fgd(workload: &str) -> Result<Option<Measurement>> {
         peak_mib: peak_rss_mib(),
         occupancy: last.allocated_milli as f64 / setup.exp.capacity_milli as f64,
         mean_wait_s: 0.0,
+        occupancy_arrivals: None,
+        nominal_occupancy: None,
+        p99_wait_s: 0.0,
+        pending_mean: 0.0,
+        pending_max: 0,
+        preemptions: 0,
         place_s: Some(place_s),
         digest: None,
     }))
@@ -269,38 +310,114 @@ fn fgd_section() -> Result<()> {
 }
 
 fn in_child(workload: &str, jobs: u64, nodes: u32) -> Result<Measurement> {
+    match in_child_within(workload, jobs, nodes, None)? {
+        Some(m) => Ok(m),
+        None => bail!("bench child for {workload} timed out"),
+    }
+}
+
+/// Runs one workload in a fresh child process; `Ok(None)` when it has not finished within
+/// `limit` (the child is then killed).
+fn in_child_within(
+    workload: &str,
+    jobs: u64,
+    nodes: u32,
+    limit: Option<std::time::Duration>,
+) -> Result<Option<Measurement>> {
+    use std::io::Read;
     let exe = std::env::current_exe().context("locating the fleetsim binary")?;
-    let out = Command::new(exe)
+    let mut child = Command::new(exe)
         .args(["bench", "--child", workload, "--jobs"])
         .arg(jobs.to_string())
         .arg("--nodes")
         .arg(nodes.to_string())
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .context("starting a bench child process")?;
-    if !out.status.success() {
-        bail!(
-            "bench child for {workload} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+    let started = Instant::now();
+    // The measurement is one short JSON line, and stderr carries only an error: neither
+    // fills a pipe while the child runs.
+    let status = loop {
+        if let Some(st) = child.try_wait().context("waiting for a bench child")? {
+            break st;
+        }
+        if limit.is_some_and(|l| started.elapsed() > l) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(None);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let (mut out, mut err) = (Vec::new(), String::new());
+    if let Some(mut o) = child.stdout.take() {
+        o.read_to_end(&mut out)?;
     }
-    serde_json::from_slice(&out.stdout).context("reading the child's measurement")
+    if let Some(mut e) = child.stderr.take() {
+        e.read_to_string(&mut err)?;
+    }
+    if !status.success() {
+        bail!("bench child for {workload} failed: {err}");
+    }
+    serde_json::from_slice(&out)
+        .map(Some)
+        .context("reading the child's measurement")
+}
+
+const HEADER: [&str; 16] = [
+    "workload", "jobs", "nodes", "wall_s", "cpu_s", "jobs/s", "us/job", "peak_MiB", "occ_arr",
+    "nominal", "occ_all", "wait_s", "p99_s", "queue", "q_max", "preempt",
+];
+
+fn header() -> String {
+    let h = HEADER;
+    format!(
+        "{:<24} {:>9} {:>7} {:>8} {:>7} {:>10} {:>7} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11], h[12], h[13],
+        h[14], h[15]
+    )
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or_else(|| "–".to_string(), |v| format!("{:.1}%", 100.0 * v))
 }
 
 fn row(m: &Measurement) -> String {
     format!(
-        "{:<24} {:>9} {:>7} {:>8.3} {:>7.2} {:>11.0} {:>11.0} {:>9.1} {:>9.3} {:>7.1}% {:>9.0}",
+        "{:<24} {:>9} {:>7} {:>8.3} {:>7.2} {:>10.0} {:>7.3} {:>8.1} {:>7} {:>7} {:>7} {:>8.0} {:>8.0} {:>8.0} {:>8} {:>8}",
         m.workload,
         m.jobs,
         m.nodes,
         m.wall_s,
         m.cpu_s,
         m.jobs as f64 / m.wall_s,
-        m.events as f64 / m.wall_s,
-        m.peak_mib,
         m.wall_s / m.jobs as f64 * 1e6,
-        100.0 * m.occupancy,
+        m.peak_mib,
+        pct(m.occupancy_arrivals),
+        pct(m.nominal_occupancy),
+        pct(Some(m.occupancy)),
         m.mean_wait_s,
+        m.p99_wait_s,
+        m.pending_mean,
+        m.pending_max,
+        m.preemptions,
     )
+}
+
+/// The rows whose occupancy over the arrival window is more than 5 points off nominal.
+fn off_nominal(m: &Measurement) -> Option<String> {
+    let (Some(got), Some(want)) = (m.occupancy_arrivals, m.nominal_occupancy) else {
+        return None;
+    };
+    ((got - want).abs() > 0.05).then(|| {
+        format!(
+            "{} at {} jobs: occupancy over the arrival window {:.1}% is more than 5 points off its nominal {:.1}%",
+            m.workload,
+            m.jobs,
+            100.0 * got,
+            100.0 * want
+        )
+    })
 }
 
 /// The `fleetsim bench` command.
@@ -319,25 +436,57 @@ pub fn main(child: Option<String>, jobs: u64, nodes: u32, quick: bool) -> Result
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     outln!(
-        "{:<24} {:>9} {:>7} {:>8} {:>7} {:>11} {:>11} {:>9} {:>9} {:>8} {:>9}",
-        "workload",
-        "jobs",
-        "nodes",
-        "wall_s",
-        "cpu_s",
-        "jobs/s",
-        "events/s",
-        "peak_MiB",
-        "us/job",
-        "occ",
-        "wait_s"
+        "columns: occ_arr = occupancy over the arrival window after a 4 h warm-up (what the name promises), \
+         nominal = what it should be, occ_all = first submit → last completion; wait_s / p99_s = mean / \
+         99th-percentile wait; queue = mean pending jobs over the arrival window; q_max = most pending at once"
     );
+    outln!("{}", header());
     let big = if quick { 100_000 } else { 1_000_000 };
-    outln!("{}", row(&in_child("replay_1m_fifo_bestfit", big, 16_384)?));
-    outln!(
-        "{}",
-        row(&in_child("replay_1m_quota_topology", big, 16_384)?)
-    );
+    let mut off = Vec::new();
+    let mut show = |m: Measurement| {
+        outln!("{}", row(&m));
+        off.extend(off_nominal(&m));
+    };
+    show(in_child("replay_1m_fifo_bestfit", big, 16_384)?);
+    show(in_child("replay_1m_quota_topology", big, 16_384)?);
+    outln!("saturated fleets (1,280 nodes = 10,240 GPUs, 110 % offered load; at most {SATURATED_LIMIT_S} s a run):");
+    for name in [
+        "saturated_besteffort",
+        "saturated_quota_preempt",
+        "saturated_las",
+    ] {
+        let sizes: &[u64] = if quick {
+            &[100_000]
+        } else {
+            &[100_000, 1_000_000]
+        };
+        for &jobs in sizes {
+            match in_child_within(
+                name,
+                jobs,
+                1_280,
+                Some(std::time::Duration::from_secs(SATURATED_LIMIT_S)),
+            )? {
+                Some(m) => show(m),
+                None => outln!("{name:<24} {jobs:>9}   1280 not finished within {SATURATED_LIMIT_S} s (killed)"),
+            }
+        }
+    }
+    if !quick {
+        outln!("fleet_1m_gpus (131,072 nodes = 1,048,576 GPUs, 95 % load, FIFO + best-fit):");
+        match in_child_within(
+            "fleet_1m_gpus",
+            10_000_000,
+            131_072,
+            Some(std::time::Duration::from_secs(4 * SATURATED_LIMIT_S)),
+        )? {
+            Some(m) => show(m),
+            None => outln!(
+                "fleet_1m_gpus 10000000 not finished within {} s (killed)",
+                4 * SATURATED_LIMIT_S
+            ),
+        }
+    }
     outln!("growth over jobs (16,384 nodes):");
     let sizes: &[u64] = if quick {
         &[10_000, 100_000]
@@ -376,5 +525,13 @@ pub fn main(child: Option<String>, jobs: u64, nodes: u32, quick: bool) -> Result
     if !same {
         bail!("sweep_8 results differ between 1 and 2 threads");
     }
-    fgd_section()
+    fgd_section()?;
+    if !off.is_empty() {
+        bail!("{}", off.join("\n"));
+    }
+    Ok(())
 }
+
+/// Longest a saturated bench run may take before `fleetsim bench` kills it and says so,
+/// seconds.
+pub const SATURATED_LIMIT_S: u64 = 60;

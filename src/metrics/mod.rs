@@ -139,6 +139,8 @@ pub struct Collector {
     alloc_model: Vec<Level>,
     avail_model: Vec<Level>,
     pending: Level,
+    /// Most pending jobs at any instant (not only in the window).
+    pending_max: u64,
     running: Level,
     // Pending jobs by reason after the last pass, indexed like `reason_names` (first-seen order).
     reason_names: Vec<&'static str>,
@@ -297,6 +299,8 @@ pub struct Occupancy {
     pub allocated_tenant: Vec<u128>,
     /// Split gangs and largest placeable gangs.
     pub topology: TopologyFacts,
+    /// Most jobs pending at once over the whole run (the pending-queue depth's maximum).
+    pub pending_max: u64,
 }
 
 /// Reads names as `&'static str`, each distinct name allocated once for the whole process
@@ -342,6 +346,7 @@ impl Collector {
             alloc_model: vec![Level::default(); models],
             avail_model: vec![Level::default(); models],
             pending: Level::default(),
+            pending_max: 0,
             running: Level::default(),
             reason_names: Vec::new(),
             alloc_tenant: Vec::new(),
@@ -523,6 +528,7 @@ impl Collector {
 
     /// Pending-queue length changed.
     pub fn set_pending(&mut self, pending: u64) {
+        self.pending_max = self.pending_max.max(pending);
         if pending != self.pending.v {
             self.pending.set(pending, self.last_t);
         }
@@ -702,6 +708,7 @@ impl Collector {
             series,
             pending_reasons: self.reason_names.clone(),
             allocated_tenant,
+            pending_max: self.pending_max,
         }
     }
 }
