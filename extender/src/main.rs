@@ -94,7 +94,9 @@ fn bad_config(message: &str) -> ! {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let spec = match (&args.spec, args.policy) {
-        (Some(path), _) => fleetsim_extender::spec_file::load(path).unwrap_or_else(|e| bad_config(&e)),
+        (Some(path), _) => {
+            fleetsim_extender::spec_file::load(path).unwrap_or_else(|e| bad_config(&e))
+        }
         (None, p) => fleetsim_policies::SchedulerSpec {
             placement: p.unwrap_or(PlacementKind::BestFit).into(),
             ..Default::default()
