@@ -70,8 +70,15 @@ pub struct Loaded {
 impl Loaded {
     /// Resolves a `path` / `public_path` pair.
     ///
+    /// A `public_path` must stay inside the trace directory: it must be relative, without
+    /// `..` components, and the file it names — after following symbolic links
+    /// (canonicalization) — must lie under the canonical trace directory. The check runs
+    /// before the file is opened, so nothing outside the trace directory is ever read.
+    ///
     /// # Errors
-    /// [`ScenarioError::Invalid`] when neither or both are given.
+    /// [`ScenarioError::Invalid`] when neither or both are given; for a `public_path` that is
+    /// absolute, contains `..`, does not exist, or resolves (through a symbolic link) outside
+    /// the trace directory. The message names the path, never the file's content.
     pub fn resolve_path(
         &self,
         field: &str,
@@ -81,27 +88,62 @@ impl Loaded {
     ) -> Result<PathBuf, ScenarioError> {
         match (path, public_path) {
             (Some(p), None) => Ok(self.base_dir.join(p)),
-            (None, Some(p)) => {
-                let full = trace_dir.0.join(p);
-                if full.exists() {
-                    Ok(full)
-                } else {
-                    Err(ScenarioError::Invalid {
-                        origin: self.origin.clone(),
-                        field: format!("{field}.public_path"),
-                        message: format!(
-                            "`{}` does not exist: public traces are read from the trace directory `{}` (--trace-dir, else $FLEETSIM_TRACE_DIR, else traces/public); traces/README.md says where to get them",
-                            full.display(),
-                            trace_dir.0.display()
-                        ),
-                    })
-                }
-            }
+            (None, Some(p)) => self.resolve_public(field, p, trace_dir),
             _ => Err(ScenarioError::Invalid {
                 origin: self.origin.clone(),
                 field: field.to_string(),
                 message: "give exactly one of `path` (relative to the scenario) and `public_path` (under the trace directory)".into(),
             }),
+        }
+    }
+
+    /// Resolves a `public_path` under the trace directory (see [`Loaded::resolve_path`]).
+    fn resolve_public(
+        &self,
+        field: &str,
+        p: &str,
+        trace_dir: &TraceDir,
+    ) -> Result<PathBuf, ScenarioError> {
+        use std::path::Component;
+        let invalid = |message: String| ScenarioError::Invalid {
+            origin: self.origin.clone(),
+            field: format!("{field}.public_path"),
+            message,
+        };
+        let rel = Path::new(p);
+        let escapes = rel.components().any(|c| {
+            matches!(
+                c,
+                Component::ParentDir | Component::RootDir | Component::Prefix(_)
+            )
+        });
+        if p.is_empty() || rel.is_absolute() || escapes {
+            return Err(invalid(format!(
+                "`{p}` must be a relative path inside the trace directory, without `..` (public traces are read from under `{}`; use `path = …` for a file elsewhere)",
+                trace_dir.0.display()
+            )));
+        }
+        let full = trace_dir.0.join(rel);
+        if !full.exists() {
+            return Err(invalid(format!(
+                "`{}` does not exist: public traces are read from the trace directory `{}` (--trace-dir, else $FLEETSIM_TRACE_DIR, else traces/public); traces/README.md says where to get them",
+                full.display(),
+                trace_dir.0.display()
+            )));
+        }
+        let outside = || {
+            invalid(format!(
+                "`{}` resolves (through a symbolic link) outside the trace directory `{}`; public traces are read from under it only",
+                full.display(),
+                trace_dir.0.display()
+            ))
+        };
+        let root = std::fs::canonicalize(&trace_dir.0).map_err(|_| outside())?;
+        let real = std::fs::canonicalize(&full).map_err(|_| outside())?;
+        if real.starts_with(&root) {
+            Ok(full)
+        } else {
+            Err(outside())
         }
     }
 }
