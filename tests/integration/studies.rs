@@ -198,7 +198,10 @@ fn check_passes_on_the_committed_baseline_and_fails_when_occupancy_drops() {
         .unwrap_or_else(|| panic!("no occupancy line:\n{out}"));
     let cols: Vec<&str> = line.split_whitespace().collect();
     let (base, now): (f64, f64) = (cols[1].parse().unwrap(), cols[2].parse().unwrap());
-    assert!(now < base && line.ends_with("REGRESSION"), "{line}");
+    assert!(
+        now < base && line.ends_with("REGRESSION (fell; higher is better)"),
+        "{line}"
+    );
     assert!(
         out.starts_with("metric") && out.contains("tolerance"),
         "{out}"
@@ -249,11 +252,37 @@ fn check_rejects_foreign_or_incomplete_baselines_with_exit_2() {
     assert!(
         out.lines()
             .any(|l| l.starts_with("occupancy") && l.ends_with("ok"))
-            && out
-                .lines()
-                .any(|l| l.starts_with("wait_s.p99") && l.ends_with("REGRESSION")),
+            && out.lines().any(|l| l.starts_with("wait_s.p99")
+                && l.ends_with("REGRESSION (rose; lower is better)")),
         "{out}"
     );
+    assert!(
+        text(&o).contains("wait_s.p99 REGRESSION (rose; lower is better)"),
+        "{}",
+        text(&o)
+    );
+    // Issue #23 defect 3: the other way round — a baseline taken at 1.5× the arrivals,
+    // checked at 1× — p99 wait falls: an improvement passes (exit 0), reported as better.
+    let o = run(
+        &[
+            "check",
+            "--update",
+            "--set",
+            "transforms.arrival_rate_scale=1.5",
+            "--baseline",
+        ],
+        &[&nb, &s],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(&["check", "--baseline"], &[&nb, &s]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("wait_s.p99") && l.ends_with("better (fell; lower is better)")),
+        "{out}"
+    );
+    assert!(out.contains("1 improved beyond it"), "{out}");
 }
 
 #[test]
