@@ -12,7 +12,13 @@
 //! * a bare `NAME` is looked up among the fields of `[policy]`: it must be a valid value of
 //!   exactly one field (`worst-fit` → `placement`, `least-loaded` → `cell_selection`); an
 //!   ambiguous name (`first-fit`) is an error that lists the fields. The fields are read from
-//!   the schema, so policies added later work without changes here.
+//!   the schema, so policies added later work without changes here;
+//! * `LABEL=SETTING[,SETTING…]` names a variant: `none=flexibility.spatial=false`,
+//!   `fast=worst-fit`, `both=flexibility.spatial=true,flexibility.platform=true`. After a
+//!   label, the comma-separated settings without one belong to that variant until the next
+//!   `LABEL=`. An item is labelled when its first `+`-joined part has two `=`
+//!   (`LABEL=PATH=VALUE`) or one `=` whose left side is a plain name (letters, digits, `-`, `_`) that is not a `[policy]` field
+//!   (`fast=worst-fit`). A variant that sets one path twice is an error.
 //!
 //! The metrics are [`crate::study::METRICS`], then [`crate::study::RELIABILITY_METRICS`]
 //! (goodput, lost work, failures, cross-cell dispatches) when every run's summary has them.
@@ -88,9 +94,10 @@ pub fn policy_fields() -> &'static [&'static str] {
 /// accept, or a setting that does not load.
 pub fn parse_variants(arg: &str, source: &Source, extra: &[Override]) -> Result<Vec<Variant>> {
     let mut out: Vec<Variant> = Vec::new();
-    for item in arg.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let mut overrides = Vec::new();
-        for part in item.split('+') {
+    for (label, parts) in group_items(arg)? {
+        let item = label.as_str();
+        let mut overrides: Vec<Override> = Vec::new();
+        for part in parts.iter().map(String::as_str) {
             if part.contains('=') {
                 let mut o = Override::parse(part).map_err(BadInput)?;
                 if !o.path.contains('.') {
@@ -134,6 +141,18 @@ pub fn parse_variants(arg: &str, source: &Source, extra: &[Override]) -> Result<
                 }
             }
         }
+        if let Some(dup) = overrides
+            .iter()
+            .enumerate()
+            .find(|(i, o)| overrides[..*i].iter().any(|p| p.path == o.path))
+        {
+            return Err(BadInput(format!(
+                "policy `{item}` sets `{}` twice (after `LABEL=`, the comma-separated settings \
+                 without a label belong to that variant; give each variant its own LABEL=)",
+                dup.1.path
+            ))
+            .into());
+        }
         let mut o = extra.to_vec();
         o.extend(overrides.iter().cloned());
         source
@@ -154,6 +173,52 @@ pub fn parse_variants(arg: &str, source: &Source, extra: &[Override]) -> Result<
         .into());
     }
     Ok(out)
+}
+
+/// Splits `--policies` into variants: `(label, settings)`, each setting one `+`-joined part
+/// of an item ([`parse_variants`] docs give the syntax).
+///
+/// # Errors
+/// [`BadInput`] for an empty label or setting.
+fn group_items(arg: &str) -> Result<Vec<(String, Vec<String>)>, BadInput> {
+    let plain = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    };
+    let mut groups: Vec<(String, Vec<String>, bool)> = Vec::new();
+    for item in arg.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        // The label, if any, is judged on the first `+`-joined part alone.
+        let first = item.split('+').next().unwrap_or_default();
+        let label = match first.split_once('=') {
+            Some((l, rest))
+                if plain(l) && (rest.contains('=') || !policy_fields().contains(&l)) =>
+            {
+                Some((l, &item[l.len() + 1..]))
+            }
+            _ => None,
+        };
+        let split = |s: &str| -> Result<Vec<String>, BadInput> {
+            s.split('+')
+                .map(|p| {
+                    let p = p.trim();
+                    if p.is_empty() {
+                        Err(BadInput(format!("policy `{item}`: an empty setting")))
+                    } else {
+                        Ok(p.to_string())
+                    }
+                })
+                .collect()
+        };
+        match label {
+            Some((l, rest)) => groups.push((l.to_string(), split(rest)?, true)),
+            None => match groups.last_mut() {
+                Some((_, parts, true)) => parts.extend(split(item)?),
+                _ => groups.push((item.to_string(), split(item)?, false)),
+            },
+        }
+    }
+    Ok(groups.into_iter().map(|(l, p, _)| (l, p)).collect())
 }
 
 /// How to compare.
@@ -770,11 +835,21 @@ pub fn render(c: &Comparison) -> String {
         .iter()
         .position(|p| p.label == c.baseline)
         .unwrap_or(0);
+    // Column heads: a label longer than its column is cut, with a legend of full labels
+    // under the table, so that long variant names never shift the columns.
+    let head = |label: &str, w: usize| -> String {
+        if label.chars().count() <= w {
+            label.to_string()
+        } else {
+            let cut: String = label.chars().take(w - 1).collect();
+            format!("{cut}…")
+        }
+    };
     let mut s = String::new();
     let w = 22;
     s.push_str(&format!("{:<24}", "metric (mean)"));
     for p in &c.policies {
-        s.push_str(&format!(" {:>w$}", p.label));
+        s.push_str(&format!(" {:>w$}", head(&p.label, w)));
     }
     s.push('\n');
     for m in &c.metric_order {
@@ -791,6 +866,13 @@ pub fn render(c: &Comparison) -> String {
         "\npaired difference to `{}` [95 % CI]:\n",
         c.baseline
     ));
+    s.push_str(&format!("{:<24}", "metric"));
+    for (i, p) in c.policies.iter().enumerate() {
+        if i != bi {
+            s.push_str(&format!(" {:>34}", head(&p.label, 34)));
+        }
+    }
+    s.push('\n');
     for m in &c.metric_order {
         s.push_str(&format!("{m:<24}"));
         for (i, p) in c.policies.iter().enumerate() {
@@ -813,12 +895,60 @@ pub fn render(c: &Comparison) -> String {
         }
         s.push('\n');
     }
+    let long: Vec<&VariantStats> = c
+        .policies
+        .iter()
+        .filter(|p| p.label.chars().count() > w)
+        .collect();
+    if !long.is_empty() {
+        s.push_str("\npolicies:\n");
+        for p in long {
+            s.push_str(&format!("  {} = {}\n", head(&p.label, w), p.label));
+        }
+    }
     s
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue #23 defect 4: `LABEL=SETTING[,SETTING…]`.
+    #[test]
+    fn labelled_variants_group_their_settings() {
+        let g = group_items(
+            "none=flexibility.spatial=false,both=flexibility.spatial=true,flexibility.platform=true,fast=worst-fit",
+        )
+        .unwrap();
+        let owned =
+            |l: &str, p: &[&str]| (l.to_string(), p.iter().map(|s| s.to_string()).collect());
+        assert_eq!(
+            g,
+            vec![
+                owned("none", &["flexibility.spatial=false"]),
+                owned(
+                    "both",
+                    &["flexibility.spatial=true", "flexibility.platform=true"]
+                ),
+                owned("fast", &["worst-fit"]),
+            ]
+        );
+        // Unlabelled items are variants of their own, named by themselves, as before.
+        let g =
+            group_items("best-fit,placement=first-fit,queue_order=priority+backfill=easy").unwrap();
+        assert_eq!(
+            g,
+            vec![
+                owned("best-fit", &["best-fit"]),
+                owned("placement=first-fit", &["placement=first-fit"]),
+                owned(
+                    "queue_order=priority+backfill=easy",
+                    &["queue_order=priority", "backfill=easy"]
+                ),
+            ]
+        );
+        assert!(group_items("a=b+").is_err());
+    }
 
     #[test]
     fn policy_fields_come_from_the_schema() {
@@ -845,6 +975,19 @@ mod tests {
         assert_eq!(v[0].overrides[0].path, "policy.placement");
         assert_eq!(v[1].overrides[0].path, "policy.cell_selection");
         assert_eq!(v[2].overrides.len(), 2);
+        let v = parse_variants(
+            "a=worst-fit,b=placement=best-fit,queue_order=priority",
+            &src,
+            &[],
+        )
+        .unwrap();
+        assert_eq!((v[0].label.as_str(), v[1].label.as_str()), ("a", "b"));
+        assert_eq!(v[0].overrides[0].path, "policy.placement");
+        assert_eq!(v[1].overrides.len(), 2);
+        let e = parse_variants("a=placement=best-fit,worst-fit", &src, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("sets `policy.placement` twice"), "{e}");
         let e = parse_variants("first-fit,worst-fit", &src, &[])
             .unwrap_err()
             .to_string();

@@ -521,3 +521,95 @@ fn compare_reports_goodput_metrics_when_the_runs_have_them() {
         .get("reliability.goodput")
         .is_none());
 }
+
+/// Issue #23 defect 1: a study owns its output folder. A second `compare` into the same
+/// folder with other variants leaves none of the first's runs or plots; a folder holding
+/// files no compare wrote is refused with exit 2 unless `--force`, which keeps those files.
+#[test]
+fn a_reused_study_folder_holds_only_the_last_study() {
+    let d = tempfile::tempdir().unwrap();
+    let s = scenario(d.path(), SWEEP);
+    let out = d.path().join("cmp");
+    let cmp = |policies: &str, extra: &[&str]| {
+        let mut args = vec!["compare", "--policies", policies, "--seeds", "1"];
+        args.extend_from_slice(extra);
+        args.push("--out");
+        run(&args, &[&out, &s])
+    };
+    let o = cmp("best-fit,worst-fit", &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(out.join("runs/worst-fit/seed-3/summary.json").is_file());
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(
+        err.contains("compare.csv") && err.contains("plots/") && err.contains("runs/ ("),
+        "{err}"
+    );
+    let o = cmp("best-fit,first=placement=first-fit", &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!out.join("runs/worst-fit").exists(), "stale variant left");
+    assert!(out.join("runs/first/seed-3/summary.json").is_file());
+    let m: serde_json::Value =
+        serde_json::from_slice(&read(&out.join("fleetsim-output.json"))).unwrap();
+    assert_eq!(m["kind"], "compare");
+    assert_eq!(m["complete"], true);
+    let files: Vec<&str> = m["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(
+        files.contains(&"runs/first/seed-3/summary.json"),
+        "{files:?}"
+    );
+    assert!(files.iter().all(|f| !f.contains("worst-fit")), "{files:?}");
+    let html = String::from_utf8(read(&out.join("report.html"))).unwrap();
+    assert!(
+        html.contains("`first` = policy.placement=first-fit"),
+        "labelled variant"
+    );
+    assert!(
+        !html.contains("`worst-fit` ="),
+        "report names a stale variant"
+    );
+
+    // A folder with someone else's file: refused, then forced.
+    let other = d.path().join("mine");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("notes.txt"), "mine").unwrap();
+    let o = run(
+        &[
+            "compare",
+            "--policies",
+            "best-fit,worst-fit",
+            "--seeds",
+            "1",
+            "--out",
+        ],
+        &[&other, &s],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--force"), "{}", text(&o));
+    assert!(!other.join("compare.json").exists());
+    let o = run(
+        &[
+            "compare",
+            "--policies",
+            "best-fit,worst-fit",
+            "--seeds",
+            "1",
+            "--force",
+            "--out",
+        ],
+        &[&other, &s],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        std::fs::read_to_string(other.join("notes.txt")).unwrap(),
+        "mine"
+    );
+    // A sweep into the compare's folder is refused too.
+    let o = run(&["sweep", "--out"], &[&out, &s]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("`fleetsim compare`"), "{}", text(&o));
+}
