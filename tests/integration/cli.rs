@@ -805,3 +805,29 @@ fn a_fleet_beyond_the_node_limit_is_refused_naming_the_field() {
         assert!(err.contains(want), "{err}");
     }
 }
+
+/// Issue #23 defect 6: `backfill = "easy"` with no time limit anywhere is a no-op; `validate`
+/// and `run` say so. With a queue default time limit (or oracle estimates) they do not.
+#[test]
+fn backfill_without_estimates_is_warned_about() {
+    let warn = "backfill = \"easy\" does nothing here: none of the 40 jobs carries a time limit";
+    let noop = synthetic("[policy]\nbackfill = \"easy\"\n");
+    let (code, err) = run_text(&noop, &["run", "--quiet"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains(&format!("warning: {warn}")), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.toml");
+    std::fs::write(&p, &noop).unwrap();
+    let o = fleetsim().arg("validate").arg(&p).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && out.contains(warn), "{out}");
+    assert!(out.contains("; 40 jobs"), "{out}");
+    for fix in [
+        "[policy]\nbackfill = \"easy\"\nruntime_estimate = \"oracle\"\n",
+        "[policy]\nbackfill = \"none\"\n",
+    ] {
+        let (code, err) = run_text(&synthetic(fix), &["run", "--quiet"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(!err.contains("does nothing"), "{fix}: {err}");
+    }
+}
