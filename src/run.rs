@@ -522,6 +522,13 @@ pub fn run_scenario(
     let seed = opts.seed.unwrap_or(loaded.scenario.seed);
     if let Some(dir) = &opts.out_dir {
         check_outputs_are_not_inputs(loaded, &opts.trace_dir, dir, opts.seed)?;
+        // Temporaries a killed earlier run left behind (`.jobs.csv.tmp`, …).
+        let dests: Vec<PathBuf> = output_files(loaded, opts.seed)
+            .into_iter()
+            .filter(|n| !n.starts_with('.'))
+            .map(|n| dir.join(n))
+            .collect();
+        crate::report::atomic::remove_stale(&dests);
     }
     // Quota flexibility off: every queue only within its own nominal quota (no cohorts).
     let own_quota_only;
@@ -761,6 +768,13 @@ pub fn run_inflation(
     use crate::inflation::{self, report};
     if let Some(dir) = &opts.out_dir {
         check_outputs_are_not_inputs(loaded, &opts.trace_dir, dir, opts.seed)?;
+        // Temporaries a killed earlier run left behind (`.jobs.csv.tmp`, …).
+        let dests: Vec<PathBuf> = output_files(loaded, opts.seed)
+            .into_iter()
+            .filter(|n| !n.starts_with('.'))
+            .map(|n| dir.join(n))
+            .collect();
+        crate::report::atomic::remove_stale(&dests);
     }
     let results = inflation::run(loaded, opts)?;
     let medians = report::medians(&results);

@@ -831,3 +831,68 @@ fn backfill_without_estimates_is_warned_about() {
         assert!(!err.contains("does nothing"), "{fix}: {err}");
     }
 }
+
+/// Issue #23 defect 7: Ctrl-C (SIGINT) or SIGTERM in the middle of a run removes the
+/// half-written `.jobs.csv.tmp` and exits 130 / 143; a temporary a killed run left is removed
+/// by the next run into the same folder.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_run_leaves_no_temporaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("s.toml");
+    // Long enough (2 million jobs) to be interrupted while jobs.csv streams.
+    std::fs::write(
+        &s,
+        format!(
+            "name = \"long\"\n{OK_FLEET}[workload.synthetic]\njobs = 2000000\narrival_rate_per_hour = 3000.0\ntenants = [{{ name = \"t\", weight = 1.0 }}]\nsizes = [{{ gpus = 1, weight = 1.0 }}]\nruntime = {{ dist = \"lognormal\", median_s = 60.0, sigma = 1.0, max_s = 600.0 }}\n"
+        ),
+    )
+    .unwrap();
+    for (sig, code) in [("-INT", 130), ("-TERM", 143)] {
+        let out = dir.path().join(format!("out{code}"));
+        let mut child = fleetsim()
+            .arg("run")
+            .arg(&s)
+            .arg("--quiet")
+            .arg("--out")
+            .arg(&out)
+            .spawn()
+            .unwrap();
+        let tmp = out.join(".jobs.csv.tmp");
+        let t0 = std::time::Instant::now();
+        while !tmp.exists() && t0.elapsed().as_secs() < 60 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(tmp.exists(), "the run never started writing jobs.csv");
+        let k = Command::new("kill")
+            .arg(sig)
+            .arg(child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(k.success());
+        let st = child.wait().unwrap();
+        assert_eq!(st.code(), Some(code), "{sig}");
+        let left: Vec<_> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(left.is_empty(), "{sig} left {left:?}");
+    }
+    // A temporary from a killed run (SIGKILL cannot be caught) goes at the next run.
+    let out = dir.path().join("next");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join(".jobs.csv.tmp"), "partial").unwrap();
+    let small = dir.path().join("small.toml");
+    std::fs::write(&small, synthetic("")).unwrap();
+    let o = fleetsim()
+        .arg("run")
+        .arg(&small)
+        .arg("--quiet")
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert!(!out.join(".jobs.csv.tmp").exists());
+    assert!(out.join("jobs.csv").is_file());
+}
