@@ -201,8 +201,14 @@ pub fn main(cli: Cli) -> Result<()> {
                 if !quiet {
                     out!("{}", crate::inflation::report::table(&summary));
                 }
+                // Every file it wrote: attempts-<policy>-<seed>.csv too when asked for.
+                let files = crate::run::output_files(&loaded, opts.seed)
+                    .into_iter()
+                    .filter(|n| !n.starts_with('.') && out.join(n).exists())
+                    .collect::<Vec<_>>()
+                    .join(",");
                 eprintln!(
-                    "wrote {}/{{summary.json,curves.csv,allocation.svg}} in {:.2} s",
+                    "wrote {}/{{{files}}} in {:.2} s",
                     out.display(),
                     started.elapsed().as_secs_f64()
                 );

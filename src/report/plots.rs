@@ -339,29 +339,49 @@ pub const FONT_PATHS: &[&str] = &[
     "/System/Library/Fonts/Supplemental/Arial.ttf",
 ];
 
+/// Loads the PNG font: `env` (the value of `$FLEETSIM_FONT`) when set — a file that cannot
+/// be read or is not a TrueType/OpenType font is an error naming it, never silently passed
+/// over — else the first readable font of [`FONT_PATHS`].
+///
+/// # Errors
+/// [`BadInput`](crate::study::BadInput) for a bad `$FLEETSIM_FONT`, or when no font is found.
+fn load_font(env: Option<PathBuf>) -> Result<FontVec, crate::study::BadInput> {
+    use crate::study::BadInput;
+    if let Some(p) = env {
+        let bytes = std::fs::read(&p).map_err(|e| {
+            BadInput(format!(
+                "FLEETSIM_FONT={}: cannot be read: {e}",
+                p.display()
+            ))
+        })?;
+        return FontVec::try_from_vec(bytes).map_err(|_| {
+            BadInput(format!(
+                "FLEETSIM_FONT={}: not a TrueType or OpenType font (.ttf/.otf)",
+                p.display()
+            ))
+        });
+    }
+    for p in FONT_PATHS {
+        if let Ok(bytes) = std::fs::read(p) {
+            if let Ok(f) = FontVec::try_from_vec(bytes) {
+                return Ok(f);
+            }
+        }
+    }
+    Err(BadInput(format!(
+        "PNG plots need a TrueType font and none was found (looked at {}); \
+         install one, e.g. `apt-get install fonts-dejavu-core`, or set FLEETSIM_FONT=/path/to/font.ttf",
+        FONT_PATHS.join(", ")
+    )))
+}
+
 fn font() -> Result<&'static FontVec> {
     static FONT: OnceLock<Result<FontVec, String>> = OnceLock::new();
     FONT.get_or_init(|| {
-        let mut candidates: Vec<PathBuf> = Vec::new();
-        if let Some(p) = std::env::var_os("FLEETSIM_FONT") {
-            candidates.push(PathBuf::from(p));
-        }
-        candidates.extend(FONT_PATHS.iter().map(PathBuf::from));
-        for p in &candidates {
-            if let Ok(bytes) = std::fs::read(p) {
-                if let Ok(f) = FontVec::try_from_vec(bytes) {
-                    return Ok(f);
-                }
-            }
-        }
-        Err(format!(
-            "PNG plots need a TrueType font and none was found (looked at $FLEETSIM_FONT and {}); \
-             install one, e.g. `apt-get install fonts-dejavu-core`, or set FLEETSIM_FONT=/path/to/font.ttf",
-            FONT_PATHS.join(", ")
-        ))
+        load_font(std::env::var_os("FLEETSIM_FONT").map(PathBuf::from)).map_err(|e| e.0)
     })
     .as_ref()
-    .map_err(|m| anyhow!("{m}"))
+    .map_err(|m| crate::study::BadInput(m.clone()).into())
 }
 
 /// The bitmap backend with text drawn by `ab_glyph` (plotters' own bitmap text needs the
@@ -529,6 +549,30 @@ impl DrawingBackend for GlyphBackend<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue #23 defect 8: a bad `$FLEETSIM_FONT` is an error naming it, not skipped.
+    #[test]
+    fn a_bad_fleetsim_font_is_an_error() {
+        let d = tempfile::tempdir().unwrap();
+        let missing = d.path().join("none.ttf");
+        let e = load_font(Some(missing.clone())).err().unwrap();
+        assert!(
+            e.0.starts_with(&format!(
+                "FLEETSIM_FONT={}: cannot be read",
+                missing.display()
+            )),
+            "{}",
+            e.0
+        );
+        let junk = d.path().join("junk.ttf");
+        std::fs::write(&junk, "not a font").unwrap();
+        let e = load_font(Some(junk)).err().unwrap();
+        assert!(
+            e.0.ends_with("not a TrueType or OpenType font (.ttf/.otf)"),
+            "{}",
+            e.0
+        );
+    }
 
     fn fig(kind: Kind) -> Figure {
         Figure {

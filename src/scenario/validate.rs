@@ -166,8 +166,10 @@ pub fn load(path: &Path) -> Result<Loaded, ScenarioError> {
 /// tables key by key, this file's values winning, arrays replaced whole.
 ///
 /// # Errors
-/// [`ScenarioError::Parse`] or [`ScenarioError::Invalid`], naming `origin`; [`ScenarioError::Io`]
-/// for a base that cannot be read.
+/// [`ScenarioError::Parse`] or [`ScenarioError::Invalid`], naming `origin`; a base that
+/// cannot be read is an `Invalid` error of `origin`'s `extends` field, a malformed base a
+/// `Parse` error naming the base and the file that extends it, and a key the schema refuses
+/// after merging names `origin` and every base of the chain.
 pub fn parse(text: &str, origin: &str, base_dir: PathBuf) -> Result<Loaded, ScenarioError> {
     let parse_err = |origin: &str, e: &dyn std::fmt::Display| ScenarioError::Parse {
         origin: origin.to_string(),
@@ -175,10 +177,13 @@ pub fn parse(text: &str, origin: &str, base_dir: PathBuf) -> Result<Loaded, Scen
     };
     let table: toml::Table = toml::from_str(text).map_err(|e| parse_err(origin, &e))?;
     let scenario: Scenario = if table.contains_key("extends") {
-        let merged = resolve_extends(table, origin, &base_dir, 0)?;
+        let mut chain = Vec::new();
+        let merged = resolve_extends_chain(table, origin, &base_dir, 0, &mut chain)?;
+        // A key may come from any file of the chain: name them all.
+        let merged_origin = format!("{origin} (with {}, which it extends)", chain.join(", "));
         toml::Value::Table(merged)
             .try_into()
-            .map_err(|e| parse_err(origin, &e))?
+            .map_err(|e| parse_err(&merged_origin, &e))?
     } else {
         toml::from_str(text).map_err(|e| parse_err(origin, &e))?
     };
@@ -274,10 +279,22 @@ pub fn parse_value(
 
 /// Merges `table` onto the scenario it `extends`, recursively.
 fn resolve_extends(
+    table: toml::Table,
+    origin: &str,
+    base_dir: &Path,
+    depth: u32,
+) -> Result<toml::Table, ScenarioError> {
+    resolve_extends_chain(table, origin, base_dir, depth, &mut Vec::new())
+}
+
+/// [`resolve_extends`], collecting the base files read in `chain`. An unreadable or
+/// malformed base is an error naming the file that extends it (`origin`) and the field.
+fn resolve_extends_chain(
     mut table: toml::Table,
     origin: &str,
     base_dir: &Path,
     depth: u32,
+    chain: &mut Vec<String>,
 ) -> Result<toml::Table, ScenarioError> {
     let Some(ext) = table.remove("extends") else {
         return Ok(table);
@@ -294,17 +311,16 @@ fn resolve_extends(
         return Err(invalid("more than 8 levels of `extends` (a cycle?)".into()));
     }
     let path = base_dir.join(&rel);
-    let text = std::fs::read_to_string(&path).map_err(|source| ScenarioError::Io {
-        path: path.clone(),
-        source,
-    })?;
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| invalid(format!("`{}` cannot be read: {e}", path.display())))?;
     let base_origin = path.display().to_string();
     let base: toml::Table = toml::from_str(&text).map_err(|e| ScenarioError::Parse {
-        origin: base_origin.clone(),
+        origin: format!("{base_origin} (extended by {origin})"),
         message: e.to_string(),
     })?;
+    chain.push(base_origin.clone());
     let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let mut base = resolve_extends(base, &base_origin, &base_dir, depth + 1)?;
+    let mut base = resolve_extends_chain(base, &base_origin, &base_dir, depth + 1, chain)?;
     merge_tables(&mut base, table);
     Ok(base)
 }

@@ -773,6 +773,43 @@ fn trace_convert_refuses_to_overwrite_its_input() {
         std::fs::read_to_string(dir.path().join("j.csv")).unwrap(),
         trace
     );
+    // Issue #23 defect 8: an output name it cannot write is bad input (2), not a failure (1).
+    for name in ["x.csv.gz", "x.txt"] {
+        let o = fleetsim()
+            .args(["trace", "convert"])
+            .arg(dir.path().join("j.csv"))
+            .args(["--format", "native", "--out"])
+            .arg(dir.path().join(name))
+            .output()
+            .unwrap();
+        let err = String::from_utf8(o.stderr).unwrap();
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert!(
+            err.contains("must be named *.csv, *.jsonl or *.ndjson"),
+            "{err}"
+        );
+    }
+    let o = fleetsim()
+        .args(["trace", "convert", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        help.contains("gzip output, `.gz`, is not supported") && !help.contains("optionally"),
+        "{help}"
+    );
+    let o = fleetsim()
+        .args(["trace", "convert"])
+        .arg(dir.path().join("j.csv"))
+        .args(["--format", "native", "--out"])
+        .arg(dir.path().join("one.jsonl"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        o.status.success() && err.contains("wrote 1 job to"),
+        "{err}"
+    );
 }
 
 /// A node count no fleet has (a typo) is refused at once, naming the field, instead of
@@ -895,4 +932,44 @@ fn an_interrupted_run_leaves_no_temporaries() {
     assert!(o.status.success());
     assert!(!out.join(".jobs.csv.tmp").exists());
     assert!(out.join("jobs.csv").is_file());
+}
+
+/// Issue #23 defect 8: `extends` errors name the file that refers to the base.
+#[test]
+fn extends_errors_name_the_referring_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let write = |n: &str, t: &str| std::fs::write(d.join(n), t).unwrap();
+    write("missing.toml", "name = \"m\"\nextends = \"nowhere.toml\"\n");
+    write("bad.toml", "name = \nfoo");
+    write("uses-bad.toml", "name = \"u\"\nextends = \"bad.toml\"\n");
+    write("badkey.toml", "name = \"b\"\nbogus = 1\n");
+    write(
+        "uses-badkey.toml",
+        "name = \"u\"\nextends = \"badkey.toml\"\n",
+    );
+    for (file, expect) in [
+        ("missing.toml", "missing.toml: `extends`: `"),
+        ("uses-bad.toml", "bad.toml (extended by "),
+        ("uses-badkey.toml", "uses-badkey.toml (with "),
+    ] {
+        let o = fleetsim()
+            .arg("validate")
+            .arg(d.join(file))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(2), "{file}: {err}");
+        assert!(err.contains(expect), "{file}: {err}");
+    }
+    let o = fleetsim()
+        .arg("validate")
+        .arg(d.join("uses-badkey.toml"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(
+        err.contains("badkey.toml, which it extends): unknown field `bogus`"),
+        "{err}"
+    );
 }

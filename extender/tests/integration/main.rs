@@ -3,4 +3,5 @@
 
 mod equivalence;
 mod http;
+mod listen;
 mod load;
