@@ -18,7 +18,9 @@
 //!   label, the comma-separated settings without one belong to that variant until the next
 //!   `LABEL=`. An item is labelled when its first `+`-joined part has two `=`
 //!   (`LABEL=PATH=VALUE`) or one `=` whose left side is a plain name (letters, digits, `-`, `_`) that is not a `[policy]` field
-//!   (`fast=worst-fit`). A variant that sets one path twice is an error.
+//!   (`fast=worst-fit`). A variant that sets one path twice is an error. Commas and `+`
+//!   inside a quoted string or a TOML array or inline table do not split:
+//!   `more=transforms.add_nodes=[{ cell = "b200", nodes = [{ preset = "hgx-b200", count = 8 }] }]`.
 //!
 //! The metrics are [`crate::study::METRICS`], then [`crate::study::RELIABILITY_METRICS`]
 //! (goodput, lost work, failures, cross-cell dispatches) when every run's summary has them.
@@ -187,9 +189,13 @@ fn group_items(arg: &str) -> Result<Vec<(String, Vec<String>)>, BadInput> {
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
     };
     let mut groups: Vec<(String, Vec<String>, bool)> = Vec::new();
-    for item in arg.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+    for item in split_top(arg, ',')
+        .into_iter()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
         // The label, if any, is judged on the first `+`-joined part alone.
-        let first = item.split('+').next().unwrap_or_default();
+        let first = split_top(item, '+')[0];
         let label = match first.split_once('=') {
             Some((l, rest))
                 if plain(l) && (rest.contains('=') || !policy_fields().contains(&l)) =>
@@ -199,7 +205,8 @@ fn group_items(arg: &str) -> Result<Vec<(String, Vec<String>)>, BadInput> {
             _ => None,
         };
         let split = |s: &str| -> Result<Vec<String>, BadInput> {
-            s.split('+')
+            split_top(s, '+')
+                .into_iter()
                 .map(|p| {
                     let p = p.trim();
                     if p.is_empty() {
@@ -219,6 +226,29 @@ fn group_items(arg: &str) -> Result<Vec<(String, Vec<String>)>, BadInput> {
         }
     }
     Ok(groups.into_iter().map(|(l, p, _)| (l, p)).collect())
+}
+
+/// Splits `s` at every `sep` outside quotes (`"…"`, `'…'`) and brackets (`[…]`, `{…}`), so
+/// that a TOML value such as `[{ cell = "b", nodes = [...] }]` stays whole.
+fn split_top(s: &str, sep: char) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut quote, mut start) = (0i32, None::<char>, 0);
+    for (i, c) in s.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '[' | '{') => depth += 1,
+            (None, ']' | '}') => depth -= 1,
+            (None, c) if c == sep && depth <= 0 => {
+                out.push(&s[start..i]);
+                start = i + c.len_utf8();
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
 }
 
 /// How to compare.
@@ -469,7 +499,11 @@ pub fn run(
                 format!("Overrides for every run: {}", cmp.set.join(", "))
             },
         ],
-        tables: tables(&cmp, bi),
+        tables: {
+            let mut t = tables(&cmp, bi);
+            t.push(occupancy_table(variants, &points));
+            t
+        },
         plots: rendered,
         notes: vec![
             METHOD.to_string(),
@@ -515,6 +549,60 @@ fn write_csv(path: &std::path::Path, c: &Comparison) -> Result<()> {
     crate::report::atomic::write_atomic(path, &bytes)
         .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
+}
+
+/// The names of every list, each once, in order of first appearance.
+fn union<'a>(lists: impl Iterator<Item = &'a [String]>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for l in lists {
+        for n in l {
+            if !out.contains(n) {
+                out.push(n.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Occupancy per cell and per accelerator model, mean over seeds, for every cell and model
+/// any variant has (`–` where a variant has none), from each run's `occupancy_by_cell` and
+/// `occupancy_by_model`.
+fn occupancy_table(variants: &[Variant], points: &[Vec<Point>]) -> html::Table {
+    let mut header = vec!["occupancy of".to_string()];
+    header.extend(variants.iter().map(|v| v.label.clone()));
+    let mut rows = Vec::new();
+    for (what, key, names) in [
+        (
+            "cell",
+            "occupancy_by_cell",
+            union(points.iter().map(|ps| ps[0].cells.as_slice())),
+        ),
+        (
+            "model",
+            "occupancy_by_model",
+            union(points.iter().map(|ps| ps[0].models.as_slice())),
+        ),
+    ] {
+        for n in names {
+            let mut row = vec![Cell::plain(format!("{what} {n}"))];
+            for ps in points {
+                let vals: Vec<f64> = ps
+                    .iter()
+                    .filter_map(|p| p.summary[key][n.as_str()].as_f64())
+                    .collect();
+                row.push(Cell::plain(
+                    stats::mean(&vals).map_or_else(|| "–".into(), fmt_num),
+                ));
+            }
+            rows.push(row);
+        }
+    }
+    html::Table {
+        title: "Occupancy per cell and accelerator model (mean over seeds)".into(),
+        caption: "Every cell and model any policy's fleet has; – where a policy's fleet has none (a what-if that adds or removes a cell).".into(),
+        header,
+        rows,
+    }
 }
 
 /// The tracked metric named `name`.
@@ -603,16 +691,17 @@ fn days(ms: u64, a: u64) -> f64 {
 }
 
 /// One line per variant over the first seed's time series: `(days since the window start,
-/// y(row))` for every interval where `y` is defined.
+/// y(variant index, row))` for every interval where `y` is defined.
 fn over_time(
     variants: &[Variant],
     points: &[Vec<Point>],
-    y: impl Fn(&crate::metrics::SeriesRow) -> Option<f64>,
+    y: impl Fn(usize, &crate::metrics::SeriesRow) -> Option<f64>,
 ) -> Vec<Series> {
     variants
         .iter()
         .zip(points)
-        .map(|(v, ps)| {
+        .enumerate()
+        .map(|(vi, (v, ps))| {
             let o = &ps[0].occupancy;
             let a = o.window_start.0;
             Series {
@@ -620,7 +709,7 @@ fn over_time(
                 points: o
                     .series
                     .iter()
-                    .filter_map(|r| y(r).map(|y| (days(r.start.0, a), y)))
+                    .filter_map(|r| y(vi, r).map(|y| (days(r.start.0, a), y)))
                     .collect(),
             }
         })
@@ -629,25 +718,25 @@ fn over_time(
 
 fn figures(variants: &[Variant], points: &[Vec<Point>], seeds: &[u64]) -> Vec<Figure> {
     let mut figs = Vec::new();
-    let first = &points[0][0];
-    let cells = &first.cells;
     let s0 = seeds[0];
-    // Occupancy over time, per cell (and fleet-wide when there are several cells).
-    let mut targets: Vec<(String, Option<usize>)> = cells
+    // Occupancy over time, per cell — every cell any variant has (a what-if may add one),
+    // in order of first appearance; a variant without the cell has no line there — and
+    // fleet-wide when there are several cells.
+    let cells = union(points.iter().map(|ps| ps[0].cells.as_slice()));
+    let mut targets: Vec<(String, Option<&str>)> = cells
         .iter()
-        .enumerate()
-        .map(|(i, c)| (format!("cell {c}"), Some(i)))
+        .map(|c| (format!("cell {c}"), Some(c.as_str())))
         .collect();
     if cells.len() > 1 {
         targets.insert(0, ("fleet".into(), None));
     }
     for (name, cell) in targets {
-        let series = over_time(variants, points, |r| {
+        let series = over_time(variants, points, |vi, r| {
             let (al, av) = match cell {
-                Some(i) if i < r.allocated_milli.len() => {
-                    (r.allocated_milli[i], r.available_milli[i])
+                Some(c) => {
+                    let i = points[vi][0].cells.iter().position(|x| x == c)?;
+                    (*r.allocated_milli.get(i)?, *r.available_milli.get(i)?)
                 }
-                Some(_) => return None,
                 None => (
                     r.allocated_milli.iter().sum(),
                     r.available_milli.iter().sum(),
@@ -665,7 +754,7 @@ fn figures(variants: &[Variant], points: &[Vec<Point>], seeds: &[u64]) -> Vec<Fi
     }
     // Fragmentation over time (FGD measure sampled at each interval start), one line per
     // policy, as a share of the capacity available in that interval.
-    let frag_series = over_time(variants, points, |r| {
+    let frag_series = over_time(variants, points, |_, r| {
         let f = u128::from(r.frag_milli?);
         let avail: u128 = r.available_milli.iter().sum();
         crate::metrics::ratio(f * u128::from(r.len_ms) * 100, avail)
@@ -948,6 +1037,16 @@ mod tests {
             ]
         );
         assert!(group_items("a=b+").is_err());
+        // Commas and `+` inside a TOML array or table, or a string, do not split.
+        let g = group_items(
+            "base=best-fit,more=transforms.add_nodes=[{ cell = \"r,+\", nodes = [{ preset = \"hgx-b200\", count = 2 }] }]",
+        )
+        .unwrap();
+        assert_eq!(g.len(), 2);
+        assert_eq!(
+            g[1].1,
+            ["transforms.add_nodes=[{ cell = \"r,+\", nodes = [{ preset = \"hgx-b200\", count = 2 }] }]"]
+        );
     }
 
     #[test]

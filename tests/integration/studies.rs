@@ -613,3 +613,60 @@ fn a_reused_study_folder_holds_only_the_last_study() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("`fleetsim compare`"), "{}", text(&o));
 }
+
+/// Issue #23 defect 2: a what-if variant that adds a cell gets that cell's occupancy plot,
+/// and a table shows every cell and model of any variant, with "–" where a variant has none.
+#[test]
+fn compare_shows_cells_only_some_variants_have() {
+    let d = tempfile::tempdir().unwrap();
+    let s = scenario(d.path(), SWEEP);
+    let out = d.path().join("cmp");
+    let o = run(
+        &[
+            "compare",
+            "--seeds",
+            "1",
+            "--policies",
+            "base=best-fit,more=transforms.add_nodes=[{ cell = \"rubin\", nodes = [{ preset = \"hgx-b200\", count = 2 }] }]",
+            "--out",
+        ],
+        &[&out, &s],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        out.join("plots/occupancy-rubin.svg").is_file(),
+        "no plot of the added cell"
+    );
+    assert!(out.join("plots/occupancy-a.svg").is_file());
+    let md = String::from_utf8(read(&out.join("report.md"))).unwrap();
+    let row = |name: &str| {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| {name} |")))
+            .unwrap_or_else(|| panic!("no `{name}` row:\n{md}"))
+            .to_string()
+    };
+    assert!(
+        md.contains("## Occupancy per cell and accelerator model"),
+        "{md}"
+    );
+    // `base` has no rubin cell and no B200s: "–"; `more` has a number.
+    let rubin: Vec<String> = row("cell rubin")
+        .split('|')
+        .map(|c| c.trim().to_string())
+        .collect();
+    assert_eq!(rubin[2], "–", "{rubin:?}");
+    assert!(rubin[3].parse::<f64>().is_ok(), "{rubin:?}");
+    let b200: Vec<String> = row("model B200")
+        .split('|')
+        .map(|c| c.trim().to_string())
+        .collect();
+    assert_eq!(b200[2], "–", "{b200:?}");
+    let a: Vec<String> = row("cell a")
+        .split('|')
+        .map(|c| c.trim().to_string())
+        .collect();
+    assert!(
+        a[2].parse::<f64>().is_ok() && a[3].parse::<f64>().is_ok(),
+        "{a:?}"
+    );
+}
