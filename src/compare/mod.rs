@@ -333,8 +333,20 @@ pub fn fmt_num(v: f64) -> String {
     }
 }
 
-fn fmt_signed(v: f64) -> String {
-    let s = fmt_num(v);
+/// Formats a value of metric `name` for reports: durations in human units
+/// ([`plots::fmt_duration`]: `2.73 h`), anything else by [`fmt_num`]. CSV and JSON keep
+/// the raw numbers.
+pub fn fmt_metric(name: &str, v: f64) -> String {
+    if plots::is_duration_metric(name) {
+        plots::fmt_duration(v)
+    } else {
+        fmt_num(v)
+    }
+}
+
+/// [`fmt_metric`] with a `+` on values ≥ 0 (differences).
+fn fmt_metric_signed(name: &str, v: f64) -> String {
+    let s = fmt_metric(name, v);
     if v >= 0.0 {
         format!("+{s}")
     } else {
@@ -629,10 +641,14 @@ fn tables(c: &Comparison, bi: usize) -> Vec<html::Table> {
                 Better::Lower => a.min(b),
             });
         let mut row = vec![Cell::plain(m.name)];
-        row.extend(vals.iter().map(|v| Cell {
-            text: v.map(fmt_num).unwrap_or_else(|| "–".into()),
-            best: v.is_some() && *v == best && vals.iter().flatten().any(|x| Some(*x) != best),
-            strong: false,
+        row.extend(vals.iter().map(|v| {
+            Cell {
+                text: v
+                    .map(|v| fmt_metric(m.name, v))
+                    .unwrap_or_else(|| "–".into()),
+                best: v.is_some() && *v == best && vals.iter().flatten().any(|x| Some(*x) != best),
+                strong: false,
+            }
         }));
         means.push(row);
     }
@@ -656,11 +672,11 @@ fn tables(c: &Comparison, bi: usize) -> Vec<html::Table> {
                     text: match (d.ci_low, d.ci_high) {
                         (Some(l), Some(h)) => format!(
                             "{} [{}, {}]",
-                            fmt_signed(d.mean_diff),
-                            fmt_num(l),
-                            fmt_num(h)
+                            fmt_metric_signed(m.name, d.mean_diff),
+                            fmt_metric(m.name, l),
+                            fmt_metric(m.name, h)
                         ),
-                        _ => format!("{} (n={})", fmt_signed(d.mean_diff), d.n),
+                        _ => format!("{} (n={})", fmt_metric_signed(m.name, d.mean_diff), d.n),
                     },
                     best: false,
                     strong: d.significant(),
@@ -796,7 +812,7 @@ fn figures(variants: &[Variant], points: &[Vec<Point>], seeds: &[u64]) -> Vec<Fi
         figs.push(Figure {
             file: file.into(),
             title: format!("CDF of {what} per policy (all seeds)"),
-            x_label: format!("{what} (s, log scale)"),
+            x_label: format!("{what} (log scale)"),
             y_label: "fraction of jobs".into(),
             kind: Kind::LogCdf(series),
         });
@@ -936,17 +952,28 @@ pub fn render(c: &Comparison) -> String {
     };
     let mut s = String::new();
     let w = 22;
-    s.push_str(&format!("{:<24}", "metric (mean)"));
+    // The metric column fits the longest name (`fragmentation.mean_pct_of_capacity`).
+    let mw = c
+        .metric_order
+        .iter()
+        .map(|m| m.chars().count() + 1)
+        .max()
+        .unwrap_or(0)
+        .max(24);
+    s.push_str(&format!("{:<mw$}", "metric (mean)"));
     for p in &c.policies {
         s.push_str(&format!(" {:>w$}", head(&p.label, w)));
     }
     s.push('\n');
     for m in &c.metric_order {
-        s.push_str(&format!("{m:<24}"));
+        s.push_str(&format!("{m:<mw$}"));
         for p in &c.policies {
             s.push_str(&format!(
                 " {:>w$}",
-                p.metrics[m].mean.map(fmt_num).unwrap_or_else(|| "-".into())
+                p.metrics[m]
+                    .mean
+                    .map(|v| fmt_metric(m, v))
+                    .unwrap_or_else(|| "-".into())
             ));
         }
         s.push('\n');
@@ -955,7 +982,7 @@ pub fn render(c: &Comparison) -> String {
         "\npaired difference to `{}` [95 % CI]:\n",
         c.baseline
     ));
-    s.push_str(&format!("{:<24}", "metric"));
+    s.push_str(&format!("{:<mw$}", "metric"));
     for (i, p) in c.policies.iter().enumerate() {
         if i != bi {
             s.push_str(&format!(" {:>34}", head(&p.label, 34)));
@@ -963,7 +990,7 @@ pub fn render(c: &Comparison) -> String {
     }
     s.push('\n');
     for m in &c.metric_order {
-        s.push_str(&format!("{m:<24}"));
+        s.push_str(&format!("{m:<mw$}"));
         for (i, p) in c.policies.iter().enumerate() {
             if i == bi {
                 continue;
@@ -972,11 +999,11 @@ pub fn render(c: &Comparison) -> String {
                 Some(d) => match (d.ci_low, d.ci_high) {
                     (Some(l), Some(h)) => format!(
                         "{} [{}, {}]",
-                        fmt_signed(d.mean_diff),
-                        fmt_num(l),
-                        fmt_num(h)
+                        fmt_metric_signed(m, d.mean_diff),
+                        fmt_metric(m, l),
+                        fmt_metric(m, h)
                     ),
-                    _ => fmt_signed(d.mean_diff),
+                    _ => fmt_metric_signed(m, d.mean_diff),
                 },
                 None => "-".into(),
             };

@@ -15,6 +15,7 @@ mod placement_props;
 mod policy_props;
 mod real_traces;
 mod reliability;
+mod report_render;
 mod security;
 mod snapshots;
 mod studies;
