@@ -49,10 +49,10 @@ pub enum TraceError {
 
 impl TraceError {
     /// A [`TraceError::BadField`]. A `field` that is not a plausible column name (more
-    /// than 64 bytes, or a character other than ASCII letters, digits, `_`, `-`, `.` and
-    /// space: e.g. the first line of a file that is not a trace at all) is not echoed: the
-    /// error describes it by its length instead, so that an error never prints a file's
-    /// content.
+    /// than 64 bytes, or a character other than ASCII letters, digits, `_`, `-`, `.`, `[`,
+    /// `]` and space; field paths such as `attempts[1].end_time` are column names), e.g. the
+    /// first line of a file that is not a trace at all, is not echoed: the error describes
+    /// it by its length instead, so that an error never prints a file's content.
     pub fn field(
         path: &std::path::Path,
         line: u64,
@@ -73,9 +73,9 @@ impl TraceError {
 fn printable_field(field: &str) -> String {
     let plausible = !field.is_empty()
         && field.len() <= 64
-        && field
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b' '));
+        && field.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b' ' | b'[' | b']')
+        });
     if plausible {
         field.to_string()
     } else {
