@@ -9,10 +9,16 @@
 //! tolerance.occupancy = { abs = 0.002, direction = "higher-is-better" }
 //! ```
 //!
-//! A metric passes when `|now − baseline| ≤ max(abs, rel × |baseline|)` (both default 0:
-//! exact, since runs are deterministic); with `direction = "higher-is-better"` only a fall
-//! beyond the tolerance fails (`lower-is-better`: only a rise). A metric that is `null` (an
-//! empty sample) passes only when it is `null` in the baseline too.
+//! Every metric has a direction: the one [`crate::study::better`] gives for the metrics of
+//! `runs.csv` (lower wait, JCT, slowdown, fragmentation, censored and rejected jobs and
+//! makespan are better; higher occupancy, fairness, completed jobs and goodput are better),
+//! or the one `direction` declares. A metric fails only when it moves in its bad direction
+//! by more than `max(abs, rel × |baseline|)` (both default 0, since runs are deterministic);
+//! a move in the good direction beyond the tolerance passes and is reported as `better`
+//! (rewrite the baseline with `--update` to keep the gain). `direction = "both"` makes any
+//! move beyond the tolerance fail; it is also the default for a metric of unknown direction
+//! (any other dotted path into `summary.json`). A metric that is `null` (an empty sample)
+//! passes only when it is `null` in the baseline too.
 //!
 //! The baseline (`reports/NAME.json`, written by `--update`) holds the scenario name, the
 //! seed, the policy and the tracked metrics' values. A baseline of another scenario or seed,
@@ -25,7 +31,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::study::{metric_exists, metric_value, BadInput, METRICS};
+use crate::study::{metric_exists, metric_value, BadInput, Better, METRICS};
 
 /// The `[check]` table.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -49,17 +55,17 @@ pub struct Tolerance {
     /// Relative tolerance, a fraction of the baseline's magnitude.
     #[serde(default)]
     pub rel: f64,
-    /// Which moves fail (default: both).
+    /// Which moves fail (default: the metric's own direction, [`crate::study::better`];
+    /// `both` for a metric of unknown direction).
     #[serde(default)]
-    pub direction: Direction,
+    pub direction: Option<Direction>,
 }
 
 /// Which moves beyond the tolerance fail.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Direction {
     /// Any move.
-    #[default]
     Both,
     /// Only a fall.
     HigherIsBetter,
@@ -101,6 +107,31 @@ impl CheckSpec {
     }
 }
 
+impl Tolerance {
+    /// The direction that applies to `metric`: the declared one, else the metric's own
+    /// ([`crate::study::better`]), else [`Direction::Both`].
+    pub fn direction_for(&self, metric: &str) -> Direction {
+        self.direction
+            .unwrap_or(match crate::study::better(metric) {
+                Some(Better::Higher) => Direction::HigherIsBetter,
+                Some(Better::Lower) => Direction::LowerIsBetter,
+                None => Direction::Both,
+            })
+    }
+}
+
+/// The outcome of one compared metric.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Within tolerance.
+    Ok,
+    /// Moved beyond the tolerance in the good direction: passes.
+    Better,
+    /// Moved beyond the tolerance in the bad direction (or, for [`Direction::Both`], in
+    /// either; or became / stopped being `null`): fails.
+    Regressed,
+}
+
 /// A baseline file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Baseline {
@@ -129,7 +160,11 @@ pub struct Line {
     pub allowed: f64,
     /// The tolerance as declared.
     pub tolerance: Tolerance,
-    /// Within tolerance.
+    /// The direction applied ([`Tolerance::direction_for`]).
+    pub direction: Direction,
+    /// The outcome.
+    pub status: Status,
+    /// Passes: [`Status::Ok`] or [`Status::Better`].
     pub ok: bool,
 }
 
@@ -206,19 +241,25 @@ pub fn compare(spec: &CheckSpec, base: &Baseline, summary: &Value) -> Result<Vec
         };
         let now = metric_value(summary, &m);
         let tol = spec.tolerance.get(&m).copied().unwrap_or_default();
-        let (ok, allowed) = match (b, now) {
-            (None, None) => (true, 0.0),
+        let direction = tol.direction_for(&m);
+        let (status, allowed) = match (b, now) {
+            (None, None) => (Status::Ok, 0.0),
             (Some(b), Some(n)) => {
                 let allowed = tol.abs.max(tol.rel * b.abs());
                 let d = n - b;
-                let ok = match tol.direction {
-                    Direction::Both => d.abs() <= allowed,
-                    Direction::HigherIsBetter => d >= -allowed,
-                    Direction::LowerIsBetter => d <= allowed,
+                let status = if d.abs() <= allowed {
+                    Status::Ok
+                } else {
+                    match (direction, d > 0.0) {
+                        (Direction::HigherIsBetter, true) | (Direction::LowerIsBetter, false) => {
+                            Status::Better
+                        }
+                        _ => Status::Regressed,
+                    }
                 };
-                (ok, allowed)
+                (status, allowed)
             }
-            _ => (false, 0.0),
+            _ => (Status::Regressed, 0.0),
         };
         lines.push(Line {
             metric: m,
@@ -226,7 +267,9 @@ pub fn compare(spec: &CheckSpec, base: &Baseline, summary: &Value) -> Result<Vec
             now,
             allowed,
             tolerance: tol,
-            ok,
+            direction,
+            status,
+            ok: status != Status::Regressed,
         });
     }
     Ok(lines)
@@ -256,7 +299,7 @@ pub fn render(lines: &[Line]) -> String {
         } else {
             format!("±{:.6}", l.allowed)
         };
-        let tol = match l.tolerance.direction {
+        let tol = match l.direction {
             Direction::Both => tol,
             Direction::HigherIsBetter => format!("{tol} (fall)"),
             Direction::LowerIsBetter => format!("{tol} (rise)"),
@@ -269,10 +312,31 @@ pub fn render(lines: &[Line]) -> String {
             num(l.now),
             delta,
             tol,
-            if l.ok { "ok" } else { "REGRESSION" }
+            status_text(l)
         );
     }
     s
+}
+
+/// The status column: `ok`, `better (…)` or `REGRESSION (…)`, saying which way it moved and
+/// which way is better.
+pub fn status_text(l: &Line) -> String {
+    let moved = match (l.baseline, l.now) {
+        (Some(b), Some(n)) if n > b => "rose",
+        (Some(_), Some(_)) => "fell",
+        (Some(_), None) => "became null",
+        _ => "was null",
+    };
+    let better = match l.direction {
+        Direction::HigherIsBetter => "; higher is better",
+        Direction::LowerIsBetter => "; lower is better",
+        Direction::Both => "; any change fails",
+    };
+    match l.status {
+        Status::Ok => "ok".into(),
+        Status::Better => format!("better ({moved}{better})"),
+        Status::Regressed => format!("REGRESSION ({moved}{better})"),
+    }
 }
 
 #[cfg(test)]
@@ -329,5 +393,53 @@ mod tests {
             .unwrap_err()
             .0
             .contains("no metric"));
+    }
+
+    /// Issue #23 defect 3: halving p99 wait (4,075 → 2,148 s) is an improvement, not a
+    /// regression; doubling it is one, and the message says which way it moved.
+    #[test]
+    fn directions_come_from_the_metric() {
+        let wait = |p99: f64| {
+            serde_json::json!({"scenario": "s", "seed": 1, "policy": {}, "occupancy": 0.5,
+                "wait_s": {"p99": p99}, "jobs": {"censored": 0, "submitted": 4}})
+        };
+        let spec: CheckSpec = toml::from_str("metrics = [\"wait_s.p99\", \"occupancy\"]").unwrap();
+        let base = baseline_of(&spec, &wait(4075.0)).unwrap();
+        let halved = compare(&spec, &base, &wait(2148.0)).unwrap();
+        assert_eq!(halved[0].status, Status::Better, "{}", render(&halved));
+        assert!(halved.iter().all(|l| l.ok));
+        assert_eq!(status_text(&halved[0]), "better (fell; lower is better)");
+        let doubled = compare(&spec, &base, &wait(8150.0)).unwrap();
+        assert_eq!(doubled[0].status, Status::Regressed);
+        assert_eq!(
+            status_text(&doubled[0]),
+            "REGRESSION (rose; lower is better)"
+        );
+        // Occupancy is higher-is-better by default: 0.5 → 0.4 regresses, 0.5 → 0.6 is better.
+        let mut low = wait(4075.0);
+        low["occupancy"] = 0.4.into();
+        let r = compare(&spec, &base, &low).unwrap();
+        assert_eq!(status_text(&r[1]), "REGRESSION (fell; higher is better)");
+        low["occupancy"] = 0.6.into();
+        assert_eq!(
+            compare(&spec, &base, &low).unwrap()[1].status,
+            Status::Better
+        );
+        // `direction = "both"` pins the value: the halving fails.
+        let both: CheckSpec = toml::from_str(
+            "metrics = [\"wait_s.p99\"]\ntolerance.\"wait_s.p99\" = { direction = \"both\" }",
+        )
+        .unwrap();
+        let r = compare(&both, &base, &wait(2148.0)).unwrap();
+        assert_eq!(status_text(&r[0]), "REGRESSION (fell; any change fails)");
+        // A metric of unknown direction defaults to both.
+        let odd: CheckSpec = toml::from_str("metrics = [\"jobs.submitted\"]").unwrap();
+        let b = baseline_of(&odd, &wait(1.0)).unwrap();
+        let mut more = wait(1.0);
+        more["jobs"]["submitted"] = 5.into();
+        assert_eq!(
+            compare(&odd, &b, &more).unwrap()[0].status,
+            Status::Regressed
+        );
     }
 }

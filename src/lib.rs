@@ -21,6 +21,7 @@ pub mod compare;
 pub mod engine;
 pub mod inflation;
 pub mod metrics;
+pub mod outdir;
 pub mod reliability;
 pub mod report;
 pub mod run;

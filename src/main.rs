@@ -4,6 +4,8 @@ use clap::Parser;
 
 fn main() {
     let cli = fleetsim::cli::Cli::parse();
+    // Ctrl-C or a termination request removes the half-written `.NAME.tmp` files.
+    fleetsim::report::atomic::install_signal_cleanup();
     if let Err(e) = fleetsim::cli::main(cli) {
         eprintln!("error: {}", fleetsim::cli::render_error(&e));
         std::process::exit(if fleetsim::cli::is_bad_input(&e) {

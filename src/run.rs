@@ -100,6 +100,8 @@ pub struct RunOutput {
     pub cells: Vec<String>,
     /// Accelerator model names in model-id order.
     pub models: Vec<String>,
+    /// Settings that had no effect on this run ([`backfill_warning`]), for the CLI to print.
+    pub warnings: Vec<String>,
 }
 
 /// Opens the scenario's workload as a job stream, with the scenario's workload transforms
@@ -185,6 +187,62 @@ impl JobStream for Peeked {
     fn notes(&self) -> crate::workload::Skipped {
         self.rest.notes()
     }
+}
+
+/// Counts the jobs a stream yields and those that carry a time limit (for
+/// [`backfill_warning`]).
+struct LimitCounter {
+    rest: Box<dyn JobStream>,
+    counts: std::sync::Arc<[std::sync::atomic::AtomicU64; 2]>,
+}
+
+impl Iterator for LimitCounter {
+    type Item = Result<crate::workload::JobSpec, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let item = self.rest.next();
+        if let Some(Ok(j)) = &item {
+            self.counts[0].fetch_add(1, Relaxed);
+            if j.time_limit.is_some() {
+                self.counts[1].fetch_add(1, Relaxed);
+            }
+        }
+        item
+    }
+}
+
+impl JobStream for LimitCounter {
+    fn skipped(&self) -> crate::workload::Skipped {
+        self.rest.skipped()
+    }
+
+    fn notes(&self) -> crate::workload::Skipped {
+        self.rest.notes()
+    }
+}
+
+/// A warning when the scenario's backfill cannot do anything: backfill reserves from the
+/// running jobs' estimated ends, and with `runtime_estimate = "user"` a job's estimate is its
+/// time limit (its own, else its queue's `default_time_limit_s`); when none of the `jobs`
+/// jobs read carries one (`with_limit` = 0) and no queue sets a default, no reservation can
+/// ever be made and the run is the same as with `backfill = "none"`. `None` otherwise.
+pub fn backfill_warning(loaded: &Loaded, jobs: u64, with_limit: u64) -> Option<String> {
+    use fleetsim_policies::backfill::BackfillKind;
+    let s = &loaded.scenario;
+    let p = &s.policy;
+    let silent = p.backfill != BackfillKind::None
+        && p.runtime_estimate == crate::scenario::EstimateSource::User
+        && jobs > 0
+        && with_limit == 0
+        && s.queues.iter().all(|q| q.default_time_limit_s.is_none());
+    silent.then(|| {
+        format!(
+            "backfill = \"{}\" does nothing here: none of the {} carries a time limit and no queue sets default_time_limit_s, so no running job has an estimated end to reserve from (the run equals backfill = \"none\"); give the jobs time limits, a queue a default_time_limit_s, or set runtime_estimate = \"oracle\"",
+            p.backfill.as_str(),
+            crate::report::table::count(jobs, "job")
+        )
+    })
 }
 
 /// The engine settings a scenario asks for.
@@ -469,6 +527,13 @@ pub fn run_scenario(
     let seed = opts.seed.unwrap_or(loaded.scenario.seed);
     if let Some(dir) = &opts.out_dir {
         check_outputs_are_not_inputs(loaded, &opts.trace_dir, dir, opts.seed)?;
+        // Temporaries a killed earlier run left behind (`.jobs.csv.tmp`, …).
+        let dests: Vec<PathBuf> = output_files(loaded, opts.seed)
+            .into_iter()
+            .filter(|n| !n.starts_with('.'))
+            .map(|n| dir.join(n))
+            .collect();
+        crate::report::atomic::remove_stale(&dests);
     }
     // Quota flexibility off: every queue only within its own nominal quota (no cohorts).
     let own_quota_only;
@@ -495,7 +560,14 @@ pub fn run_scenario(
     let ext = crate::scenario::policies::extensions(loaded, &state)?;
     cfg.node_changes = crate::scenario::policies::node_changes(loaded, &state)?;
     let scenario_changes = cfg.node_changes.clone();
-    let mut stream = open_workload(loaded, &opts.trace_dir, seed)?;
+    let limit_counts = std::sync::Arc::new([
+        std::sync::atomic::AtomicU64::new(0),
+        std::sync::atomic::AtomicU64::new(0),
+    ]);
+    let mut stream: Box<dyn JobStream> = Box::new(LimitCounter {
+        rest: open_workload(loaded, &opts.trace_dir, seed)?,
+        counts: limit_counts.clone(),
+    });
     // Failures and maintenance (seeded per node: the workload's streams are untouched),
     // generated from the first job's submit time unless `failures.start_s` says otherwise.
     let first_submit = match &loaded.scenario.failures {
@@ -639,12 +711,20 @@ pub fn run_scenario(
         crate::report::atomic::write_atomic(&path, text.as_bytes()).map_err(io_err(&path))?;
         complete_set(dir, loaded, opts.seed)?;
     }
+    let warnings = backfill_warning(
+        loaded,
+        limit_counts[0].load(std::sync::atomic::Ordering::Relaxed),
+        limit_counts[1].load(std::sync::atomic::Ordering::Relaxed),
+    )
+    .into_iter()
+    .collect();
     Ok(RunOutput {
         summary,
         result,
         jobs,
         cells,
         models: models_for_series,
+        warnings,
     })
 }
 
@@ -688,6 +768,13 @@ pub fn run_inflation(
     use crate::inflation::{self, report};
     if let Some(dir) = &opts.out_dir {
         check_outputs_are_not_inputs(loaded, &opts.trace_dir, dir, opts.seed)?;
+        // Temporaries a killed earlier run left behind (`.jobs.csv.tmp`, …).
+        let dests: Vec<PathBuf> = output_files(loaded, opts.seed)
+            .into_iter()
+            .filter(|n| !n.starts_with('.'))
+            .map(|n| dir.join(n))
+            .collect();
+        crate::report::atomic::remove_stale(&dests);
     }
     let results = inflation::run(loaded, opts)?;
     let medians = report::medians(&results);

@@ -120,9 +120,27 @@ async fn main() -> anyhow::Result<()> {
     if let Some(w) = args.workers {
         limits.workers = w.max(1);
     }
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .map_err(|e| anyhow::anyhow!("binding {}: {e}", args.listen))?;
+    let listener = match tokio::net::TcpListener::bind(args.listen).await {
+        Ok(l) => l,
+        Err(e) => {
+            // A one-line message, not an error chain with a backtrace: the usual cause is
+            // an address another process holds.
+            let hint = match e.kind() {
+                std::io::ErrorKind::AddrInUse => {
+                    "; another process (another fleetsim-extender?) is listening there: stop it or choose another --listen"
+                }
+                std::io::ErrorKind::AddrNotAvailable => {
+                    "; this machine has no such address: choose another --listen"
+                }
+                std::io::ErrorKind::PermissionDenied => {
+                    "; ports below 1024 need privileges: choose another --listen"
+                }
+                _ => "",
+            };
+            eprintln!("error: cannot listen on {}: {e}{hint}", args.listen);
+            std::process::exit(1);
+        }
+    };
     eprintln!(
         "fleetsim-extender listening on http://{} (policy {}, body limit {} bytes, {} caller(s) with tokens)",
         listener.local_addr()?,

@@ -222,6 +222,23 @@ pub fn quantity(v: &serde_json::Value, scale: u128, ceil: bool) -> Result<u64, S
     u64::try_from(q).map_err(|_| format!("quantity `{s}` is too large"))
 }
 
+/// An extended-resource quantity (`nvidia.com/gpu`): a whole number. Kubernetes refuses a
+/// fractional extended resource (`"0.5"`, `"1.5"`, `"1m"`), so such a request is malformed,
+/// not rounded; GPU sharing is asked for with the `fleetsim.io/gpu-milli` annotation.
+///
+/// # Errors
+/// A message for an unparsable, negative or fractional quantity.
+pub fn whole_quantity(v: &serde_json::Value) -> Result<u64, String> {
+    let milli = quantity(v, 1000, true)?;
+    if milli % 1000 != 0 || quantity(v, 1000, false)? != milli {
+        return Err(format!(
+            "`{}` is not a whole number: {GPU_RESOURCE} is an extended resource, counted in whole accelerators (share one with the {ANN_GPU_MILLI} annotation)",
+            v.as_str().map_or_else(|| v.to_string(), str::to_string)
+        ));
+    }
+    Ok(milli / 1000)
+}
+
 /// The request's nodes as a one-cell fleet.
 #[derive(Clone, Debug)]
 pub struct Snapshot {
@@ -253,6 +270,12 @@ struct NodeIn {
 fn alloc_q(n: &Node, key: &str, scale: u128) -> Result<u64, InputError> {
     match n.status.allocatable.get(key) {
         None => Ok(0),
+        Some(v) if key == GPU_RESOURCE => whole_quantity(v).map_err(|e| {
+            bad(format!(
+                "node `{}`: status.allocatable.{key}: {e}",
+                n.metadata.name
+            ))
+        }),
         Some(v) => quantity(v, scale, false).map_err(|e| {
             bad(format!(
                 "node `{}`: status.allocatable.{key}: {e}",
@@ -557,6 +580,11 @@ impl PodRequest {
                 let r = &c.resources;
                 match r.requests.get(key).or_else(|| r.limits.get(key)) {
                     None => Ok(0),
+                    Some(v) if key == GPU_RESOURCE => whole_quantity(v).map_err(|e| {
+                        bad(format!(
+                            "{obj}: spec.containers[{ci}].resources.requests.{key}: {e}"
+                        ))
+                    }),
                     Some(v) => quantity(v, scale, true).map_err(|e| {
                         bad(format!(
                             "{obj}: spec.containers[{ci}].resources.requests.{key}: {e}"
@@ -713,5 +741,34 @@ mod tests {
         assert!(quantity(&json!("99999999999999999999999Ei"), 1, true).is_err());
         assert!(quantity(&json!("1e-2147483648"), 1, true).is_err());
         assert!(quantity(&json!("1e2147483647"), 1, true).is_err());
+    }
+
+    /// Issue #23 defect 8: a fractional `nvidia.com/gpu` request is malformed (400), not
+    /// rounded up to a whole accelerator.
+    #[test]
+    fn fractional_gpu_requests_are_malformed() {
+        assert_eq!(whole_quantity(&json!("2")), Ok(2));
+        assert_eq!(whole_quantity(&json!(3)), Ok(3));
+        assert_eq!(whole_quantity(&json!("1k")), Ok(1000));
+        assert_eq!(whole_quantity(&json!("2000m")), Ok(2));
+        for bad in [json!("0.5"), json!("1m"), json!("1.5"), json!(0.5)] {
+            let e = whole_quantity(&bad).unwrap_err();
+            assert!(e.contains("is not a whole number"), "{bad}: {e}");
+        }
+        let pod = |gpu: &str| -> Pod {
+            serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": {"containers": [
+                {"name": "c", "resources": {"requests": {"nvidia.com/gpu": gpu}}}]}}))
+            .unwrap()
+        };
+        assert!(PodRequest::from_pod(&pod("1")).is_ok());
+        for gpu in ["0.5", "1m", "1.5"] {
+            let e = PodRequest::from_pod(&pod(gpu)).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!(
+                    "pod `p`: spec.containers[0].resources.requests.nvidia.com/gpu: `{gpu}` is not a whole number"
+                )),
+                "{e}"
+            );
+        }
     }
 }

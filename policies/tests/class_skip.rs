@@ -84,12 +84,11 @@ fn simulate(nodes: &[NodeSpec], jobs: &[Job], queues: u32, skip: bool) -> String
         strategy: QueueingStrategy::BestEffortFifo,
         ..QueueConfig::default()
     };
-    let mut s = Scheduler::new(SchedulerConfig::default(), vec![cfg; queues as usize]).with(
-        Extensions {
+    let mut s =
+        Scheduler::new(SchedulerConfig::default(), vec![cfg; queues as usize]).with(Extensions {
             attempt_budget: (!skip).then_some(u64::MAX),
             ..Extensions::default()
-        },
-    );
+        });
     let mut out = String::new();
     let mut running: Vec<(u64, JobId, QueueId, Vec<TaskAlloc>)> = Vec::new();
     let mut next = 0;
@@ -123,7 +122,11 @@ fn simulate(nodes: &[NodeSpec], jobs: &[Job], queues: u32, skip: bool) -> String
         }
     }
     for j in jobs {
-        out.push_str(&format!("{:?} {:?}\n", j.job.id, s.take_wait_profile(j.job.id)));
+        out.push_str(&format!(
+            "{:?} {:?}\n",
+            j.job.id,
+            s.take_wait_profile(j.job.id)
+        ));
     }
     out
 }

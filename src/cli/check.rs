@@ -61,18 +61,35 @@ pub fn check(a: CheckArgs) -> Result<()> {
     let base = check::read_baseline(&a.baseline)?;
     let lines = check::compare(&spec, &base, &point.summary)?;
     out!("{}", check::render(&lines));
-    let bad = lines.iter().filter(|l| !l.ok).count();
-    if bad > 0 {
+    let bad: Vec<String> = lines
+        .iter()
+        .filter(|l| !l.ok)
+        .map(|l| format!("{} {}", l.metric, check::status_text(l)))
+        .collect();
+    if !bad.is_empty() {
         bail!(
-            "{bad} of {} metrics regressed against {} (if the change is intended, rewrite it with --update)",
+            "{} of {} metrics regressed against {}: {} (if the change is intended, rewrite it with --update)",
+            bad.len(),
             lines.len(),
-            a.baseline.display()
+            a.baseline.display(),
+            bad.join(", ")
         );
     }
+    let better = lines
+        .iter()
+        .filter(|l| l.status == check::Status::Better)
+        .count();
     outln!(
-        "check passed: {} metrics within tolerance of {}",
+        "check passed: {} metrics within tolerance of {}{}",
         lines.len(),
-        a.baseline.display()
+        a.baseline.display(),
+        if better > 0 {
+            format!(
+                " or better ({better} improved beyond it: rewrite the baseline with --update to keep the gain)"
+            )
+        } else {
+            String::new()
+        }
     );
     Ok(())
 }

@@ -26,12 +26,25 @@ pub struct StudyArgs {
     /// Also write PNG plots (needs a TrueType font, e.g. fonts-dejavu-core).
     #[arg(long)]
     pub png: bool,
+    /// Write into a non-empty --out that no study of this kind wrote: files an earlier
+    /// study listed in its fleetsim-output.json are removed first, other files are kept.
+    #[arg(long)]
+    pub force: bool,
 }
 
 impl StudyArgs {
     /// The trace directory.
     pub fn trace_dir(&self) -> TraceDir {
         TraceDir::resolve(self.trace_dir.clone())
+    }
+
+    /// How the study treats an --out that is not its own ([`crate::outdir::Reuse`]).
+    pub fn reuse(&self) -> crate::outdir::Reuse {
+        if self.force {
+            crate::outdir::Reuse::Force
+        } else {
+            crate::outdir::Reuse::Refuse
+        }
     }
 }
 

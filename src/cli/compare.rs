@@ -8,6 +8,7 @@ use clap::Args;
 use super::common::{overrides, StudyArgs};
 use crate::compact::{self, CompactOptions, Goal};
 use crate::compare::{self, CompareOptions};
+use crate::outdir;
 use crate::scenario::overrides::Source;
 
 /// Arguments of `fleetsim compare`.
@@ -16,7 +17,9 @@ pub struct CompareArgs {
     /// Scenario file (TOML). Omit for the embedded default.
     pub scenario: Option<PathBuf>,
     /// Policies, comma-separated: a policy name (`worst-fit`), FIELD=VALUE
-    /// (`placement=first-fit`), or settings joined with `+`.
+    /// (`placement=first-fit`), PATH=VALUE (`flexibility.spatial=false`), or settings joined
+    /// with `+`. Name a variant with LABEL=SETTING[,SETTING…]: `none=flexibility.spatial=false`,
+    /// `fast=worst-fit`; the settings after a label belong to it until the next LABEL=.
     #[arg(long, required = true)]
     pub policies: String,
     /// Number of seeds: the scenario seed, +1, … (1 to 10,000)
@@ -82,6 +85,7 @@ pub fn compare(a: CompareArgs) -> Result<()> {
         .out
         .unwrap_or_else(|| PathBuf::from("out").join(format!("{}-compare", base.scenario.name)));
     crate::run::check_study_out_dir(&base, &a.common.trace_dir(), &out)?;
+    let prepared = outdir::prepare(&out, "compare", &base.scenario.name, a.common.reuse())?;
     let opts = CompareOptions {
         out: out.clone(),
         seeds: seeds(base.scenario.seed, a.seeds),
@@ -93,10 +97,8 @@ pub fn compare(a: CompareArgs) -> Result<()> {
     };
     let c = compare::run(&source, &extra, &variants, &opts)?;
     out!("{}", compare::render(&c));
-    eprintln!(
-        "wrote {0}/report.html, {0}/report.md, {0}/compare.json",
-        out.display()
-    );
+    let files = outdir::finish(prepared)?;
+    eprintln!("wrote {}/: {}", out.display(), outdir::describe(&files));
     Ok(())
 }
 
@@ -123,10 +125,23 @@ pub fn compact(a: CompactArgs) -> Result<()> {
         threads: a.common.threads,
         out: a.out,
     };
-    if let Some(out) = &opts.out {
-        crate::run::check_study_out_dir(&base, &opts.trace_dir, out)?;
-    }
+    let prepared = match &opts.out {
+        Some(out) => {
+            crate::run::check_study_out_dir(&base, &opts.trace_dir, out)?;
+            Some(outdir::prepare(
+                out,
+                "compact",
+                &base.scenario.name,
+                a.common.reuse(),
+            )?)
+        }
+        None => None,
+    };
     let c = compact::run(&source, &extra, &opts)?;
     out!("{}", compact::render(&c));
+    if let (Some(p), Some(out)) = (prepared, &opts.out) {
+        let files = outdir::finish(p)?;
+        eprintln!("wrote {}/: {}", out.display(), outdir::describe(&files));
+    }
     Ok(())
 }

@@ -201,8 +201,14 @@ pub fn main(cli: Cli) -> Result<()> {
                 if !quiet {
                     out!("{}", crate::inflation::report::table(&summary));
                 }
+                // Every file it wrote: attempts-<policy>-<seed>.csv too when asked for.
+                let files = crate::run::output_files(&loaded, opts.seed)
+                    .into_iter()
+                    .filter(|n| !n.starts_with('.') && out.join(n).exists())
+                    .collect::<Vec<_>>()
+                    .join(",");
                 eprintln!(
-                    "wrote {}/{{summary.json,curves.csv,allocation.svg}} in {:.2} s",
+                    "wrote {}/{{{files}}} in {:.2} s",
                     out.display(),
                     started.elapsed().as_secs_f64()
                 );
@@ -221,6 +227,9 @@ pub fn main(cli: Cli) -> Result<()> {
             bar.finish_and_clear();
             if !quiet {
                 out!("{}", crate::report::table::render(&output.summary));
+            }
+            for w in &output.warnings {
+                eprintln!("warning: {w}");
             }
             if output.summary.jobs.submitted == 0 {
                 eprintln!("warning: the workload has no job: the trace has no rows, or every row was skipped (see summary.json skipped_rows)");
@@ -290,9 +299,11 @@ pub fn main(cli: Cli) -> Result<()> {
             }
             let mut stream = crate::run::open_workload(&loaded, &trace_dir, loaded.scenario.seed)?;
             let mut jobs = 0u64;
+            let mut with_limit = 0u64;
             let mut previous = fleetsim_policies::SimTime::ZERO;
             for j in stream.by_ref() {
                 let j = j?;
+                with_limit += u64::from(j.time_limit.is_some());
                 j.shape.validate().map_err(|m| {
                     crate::study::BadInput(format!("job `{}` (input #{jobs}): {m}", j.name))
                 })?;
@@ -307,19 +318,23 @@ pub fn main(cli: Cli) -> Result<()> {
                 jobs += 1;
             }
             let skipped = stream.skipped();
+            use crate::report::table::count;
             outln!(
-                "{}: ok — {} cells, {} nodes, {} GPUs; {} jobs{}",
+                "{}: ok — {}, {}, {}; {}{}",
                 scenario.display(),
-                fleet.state.cells().len(),
-                fleet.state.nodes().len(),
-                fleet.gpus_by_model.values().sum::<u64>(),
-                jobs,
+                count(fleet.state.cells().len() as u64, "cell"),
+                count(fleet.state.nodes().len() as u64, "node"),
+                count(fleet.gpus_by_model.values().sum::<u64>(), "GPU"),
+                count(jobs, "job"),
                 if skipped.is_empty() {
                     String::new()
                 } else {
                     format!(", skipped rows {skipped:?}")
                 }
             );
+            if let Some(w) = crate::run::backfill_warning(&loaded, jobs, with_limit) {
+                outln!("  warning: {w}");
+            }
             if let Some(k) = &loaded.scenario.kueue {
                 let cfg = crate::scenario::kueue::load_paths(&k.resolve(&loaded.base_dir))?;
                 for note in cfg.quota().unsimulated {

@@ -6,6 +6,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::common::{overrides, StudyArgs};
+use crate::outdir;
 use crate::scenario::overrides::Source;
 use crate::sweep::{self, Seeds, Shard, SweepOptions};
 
@@ -63,6 +64,12 @@ pub fn sweep(a: SweepArgs) -> Result<()> {
         .out
         .unwrap_or_else(|| PathBuf::from("out").join(format!("{}-sweep", plan.manifest.scenario)));
     crate::run::check_study_out_dir(&source.load(&extra)?, &a.common.trace_dir(), &out)?;
+    let reuse = if a.resume {
+        outdir::Reuse::Resume
+    } else {
+        a.common.reuse()
+    };
+    let prepared = outdir::prepare(&out, "sweep", &plan.manifest.scenario, reuse)?;
     let opts = SweepOptions {
         out: out.clone(),
         shard,
@@ -72,15 +79,17 @@ pub fn sweep(a: SweepArgs) -> Result<()> {
         threads: a.common.threads,
     };
     let o = sweep::run(&source, &extra, &plan, &opts)?;
+    let files = outdir::finish(prepared)?;
     eprintln!(
-        "sweep `{}`: shard {}/{}: {} of {} runs ({} already complete); wrote {}/runs.csv and report.html",
+        "sweep `{}`: shard {}/{}: {} of {} runs ({} already complete); wrote {}/: {}",
         plan.manifest.scenario,
         shard.index,
         shard.count,
         o.selected,
         o.total,
         o.resumed,
-        out.display()
+        out.display(),
+        outdir::describe(&files)
     );
     Ok(())
 }

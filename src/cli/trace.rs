@@ -70,15 +70,15 @@ pub enum TraceCommand {
         #[arg(long, default_value_t = 20)]
         top: usize,
     },
-    /// Convert a trace to fleetsim's native format (`.csv` or `.jsonl`, optionally `.gz` is
-    /// not supported for output), written atomically.
+    /// Convert a trace to fleetsim's native format, written atomically: `--out` names a
+    /// `.csv`, `.jsonl` or `.ndjson` file (gzip output, `.gz`, is not supported).
     Convert {
         /// The trace file.
         file: PathBuf,
         /// Its format.
         #[arg(long, value_parser = parse_format)]
         format: TraceFormat,
-        /// The output: `*.csv` or `*.jsonl`/`*.ndjson`.
+        /// The output: `*.csv`, `*.jsonl` or `*.ndjson` (not `.gz`).
         #[arg(long)]
         out: PathBuf,
         /// Load the whole file and sort it by submit time (for unsorted files).
@@ -126,10 +126,10 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
             let nf = NativeFormat::from_path(&out)
                 .filter(|_| !out.to_string_lossy().ends_with(".gz"))
                 .ok_or_else(|| {
-                    anyhow::anyhow!(
-                        "{}: the output must be named *.csv, *.jsonl or *.ndjson",
+                    crate::study::BadInput(format!(
+                        "{}: the output must be named *.csv, *.jsonl or *.ndjson (gzip output is not supported)",
                         out.display()
-                    )
+                    ))
                 })?;
             if let (Ok(a), Ok(b)) = (file.canonicalize(), out.canonicalize()) {
                 if a == b {
@@ -143,7 +143,7 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
             let mut stream: Box<dyn JobStream> = open_trace_with(format, &file, sort, &opts)?;
             let f = AtomicFile::create(&out).with_context(|| format!("{}", out.display()))?;
             let mut w = NativeWriter::new(f, nf)?;
-            let mut n = 0u64;
+            let mut n: u64 = 0;
             for job in &mut *stream {
                 w.write(&job?)?;
                 n += 1;
@@ -151,7 +151,8 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
             w.finish()?.commit()?;
             let skipped = stream.skipped();
             eprintln!(
-                "wrote {n} jobs to {}{}",
+                "wrote {} to {}{}",
+                crate::report::table::count(n, "job"),
                 out.display(),
                 if skipped.is_empty() {
                     String::new()

@@ -12,7 +12,15 @@
 //! * a bare `NAME` is looked up among the fields of `[policy]`: it must be a valid value of
 //!   exactly one field (`worst-fit` → `placement`, `least-loaded` → `cell_selection`); an
 //!   ambiguous name (`first-fit`) is an error that lists the fields. The fields are read from
-//!   the schema, so policies added later work without changes here.
+//!   the schema, so policies added later work without changes here;
+//! * `LABEL=SETTING[,SETTING…]` names a variant: `none=flexibility.spatial=false`,
+//!   `fast=worst-fit`, `both=flexibility.spatial=true,flexibility.platform=true`. After a
+//!   label, the comma-separated settings without one belong to that variant until the next
+//!   `LABEL=`. An item is labelled when its first `+`-joined part has two `=`
+//!   (`LABEL=PATH=VALUE`) or one `=` whose left side is a plain name (letters, digits, `-`, `_`) that is not a `[policy]` field
+//!   (`fast=worst-fit`). A variant that sets one path twice is an error. Commas and `+`
+//!   inside a quoted string or a TOML array or inline table do not split:
+//!   `more=transforms.add_nodes=[{ cell = "b200", nodes = [{ preset = "hgx-b200", count = 8 }] }]`.
 //!
 //! The metrics are [`crate::study::METRICS`], then [`crate::study::RELIABILITY_METRICS`]
 //! (goodput, lost work, failures, cross-cell dispatches) when every run's summary has them.
@@ -62,9 +70,10 @@ pub fn policy_fields() -> Vec<&'static str> {
 /// accept, or a setting that does not load.
 pub fn parse_variants(arg: &str, source: &Source, extra: &[Override]) -> Result<Vec<Variant>> {
     let mut out: Vec<Variant> = Vec::new();
-    for item in arg.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let mut overrides = Vec::new();
-        for part in item.split('+') {
+    for (label, parts) in group_items(arg)? {
+        let item = label.as_str();
+        let mut overrides: Vec<Override> = Vec::new();
+        for part in parts.iter().map(String::as_str) {
             if part.contains('=') {
                 let mut o = Override::parse(part).map_err(BadInput)?;
                 if !o.path.contains('.') {
@@ -97,6 +106,18 @@ pub fn parse_variants(arg: &str, source: &Source, extra: &[Override]) -> Result<
                 }
             }
         }
+        if let Some(dup) = overrides
+            .iter()
+            .enumerate()
+            .find(|(i, o)| overrides[..*i].iter().any(|p| p.path == o.path))
+        {
+            return Err(BadInput(format!(
+                "policy `{item}` sets `{}` twice (after `LABEL=`, the comma-separated settings \
+                 without a label belong to that variant; give each variant its own LABEL=)",
+                dup.1.path
+            ))
+            .into());
+        }
         let mut o = extra.to_vec();
         o.extend(overrides.iter().cloned());
         source
@@ -117,6 +138,80 @@ pub fn parse_variants(arg: &str, source: &Source, extra: &[Override]) -> Result<
         .into());
     }
     Ok(out)
+}
+
+/// Splits `--policies` into variants: `(label, settings)`, each setting one `+`-joined part
+/// of an item ([`parse_variants`] docs give the syntax).
+///
+/// # Errors
+/// [`BadInput`] for an empty label or setting.
+fn group_items(arg: &str) -> Result<Vec<(String, Vec<String>)>, BadInput> {
+    let plain = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    };
+    let mut groups: Vec<(String, Vec<String>, bool)> = Vec::new();
+    for item in split_top(arg, ',')
+        .into_iter()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        // The label, if any, is judged on the first `+`-joined part alone.
+        let first = split_top(item, '+')[0];
+        let label = match first.split_once('=') {
+            Some((l, rest))
+                if plain(l) && (rest.contains('=') || !policy_fields().contains(&l)) =>
+            {
+                Some((l, &item[l.len() + 1..]))
+            }
+            _ => None,
+        };
+        let split = |s: &str| -> Result<Vec<String>, BadInput> {
+            split_top(s, '+')
+                .into_iter()
+                .map(|p| {
+                    let p = p.trim();
+                    if p.is_empty() {
+                        Err(BadInput(format!("policy `{item}`: an empty setting")))
+                    } else {
+                        Ok(p.to_string())
+                    }
+                })
+                .collect()
+        };
+        match label {
+            Some((l, rest)) => groups.push((l.to_string(), split(rest)?, true)),
+            None => match groups.last_mut() {
+                Some((_, parts, true)) => parts.extend(split(item)?),
+                _ => groups.push((item.to_string(), split(item)?, false)),
+            },
+        }
+    }
+    Ok(groups.into_iter().map(|(l, p, _)| (l, p)).collect())
+}
+
+/// Splits `s` at every `sep` outside quotes (`"…"`, `'…'`) and brackets (`[…]`, `{…}`), so
+/// that a TOML value such as `[{ cell = "b", nodes = [...] }]` stays whole.
+fn split_top(s: &str, sep: char) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut quote, mut start) = (0i32, None::<char>, 0);
+    for (i, c) in s.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '[' | '{') => depth += 1,
+            (None, ']' | '}') => depth -= 1,
+            (None, c) if c == sep && depth <= 0 => {
+                out.push(&s[start..i]);
+                start = i + c.len_utf8();
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
 }
 
 /// How to compare.
@@ -229,8 +324,20 @@ pub fn fmt_num(v: f64) -> String {
     }
 }
 
-fn fmt_signed(v: f64) -> String {
-    let s = fmt_num(v);
+/// Formats a value of metric `name` for reports: durations in human units
+/// ([`plots::fmt_duration`]: `2.73 h`), anything else by [`fmt_num`]. CSV and JSON keep
+/// the raw numbers.
+pub fn fmt_metric(name: &str, v: f64) -> String {
+    if plots::is_duration_metric(name) {
+        plots::fmt_duration(v)
+    } else {
+        fmt_num(v)
+    }
+}
+
+/// [`fmt_metric`] with a `+` on values ≥ 0 (differences).
+fn fmt_metric_signed(name: &str, v: f64) -> String {
+    let s = fmt_metric(name, v);
     if v >= 0.0 {
         format!("+{s}")
     } else {
@@ -467,7 +574,11 @@ pub fn run(
                 format!("Overrides for every run: {}", cmp.set.join(", "))
             },
         ],
-        tables: tables(&cmp, bi),
+        tables: {
+            let mut t = tables(&cmp, bi);
+            t.push(occupancy_table(variants, &points));
+            t
+        },
         plots: rendered,
         notes: vec![
             METHOD.to_string(),
@@ -516,6 +627,60 @@ fn write_csv(path: &std::path::Path, c: &Comparison) -> Result<()> {
     Ok(())
 }
 
+/// The names of every list, each once, in order of first appearance.
+fn union<'a>(lists: impl Iterator<Item = &'a [String]>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for l in lists {
+        for n in l {
+            if !out.contains(n) {
+                out.push(n.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Occupancy per cell and per accelerator model, mean over seeds, for every cell and model
+/// any variant has (`–` where a variant has none), from each run's `occupancy_by_cell` and
+/// `occupancy_by_model`.
+fn occupancy_table(variants: &[Variant], points: &[Vec<Point>]) -> html::Table {
+    let mut header = vec!["occupancy of".to_string()];
+    header.extend(variants.iter().map(|v| v.label.clone()));
+    let mut rows = Vec::new();
+    for (what, key, names) in [
+        (
+            "cell",
+            "occupancy_by_cell",
+            union(points.iter().map(|ps| ps[0].cells.as_slice())),
+        ),
+        (
+            "model",
+            "occupancy_by_model",
+            union(points.iter().map(|ps| ps[0].models.as_slice())),
+        ),
+    ] {
+        for n in names {
+            let mut row = vec![Cell::plain(format!("{what} {n}"))];
+            for ps in points {
+                let vals: Vec<f64> = ps
+                    .iter()
+                    .filter_map(|p| p.summary[key][n.as_str()].as_f64())
+                    .collect();
+                row.push(Cell::plain(
+                    stats::mean(&vals).map_or_else(|| "–".into(), fmt_num),
+                ));
+            }
+            rows.push(row);
+        }
+    }
+    html::Table {
+        title: "Occupancy per cell and accelerator model (mean over seeds)".into(),
+        caption: "Every cell and model any policy's fleet has; – where a policy's fleet has none (a what-if that adds or removes a cell).".into(),
+        header,
+        rows,
+    }
+}
+
 /// The tracked metric named `name`.
 fn tracked_metric(name: &str) -> Option<Metric> {
     METRICS
@@ -540,10 +705,14 @@ fn tables(c: &Comparison, bi: usize) -> Vec<html::Table> {
                 Better::Lower => a.min(b),
             });
         let mut row = vec![Cell::plain(m.name)];
-        row.extend(vals.iter().map(|v| Cell {
-            text: v.map(fmt_num).unwrap_or_else(|| "–".into()),
-            best: v.is_some() && *v == best && vals.iter().flatten().any(|x| Some(*x) != best),
-            strong: false,
+        row.extend(vals.iter().map(|v| {
+            Cell {
+                text: v
+                    .map(|v| fmt_metric(m.name, v))
+                    .unwrap_or_else(|| "–".into()),
+                best: v.is_some() && *v == best && vals.iter().flatten().any(|x| Some(*x) != best),
+                strong: false,
+            }
         }));
         means.push(row);
     }
@@ -567,11 +736,11 @@ fn tables(c: &Comparison, bi: usize) -> Vec<html::Table> {
                     text: match (d.ci_low, d.ci_high) {
                         (Some(l), Some(h)) => format!(
                             "{} [{}, {}]",
-                            fmt_signed(d.mean_diff),
-                            fmt_num(l),
-                            fmt_num(h)
+                            fmt_metric_signed(m.name, d.mean_diff),
+                            fmt_metric(m.name, l),
+                            fmt_metric(m.name, h)
                         ),
-                        _ => format!("{} (n={})", fmt_signed(d.mean_diff), d.n),
+                        _ => format!("{} (n={})", fmt_metric_signed(m.name, d.mean_diff), d.n),
                     },
                     best: false,
                     strong: d.significant(),
@@ -602,16 +771,17 @@ fn days(ms: u64, a: u64) -> f64 {
 }
 
 /// One line per variant over the first seed's time series: `(days since the window start,
-/// y(row))` for every interval where `y` is defined.
+/// y(variant index, row))` for every interval where `y` is defined.
 fn over_time(
     variants: &[Variant],
     points: &[Vec<Point>],
-    y: impl Fn(&crate::metrics::SeriesRow) -> Option<f64>,
+    y: impl Fn(usize, &crate::metrics::SeriesRow) -> Option<f64>,
 ) -> Vec<Series> {
     variants
         .iter()
         .zip(points)
-        .map(|(v, ps)| {
+        .enumerate()
+        .map(|(vi, (v, ps))| {
             let o = &ps[0].occupancy;
             let a = o.window_start.0;
             Series {
@@ -619,7 +789,7 @@ fn over_time(
                 points: o
                     .series
                     .iter()
-                    .filter_map(|r| y(r).map(|y| (days(r.start.0, a), y)))
+                    .filter_map(|r| y(vi, r).map(|y| (days(r.start.0, a), y)))
                     .collect(),
             }
         })
@@ -628,25 +798,25 @@ fn over_time(
 
 fn figures(variants: &[Variant], points: &[Vec<Point>], seeds: &[u64]) -> Vec<Figure> {
     let mut figs = Vec::new();
-    let first = &points[0][0];
-    let cells = &first.cells;
     let s0 = seeds[0];
-    // Occupancy over time, per cell (and fleet-wide when there are several cells).
-    let mut targets: Vec<(String, Option<usize>)> = cells
+    // Occupancy over time, per cell — every cell any variant has (a what-if may add one),
+    // in order of first appearance; a variant without the cell has no line there — and
+    // fleet-wide when there are several cells.
+    let cells = union(points.iter().map(|ps| ps[0].cells.as_slice()));
+    let mut targets: Vec<(String, Option<&str>)> = cells
         .iter()
-        .enumerate()
-        .map(|(i, c)| (format!("cell {c}"), Some(i)))
+        .map(|c| (format!("cell {c}"), Some(c.as_str())))
         .collect();
     if cells.len() > 1 {
         targets.insert(0, ("fleet".into(), None));
     }
     for (name, cell) in targets {
-        let series = over_time(variants, points, |r| {
+        let series = over_time(variants, points, |vi, r| {
             let (al, av) = match cell {
-                Some(i) if i < r.allocated_milli.len() => {
-                    (r.allocated_milli[i], r.available_milli[i])
+                Some(c) => {
+                    let i = points[vi][0].cells.iter().position(|x| x == c)?;
+                    (*r.allocated_milli.get(i)?, *r.available_milli.get(i)?)
                 }
-                Some(_) => return None,
                 None => (
                     r.allocated_milli.iter().sum(),
                     r.available_milli.iter().sum(),
@@ -664,7 +834,7 @@ fn figures(variants: &[Variant], points: &[Vec<Point>], seeds: &[u64]) -> Vec<Fi
     }
     // Fragmentation over time (FGD measure sampled at each interval start), one line per
     // policy, as a share of the capacity available in that interval.
-    let frag_series = over_time(variants, points, |r| {
+    let frag_series = over_time(variants, points, |_, r| {
         let f = u128::from(r.frag_milli?);
         let avail: u128 = r.available_milli.iter().sum();
         crate::metrics::ratio(f * u128::from(r.len_ms) * 100, avail)
@@ -706,7 +876,7 @@ fn figures(variants: &[Variant], points: &[Vec<Point>], seeds: &[u64]) -> Vec<Fi
         figs.push(Figure {
             file: file.into(),
             title: format!("CDF of {what} per policy (all seeds)"),
-            x_label: format!("{what} (s, log scale)"),
+            x_label: format!("{what} (log scale)"),
             y_label: "fraction of jobs".into(),
             kind: Kind::LogCdf(series),
         });
@@ -834,19 +1004,40 @@ pub fn render(c: &Comparison) -> String {
         .iter()
         .position(|p| p.label == c.baseline)
         .unwrap_or(0);
+    // Column heads: a label longer than its column is cut, with a legend of full labels
+    // under the table, so that long variant names never shift the columns.
+    let head = |label: &str, w: usize| -> String {
+        if label.chars().count() <= w {
+            label.to_string()
+        } else {
+            let cut: String = label.chars().take(w - 1).collect();
+            format!("{cut}…")
+        }
+    };
     let mut s = String::new();
     let w = 22;
-    s.push_str(&format!("{:<24}", "metric (mean)"));
+    // The metric column fits the longest name (`fragmentation.mean_pct_of_capacity`).
+    let mw = c
+        .metric_order
+        .iter()
+        .map(|m| m.chars().count() + 1)
+        .max()
+        .unwrap_or(0)
+        .max(24);
+    s.push_str(&format!("{:<mw$}", "metric (mean)"));
     for p in &c.policies {
-        s.push_str(&format!(" {:>w$}", p.label));
+        s.push_str(&format!(" {:>w$}", head(&p.label, w)));
     }
     s.push('\n');
     for m in &c.metric_order {
-        s.push_str(&format!("{m:<24}"));
+        s.push_str(&format!("{m:<mw$}"));
         for p in &c.policies {
             s.push_str(&format!(
                 " {:>w$}",
-                p.metrics[m].mean.map(fmt_num).unwrap_or_else(|| "-".into())
+                p.metrics[m]
+                    .mean
+                    .map(|v| fmt_metric(m, v))
+                    .unwrap_or_else(|| "-".into())
             ));
         }
         s.push('\n');
@@ -855,8 +1046,15 @@ pub fn render(c: &Comparison) -> String {
         "\npaired difference to `{}` [95 % CI]:\n",
         c.baseline
     ));
+    s.push_str(&format!("{:<mw$}", "metric"));
+    for (i, p) in c.policies.iter().enumerate() {
+        if i != bi {
+            s.push_str(&format!(" {:>34}", head(&p.label, 34)));
+        }
+    }
+    s.push('\n');
     for m in &c.metric_order {
-        s.push_str(&format!("{m:<24}"));
+        s.push_str(&format!("{m:<mw$}"));
         for (i, p) in c.policies.iter().enumerate() {
             if i == bi {
                 continue;
@@ -865,11 +1063,11 @@ pub fn render(c: &Comparison) -> String {
                 Some(d) => match (d.ci_low, d.ci_high) {
                     (Some(l), Some(h)) => format!(
                         "{} [{}, {}]",
-                        fmt_signed(d.mean_diff),
-                        fmt_num(l),
-                        fmt_num(h)
+                        fmt_metric_signed(m, d.mean_diff),
+                        fmt_metric(m, l),
+                        fmt_metric(m, h)
                     ),
-                    _ => fmt_signed(d.mean_diff),
+                    _ => fmt_metric_signed(m, d.mean_diff),
                 },
                 None => "-".into(),
             };
@@ -877,12 +1075,70 @@ pub fn render(c: &Comparison) -> String {
         }
         s.push('\n');
     }
+    let long: Vec<&VariantStats> = c
+        .policies
+        .iter()
+        .filter(|p| p.label.chars().count() > w)
+        .collect();
+    if !long.is_empty() {
+        s.push_str("\npolicies:\n");
+        for p in long {
+            s.push_str(&format!("  {} = {}\n", head(&p.label, w), p.label));
+        }
+    }
     s
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue #23 defect 4: `LABEL=SETTING[,SETTING…]`.
+    #[test]
+    fn labelled_variants_group_their_settings() {
+        let g = group_items(
+            "none=flexibility.spatial=false,both=flexibility.spatial=true,flexibility.platform=true,fast=worst-fit",
+        )
+        .unwrap();
+        let owned =
+            |l: &str, p: &[&str]| (l.to_string(), p.iter().map(|s| s.to_string()).collect());
+        assert_eq!(
+            g,
+            vec![
+                owned("none", &["flexibility.spatial=false"]),
+                owned(
+                    "both",
+                    &["flexibility.spatial=true", "flexibility.platform=true"]
+                ),
+                owned("fast", &["worst-fit"]),
+            ]
+        );
+        // Unlabelled items are variants of their own, named by themselves, as before.
+        let g =
+            group_items("best-fit,placement=first-fit,queue_order=priority+backfill=easy").unwrap();
+        assert_eq!(
+            g,
+            vec![
+                owned("best-fit", &["best-fit"]),
+                owned("placement=first-fit", &["placement=first-fit"]),
+                owned(
+                    "queue_order=priority+backfill=easy",
+                    &["queue_order=priority", "backfill=easy"]
+                ),
+            ]
+        );
+        assert!(group_items("a=b+").is_err());
+        // Commas and `+` inside a TOML array or table, or a string, do not split.
+        let g = group_items(
+            "base=best-fit,more=transforms.add_nodes=[{ cell = \"r,+\", nodes = [{ preset = \"hgx-b200\", count = 2 }] }]",
+        )
+        .unwrap();
+        assert_eq!(g.len(), 2);
+        assert_eq!(
+            g[1].1,
+            ["transforms.add_nodes=[{ cell = \"r,+\", nodes = [{ preset = \"hgx-b200\", count = 2 }] }]"]
+        );
+    }
 
     #[test]
     fn policy_fields_come_from_the_schema() {
@@ -909,6 +1165,19 @@ mod tests {
         assert_eq!(v[0].overrides[0].path, "policy.placement");
         assert_eq!(v[1].overrides[0].path, "policy.cell_selection");
         assert_eq!(v[2].overrides.len(), 2);
+        let v = parse_variants(
+            "a=worst-fit,b=placement=best-fit,queue_order=priority",
+            &src,
+            &[],
+        )
+        .unwrap();
+        assert_eq!((v[0].label.as_str(), v[1].label.as_str()), ("a", "b"));
+        assert_eq!(v[0].overrides[0].path, "policy.placement");
+        assert_eq!(v[1].overrides.len(), 2);
+        let e = parse_variants("a=placement=best-fit,worst-fit", &src, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("sets `policy.placement` twice"), "{e}");
         let e = parse_variants("first-fit,worst-fit", &src, &[])
             .unwrap_err()
             .to_string();

@@ -14,7 +14,10 @@
 //!   the fairness figures (share vs entitlement, Jain's index) in the summary.
 //!
 //! * **split gangs**: started gangs (jobs of more than one task) whose tasks span more than
-//!   one NVLink domain, out of all started gangs.
+//!   one NVLink domain, out of all started gangs; of those, the *avoidable* ones: gangs whose
+//!   whole accelerator request (GPU-milli) is at most the capacity of the largest NVLink
+//!   domain of the cell they started in, so that some placement on an empty cell keeps them
+//!   in one domain. A gang larger than every domain is split whatever the policy.
 //! * **largest placeable gang** per cell and topology level (node, NVLink domain, block,
 //!   cell): the most whole accelerators one group of that level has free — how big a gang of
 //!   1-GPU tasks could start there now. Tracked (time-weighted mean and minimum over the
@@ -181,6 +184,9 @@ struct TopoTracker {
     integral: Vec<[u128; 4]>,
     gangs: u64,
     split_gangs: u64,
+    avoidable_split_gangs: u64,
+    /// Per cell: the GPU-milli capacity of its largest NVLink domain.
+    max_domain_milli: Vec<u64>,
 }
 
 impl TopoTracker {
@@ -195,12 +201,19 @@ impl TopoTracker {
         let mut per_domain = vec![0u32; nd];
         let mut domain_cell = vec![0usize; nd];
         let mut block_cell = vec![0usize; nb];
+        let mut domain_milli = vec![0u64; nd];
         for n in fleet.nodes() {
+            domain_milli[n.domain as usize] += u64::from(n.gpus) * 1000;
             per_domain[n.domain as usize] += 1;
             domain_cell[n.domain as usize] = n.cell.index();
             block_cell[n.block as usize] = n.cell.index();
         }
         let cells = fleet.cells().len();
+        let mut max_domain_milli = vec![0u64; cells];
+        for (d, &m) in domain_milli.iter().enumerate() {
+            let c = domain_cell[d];
+            max_domain_milli[c] = max_domain_milli[c].max(m);
+        }
         let mut t = TopoTracker {
             enabled: per_domain.iter().any(|&k| k > 1),
             domain_cell,
@@ -212,6 +225,8 @@ impl TopoTracker {
             integral: vec![[0; 4]; cells],
             gangs: 0,
             split_gangs: 0,
+            avoidable_split_gangs: 0,
+            max_domain_milli,
         };
         t.refresh(fleet);
         t
@@ -267,6 +282,9 @@ pub struct TopologyFacts {
     pub gangs: u64,
     /// Of those, gangs whose tasks span more than one NVLink domain.
     pub split_gangs: u64,
+    /// Of those, gangs whose whole request fits the largest NVLink domain of their cell
+    /// (a placement could have kept them in one domain).
+    pub avoidable_split_gangs: u64,
     /// Per cell, per level (node, domain, block, cell): the time-weighted mean and the
     /// minimum over the window of the largest placeable gang, whole accelerators; `None`
     /// when not tracked (every domain is one node).
@@ -562,6 +580,11 @@ impl Collector {
                 let d0 = fleet.node(allocs[0].node).domain;
                 if allocs.iter().any(|a| fleet.node(a.node).domain != d0) {
                     self.topo.split_gangs += 1;
+                    let total: u64 = allocs.iter().map(TaskAlloc::total_gpu_milli).sum();
+                    let cell = fleet.node(allocs[0].node).cell.index();
+                    if total <= self.topo.max_domain_milli[cell] {
+                        self.topo.avoidable_split_gangs += 1;
+                    }
                 }
             }
         } else {
@@ -679,6 +702,7 @@ impl Collector {
         let topology = TopologyFacts {
             gangs: self.topo.gangs,
             split_gangs: self.topo.split_gangs,
+            avoidable_split_gangs: self.topo.avoidable_split_gangs,
             largest_gang: self.topo.enabled.then(|| {
                 self.topo
                     .integral

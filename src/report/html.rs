@@ -104,6 +104,8 @@ const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,
 h1{font-size:1.6em}h2{font-size:1.25em;margin-top:1.6em;border-bottom:1px solid #ddd}\
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right;white-space:nowrap}\
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}\
+th{white-space:normal;overflow-wrap:anywhere;min-width:5em;max-width:18em}td:first-child{white-space:normal;overflow-wrap:anywhere;max-width:28em}\
+.scroll{max-width:100%}svg{max-width:100%;height:auto}\
 td.best{background:#dff3e4;font-weight:600}td.strong{font-weight:700}\
 .scroll{overflow-x:auto}figure{margin:1em 0}figcaption{font-size:.9em;color:#555}\
 pre{background:#f7f7f7;border:1px solid #ddd;padding:.8em;overflow-x:auto;font-size:.8em}";

@@ -33,7 +33,8 @@ pub enum Kind {
     LinesWithReference(Vec<Series>, Vec<Series>),
     /// Stacked areas (every series on the same x values), bottom first.
     Stacked(Vec<Series>),
-    /// Empirical CDFs on a log-10 x axis (x ≥ 1; smaller values are drawn at 1).
+    /// Empirical CDFs of durations in seconds on a log-10 x axis (x ≥ 1 s; smaller values
+    /// are drawn at 1 s), ticks in human units.
     LogCdf(Vec<Series>),
 }
 
@@ -46,7 +47,8 @@ pub struct Figure {
     pub title: String,
     /// X axis description.
     pub x_label: String,
-    /// Y axis description.
+    /// Y axis description. When it names a duration metric ([`is_duration_metric`],
+    /// e.g. `wait_s.p99`) the y ticks are durations in human units.
     pub y_label: String,
     /// What to draw.
     pub kind: Kind,
@@ -117,15 +119,50 @@ fn bounds(series: &[&Series], stacked: bool) -> (f64, f64, f64, f64) {
     (x0, x1, y0, y1 * 1.05)
 }
 
-fn log_label(v: f64) -> String {
-    let x = 10f64.powf(v);
-    if x >= 1e6 {
-        format!("{:.0}M", x / 1e6)
-    } else if x >= 1e3 {
-        format!("{:.0}k", x / 1e3)
-    } else {
-        format!("{x:.0}")
+/// A duration in human units with three significant digits: `45.0 s`, `2.73 min`, `1.90 h`,
+/// `74.1 d` (reports and axes; CSV and JSON keep raw seconds). Negative values keep their
+/// sign; 0 is `0 s`.
+pub fn fmt_duration(secs: f64) -> String {
+    if secs == 0.0 {
+        return "0 s".into();
     }
+    if !secs.is_finite() {
+        return format!("{secs} s");
+    }
+    let a = secs.abs();
+    let (v, unit) = if a < 60.0 {
+        (a, "s")
+    } else if a < 3_600.0 {
+        (a / 60.0, "min")
+    } else if a < 86_400.0 {
+        (a / 3_600.0, "h")
+    } else {
+        (a / 86_400.0, "d")
+    };
+    let digits = if v >= 100.0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else {
+        2
+    };
+    let sign = if secs < 0.0 { "-" } else { "" };
+    format!("{sign}{v:.digits$} {unit}")
+}
+
+/// Whether a metric (a dotted `summary.json` path) is a duration in seconds: its first or
+/// last segment ends in `_s` (`wait_s.p99`, `makespan_s`, `reliability.job_mttr_s`), but not
+/// in `_gpu_s` (accelerator-seconds, an amount of work).
+pub fn is_duration_metric(name: &str) -> bool {
+    let dur = |seg: &str| seg.ends_with("_s") && !seg.ends_with("_gpu_s");
+    let first = name.split('.').next().unwrap_or_default();
+    let last = name.rsplit('.').next().unwrap_or_default();
+    dur(first) || dur(last)
+}
+
+/// A log-10 tick as a duration (CDF axes are of waits and JCTs in seconds).
+fn log_label(v: f64) -> String {
+    fmt_duration(10f64.powf(v))
 }
 
 /// A tick label with as many decimals as the axis range needs.
@@ -141,24 +178,83 @@ fn fixed(v: f64, range: f64) -> String {
     }
 }
 
+/// The colour-blind-safe qualitative palette: Okabe & Ito's eight ("Color Universal
+/// Design"; ordered so that the first three — blue, orange, reddish purple — differ most, and
+/// yellow, weakest on white, comes last), then three of Paul Tol's muted scheme (indigo, wine, olive) that stay apart from
+/// them. Series beyond it repeat the colours with another line pattern ([`pattern`]).
+pub const PALETTE: [RGBColor; 11] = [
+    RGBColor(0, 114, 178),
+    RGBColor(230, 159, 0),
+    RGBColor(204, 121, 167),
+    RGBColor(0, 158, 115),
+    RGBColor(213, 94, 0),
+    RGBColor(86, 180, 233),
+    RGBColor(0, 0, 0),
+    RGBColor(240, 228, 66),
+    RGBColor(51, 34, 136),
+    RGBColor(136, 34, 85),
+    RGBColor(153, 153, 51),
+];
+
 fn color(i: usize) -> RGBColor {
-    // A colour-blind-safe qualitative palette (Okabe–Ito), then Palette99.
-    const OKABE_ITO: [RGBColor; 8] = [
-        RGBColor(0, 114, 178),
-        RGBColor(230, 159, 0),
-        RGBColor(0, 158, 115),
-        RGBColor(204, 121, 167),
-        RGBColor(86, 180, 233),
-        RGBColor(213, 94, 0),
-        RGBColor(240, 228, 66),
-        RGBColor(0, 0, 0),
-    ];
-    if i < OKABE_ITO.len() {
-        OKABE_ITO[i]
-    } else {
-        let c = Palette99::pick(i).to_rgba();
-        RGBColor(c.0, c.1, c.2)
+    PALETTE[i % PALETTE.len()]
+}
+
+/// The line pattern of series `i`: solid for the first [`PALETTE`]`.len()` series, then
+/// dashed `(8, 4)`, then dotted `(2, 3)`, and so on in turn, so no two series look alike.
+pub fn pattern(i: usize) -> Option<(u32, u32)> {
+    match (i / PALETTE.len()) % 3 {
+        0 => None,
+        1 => Some((8, 4)),
+        _ => Some((2, 3)),
     }
+}
+
+/// Width of the legend column right of the plot, pixels.
+const LEGEND_W: u32 = 230;
+/// Longest legend label, characters (longer ones end in `…`).
+const LEGEND_CHARS: usize = 30;
+
+fn legend_label(s: &str) -> String {
+    if s.chars().count() <= LEGEND_CHARS {
+        s.to_string()
+    } else {
+        let cut: String = s.chars().take(LEGEND_CHARS - 1).collect();
+        format!("{cut}…")
+    }
+}
+
+/// How a legend entry is drawn.
+enum Swatch {
+    Line(RGBColor, u32, Option<(u32, u32)>),
+    Area(RGBColor),
+}
+
+fn draw_line<DB: DrawingBackend>(
+    chart: &mut ChartContext<
+        '_,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    pts: &[(f64, f64)],
+    c: RGBColor,
+    width: u32,
+    pat: Option<(u32, u32)>,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    match pat {
+        None => {
+            chart.draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(width)))?;
+        }
+        Some((on, off)) => {
+            chart.draw_series(DashedLineSeries::new(
+                pts.iter().copied(),
+                on,
+                off,
+                c.stroke_width(width),
+            ))?;
+        }
+    }
+    Ok(())
 }
 
 fn draw<DB: DrawingBackend>(
@@ -177,12 +273,16 @@ fn draw<DB: DrawingBackend>(
     if log_x {
         y1 = 1.0;
     }
-    let mut chart = ChartBuilder::on(&root)
+    // The legend has a column of its own right of the plot, so it never covers data.
+    let (w, _) = root.dim_in_pixel();
+    let (plot_area, legend_area) = root.split_horizontally(w.saturating_sub(LEGEND_W));
+    let mut chart = ChartBuilder::on(&plot_area)
         .caption(&fig.title, ("sans-serif", 18))
         .margin(12)
         .x_label_area_size(42)
         .y_label_area_size(64)
         .build_cartesian_2d(x0..x1, y0..y1)?;
+    let y_seconds = is_duration_metric(&fig.y_label);
     let fmt_x = move |v: &f64| {
         if log_x {
             log_label(*v)
@@ -190,7 +290,13 @@ fn draw<DB: DrawingBackend>(
             fixed(*v, x1 - x0)
         }
     };
-    let fmt_y = move |v: &f64| fixed(*v, y1 - y0);
+    let fmt_y = move |v: &f64| {
+        if y_seconds {
+            fmt_duration(*v)
+        } else {
+            fixed(*v, y1 - y0)
+        }
+    };
     chart
         .configure_mesh()
         .x_desc(fig.x_label.as_str())
@@ -199,6 +305,7 @@ fn draw<DB: DrawingBackend>(
         .y_label_formatter(&fmt_y)
         .light_line_style(RGBColor(235, 235, 235))
         .draw()?;
+    let mut legend: Vec<(String, Swatch)> = Vec::new();
     if stacked {
         let n = lines.first().map_or(0, |s| s.points.len());
         let mut cum = vec![0.0f64; n];
@@ -211,51 +318,71 @@ fn draw<DB: DrawingBackend>(
         }
         for (i, band) in bands.iter().enumerate().rev() {
             let c = color(i);
-            chart
-                .draw_series(AreaSeries::new(
-                    band.iter().copied(),
-                    0.0,
-                    c.mix(0.85).filled(),
-                ))?
-                .label(lines[i].name.as_str())
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
+            chart.draw_series(AreaSeries::new(
+                band.iter().copied(),
+                0.0,
+                c.mix(0.85).filled(),
+            ))?;
+        }
+        // Top band first, as the bands are stacked.
+        for (i, s) in lines.iter().enumerate().rev() {
+            legend.push((s.name.clone(), Swatch::Area(color(i))));
         }
     } else {
         for (i, s) in lines.iter().enumerate() {
-            let c = color(i);
-            chart
-                .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))?
-                .label(s.name.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
-                });
+            draw_line(&mut chart, &s.points, color(i), 2, pattern(i))?;
+            legend.push((s.name.clone(), Swatch::Line(color(i), 2, pattern(i))));
         }
         for (i, s) in refs.iter().enumerate() {
-            let c = color(i);
-            chart
-                .draw_series(DashedLineSeries::new(
-                    s.points.iter().copied(),
-                    6,
-                    4,
-                    c.stroke_width(1),
-                ))?
-                .label(s.name.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(1))
-                });
+            draw_line(&mut chart, &s.points, color(i), 1, Some((6, 4)))?;
+            legend.push((s.name.clone(), Swatch::Line(color(i), 1, Some((6, 4)))));
         }
     }
-    chart
-        .configure_series_labels()
-        .position(if log_x {
-            SeriesLabelPosition::LowerRight
-        } else {
-            SeriesLabelPosition::UpperRight
-        })
-        .background_style(WHITE.mix(0.85))
-        .border_style(RGBColor(180, 180, 180))
-        .label_font(("sans-serif", 13))
-        .draw()?;
+    // Legend entries, 18 px apart from the top of the plot; those that do not fit are
+    // counted in a last line.
+    let (_, h) = legend_area.dim_in_pixel();
+    let top = 44i32;
+    let room = ((h as i32 - top - 24) / 18).max(1) as usize;
+    let shown = if legend.len() > room {
+        room - 1
+    } else {
+        legend.len()
+    };
+    let font = ("sans-serif", 13).into_font();
+    for (k, (name, sw)) in legend.iter().take(shown).enumerate() {
+        let y = top + 18 * k as i32;
+        match *sw {
+            Swatch::Line(c, width, pat) => {
+                let segs: Vec<(i32, i32)> = match pat {
+                    None => vec![(4, 26)],
+                    Some((on, off)) => {
+                        let (on, off) = (on as i32, off as i32);
+                        (0..)
+                            .map(|j| (4 + j * (on + off), (4 + j * (on + off) + on).min(26)))
+                            .take_while(|(a, _)| *a < 26)
+                            .collect()
+                    }
+                };
+                for (a, b) in segs {
+                    legend_area.draw(&PathElement::new(
+                        vec![(a, y), (b, y)],
+                        c.stroke_width(width),
+                    ))?;
+                }
+            }
+            Swatch::Area(c) => {
+                legend_area.draw(&Rectangle::new([(4, y - 5), (26, y + 5)], c.filled()))?;
+            }
+        }
+        legend_area.draw(&Text::new(legend_label(name), (32, y - 7), font.clone()))?;
+    }
+    if shown < legend.len() {
+        legend_area.draw(&Text::new(
+            format!("+{} more", legend.len() - shown),
+            (32, top + 18 * shown as i32 - 7),
+            font,
+        ))?;
+    }
     root.present()?;
     Ok(())
 }
@@ -339,29 +466,49 @@ pub const FONT_PATHS: &[&str] = &[
     "/System/Library/Fonts/Supplemental/Arial.ttf",
 ];
 
+/// Loads the PNG font: `env` (the value of `$FLEETSIM_FONT`) when set — a file that cannot
+/// be read or is not a TrueType/OpenType font is an error naming it, never silently passed
+/// over — else the first readable font of [`FONT_PATHS`].
+///
+/// # Errors
+/// [`BadInput`](crate::study::BadInput) for a bad `$FLEETSIM_FONT`, or when no font is found.
+fn load_font(env: Option<PathBuf>) -> Result<FontVec, crate::study::BadInput> {
+    use crate::study::BadInput;
+    if let Some(p) = env {
+        let bytes = std::fs::read(&p).map_err(|e| {
+            BadInput(format!(
+                "FLEETSIM_FONT={}: cannot be read: {e}",
+                p.display()
+            ))
+        })?;
+        return FontVec::try_from_vec(bytes).map_err(|_| {
+            BadInput(format!(
+                "FLEETSIM_FONT={}: not a TrueType or OpenType font (.ttf/.otf)",
+                p.display()
+            ))
+        });
+    }
+    for p in FONT_PATHS {
+        if let Ok(bytes) = std::fs::read(p) {
+            if let Ok(f) = FontVec::try_from_vec(bytes) {
+                return Ok(f);
+            }
+        }
+    }
+    Err(BadInput(format!(
+        "PNG plots need a TrueType font and none was found (looked at {}); \
+         install one, e.g. `apt-get install fonts-dejavu-core`, or set FLEETSIM_FONT=/path/to/font.ttf",
+        FONT_PATHS.join(", ")
+    )))
+}
+
 fn font() -> Result<&'static FontVec> {
     static FONT: OnceLock<Result<FontVec, String>> = OnceLock::new();
     FONT.get_or_init(|| {
-        let mut candidates: Vec<PathBuf> = Vec::new();
-        if let Some(p) = std::env::var_os("FLEETSIM_FONT") {
-            candidates.push(PathBuf::from(p));
-        }
-        candidates.extend(FONT_PATHS.iter().map(PathBuf::from));
-        for p in &candidates {
-            if let Ok(bytes) = std::fs::read(p) {
-                if let Ok(f) = FontVec::try_from_vec(bytes) {
-                    return Ok(f);
-                }
-            }
-        }
-        Err(format!(
-            "PNG plots need a TrueType font and none was found (looked at $FLEETSIM_FONT and {}); \
-             install one, e.g. `apt-get install fonts-dejavu-core`, or set FLEETSIM_FONT=/path/to/font.ttf",
-            FONT_PATHS.join(", ")
-        ))
+        load_font(std::env::var_os("FLEETSIM_FONT").map(PathBuf::from)).map_err(|e| e.0)
     })
     .as_ref()
-    .map_err(|m| anyhow!("{m}"))
+    .map_err(|m| crate::study::BadInput(m.clone()).into())
 }
 
 /// The bitmap backend with text drawn by `ab_glyph` (plotters' own bitmap text needs the
@@ -530,6 +677,30 @@ impl DrawingBackend for GlyphBackend<'_> {
 mod tests {
     use super::*;
 
+    /// Issue #23 defect 8: a bad `$FLEETSIM_FONT` is an error naming it, not skipped.
+    #[test]
+    fn a_bad_fleetsim_font_is_an_error() {
+        let d = tempfile::tempdir().unwrap();
+        let missing = d.path().join("none.ttf");
+        let e = load_font(Some(missing.clone())).err().unwrap();
+        assert!(
+            e.0.starts_with(&format!(
+                "FLEETSIM_FONT={}: cannot be read",
+                missing.display()
+            )),
+            "{}",
+            e.0
+        );
+        let junk = d.path().join("junk.ttf");
+        std::fs::write(&junk, "not a font").unwrap();
+        let e = load_font(Some(junk)).err().unwrap();
+        assert!(
+            e.0.ends_with("not a TrueType or OpenType font (.ttf/.otf)"),
+            "{}",
+            e.0
+        );
+    }
+
     fn fig(kind: Kind) -> Figure {
         Figure {
             file: "t".into(),
@@ -561,5 +732,102 @@ mod tests {
         assert_eq!(p.len(), 11);
         assert_eq!(p[5], (50f64.log10(), 0.5));
         assert_eq!(p[10], (100f64.log10(), 1.0));
+    }
+
+    /// Issue #23 defect 9: durations in human units (the issue's 164,115 s and 6,404,787 s).
+    #[test]
+    fn durations_read_in_human_units() {
+        assert_eq!(fmt_duration(164_115.0), "1.90 d"); // 164115 / 86400 = 1.899…
+        assert_eq!(fmt_duration(6_404_787.0), "74.1 d"); // 6404787 / 86400 = 74.13
+        assert_eq!(fmt_duration(4_075.0), "1.13 h"); // 4075 / 3600 = 1.132
+        assert_eq!(fmt_duration(164.0), "2.73 min"); // 164 / 60 = 2.733
+        assert_eq!(fmt_duration(45.0), "45.0 s");
+        assert_eq!(fmt_duration(0.0), "0 s");
+        assert_eq!(fmt_duration(-7_200.0), "-2.00 h");
+        assert_eq!(log_label(3.0), "16.7 min"); // 1000 s
+        for (m, d) in [
+            ("wait_s.p99", true),
+            ("jct_s.mean", true),
+            ("makespan_s", true),
+            ("reliability.job_mttr_s", true),
+            ("reliability.lost_gpu_s", false),
+            ("occupancy", false),
+            ("censored_pct", false),
+        ] {
+            assert_eq!(is_duration_metric(m), d, "{m}");
+        }
+    }
+
+    /// Issue #23 defect 9: no two of the first 3 × 11 series look alike — the palette's
+    /// colours are apart (RGB distance ≥ 60; Okabe–Ito orange and vermillion are the closest, 67,
+    /// told apart by hue under every colour-vision deficiency) and each cycle has its own line
+    /// pattern.
+    #[test]
+    fn series_styles_are_distinct() {
+        for (i, a) in PALETTE.iter().enumerate() {
+            for b in &PALETTE[i + 1..] {
+                let d = ((f64::from(a.0) - f64::from(b.0)).powi(2)
+                    + (f64::from(a.1) - f64::from(b.1)).powi(2)
+                    + (f64::from(a.2) - f64::from(b.2)).powi(2))
+                .sqrt();
+                assert!(d >= 60.0, "{a:?} vs {b:?}: {d}");
+            }
+        }
+        let styles: Vec<_> = (0..33).map(|i| (color(i), pattern(i))).collect();
+        for (i, a) in styles.iter().enumerate() {
+            assert!(!styles[i + 1..].contains(a), "series {i} repeats");
+        }
+    }
+
+    /// Issue #23 defect 9: the legend is drawn right of the plot area, never over data:
+    /// every legend label starts right of the split (900 − 230 = 670 px) and every data
+    /// point is left of it.
+    #[test]
+    fn the_legend_is_outside_the_data() {
+        let series: Vec<Series> = (0..12)
+            .map(|k| Series {
+                name: format!("tenant-{k}"),
+                points: vec![(0.0, 0.0), (1.0, k as f64), (2.0, 1.0)],
+            })
+            .collect();
+        let s = svg(&fig(Kind::Lines(series))).unwrap();
+        let split = (SIZE.0 - LEGEND_W) as f64;
+        let mut labels = 0;
+        for t in s.split("<text").skip(1) {
+            let x: f64 = t
+                .split("x=\"")
+                .nth(1)
+                .and_then(|r| r.split('"').next())
+                .and_then(|v| v.parse().ok())
+                .unwrap();
+            if t.contains("tenant-") {
+                labels += 1;
+                assert!(x > split, "legend label at x = {x}");
+            }
+        }
+        assert_eq!(labels, 12);
+        // The series are the polylines of 3 points (legend swatches have 2).
+        let mut data = 0;
+        for pl in s.split("<polyline").skip(1) {
+            let pts = pl
+                .split("points=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap();
+            let xs: Vec<f64> = pts
+                .split_whitespace()
+                .map(|p| p.split(',').next().unwrap().parse().unwrap())
+                .collect();
+            if xs.len() == 3 {
+                data += 1;
+                assert!(
+                    xs.iter().all(|&x| x < split),
+                    "data in the legend column: {xs:?}"
+                );
+            }
+        }
+        assert_eq!(data, 12);
     }
 }

@@ -126,6 +126,10 @@ pub struct TopologySummary {
     pub gangs: u64,
     /// Of those, gangs whose tasks span more than one NVLink domain.
     pub split_gangs: u64,
+    /// Of the split gangs, those whose whole request fits the largest NVLink domain of their
+    /// cell: a placement could have kept them in one domain (the others are larger than
+    /// every domain and split under any policy).
+    pub avoidable_split_gangs: u64,
     /// Per cell, per level (`node`, `domain`, `block`, `cell`): the largest gang of 1-GPU
     /// tasks that could start inside one group of the level — time-weighted mean and minimum
     /// over the window, whole GPUs. Present when the fleet has multi-node NVLink domains.
@@ -382,6 +386,7 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
         topology: TopologySummary {
             gangs: o.topology.gangs,
             split_gangs: o.topology.split_gangs,
+            avoidable_split_gangs: o.topology.avoidable_split_gangs,
             largest_gang_gpus: o.topology.largest_gang.as_ref().map(|per_cell| {
                 per_cell
                     .iter()

@@ -13,6 +13,16 @@ fn f(v: Option<f64>, unit: &str) -> String {
     }
 }
 
+/// `n` and a noun in the right number: `1 job`, `2 jobs`, `0 preemptions` (`noun` is the
+/// singular; the plural adds `s`).
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 fn dist_row(out: &mut String, name: &str, d: &Dist, unit: &str) {
     let _ = writeln!(
         out,
@@ -30,8 +40,13 @@ pub fn render(s: &Summary) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "scenario {} (seed {}, {}): {} cells, {} nodes, {} GPUs",
-        s.scenario, s.seed, s.mode, s.fleet.cells, s.fleet.nodes, s.fleet.gpus
+        "scenario {} (seed {}, {}): {}, {}, {}",
+        s.scenario,
+        s.seed,
+        s.mode,
+        count(s.fleet.cells, "cell"),
+        count(s.fleet.nodes, "node"),
+        count(s.fleet.gpus, "GPU")
     );
     let policy: Vec<String> = s.policy.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let _ = writeln!(out, "policy   {}", policy.join(" "));
@@ -63,8 +78,8 @@ pub fn render(s: &Summary) -> String {
     if t.gangs > 0 {
         let _ = writeln!(
             out,
-            "gangs    {} started, {} split across NVLink domains",
-            t.gangs, t.split_gangs
+            "gangs    {} started, {} split across NVLink domains ({} avoidable: the rest are larger than every domain of their cell)",
+            t.gangs, t.split_gangs, t.avoidable_split_gangs
         );
     }
     if let Some(lg) = &t.largest_gang_gpus {
@@ -84,37 +99,41 @@ pub fn render(s: &Summary) -> String {
             .iter()
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
+        let by = if by.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", by.join(", "))
+        };
         let _ = writeln!(
             out,
-            "preempt  {} preemptions ({}), {} failures, {:.1} GPU-h lost",
-            p.preemptions,
-            by.join(", "),
-            p.failures,
+            "preempt  {}{by}, {}, {:.1} GPU-h lost",
+            count(p.preemptions, "preemption"),
+            count(p.failures, "failure"),
             p.lost_gpu_s / 3600.0
         );
     }
     if let Some(r) = &s.reliability {
         let _ = writeln!(
             out,
-            "goodput  {} of {:.1} GPU-h allocated: {:.1} lost ({:.1} to failures), {:.1} startup; {} node failures, {} jobs hit, {} cross-cell",
+            "goodput  {} of {:.1} GPU-h allocated: {:.1} lost ({:.1} to failures), {:.1} startup; {}, {} hit, {} cross-cell",
             r.goodput.map_or("-".into(), |g| format!("{:.2} %", 100.0 * g)),
             r.allocated_gpu_s / 3600.0,
             r.lost_gpu_s / 3600.0,
             r.lost_to_failures_gpu_s / 3600.0,
             r.startup_gpu_s / 3600.0,
-            r.node_failures,
-            r.job_failures,
+            count(r.node_failures, "node failure"),
+            count(r.job_failures, "job"),
             r.cross_cell_dispatches
         );
     }
     let fair = &s.fairness;
     let _ = writeln!(
         out,
-        "fairness Jain {} (demand-capped {}) over {} tenants, entitlement {}",
+        "fairness Jain {} (demand-capped {}) over {}, entitlement {}",
         fair.jain_index.map_or("-".into(), |v| format!("{v:.3}")),
         fair.jain_index_demand_capped
             .map_or("-".into(), |v| format!("{v:.3}")),
-        fair.tenants,
+        count(fair.tenants, "tenant"),
         fair.entitlement_basis
     );
     let mut waiting: Vec<(&String, &f64)> = s

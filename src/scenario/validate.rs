@@ -70,8 +70,15 @@ pub struct Loaded {
 impl Loaded {
     /// Resolves a `path` / `public_path` pair.
     ///
+    /// A `public_path` must stay inside the trace directory: it must be relative, without
+    /// `..` components, and the file it names — after following symbolic links
+    /// (canonicalization) — must lie under the canonical trace directory. The check runs
+    /// before the file is opened, so nothing outside the trace directory is ever read.
+    ///
     /// # Errors
-    /// [`ScenarioError::Invalid`] when neither or both are given.
+    /// [`ScenarioError::Invalid`] when neither or both are given; for a `public_path` that is
+    /// absolute, contains `..`, does not exist, or resolves (through a symbolic link) outside
+    /// the trace directory. The message names the path, never the file's content.
     pub fn resolve_path(
         &self,
         field: &str,
@@ -81,27 +88,62 @@ impl Loaded {
     ) -> Result<PathBuf, ScenarioError> {
         match (path, public_path) {
             (Some(p), None) => Ok(self.base_dir.join(p)),
-            (None, Some(p)) => {
-                let full = trace_dir.0.join(p);
-                if full.exists() {
-                    Ok(full)
-                } else {
-                    Err(ScenarioError::Invalid {
-                        origin: self.origin.clone(),
-                        field: format!("{field}.public_path"),
-                        message: format!(
-                            "`{}` does not exist: public traces are read from the trace directory `{}` (--trace-dir, else $FLEETSIM_TRACE_DIR, else traces/public); traces/README.md says where to get them",
-                            full.display(),
-                            trace_dir.0.display()
-                        ),
-                    })
-                }
-            }
+            (None, Some(p)) => self.resolve_public(field, p, trace_dir),
             _ => Err(ScenarioError::Invalid {
                 origin: self.origin.clone(),
                 field: field.to_string(),
                 message: "give exactly one of `path` (relative to the scenario) and `public_path` (under the trace directory)".into(),
             }),
+        }
+    }
+
+    /// Resolves a `public_path` under the trace directory (see [`Loaded::resolve_path`]).
+    fn resolve_public(
+        &self,
+        field: &str,
+        p: &str,
+        trace_dir: &TraceDir,
+    ) -> Result<PathBuf, ScenarioError> {
+        use std::path::Component;
+        let invalid = |message: String| ScenarioError::Invalid {
+            origin: self.origin.clone(),
+            field: format!("{field}.public_path"),
+            message,
+        };
+        let rel = Path::new(p);
+        let escapes = rel.components().any(|c| {
+            matches!(
+                c,
+                Component::ParentDir | Component::RootDir | Component::Prefix(_)
+            )
+        });
+        if p.is_empty() || rel.is_absolute() || escapes {
+            return Err(invalid(format!(
+                "`{p}` must be a relative path inside the trace directory, without `..` (public traces are read from under `{}`; use `path = …` for a file elsewhere)",
+                trace_dir.0.display()
+            )));
+        }
+        let full = trace_dir.0.join(rel);
+        if !full.exists() {
+            return Err(invalid(format!(
+                "`{}` does not exist: public traces are read from the trace directory `{}` (--trace-dir, else $FLEETSIM_TRACE_DIR, else traces/public); traces/README.md says where to get them",
+                full.display(),
+                trace_dir.0.display()
+            )));
+        }
+        let outside = || {
+            invalid(format!(
+                "`{}` resolves (through a symbolic link) outside the trace directory `{}`; public traces are read from under it only",
+                full.display(),
+                trace_dir.0.display()
+            ))
+        };
+        let root = std::fs::canonicalize(&trace_dir.0).map_err(|_| outside())?;
+        let real = std::fs::canonicalize(&full).map_err(|_| outside())?;
+        if real.starts_with(&root) {
+            Ok(full)
+        } else {
+            Err(outside())
         }
     }
 }
@@ -126,8 +168,10 @@ pub fn load(path: &Path) -> Result<Loaded, ScenarioError> {
 /// tables key by key, this file's values winning, arrays replaced whole.
 ///
 /// # Errors
-/// [`ScenarioError::Parse`] or [`ScenarioError::Invalid`], naming `origin`; [`ScenarioError::Io`]
-/// for a base that cannot be read.
+/// [`ScenarioError::Parse`] or [`ScenarioError::Invalid`], naming `origin`; a base that
+/// cannot be read is an `Invalid` error of `origin`'s `extends` field, a malformed base a
+/// `Parse` error naming the base and the file that extends it, and a key the schema refuses
+/// after merging names `origin` and every base of the chain.
 pub fn parse(text: &str, origin: &str, base_dir: PathBuf) -> Result<Loaded, ScenarioError> {
     let parse_err = |origin: &str, e: &dyn std::fmt::Display| ScenarioError::Parse {
         origin: origin.to_string(),
@@ -135,10 +179,13 @@ pub fn parse(text: &str, origin: &str, base_dir: PathBuf) -> Result<Loaded, Scen
     };
     let table: toml::Table = toml::from_str(text).map_err(|e| parse_err(origin, &e))?;
     let scenario: Scenario = if table.contains_key("extends") {
-        let merged = resolve_extends(table, origin, &base_dir, 0)?;
+        let mut chain = Vec::new();
+        let merged = resolve_extends_chain(table, origin, &base_dir, 0, &mut chain)?;
+        // A key may come from any file of the chain: name them all.
+        let merged_origin = format!("{origin} (with {}, which it extends)", chain.join(", "));
         toml::Value::Table(merged)
             .try_into()
-            .map_err(|e| parse_err(origin, &e))?
+            .map_err(|e| parse_err(&merged_origin, &e))?
     } else {
         toml::from_str(text).map_err(|e| parse_err(origin, &e))?
     };
@@ -243,10 +290,22 @@ pub fn parse_value(
 
 /// Merges `table` onto the scenario it `extends`, recursively.
 fn resolve_extends(
+    table: toml::Table,
+    origin: &str,
+    base_dir: &Path,
+    depth: u32,
+) -> Result<toml::Table, ScenarioError> {
+    resolve_extends_chain(table, origin, base_dir, depth, &mut Vec::new())
+}
+
+/// [`resolve_extends`], collecting the base files read in `chain`. An unreadable or
+/// malformed base is an error naming the file that extends it (`origin`) and the field.
+fn resolve_extends_chain(
     mut table: toml::Table,
     origin: &str,
     base_dir: &Path,
     depth: u32,
+    chain: &mut Vec<String>,
 ) -> Result<toml::Table, ScenarioError> {
     let Some(ext) = table.remove("extends") else {
         return Ok(table);
@@ -265,17 +324,15 @@ fn resolve_extends(
     let path = base_dir.join(&rel);
     let text =
         crate::input_cap::read_capped(&path, crate::input_cap::MAX_SCENARIO_BYTES, "scenario file")
-            .map_err(|source| ScenarioError::Io {
-                path: path.clone(),
-                source,
-            })?;
+            .map_err(|e| invalid(format!("`{}` cannot be read: {e}", path.display())))?;
     let base_origin = path.display().to_string();
     let base: toml::Table = toml::from_str(&text).map_err(|e| ScenarioError::Parse {
-        origin: base_origin.clone(),
+        origin: format!("{base_origin} (extended by {origin})"),
         message: e.to_string(),
     })?;
+    chain.push(base_origin.clone());
     let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let mut base = resolve_extends(base, &base_origin, &base_dir, depth + 1)?;
+    let mut base = resolve_extends_chain(base, &base_origin, &base_dir, depth + 1, chain)?;
     merge_tables(&mut base, table);
     Ok(base)
 }

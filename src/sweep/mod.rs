@@ -990,11 +990,12 @@ pub fn write_report(dir: &Path, m: &Manifest, rows: &[Vec<String>], png: bool) -
         .collect();
     html::mark_best_in_columns(&table_header, &mut cells);
     // Metric columns are shown rounded (runs.csv keeps every digit).
+    // Durations in human units (`2.73 h`).
     let first_metric = table_header.len() - METRICS.len();
     for row in &mut cells {
-        for c in row.iter_mut().skip(first_metric) {
+        for (c, name) in row.iter_mut().zip(&table_header).skip(first_metric) {
             if let Ok(v) = c.text.parse::<f64>() {
-                c.text = crate::compare::fmt_num(v);
+                c.text = crate::compare::fmt_metric(name, v);
             }
         }
     }
@@ -1023,7 +1024,7 @@ pub fn write_report(dir: &Path, m: &Manifest, rows: &[Vec<String>], png: bool) -
         ],
         tables: vec![html::Table {
             title: "Runs".into(),
-            caption: "The best value of each metric over all runs is marked ★; values are rounded here, runs.csv has every digit.".into(),
+            caption: "The best value of each metric over all runs is marked ★; values are rounded here and durations shown in s, min, h or d; runs.csv has every digit, in seconds.".into(),
             header: table_header,
             rows: cells,
         }],

@@ -773,6 +773,43 @@ fn trace_convert_refuses_to_overwrite_its_input() {
         std::fs::read_to_string(dir.path().join("j.csv")).unwrap(),
         trace
     );
+    // Issue #23 defect 8: an output name it cannot write is bad input (2), not a failure (1).
+    for name in ["x.csv.gz", "x.txt"] {
+        let o = fleetsim()
+            .args(["trace", "convert"])
+            .arg(dir.path().join("j.csv"))
+            .args(["--format", "native", "--out"])
+            .arg(dir.path().join(name))
+            .output()
+            .unwrap();
+        let err = String::from_utf8(o.stderr).unwrap();
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert!(
+            err.contains("must be named *.csv, *.jsonl or *.ndjson"),
+            "{err}"
+        );
+    }
+    let o = fleetsim()
+        .args(["trace", "convert", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        help.contains("gzip output, `.gz`, is not supported") && !help.contains("optionally"),
+        "{help}"
+    );
+    let o = fleetsim()
+        .args(["trace", "convert"])
+        .arg(dir.path().join("j.csv"))
+        .args(["--format", "native", "--out"])
+        .arg(dir.path().join("one.jsonl"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        o.status.success() && err.contains("wrote 1 job to"),
+        "{err}"
+    );
 }
 
 /// A node count no fleet has (a typo) is refused at once, naming the field, instead of
@@ -804,4 +841,135 @@ fn a_fleet_beyond_the_node_limit_is_refused_naming_the_field() {
         assert_eq!(o.status.code(), Some(2), "{err}");
         assert!(err.contains(want), "{err}");
     }
+}
+
+/// Issue #23 defect 6: `backfill = "easy"` with no time limit anywhere is a no-op; `validate`
+/// and `run` say so. With a queue default time limit (or oracle estimates) they do not.
+#[test]
+fn backfill_without_estimates_is_warned_about() {
+    let warn = "backfill = \"easy\" does nothing here: none of the 40 jobs carries a time limit";
+    let noop = synthetic("[policy]\nbackfill = \"easy\"\n");
+    let (code, err) = run_text(&noop, &["run", "--quiet"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains(&format!("warning: {warn}")), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.toml");
+    std::fs::write(&p, &noop).unwrap();
+    let o = fleetsim().arg("validate").arg(&p).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && out.contains(warn), "{out}");
+    assert!(out.contains("; 40 jobs"), "{out}");
+    for fix in [
+        "[policy]\nbackfill = \"easy\"\nruntime_estimate = \"oracle\"\n",
+        "[policy]\nbackfill = \"none\"\n",
+    ] {
+        let (code, err) = run_text(&synthetic(fix), &["run", "--quiet"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(!err.contains("does nothing"), "{fix}: {err}");
+    }
+}
+
+/// Issue #23 defect 7: Ctrl-C (SIGINT) or SIGTERM in the middle of a run removes the
+/// half-written `.jobs.csv.tmp` and exits 130 / 143; a temporary a killed run left is removed
+/// by the next run into the same folder.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_run_leaves_no_temporaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("s.toml");
+    // Long enough (2 million jobs) to be interrupted while jobs.csv streams.
+    std::fs::write(
+        &s,
+        format!(
+            "name = \"long\"\n{OK_FLEET}[workload.synthetic]\njobs = 2000000\narrival_rate_per_hour = 3000.0\ntenants = [{{ name = \"t\", weight = 1.0 }}]\nsizes = [{{ gpus = 1, weight = 1.0 }}]\nruntime = {{ dist = \"lognormal\", median_s = 60.0, sigma = 1.0, max_s = 600.0 }}\n"
+        ),
+    )
+    .unwrap();
+    for (sig, code) in [("-INT", 130), ("-TERM", 143)] {
+        let out = dir.path().join(format!("out{code}"));
+        let mut child = fleetsim()
+            .arg("run")
+            .arg(&s)
+            .arg("--quiet")
+            .arg("--out")
+            .arg(&out)
+            .spawn()
+            .unwrap();
+        let tmp = out.join(".jobs.csv.tmp");
+        let t0 = std::time::Instant::now();
+        while !tmp.exists() && t0.elapsed().as_secs() < 60 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(tmp.exists(), "the run never started writing jobs.csv");
+        let k = Command::new("kill")
+            .arg(sig)
+            .arg(child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(k.success());
+        let st = child.wait().unwrap();
+        assert_eq!(st.code(), Some(code), "{sig}");
+        let left: Vec<_> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(left.is_empty(), "{sig} left {left:?}");
+    }
+    // A temporary from a killed run (SIGKILL cannot be caught) goes at the next run.
+    let out = dir.path().join("next");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join(".jobs.csv.tmp"), "partial").unwrap();
+    let small = dir.path().join("small.toml");
+    std::fs::write(&small, synthetic("")).unwrap();
+    let o = fleetsim()
+        .arg("run")
+        .arg(&small)
+        .arg("--quiet")
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert!(!out.join(".jobs.csv.tmp").exists());
+    assert!(out.join("jobs.csv").is_file());
+}
+
+/// Issue #23 defect 8: `extends` errors name the file that refers to the base.
+#[test]
+fn extends_errors_name_the_referring_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let write = |n: &str, t: &str| std::fs::write(d.join(n), t).unwrap();
+    write("missing.toml", "name = \"m\"\nextends = \"nowhere.toml\"\n");
+    write("bad.toml", "name = \nfoo");
+    write("uses-bad.toml", "name = \"u\"\nextends = \"bad.toml\"\n");
+    write("badkey.toml", "name = \"b\"\nbogus = 1\n");
+    write(
+        "uses-badkey.toml",
+        "name = \"u\"\nextends = \"badkey.toml\"\n",
+    );
+    for (file, expect) in [
+        ("missing.toml", "missing.toml: `extends`: `"),
+        ("uses-bad.toml", "bad.toml (extended by "),
+        ("uses-badkey.toml", "uses-badkey.toml (with "),
+    ] {
+        let o = fleetsim()
+            .arg("validate")
+            .arg(d.join(file))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(2), "{file}: {err}");
+        assert!(err.contains(expect), "{file}: {err}");
+    }
+    let o = fleetsim()
+        .arg("validate")
+        .arg(d.join("uses-badkey.toml"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(
+        err.contains("badkey.toml, which it extends): unknown field `bogus`"),
+        "{err}"
+    );
 }

@@ -115,6 +115,36 @@ fn outputs_are_identical_across_thread_counts() {
     }
 }
 
+/// Issue #23 defect 8: the "wrote" line of an inflation run lists the attempts files too.
+#[test]
+fn the_wrote_line_lists_every_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = scenario(dir.path());
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("seed_count = 3", "seed_count = 1\nattempts_csv = true")
+        .replace(
+            r#"policies = ["random", "dot-prod", "gpu-clustering", "gpu-packing", "fgd-best-fit", "fgd", "best-fit"]"#,
+            r#"policies = ["fgd", "best-fit"]"#,
+        );
+    std::fs::write(&path, text).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_fleetsim"))
+        .args(["run", "--quiet", "--out"])
+        .arg(dir.path().join("o"))
+        .arg(&path)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "{summary.json,curves.csv,allocation.svg,attempts-fgd-7.csv,attempts-best-fit-7.csv}"
+        ),
+        "{err}"
+    );
+    assert!(dir.path().join("o/attempts-best-fit-7.csv").is_file());
+}
+
 /// The FGD method's self-checks (FGD-METHOD.md §12) on the real openb data, one seed, FGD
 /// and the artifact's BestFit.
 #[test]

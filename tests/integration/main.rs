@@ -17,6 +17,8 @@ mod policy_props;
 mod real_inputs;
 mod real_traces;
 mod reliability;
+mod report_render;
+mod security;
 mod snapshots;
 mod studies;
 mod support;

@@ -218,7 +218,10 @@ fn check_passes_on_the_committed_baseline_and_fails_when_occupancy_drops() {
         .unwrap_or_else(|| panic!("no occupancy line:\n{out}"));
     let cols: Vec<&str> = line.split_whitespace().collect();
     let (base, now): (f64, f64) = (cols[1].parse().unwrap(), cols[2].parse().unwrap());
-    assert!(now < base && line.ends_with("REGRESSION"), "{line}");
+    assert!(
+        now < base && line.ends_with("REGRESSION (fell; higher is better)"),
+        "{line}"
+    );
     assert!(
         out.starts_with("metric") && out.contains("tolerance"),
         "{out}"
@@ -269,11 +272,37 @@ fn check_rejects_foreign_or_incomplete_baselines_with_exit_2() {
     assert!(
         out.lines()
             .any(|l| l.starts_with("occupancy") && l.ends_with("ok"))
-            && out
-                .lines()
-                .any(|l| l.starts_with("wait_s.p99") && l.ends_with("REGRESSION")),
+            && out.lines().any(|l| l.starts_with("wait_s.p99")
+                && l.ends_with("REGRESSION (rose; lower is better)")),
         "{out}"
     );
+    assert!(
+        text(&o).contains("wait_s.p99 REGRESSION (rose; lower is better)"),
+        "{}",
+        text(&o)
+    );
+    // Issue #23 defect 3: the other way round — a baseline taken at 1.5× the arrivals,
+    // checked at 1× — p99 wait falls: an improvement passes (exit 0), reported as better.
+    let o = run(
+        &[
+            "check",
+            "--update",
+            "--set",
+            "transforms.arrival_rate_scale=1.5",
+            "--baseline",
+        ],
+        &[&nb, &s],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(&["check", "--baseline"], &[&nb, &s]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("wait_s.p99") && l.ends_with("better (fell; lower is better)")),
+        "{out}"
+    );
+    assert!(out.contains("1 improved beyond it"), "{out}");
 }
 
 #[test]
@@ -677,4 +706,153 @@ fn kubernetes_indexed_job_manifest_runs_every_index_and_merges_to_the_serial_swe
             "{f} differs"
         );
     }
+}
+
+/// Issue #23 defect 1: a study owns its output folder. A second `compare` into the same
+/// folder with other variants leaves none of the first's runs or plots; a folder holding
+/// files no compare wrote is refused with exit 2 unless `--force`, which keeps those files.
+#[test]
+fn a_reused_study_folder_holds_only_the_last_study() {
+    let d = tempfile::tempdir().unwrap();
+    let s = scenario(d.path(), SWEEP);
+    let out = d.path().join("cmp");
+    let cmp = |policies: &str, extra: &[&str]| {
+        let mut args = vec!["compare", "--policies", policies, "--seeds", "1"];
+        args.extend_from_slice(extra);
+        args.push("--out");
+        run(&args, &[&out, &s])
+    };
+    let o = cmp("best-fit,worst-fit", &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(out.join("runs/worst-fit/seed-3/summary.json").is_file());
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(
+        err.contains("compare.csv") && err.contains("plots/") && err.contains("runs/ ("),
+        "{err}"
+    );
+    let o = cmp("best-fit,first=placement=first-fit", &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!out.join("runs/worst-fit").exists(), "stale variant left");
+    assert!(out.join("runs/first/seed-3/summary.json").is_file());
+    let m: serde_json::Value =
+        serde_json::from_slice(&read(&out.join("fleetsim-output.json"))).unwrap();
+    assert_eq!(m["kind"], "compare");
+    assert_eq!(m["complete"], true);
+    let files: Vec<&str> = m["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(
+        files.contains(&"runs/first/seed-3/summary.json"),
+        "{files:?}"
+    );
+    assert!(files.iter().all(|f| !f.contains("worst-fit")), "{files:?}");
+    let html = String::from_utf8(read(&out.join("report.html"))).unwrap();
+    assert!(
+        html.contains("`first` = policy.placement=first-fit"),
+        "labelled variant"
+    );
+    assert!(
+        !html.contains("`worst-fit` ="),
+        "report names a stale variant"
+    );
+
+    // A folder with someone else's file: refused, then forced.
+    let other = d.path().join("mine");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("notes.txt"), "mine").unwrap();
+    let o = run(
+        &[
+            "compare",
+            "--policies",
+            "best-fit,worst-fit",
+            "--seeds",
+            "1",
+            "--out",
+        ],
+        &[&other, &s],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--force"), "{}", text(&o));
+    assert!(!other.join("compare.json").exists());
+    let o = run(
+        &[
+            "compare",
+            "--policies",
+            "best-fit,worst-fit",
+            "--seeds",
+            "1",
+            "--force",
+            "--out",
+        ],
+        &[&other, &s],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        std::fs::read_to_string(other.join("notes.txt")).unwrap(),
+        "mine"
+    );
+    // A sweep into the compare's folder is refused too.
+    let o = run(&["sweep", "--out"], &[&out, &s]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("`fleetsim compare`"), "{}", text(&o));
+}
+
+/// Issue #23 defect 2: a what-if variant that adds a cell gets that cell's occupancy plot,
+/// and a table shows every cell and model of any variant, with "–" where a variant has none.
+#[test]
+fn compare_shows_cells_only_some_variants_have() {
+    let d = tempfile::tempdir().unwrap();
+    let s = scenario(d.path(), SWEEP);
+    let out = d.path().join("cmp");
+    let o = run(
+        &[
+            "compare",
+            "--seeds",
+            "1",
+            "--policies",
+            "base=best-fit,more=transforms.add_nodes=[{ cell = \"rubin\", nodes = [{ preset = \"hgx-b200\", count = 2 }] }]",
+            "--out",
+        ],
+        &[&out, &s],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        out.join("plots/occupancy-rubin.svg").is_file(),
+        "no plot of the added cell"
+    );
+    assert!(out.join("plots/occupancy-a.svg").is_file());
+    let md = String::from_utf8(read(&out.join("report.md"))).unwrap();
+    let row = |name: &str| {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| {name} |")))
+            .unwrap_or_else(|| panic!("no `{name}` row:\n{md}"))
+            .to_string()
+    };
+    assert!(
+        md.contains("## Occupancy per cell and accelerator model"),
+        "{md}"
+    );
+    // `base` has no rubin cell and no B200s: "–"; `more` has a number.
+    let rubin: Vec<String> = row("cell rubin")
+        .split('|')
+        .map(|c| c.trim().to_string())
+        .collect();
+    assert_eq!(rubin[2], "–", "{rubin:?}");
+    assert!(rubin[3].parse::<f64>().is_ok(), "{rubin:?}");
+    let b200: Vec<String> = row("model B200")
+        .split('|')
+        .map(|c| c.trim().to_string())
+        .collect();
+    assert_eq!(b200[2], "–", "{b200:?}");
+    let a: Vec<String> = row("cell a")
+        .split('|')
+        .map(|c| c.trim().to_string())
+        .collect();
+    assert!(
+        a[2].parse::<f64>().is_ok() && a[3].parse::<f64>().is_ok(),
+        "{a:?}"
+    );
 }

@@ -5,4 +5,5 @@
 mod equivalence;
 mod hostile;
 mod http;
+mod listen;
 mod load;
