@@ -33,45 +33,7 @@ use serde_json::Value;
 
 use crate::study::{metric_exists, metric_value, BadInput, Better, METRICS};
 
-/// The `[check]` table.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CheckSpec {
-    /// Tracked metrics (default: every metric of [`METRICS`]).
-    #[serde(default)]
-    pub metrics: Vec<String>,
-    /// Tolerances by metric (default: exact).
-    #[serde(default)]
-    pub tolerance: BTreeMap<String, Tolerance>,
-}
-
-/// How far a metric may move.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Tolerance {
-    /// Absolute tolerance, in the metric's unit.
-    #[serde(default)]
-    pub abs: f64,
-    /// Relative tolerance, a fraction of the baseline's magnitude.
-    #[serde(default)]
-    pub rel: f64,
-    /// Which moves fail (default: the metric's own direction, [`crate::study::better`];
-    /// `both` for a metric of unknown direction).
-    #[serde(default)]
-    pub direction: Option<Direction>,
-}
-
-/// Which moves beyond the tolerance fail.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Direction {
-    /// Any move.
-    Both,
-    /// Only a fall.
-    HigherIsBetter,
-    /// Only a rise.
-    LowerIsBetter,
-}
+pub use crate::scenario::studies::{CheckSpec, Direction, Tolerance};
 
 impl CheckSpec {
     /// The tracked metric names.

@@ -308,32 +308,7 @@ interval of the mean difference is mean(d) ± t(0.975, n−1) · sd(d) / √n (S
 sd with divisor n−1). An interval that excludes 0 is shown bold. Zero-width intervals mean \
 the seeds did not change the outcome (e.g. a trace with no seeded transform).";
 
-/// Formats a number for reports (fixed decimals by magnitude).
-pub fn fmt_num(v: f64) -> String {
-    let a = v.abs();
-    if v == 0.0 {
-        "0".into()
-    } else if a >= 1000.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else if a >= 1.0 {
-        format!("{v:.3}")
-    } else {
-        format!("{v:.4}")
-    }
-}
-
-/// Formats a value of metric `name` for reports: durations in human units
-/// ([`plots::fmt_duration`]: `2.73 h`), anything else by [`fmt_num`]. CSV and JSON keep
-/// the raw numbers.
-pub fn fmt_metric(name: &str, v: f64) -> String {
-    if plots::is_duration_metric(name) {
-        plots::fmt_duration(v)
-    } else {
-        fmt_num(v)
-    }
-}
+pub use crate::report::format::{fmt_metric, fmt_num};
 
 /// [`fmt_metric`] with a `+` on values ≥ 0 (differences).
 fn fmt_metric_signed(name: &str, v: f64) -> String {

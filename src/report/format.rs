@@ -16,6 +16,33 @@ pub fn ratio6(r: Option<f64>) -> String {
     r.map(|v| format!("{v:.6}")).unwrap_or_default()
 }
 
+/// Formats a number for reports (fixed decimals by magnitude).
+pub fn fmt_num(v: f64) -> String {
+    let a = v.abs();
+    if v == 0.0 {
+        "0".into()
+    } else if a >= 1000.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+/// Formats a value of metric `name` for reports: durations in human units
+/// ([`crate::report::plots::fmt_duration`]: `2.73 h`), anything else by [`fmt_num`]. CSV and JSON keep
+/// the raw numbers.
+pub fn fmt_metric(name: &str, v: f64) -> String {
+    if crate::report::plots::is_duration_metric(name) {
+        crate::report::plots::fmt_duration(v)
+    } else {
+        fmt_num(v)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use crate::report::plots::Rendered;
-use crate::study::{better, Better};
+use crate::report::tracked::{better, Better};
 
 /// One table cell.
 #[derive(Clone, Debug, Default, PartialEq)]

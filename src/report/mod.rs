@@ -10,3 +10,4 @@ pub mod plots;
 pub mod summary;
 pub mod table;
 pub mod timeseries;
+pub mod tracked;

@@ -471,9 +471,9 @@ pub const FONT_PATHS: &[&str] = &[
 /// over — else the first readable font of [`FONT_PATHS`].
 ///
 /// # Errors
-/// [`BadInput`](crate::study::BadInput) for a bad `$FLEETSIM_FONT`, or when no font is found.
-fn load_font(env: Option<PathBuf>) -> Result<FontVec, crate::study::BadInput> {
-    use crate::study::BadInput;
+/// [`BadInput`](crate::report::tracked::BadInput) for a bad `$FLEETSIM_FONT`, or when no font is found.
+fn load_font(env: Option<PathBuf>) -> Result<FontVec, crate::report::tracked::BadInput> {
+    use crate::report::tracked::BadInput;
     if let Some(p) = env {
         let bytes = std::fs::read(&p).map_err(|e| {
             BadInput(format!(
@@ -508,7 +508,7 @@ fn font() -> Result<&'static FontVec> {
         load_font(std::env::var_os("FLEETSIM_FONT").map(PathBuf::from)).map_err(|e| e.0)
     })
     .as_ref()
-    .map_err(|m| crate::study::BadInput(m.clone()).into())
+    .map_err(|m| crate::report::tracked::BadInput(m.clone()).into())
 }
 
 /// The bitmap backend with text drawn by `ab_glyph` (plotters' own bitmap text needs the

@@ -26,6 +26,7 @@ pub mod kueue;
 pub mod overrides;
 pub mod policies;
 mod schema;
+pub mod studies;
 mod validate;
 
 pub use schema::*;

@@ -73,10 +73,10 @@ pub struct Scenario {
     pub transforms: crate::whatif::Transforms,
     /// Sweep axes for `fleetsim sweep` (see [`crate::sweep`]).
     #[serde(default)]
-    pub sweep: Option<crate::sweep::SweepSpec>,
+    pub sweep: Option<super::studies::SweepSpec>,
     /// Tracked metrics and tolerances for `fleetsim check` (see [`crate::check`]).
     #[serde(default)]
-    pub check: Option<crate::check::CheckSpec>,
+    pub check: Option<super::studies::CheckSpec>,
     /// The FGD inflation experiment (`mode = "inflation"` only).
     #[serde(default)]
     pub inflation: Option<InflationSpec>,

@@ -58,37 +58,7 @@ use crate::scenario::overrides::{value_label, Override, Source};
 use crate::scenario::TraceDir;
 use crate::study::{self, fmt_opt, metric_value, BadInput, METRICS};
 
-/// The `[sweep]` table.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SweepSpec {
-    /// Seeds: a count (scenario seed, +1, …) or a list (default: the scenario seed).
-    #[serde(default)]
-    pub seeds: Option<Seeds>,
-    /// Axes, outermost first.
-    #[serde(default)]
-    pub axes: Vec<AxisSpec>,
-}
-
-/// Seeds of a sweep or comparison.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
-#[serde(untagged)]
-pub enum Seeds {
-    /// `n` seeds: `s, s+1, …, s+n−1` from the scenario seed `s`.
-    Count(u64),
-    /// These seeds.
-    List(Vec<u64>),
-}
-
-impl Seeds {
-    /// The seeds, given the scenario seed.
-    pub fn resolve(&self, base: u64) -> Vec<u64> {
-        match self {
-            Seeds::Count(n) => (0..*n).map(|i| base.wrapping_add(i)).collect(),
-            Seeds::List(v) => v.clone(),
-        }
-    }
-}
+pub use crate::scenario::studies::{AxisSpec, Seeds, SweepSpec};
 
 /// Most seeds of one study (`[sweep] seeds`, `--seeds`).
 pub const MAX_SEEDS: u64 = 10_000;
@@ -97,29 +67,6 @@ pub const MAX_SEEDS: u64 = 10_000;
 /// least a few milliseconds and its row and folder stay on disk, so 100,000 runs is already
 /// hours and gigabytes; a larger study is refused before anything is planned.
 pub const MAX_RUNS: u64 = 100_000;
-
-impl Seeds {
-    /// How many seeds, without listing them.
-    pub fn count(&self) -> u64 {
-        match self {
-            Seeds::Count(n) => *n,
-            Seeds::List(v) => v.len() as u64,
-        }
-    }
-}
-
-/// One axis.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AxisSpec {
-    /// Dotted path of the scenario field.
-    pub param: String,
-    /// Values, in order.
-    pub values: Vec<toml::Value>,
-    /// Optional names of the values (default: the value as text).
-    #[serde(default)]
-    pub labels: Vec<String>,
-}
 
 impl SweepSpec {
     /// Checks the table's shape; returns `(field, message)` for the first problem.
@@ -995,7 +942,7 @@ pub fn write_report(dir: &Path, m: &Manifest, rows: &[Vec<String>], png: bool) -
     for row in &mut cells {
         for (c, name) in row.iter_mut().zip(&table_header).skip(first_metric) {
             if let Ok(v) = c.text.parse::<f64>() {
-                c.text = crate::compare::fmt_metric(name, v);
+                c.text = crate::report::format::fmt_metric(name, v);
             }
         }
     }

@@ -84,7 +84,7 @@ struct RawDetail {
 /// One scanned element: (line where it starts, its text), or (line, what is malformed).
 pub(crate) type Scanned = Result<(u64, Vec<u8>), (u64, String)>;
 
-/// Longest element (one job object) [`ArrayScanner`] accepts, bytes: 16 MiB, thousands of
+/// Longest element (one job object) `ArrayScanner` accepts, bytes: 16 MiB, thousands of
 /// times a job of the public trace (a few hundred bytes to a few kB).
 pub const MAX_ELEMENT_BYTES: u64 = 16 << 20;
 
