@@ -11,6 +11,7 @@ mod inflation;
 mod invariants;
 mod multicell;
 mod peer_fgd;
+mod peer_tiresias;
 mod placement_props;
 mod policy_props;
 mod real_inputs;

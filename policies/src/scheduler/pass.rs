@@ -63,6 +63,9 @@ impl Scheduler {
         now: SimTime,
         decisions: &mut Vec<Decision>,
     ) {
+        if self.redecide.is_some() {
+            return self.redecide_into(fleet, now, decisions);
+        }
         self.core.now = now;
         self.core.fleet_gpu_milli = fleet.cells().iter().map(|c| c.available_gpu_milli).sum();
         self.maybe_rekey(now);
