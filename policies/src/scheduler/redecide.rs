@@ -215,12 +215,14 @@ impl Scheduler {
             _ => PreemptReason::Priority,
         };
         for &id in &stop {
-            let run = c
+            let mut run = c
                 .running
                 .as_mut()
                 .and_then(|reg| reg.get_mut(id.index()))
                 .and_then(Option::take)
                 .expect("a running job");
+            // Free preemption: every millisecond of progress is kept.
+            run.job.checkpoint_interval = Some(SimDuration(1));
             release(fleet, &run.allocs);
             if let (Some(t), Some(f)) = (c.quota.as_mut(), run.flavor) {
                 t.remove_usage(run.job.queue, f, &run.req);
@@ -289,6 +291,130 @@ impl Scheduler {
                     r.wake = Some(r.wake.map_or(at, |w| w.min(at)));
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{ModelId, QueueId, TenantId};
+    use crate::state::NodeSpec;
+
+    fn fleet(gpus: u32) -> FleetState {
+        let node = NodeSpec {
+            name: "n1".into(),
+            cell: CellId(0),
+            block: 0,
+            domain: 0,
+            model: Some(ModelId(0)),
+            gpus,
+            cpu_milli: 1000,
+            mem_mib: 1000,
+        };
+        FleetState::new(vec!["c".into()], vec!["G".into()], vec![node]).unwrap()
+    }
+
+    fn job(id: u32, submit_s: u64, gpus: u32, runtime_s: u64) -> PendingJob {
+        PendingJob {
+            id: JobId(id),
+            tenant: TenantId(0),
+            queue: QueueId(0),
+            submit: SimTime::from_secs(submit_s),
+            seq: id as u64,
+            shape: TaskShape::whole_gpus(1),
+            tasks: gpus,
+            runtime_estimate: Some(SimDuration::from_secs(runtime_s)),
+            ..PendingJob::default()
+        }
+    }
+
+    fn sched(order: RedecideOrder) -> Scheduler {
+        Scheduler::new(SchedulerConfig::default(), vec![QueueConfig::default()]).with(Extensions {
+            redecide: Some(order),
+            ..Extensions::default()
+        })
+    }
+
+    /// (started, preempted) job ids of a pass.
+    fn split(d: &[Decision]) -> (Vec<u32>, Vec<u32>) {
+        let mut out = (Vec::new(), Vec::new());
+        for d in d {
+            match d {
+                Decision::Start { job, .. } => out.0.push(job.0),
+                Decision::Preempt { job, grace, .. } => {
+                    assert_eq!(*grace, SimDuration::ZERO);
+                    out.1.push(job.0)
+                }
+                Decision::Reject { .. } => panic!("no rejection"),
+            }
+        }
+        out
+    }
+
+    /// Preemptive SRTF on one GPU. A (100 s) starts at 0. At 10 s B (30 s) arrives: A has
+    /// 100 − 10 = 90 s left > 30, so A is preempted and B starts. At 20 s C (95 s) arrives:
+    /// order B (30 − 10 = 20 left), A (90), C (95): nothing changes. B ends at 10 + 30 =
+    /// 40 s: A (90, its progress kept) goes before C (95) and resumes.
+    #[test]
+    fn preemptive_srtf_by_hand() {
+        let mut f = fleet(1);
+        let mut s = sched(RedecideOrder::Remaining);
+        let t = SimTime::from_secs;
+        s.submit(&mut f, job(0, 0, 1, 100)).unwrap();
+        assert_eq!(split(&s.schedule_at(&mut f, t(0))), (vec![0], vec![]));
+        s.submit(&mut f, job(1, 10, 1, 30)).unwrap();
+        assert_eq!(split(&s.schedule_at(&mut f, t(10))), (vec![1], vec![0]));
+        // A second pass at the same instant changes nothing.
+        assert!(s.schedule_at(&mut f, t(10)).is_empty());
+        s.submit(&mut f, job(2, 20, 1, 95)).unwrap();
+        assert!(s.schedule_at(&mut f, t(20)).is_empty());
+        assert_eq!(s.pending_len(), 2);
+        let alloc = s.core.running.as_ref().unwrap()[1]
+            .as_ref()
+            .unwrap()
+            .allocs
+            .clone();
+        release(&mut f, &alloc);
+        s.on_job_end(JobId(1), QueueId(0), 1000, t(40));
+        assert_eq!(split(&s.schedule_at(&mut f, t(40))), (vec![0], vec![]));
+        let a = s.core.running.as_ref().unwrap()[0].as_ref().unwrap();
+        assert_eq!(a.job.runtime_estimate, Some(SimDuration::from_secs(90)));
+    }
+
+    /// The peer's `sjf`: fewest GPUs first. On 2 GPUs, A (2 GPUs) runs from 0; B (1 GPU)
+    /// arrives at 5 and goes first: A no longer fits in the 2 − 1 = 1 GPU left and is
+    /// preempted; the GPU left idle is not given to A (a gang of 2).
+    #[test]
+    fn fewest_gpus_first_preempts_a_larger_job() {
+        let mut f = fleet(2);
+        let mut s = sched(RedecideOrder::FewestGpus);
+        let t = SimTime::from_secs;
+        s.submit(&mut f, job(0, 0, 2, 100)).unwrap();
+        assert_eq!(split(&s.schedule_at(&mut f, t(0))), (vec![0], vec![]));
+        s.submit(&mut f, job(1, 5, 1, 1000)).unwrap();
+        assert_eq!(split(&s.schedule_at(&mut f, t(5))), (vec![1], vec![0]));
+    }
+
+    /// LAS with one threshold of 100 GPU-s. A (4 GPUs) starts at 0; its wake-up is the
+    /// peer's late one: 0 + (100 − 0) // 4 = 25 s, where A has 25 × 4 = 100 GPU-s: demoted
+    /// there. Had it 2 GPUs, (100 − 0) // 2 = 50 s (exact, 50 × 2 = 100). With 3 GPUs:
+    /// (100 − 0) // 3 = 33 s (99 GPU-s, not yet), then 33 + (100 − 33) // 3 = 33 + 22 = 55 s.
+    #[test]
+    fn las_wake_up_is_the_peers_late_one() {
+        let t = SimTime::from_secs;
+        for (gpus, wakes) in [(4, vec![25]), (3, vec![33, 55])] {
+            let mut f = fleet(4);
+            let mut s = sched(RedecideOrder::Las(vec![100_000]));
+            s.submit(&mut f, job(0, 0, gpus, 1000)).unwrap();
+            assert_eq!(split(&s.schedule_at(&mut f, t(0))), (vec![0], vec![]));
+            for w in wakes {
+                assert_eq!(s.next_wake(), Some(t(w)), "{gpus} GPUs");
+                assert!(s.schedule_at(&mut f, t(w)).is_empty());
+            }
+            // Demoted to the last queue: no further wake-up.
+            assert_eq!(s.next_wake(), None, "{gpus} GPUs");
+            assert_eq!(s.redecide.as_ref().unwrap().level[&JobId(0)], 1);
         }
     }
 }
