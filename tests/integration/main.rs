@@ -9,6 +9,7 @@ mod fuzz_stable;
 mod hand_computed;
 mod inflation;
 mod invariants;
+mod las_fixes;
 mod multicell;
 mod peer_fgd;
 mod peer_tiresias;

@@ -67,6 +67,7 @@ use crate::topology::TopologySpec;
 
 mod config;
 mod core;
+mod las;
 mod pass;
 mod pending;
 mod preempt;
@@ -76,6 +77,7 @@ mod running;
 
 use self::core::*;
 pub use config::{Extensions, PendingReasons, QueueConfig, SchedulerConfig};
+use las::*;
 use pass::*;
 use pending::*;
 use preempt::*;
@@ -145,6 +147,14 @@ impl Scheduler {
                 fair_factors: Vec::new(),
                 reservations: Vec::new(),
                 resolvable: BTreeMap::new(),
+                las: match &config.queue_order {
+                    QueueOrderSpec::Las {
+                        thresholds_gpu_s: Some(t),
+                    } => Some(crate::queue_order::Las::from_gpu_s(t)),
+                    QueueOrderSpec::Las { .. } => Some(crate::queue_order::Las::default()),
+                    _ => None,
+                },
+                las_demoted_at: None,
             },
             pending: Vec::new(),
             pending_len: 0,
@@ -169,8 +179,12 @@ impl Scheduler {
             .half_life
             .or(needs_decay.then_some(SimDuration::from_secs(7 * 86_400)))
             .map(DecayedUsage::new);
+        if let Some(l) = ext.preemption.as_ref().and_then(|p| p.las.clone()) {
+            c.las = Some(l);
+        }
         let track = ext.track_running
             || ext.redecide.is_some()
+            || c.las.is_some()
             || ext.quota.is_some()
             || ext.preemption.is_some()
             || ext.backfill.is_some();
@@ -389,7 +403,11 @@ impl Scheduler {
     /// When the scheduler wants a pass although no job arrives or ends (the Tiresias
     /// model's demotion wake-up); the caller runs one then. `None`: no such time.
     pub fn next_wake(&self) -> Option<SimTime> {
-        self.redecide.as_ref().and_then(|r| r.wake())
+        match &self.redecide {
+            Some(r) => r.wake(),
+            // LAS: the next threshold crossing of a running job (a demotion is an event).
+            None => self.core.next_las_crossing(self.core.now),
+        }
     }
 
     /// Pending jobs, queue by queue (ascending [`QueueId`]), each queue in queue order.
