@@ -98,6 +98,12 @@ pub struct PendingJob {
     /// Checkpoint interval (of progress): on preemption, work since the last multiple of it is
     /// lost. `None`: the job restarts from scratch.
     pub checkpoint_interval: Option<SimDuration>,
+    /// The LAS queue the job was last demoted into and when (`None`: never demoted, it is in
+    /// its first queue since its submit time). The scheduler sets it when a running job's
+    /// attained service crosses a threshold (an event of its own: [`crate::Scheduler::next_wake`]);
+    /// the `las` order ranks a job within its queue by this entry time, and LAS preemption
+    /// takes the newest entrant of the lowest queue first.
+    pub las_entered: Option<(usize, SimTime)>,
 }
 
 impl PendingJob {

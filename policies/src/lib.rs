@@ -148,8 +148,8 @@ pub use registry::{
     QueueOrderSpec, QueueingStrategy,
 };
 pub use resources::{ModelSet, TaskShape, WHOLE_GPU_MILLI};
-pub use scheduler::{Extensions, QueueConfig, Scheduler, SchedulerConfig};
-pub use spec::{SchedulerSpec, SpecError};
+pub use scheduler::{Extensions, QueueConfig, RedecideOrder, Scheduler, SchedulerConfig};
+pub use spec::{PreemptionModel, SchedulerSpec, SpecError};
 pub use state::{FleetState, NodeSpec, NodeState, StateError, TaskAlloc};
 pub use time::{SimDuration, SimTime};
 pub use topology::{Level, RayStrategy, TopologyMode, TopologySpec};

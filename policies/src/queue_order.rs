@@ -172,6 +172,40 @@ impl Las {
         }
     }
 
+    /// When `job` entered LAS queue `level` (its current one): its recorded demotion into
+    /// it, else its submit time.
+    pub fn entered(&self, job: &PendingJob, level: usize) -> SimTime {
+        match job.las_entered {
+            Some((l, at)) if l == level => at,
+            _ => job.submit,
+        }
+    }
+
+    /// The first instant a run that started at `start` with `attained_gpu_ms` of earlier
+    /// service, on `gpu_milli` accelerators, and has `attained_now_gpu_ms` now, reaches the
+    /// threshold above its current queue; `None` in the last queue or without accelerators.
+    /// Exact: attained service at `t` is `attained + ⌊(t − start) · gpu_milli / 1000⌋`, so
+    /// the crossing is `start + ⌈(threshold − attained) · 1000 / gpu_milli⌉`.
+    pub fn next_crossing(
+        &self,
+        attained_gpu_ms: u64,
+        gpu_milli: u64,
+        start: SimTime,
+        attained_now_gpu_ms: u64,
+    ) -> Option<SimTime> {
+        let t = *self
+            .thresholds_gpu_ms
+            .get(self.level(attained_now_gpu_ms))?;
+        if gpu_milli == 0 {
+            return None;
+        }
+        let need = t.saturating_sub(attained_gpu_ms) as u128 * 1000;
+        let ms = need.div_ceil(gpu_milli as u128);
+        Some(SimTime(
+            start.0.saturating_add(ms.min(u64::MAX as u128) as u64),
+        ))
+    }
+
     /// The LAS queue of a job that has received `attained_gpu_ms`.
     pub fn level(&self, attained_gpu_ms: u64) -> usize {
         self.thresholds_gpu_ms
@@ -185,12 +219,11 @@ impl QueueOrder for Las {
     fn name(&self) -> &'static str {
         "las"
     }
+    /// (LAS queue, when the job entered it, sequence): a demoted job queues behind the jobs
+    /// already waiting in its new queue.
     fn key(&self, job: &PendingJob) -> OrderKey {
-        OrderKey(
-            self.level(job.attained_gpu_ms) as i64,
-            job.submit.0,
-            job.seq,
-        )
+        let level = self.level(job.attained_gpu_ms);
+        OrderKey(level as i64, self.entered(job, level).0, job.seq)
     }
 }
 

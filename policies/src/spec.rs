@@ -84,6 +84,27 @@ named_enum!(
     }
 );
 
+named_enum!(
+    /// How preemption decides (`[policy] preemption_model`).
+    PreemptionModel {
+        /// fleetsim's own: a pass starts pending jobs and preempts only through the
+        /// `[policy.preemption]` rules.
+        #[default]
+        Fleetsim => "fleetsim",
+        /// The Tiresias simulator's (compatibility switch): at every arrival, completion or
+        /// LAS demotion wake-up, every job is re-decided from an empty fleet in the queue
+        /// order (`fifo`, `sjf` = fewest GPUs first as the peer's `sjf`, `srtf` = preemptive
+        /// shortest remaining time, `las` = the peer's `dlas-gpu`), preemption free (no
+        /// grace, progress kept). See [`crate::scheduler::RedecideOrder`].
+        Tiresias => "tiresias",
+    }
+);
+
+#[cfg(feature = "serde")]
+fn is_fleetsim_model(m: &PreemptionModel) -> bool {
+    *m == PreemptionModel::Fleetsim
+}
+
 /// A whole scheduler: every stage's policy and parameters. See the module docs.
 ///
 /// Units: fields ending in `_s` are seconds (rounded to the nearest millisecond when built);
@@ -171,6 +192,12 @@ pub struct SchedulerSpec {
         serde(default, skip_serializing_if = "Option::is_none")
     )]
     pub topology: Option<TopologyTable>,
+    /// [`PreemptionModel`]: `fleetsim` (default) or `tiresias`.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "is_fleetsim_model")
+    )]
+    pub preemption_model: PreemptionModel,
 }
 
 /// A stage key of [`SchedulerSpec`] that takes a policy name, with the names it accepts.
@@ -301,7 +328,45 @@ impl SchedulerSpec {
         if self.backfill_depth == Some(0) {
             return Err(SpecError::new("backfill_depth", "must be at least 1"));
         }
+        if self.preemption_model == PreemptionModel::Tiresias {
+            if self.redecide_order().is_none() {
+                return Err(SpecError::new(
+                    "queue_order",
+                    format!(
+                        "preemption_model = \"tiresias\" takes queue_order fifo, sjf, srtf or las, not `{}`",
+                        self.queue_order.kind().as_str()
+                    ),
+                ));
+            }
+            if self.preemption.is_some() || self.backfill != BackfillKind::None {
+                return Err(SpecError::new(
+                    "preemption_model",
+                    "the tiresias model re-decides every job itself: give no [policy.preemption] and no backfill",
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// The Tiresias model's order ([`PreemptionModel::Tiresias`]), `None` for a queue order
+    /// it does not take.
+    pub fn redecide_order(&self) -> Option<crate::scheduler::RedecideOrder> {
+        use crate::scheduler::RedecideOrder as R;
+        Some(match &self.queue_order {
+            QueueOrderSpec::Fifo {} => R::Arrival,
+            QueueOrderSpec::Sjf {} => R::FewestGpus,
+            QueueOrderSpec::Srtf {} => R::Remaining,
+            QueueOrderSpec::Las { .. } => {
+                let l = match self.resolved_queue_order() {
+                    QueueOrderSpec::Las {
+                        thresholds_gpu_s: Some(t),
+                    } => Las::from_gpu_s(&t),
+                    _ => Las::default(),
+                };
+                R::Las(l.thresholds_gpu_ms)
+            }
+            _ => return None,
+        })
     }
 
     /// The LAS queues: `[policy.las]`'s thresholds, else the `las` queue order's, else
@@ -380,6 +445,9 @@ impl SchedulerSpec {
             ),
             attempt_budget: self.cycle.as_ref().and_then(|c| c.attempt_budget),
             track_running: false,
+            redecide: (self.preemption_model == PreemptionModel::Tiresias)
+                .then(|| self.redecide_order())
+                .flatten(),
         }
     }
 
@@ -414,6 +482,10 @@ impl SchedulerSpec {
     /// The run's checkpoint interval (victims and failed jobs restart from their last
     /// checkpoint), if any.
     pub fn checkpoint_interval(&self) -> Option<SimDuration> {
+        if self.preemption_model == PreemptionModel::Tiresias {
+            // Free preemption: progress is kept to the millisecond.
+            return Some(SimDuration(1));
+        }
         self.preemption
             .as_ref()
             .and_then(|p| p.checkpoint_interval_s)

@@ -670,6 +670,8 @@ pub struct Simulation {
     lost_gpu_milli_ms: u128,
     preemption_log: Vec<PreemptionEvent>,
     next_tick: Option<SimTime>,
+    /// The scheduler's own wake-up ([`Scheduler::next_wake`]) pushed as a tick, if any.
+    wake_at: Option<SimTime>,
     backfill: bool,
     /// The decision list, reused from pass to pass.
     decisions: Vec<Decision>,
@@ -742,6 +744,7 @@ impl Simulation {
             lost_gpu_milli_ms: 0,
             preemption_log: Vec::new(),
             next_tick: None,
+            wake_at: None,
             backfill,
             decisions: Vec::new(),
             rel: reliability::ReliabilityStats {
@@ -1024,6 +1027,10 @@ impl Simulation {
                     self.next_tick = None;
                     self.dirty = true;
                 }
+                if self.wake_at == Some(t) {
+                    self.wake_at = None;
+                    self.dirty = true;
+                }
             }
             // (5) scheduling passes until one changes nothing.
             if self.dirty {
@@ -1063,6 +1070,15 @@ impl Simulation {
                 let m = &mut self.metrics;
                 self.sched
                     .count_pending_reasons(|r, n| m.add_pending_reason(r.as_str(), n));
+                // A pass the scheduler asked for (the Tiresias model's demotion wake-up).
+                let wake = self.sched.next_wake().filter(|&w| w > t);
+                if wake != self.wake_at {
+                    // A tick left from an earlier wake-up finds `wake_at` changed: no pass.
+                    self.wake_at = wake;
+                    if let Some(w) = wake {
+                        self.events.push(w, EventKind::Tick);
+                    }
+                }
                 if let Some(iv) = self.cfg.retry_interval {
                     // Another pass after the interval, while something is pending and
                     // something holds resources (else nothing could change before the next

@@ -396,6 +396,9 @@ pub enum TraceFormat {
     /// Alibaba PAI 2020 task table (`pai_task_table.csv`, joined with `pai_job_table.csv`
     /// beside it).
     AlibabaPai,
+    /// The Tiresias simulator's job list (`job_id,num_gpu,submit_time,…,duration`), read
+    /// under its `count` scheme: `num_gpu` one-GPU tasks.
+    Tiresias,
 }
 
 impl TraceFormat {

@@ -19,6 +19,7 @@ pub mod slurm_sacct;
 pub mod swf;
 pub mod synthetic;
 pub mod timefmt;
+pub mod tiresias;
 
 use std::collections::BTreeMap;
 
@@ -130,5 +131,7 @@ pub fn open_trace_with(
         (F::Helios, true) => Box::new(helios::read_all_sorted(path)?),
         (F::PhillyRaw, _) => Box::new(philly_raw::open(path)?),
         (F::AlibabaPai, _) => Box::new(alibaba_pai::open(path)?),
+        (F::Tiresias, false) => Box::new(tiresias::open(path)?),
+        (F::Tiresias, true) => Box::new(tiresias::read_all_sorted(path)?),
     })
 }

@@ -75,6 +75,9 @@ pub struct Extensions {
     /// Keep running jobs (needed to requeue jobs lost to node failures); implied by quota,
     /// preemption and backfill.
     pub track_running: bool,
+    /// Re-decide every job from an empty fleet at every event in this order (the Tiresias
+    /// preemption model, [`crate::scheduler::RedecideOrder`]); replaces the pass.
+    pub redecide: Option<super::RedecideOrder>,
 }
 
 impl std::fmt::Debug for Extensions {

@@ -48,6 +48,10 @@ pub(crate) struct Core {
     /// models, gang size, queue): it reads only those, the fleet's empty-node capacity
     /// classes and the queue and quota configuration, none of which change during a run.
     pub(crate) resolvable: BTreeMap<(TaskShape, ModelSet, u32, QueueId), Result<(), RejectReason>>,
+    /// The LAS queues when the `las` order or LAS preemption is on ([`super::las`]).
+    pub(crate) las: Option<crate::queue_order::Las>,
+    /// The last instant a running job was demoted to a lower LAS queue.
+    pub(crate) las_demoted_at: Option<SimTime>,
 }
 
 impl Core {

@@ -67,17 +67,22 @@ use crate::topology::TopologySpec;
 
 mod config;
 mod core;
+mod las;
 mod pass;
 mod pending;
 mod preempt;
+mod redecide;
 mod reserve;
 mod running;
 
 use self::core::*;
 pub use config::{Extensions, PendingReasons, QueueConfig, SchedulerConfig};
+use las::*;
 use pass::*;
 use pending::*;
 use preempt::*;
+use redecide::Redecide;
+pub use redecide::RedecideOrder;
 use reserve::*;
 use running::*;
 
@@ -96,6 +101,8 @@ pub struct Scheduler {
     /// The pass buffers, boxed so that a pass takes and returns them by moving a pointer
     /// (`None` only while a pass holds them).
     pass: Option<Box<PassState>>,
+    /// The Tiresias preemption model's state, when on ([`redecide`]).
+    redecide: Option<Box<Redecide>>,
 }
 
 impl Scheduler {
@@ -140,10 +147,19 @@ impl Scheduler {
                 fair_factors: Vec::new(),
                 reservations: Vec::new(),
                 resolvable: BTreeMap::new(),
+                las: match &config.queue_order {
+                    QueueOrderSpec::Las {
+                        thresholds_gpu_s: Some(t),
+                    } => Some(crate::queue_order::Las::from_gpu_s(t)),
+                    QueueOrderSpec::Las { .. } => Some(crate::queue_order::Las::default()),
+                    _ => None,
+                },
+                las_demoted_at: None,
             },
             pending: Vec::new(),
             pending_len: 0,
             pass: Some(Box::default()),
+            redecide: None,
         }
     }
 
@@ -163,7 +179,12 @@ impl Scheduler {
             .half_life
             .or(needs_decay.then_some(SimDuration::from_secs(7 * 86_400)))
             .map(DecayedUsage::new);
+        if let Some(l) = ext.preemption.as_ref().and_then(|p| p.las.clone()) {
+            c.las = Some(l);
+        }
         let track = ext.track_running
+            || ext.redecide.is_some()
+            || c.las.is_some()
             || ext.quota.is_some()
             || ext.preemption.is_some()
             || ext.backfill.is_some();
@@ -174,6 +195,7 @@ impl Scheduler {
         c.backfill = ext.backfill;
         c.budget = ext.attempt_budget;
         c.running = track.then(Vec::new);
+        self.redecide = ext.redecide.map(|o| Box::new(Redecide::new(o)));
         self
     }
 
@@ -320,6 +342,11 @@ impl Scheduler {
 
     /// Puts a (checked) job into its queue at `now`.
     fn enqueue(&mut self, job: PendingJob, now: SimTime) {
+        if let Some(r) = self.redecide.as_mut() {
+            r.enqueue(job);
+            self.pending_len += 1;
+            return;
+        }
         let c = &mut self.core;
         let next = c.cell_sets.len() as u32;
         let cells_key = if job.cells.is_empty() {
@@ -375,6 +402,16 @@ impl Scheduler {
     /// Number of pending jobs.
     pub fn pending_len(&self) -> usize {
         self.pending_len
+    }
+
+    /// When the scheduler wants a pass although no job arrives or ends (the Tiresias
+    /// model's demotion wake-up); the caller runs one then. `None`: no such time.
+    pub fn next_wake(&self) -> Option<SimTime> {
+        match &self.redecide {
+            Some(r) => r.wake(),
+            // LAS: the next threshold crossing of a running job (a demotion is an event).
+            None => self.core.next_las_crossing(self.core.now),
+        }
     }
 
     /// Pending jobs, queue by queue (ascending [`QueueId`]), each queue in queue order.
@@ -453,6 +490,9 @@ impl Scheduler {
     /// If the queue holds less than `gpu_milli`, or a tracked job is unknown: the caller's
     /// accounting is broken.
     pub fn on_job_end(&mut self, job: JobId, queue: QueueId, gpu_milli: u64, now: SimTime) {
+        if let Some(r) = self.redecide.as_mut() {
+            r.on_end(job);
+        }
         let c = &mut self.core;
         c.uncharge(queue, gpu_milli, now);
         if let Some(reg) = c.running.as_mut() {

@@ -67,7 +67,11 @@ impl Scheduler {
         now: SimTime,
         decisions: &mut Vec<Decision>,
     ) {
+        if self.redecide.is_some() {
+            return self.redecide_into(fleet, now, decisions);
+        }
         self.core.now = now;
+        self.core.record_demotions(now);
         self.core.fleet_gpu_milli = fleet.cells().iter().map(|c| c.available_gpu_milli).sum();
         self.maybe_rekey(now);
         let mut pass = self.pass.take().unwrap_or_default();

@@ -223,6 +223,7 @@ impl PendingJob {
             done: self.done,
             attained_gpu_ms: self.attained_gpu_ms,
             checkpoint_interval: self.checkpoint_interval,
+            las_entered: self.las_entered,
         }
     }
 }

@@ -148,7 +148,8 @@ pub(crate) fn could_preempt(
         return true;
     }
     if let Some(l) = &cfg.las {
-        if s.max_level > l.level(job.attained_gpu_ms) {
+        // A job demoted at this instant yields to those already waiting in its new queue.
+        if s.max_level > l.level(job.attained_gpu_ms) || c.las_demoted_at == Some(c.now) {
             return true;
         }
     }
@@ -235,8 +236,12 @@ pub(crate) fn candidates(
             // Rule P3: preempted earlier at this instant and restarted: not again now.
             continue;
         }
-        if my_preemptors.contains(&v.seq) {
-            // Rule P2: never preempt back a job that preempted this one.
+        // Rule P2: never preempt back a job that preempted this one, unless it is now behind
+        // this one in the LAS order (scheduler::las).
+        let p2 = my_preemptors.contains(&v.seq);
+        let las_ahead = c.las.is_some() && cfg.las.is_some();
+        let las_ahead = las_ahead && las_outranks(c.las.as_ref().expect("set"), job, r, now);
+        if p2 && !las_ahead {
             continue;
         }
         let same_queue = v.queue == job.queue;
@@ -288,7 +293,7 @@ pub(crate) fn candidates(
             }
         {
             Some(PreemptReason::Reclaim)
-        } else if capacity_ok && job_rank > v_rank {
+        } else if capacity_ok && (job_rank > v_rank || (job_rank.0 == v_rank.0 && las_ahead)) {
             Some(if job_rank.0 > v_rank.0 {
                 PreemptReason::Priority
             } else {
@@ -300,6 +305,9 @@ pub(crate) fn candidates(
             None
         };
         let Some(rule) = rule else { continue };
+        if p2 && rule != PreemptReason::Las {
+            continue;
+        }
         let key = VictimKey {
             tier: v.tier as u8,
             borrowing,
@@ -309,6 +317,10 @@ pub(crate) fn candidates(
             lost_gpu_milli_ms: r.lost_gpu_milli_ms(now),
             start_ms: r.start.0,
             seq: v.seq,
+        };
+        let key = match (rule, c.las.as_ref()) {
+            (PreemptReason::Las, Some(l)) => las_victim_key(l, r, now, key),
+            _ => key,
         };
         out.push(Candidate {
             id: v.id,
