@@ -85,7 +85,12 @@ pub fn compare(a: CompareArgs) -> Result<()> {
         .out
         .unwrap_or_else(|| PathBuf::from("out").join(format!("{}-compare", base.scenario.name)));
     crate::run::check_study_out_dir(&base, &a.common.trace_dir(), &out)?;
-    let prepared = outdir::prepare(&out, "compare", &base.scenario.name, a.common.reuse())?;
+    let reuse = if a.resume {
+        outdir::Reuse::Resume
+    } else {
+        a.common.reuse()
+    };
+    let prepared = outdir::prepare(&out, "compare", &base.scenario.name, reuse)?;
     let opts = CompareOptions {
         out: out.clone(),
         seeds: seeds(base.scenario.seed, a.seeds),

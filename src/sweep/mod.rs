@@ -671,13 +671,15 @@ pub fn changed_inputs(old: &BTreeMap<String, String>, new: &BTreeMap<String, Str
 }
 
 /// Writes the study's top-level [`crate::report::outset::MARKER`] over every file outside
-/// `runs/`.
+/// `runs/` but the folder's ownership manifest ([`crate::outdir::MANIFEST`]), which the
+/// study rewrites after the marker (it lists the marker among the study's files).
 ///
 /// # Errors
 /// The I/O error.
 pub fn complete_top_level(out: &Path) -> Result<()> {
-    let names = crate::report::outset::files_below(out, &["runs"])
+    let mut names = crate::report::outset::files_below(out, &["runs"])
         .with_context(|| format!("listing {}", out.display()))?;
+    names.retain(|n| n != crate::outdir::MANIFEST);
     crate::report::outset::finish(out, &names).with_context(|| format!("writing {}", out.display()))
 }
 

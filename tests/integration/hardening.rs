@@ -61,7 +61,7 @@ fn oversized_scenario_extends_target_and_deep_yaml_are_refused_naming_file_and_c
     let o = fleetsim().arg("validate").arg(&s).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
-        text(&o).contains("/dev/zero: larger than 16777216 bytes"),
+        text(&o).contains("`/dev/zero` cannot be read: larger than 16777216 bytes"),
         "{}",
         text(&o)
     );

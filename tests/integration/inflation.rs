@@ -138,7 +138,7 @@ fn the_wrote_line_lists_every_file() {
     assert!(o.status.success(), "{err}");
     assert!(
         err.contains(
-            "{summary.json,curves.csv,allocation.svg,attempts-fgd-7.csv,attempts-best-fit-7.csv}"
+            "{summary.json,curves.csv,allocation.svg,attempts-fgd-7.csv,attempts-best-fit-7.csv,complete.json}"
         ),
         "{err}"
     );
