@@ -165,6 +165,11 @@ fn reports_fit_the_page_and_read_in_human_units() {
         "{p99}"
     );
     let Some(browser) = chromium() else {
+        // .ci/run installs Chromium and asks for the browser check: there it must run.
+        assert!(
+            std::env::var_os("FLEETSIM_REQUIRE_CHROMIUM").is_none(),
+            "FLEETSIM_REQUIRE_CHROMIUM is set but no chromium was found"
+        );
         eprintln!(
             "no chromium: the layout check in a browser was skipped (the structure was checked)"
         );
