@@ -208,12 +208,12 @@ pub const BESTEFFORT_BESTFIT: &str = "[policy]\nqueue_order = \"fifo\"\nqueueing
 
 /// `saturated_quota_preempt`'s tables: [`quota_topology_policy`] with topology-aware
 /// placement, reclaim and fair-sharing preemption (grace 30 s, checkpoints every 30 min) and
-/// node failures (MTBF 2,000 h per node, log-normal repairs of mean 1 h, grace 30 s).
+/// node failures (MTBF 2,000 h per node, log-normal repairs of mean 1 h, grace 30 s, generated over the first 30 days).
 pub fn quota_preempt_policy(nodes: u32) -> String {
     quota_topology_policy(nodes).replace("placement = \"best-fit\"", "placement = \"topology-aware\"")
         + "[policy.preemption]\nreclaim_within_cohort = \"any\"\nfair_sharing = [\"less-than-or-equal-to-final-share\"]\n\
            grace_s = 30\ncheckpoint_interval_s = 1800\n\
-           [failures]\nmtbf_h = { H100 = 2000 }\nrepair = { distribution = \"lognormal\", mean_s = 3600, sigma = 1.0 }\ngrace_s = 30\n"
+           [failures]\nuntil_s = 2592000\nmtbf_h = { H100 = 2000 }\nrepair = { distribution = \"lognormal\", mean_s = 3600, sigma = 1.0 }\ngrace_s = 30\n"
 }
 
 /// Tiresias 2D-LAS (queues at 3,250 and 7,200 GPU-seconds, its NSDI'19 setting) with LAS
