@@ -321,6 +321,9 @@ pub struct JobRow {
     /// Accelerator-time of its runs' startup latency and restart overhead, GPU-milli·ms;
     /// kept only with [`EngineConfig::reliability`] (else 0).
     pub startup_gpu_milli_ms: u64,
+    /// Accelerator-time its tasks held through a termination grace on failed nodes,
+    /// GPU-milli·ms (not in `lost_gpu_milli_ms`: allocated = kept + lost + startup + this).
+    pub held_on_failed_gpu_milli_ms: u64,
     /// The reason it waited longest (`None`: it never waited).
     pub pending_reason: Option<PendingReason>,
     /// Start time of the first backfill reservation it got, if any.
@@ -563,6 +566,10 @@ struct Restarts {
     allocated_gpu_milli_ms: u64,
     /// When it was last lost to a node failure, until it restarts (time to recovery).
     lost_at: Option<SimTime>,
+    /// End of its current termination grace (while terminating).
+    release_at: Option<SimTime>,
+    /// Grace held on failed nodes, GPU-milli·ms (see [`JobRow::held_on_failed_gpu_milli_ms`]).
+    held_on_failed_gpu_milli_ms: u64,
     /// Its home cell (the first of the cells its trace row allows, when it allows several;
     /// kept only with the goodput account): a first start elsewhere is a cross-cell dispatch.
     home_cell: Option<CellId>,
@@ -837,6 +844,10 @@ impl Simulation {
             lost_gpu_milli_ms: r.extra.as_ref().map_or(0, |x| x.lost_gpu_milli_ms),
             allocated_gpu_milli_ms: self.job_account(id, finish).0,
             startup_gpu_milli_ms: self.job_account(id, finish).1,
+            held_on_failed_gpu_milli_ms: r
+                .extra
+                .as_ref()
+                .map_or(0, |x| x.held_on_failed_gpu_milli_ms),
             pending_reason: r.wait.as_deref().and_then(longest_reason),
             first_reservation: r.extra.as_ref().and_then(|x| x.first_reservation),
             state,
@@ -1499,6 +1510,7 @@ impl Simulation {
         let run = self.next_run;
         self.next_run = (self.next_run + 1) % NOT_RUNNING;
         rec.run = run;
+        rec.extra.get_or_insert_with(Box::default).release_at = Some(self.now + grace);
         self.events
             .push(self.now + grace, EventKind::Release(id, run));
     }
@@ -1570,6 +1582,14 @@ impl Simulation {
             NodeChangeKind::Fail { grace } => {
                 self.fleet.set_schedulable(change.node, false);
                 self.stop_jobs_on(change.node, grace, false);
+                self.book_held_on_failed(change.node);
+                // Capacity and allocation of a down node leave together (issue 17): a
+                // drained node stops counting as available, and what its stopped jobs
+                // hold through the grace becomes "held on failed nodes".
+                if self.draining.remove(&change.node) {
+                    self.metrics.add_draining(&self.fleet, change.node, false);
+                }
+                self.metrics.node_failed(&self.fleet, change.node);
             }
             NodeChangeKind::Drain => {
                 let n = change.node;
