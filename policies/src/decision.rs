@@ -36,6 +36,9 @@ pub enum RejectReason {
     /// The job names a queue the scenario's Kueue manifests (or `[[queues]]`) do not declare:
     /// neither a ClusterQueue nor a LocalQueue (Kueue never admits such a workload).
     UnknownQueue,
+    /// The gang's total of some resource (tasks × per-task accelerator-milli, CPU
+    /// milli-cores or memory MiB) exceeds 2⁶⁴ − 1: no fleet can hold it.
+    RequestTooLarge,
 }
 
 impl RejectReason {
@@ -52,6 +55,7 @@ impl RejectReason {
             RejectReason::OverQuota => "over_quota",
             RejectReason::NoQuotaFlavor => "no_quota_flavor",
             RejectReason::UnknownQueue => "unknown_queue",
+            RejectReason::RequestTooLarge => "request_too_large",
         }
     }
 }

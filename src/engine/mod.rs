@@ -589,6 +589,12 @@ enum JobState {
     Awaiting,
 }
 
+/// Accelerator-time a job asks for: tasks × per-task GPU-milli × run time, GPU-milli·ms,
+/// exact in 128 bits (≤ 2⁶⁴ · 2³² · 2⁶⁴ would not fit, so the product saturates instead).
+fn demand_of(shape: &TaskShape, tasks: u32, runtime: SimDuration) -> u128 {
+    (u128::from(shape.total_gpu_milli()) * u128::from(tasks)).saturating_mul(u128::from(runtime.0))
+}
+
 const NOT_RUNNING: u32 = u32::MAX;
 
 /// Most jobs in flight: release events carry a flag in bit 31 of the job id.
@@ -862,6 +868,11 @@ impl Simulation {
         reason: RejectReason,
         sink: &mut dyn JobSink,
     ) -> Result<(), EngineError> {
+        // A rejected job is not demand: the fleet could never hold it (issue 17).
+        let rec = &self.jobs[id.index()];
+        let d = demand_of(&rec.shape, rec.tasks, rec.runtime);
+        let ts = &mut self.tenant_stats[rec.tenant.index()];
+        ts.demand_gpu_milli_ms = ts.demand_gpu_milli_ms.saturating_sub(d);
         self.counts.rejected += 1;
         *self
             .counts
@@ -1190,8 +1201,7 @@ impl Simulation {
             let ts = &mut self.tenant_stats[tenant.index()];
             ts.jobs += 1;
             if spec.recorded != RecordedKind::NeverRan {
-                ts.demand_gpu_milli_ms +=
-                    (spec.shape.total_gpu_milli() * spec.tasks as u64) as u128 * runtime.0 as u128;
+                ts.demand_gpu_milli_ms += demand_of(&spec.shape, spec.tasks, runtime);
             }
         }
         let id = match self.free_slots.pop() {

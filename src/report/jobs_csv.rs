@@ -101,7 +101,7 @@ pub fn record(r: &JobRow) -> Vec<String> {
         (Some(t), Some(e)) => format!("{:.6}", (t as f64 / e.max(10_000) as f64).max(1.0)),
         _ => String::new(),
     };
-    let gpus = r.shape.total_gpu_milli() * r.tasks as u64;
+    let gpus = u128::from(r.shape.total_gpu_milli()) * u128::from(r.tasks);
     vec![
         r.id.to_string(),
         r.name.clone(),
@@ -122,7 +122,7 @@ pub fn record(r: &JobRow) -> Vec<String> {
         r.shape.gpu_milli.to_string(),
         r.shape.cpu_milli.to_string(),
         r.shape.mem_mib.to_string(),
-        crate::report::format::milli_as_units(gpus as u128),
+        crate::report::format::milli_as_units(gpus),
         opt(r.requested_time.map(|d| d.0)),
         r.cell.clone().unwrap_or_default(),
         r.nodes.join(" "),

@@ -126,3 +126,114 @@ proptest! {
             "occupancy integral {} + held {} vs account {}", s.allocated_gpu_s, s.held_on_failed_nodes_gpu_s, rel.allocated_gpu_s);
     }
 }
+
+/// Writes the scenario and files and runs it without unwrapping: `Ok` summary or the error
+/// text (a scenario or trace error), never a panic.
+fn try_run(
+    scenario_toml: &str,
+    files: &[(&str, &str)],
+) -> Result<fleetsim::run::RunOutput, String> {
+    use fleetsim::run::{run_scenario, RunOptions};
+    use fleetsim::scenario::{self, TraceDir};
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let path = dir.path().join("scenario.toml");
+    std::fs::write(&path, scenario_toml).unwrap();
+    let mut loaded = scenario::load(&path).map_err(|e| e.to_string())?;
+    loaded.scenario.metrics.audit_every_instant = true;
+    let opts = RunOptions {
+        seed: None,
+        trace_dir: TraceDir(crate::support::public_traces()),
+        out_dir: None,
+        keep_rows: true,
+    };
+    run_scenario(&loaded, &opts, &mut |_, _| {}).map_err(|e| e.to_string())
+}
+
+/// A node with (practically) unlimited CPU and a queue with a 1,000-core CPU quota.
+fn huge_cpu_quota_scenario() -> String {
+    "name = \"huge\"\n[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.nodes]]\nnames = [\"n1\", \"n2\", \"n3\", \"n4\"]\naccelerator = \"H100\"\ngpus = 8\ncpu_milli = 9223372036854775807\nmem_mib = 9223372036854775807\n[workload]\ntrace = { format = \"native\", path = \"jobs.csv\" }\n[policy]\nplacement = \"first-fit\"\n[[cohorts]]\nname = \"co\"\n[[queues]]\nname = \"T\"\ncohort = \"co\"\nflavors = [{ name = \"H100\", gpus = { nominal = 32 }, cpus = { nominal = 1000 } }]\n".to_string()
+}
+
+/// 4 tasks × 2⁶² milli-cores = 2⁶⁴: an unchecked 64-bit multiply wraps it to 0 (release)
+/// or panics (debug) and the job is admitted under a 1,000-core quota. Each task fits a
+/// node (cpu 2⁶³ − 1, the most TOML holds), so the refusal is for the gang's total: `request_too_large`. The
+/// small job beside it runs.
+#[test]
+fn gang_total_beyond_u64_is_rejected_not_wrapped() {
+    let csv = "id,submit_s,tenant,queue,num_gpu,tasks,cpu_milli,runtime_s\nH,0,T,T,1,4,4611686018427387904,100\nS,0,T,T,1,1,1000,100\n";
+    let out = try_run(&huge_cpu_quota_scenario(), &[("jobs.csv", csv)]).unwrap();
+    assert_eq!(out.summary.jobs.rejected, 1);
+    assert_eq!(out.summary.jobs.rejected_by_reason["request_too_large"], 1);
+    let h = job(&out, "H");
+    assert_eq!(h.state, FinalState::Rejected);
+    assert_eq!(h.reason.as_deref(), Some("request_too_large"));
+    assert_eq!(job(&out, "S").state, FinalState::Completed);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, max_shrink_iters: 50, ..ProptestConfig::default() })]
+
+    /// Requests up to `u64::MAX` in any per-task field (num_gpu and gpu_milli up to
+    /// `u32::MAX`, cpu_milli and mem_mib up to `u64::MAX`; gangs of 1, 4 or 65 tasks, so
+    /// 4 × 2⁶² and 65 × `u64::MAX` overflow 64 bits): the
+    /// run either refuses the row with an error or runs, rejecting what cannot fit; never a
+    /// wrap or a panic (debug builds check arithmetic overflow). Every job ends rejected
+    /// or completed, and tenant demand counts completed jobs only.
+    #[test]
+    fn huge_requests_error_or_reject_never_wrap(
+        rows in prop::collection::vec((
+            prop_oneof![Just(0u64), Just(1), Just(8), Just(65), Just(u64::from(u32::MAX))],
+            prop_oneof![Just(1000u64), Just(500), Just(0), Just(u64::from(u32::MAX))],
+            prop_oneof![Just(1u64), Just(4), Just(65)],
+            prop_oneof![Just(0u64), Just(1000), Just(1 << 62), Just(u64::MAX)],
+            prop_oneof![Just(0u64), Just(1024), Just(1 << 62), Just(u64::MAX)],
+            1u64..1000,
+        ), 1..6),
+    ) {
+        let mut csv = String::from("id,submit_s,tenant,queue,num_gpu,gpu_milli,tasks,cpu_milli,mem_mib,runtime_s\n");
+        for (i, (g, m, t, c, mem, r)) in rows.iter().enumerate() {
+            let m = if *g == 0 { 0 } else { *m };
+            csv += &format!("j{i},{i},T,T,{g},{m},{t},{c},{mem},{r}\n");
+        }
+        match try_run(&huge_cpu_quota_scenario(), &[("jobs.csv", &csv)]) {
+            Err(e) => prop_assert!(e.contains("jobs.csv") || e.contains("job"), "{}", e),
+            Ok(out) => {
+                let mut demand = 0.0;
+                for r in out.jobs.as_ref().unwrap() {
+                    prop_assert!(matches!(r.state, FinalState::Rejected | FinalState::Completed), "{:?}", r);
+                    if r.state == FinalState::Completed {
+                        demand += (r.shape.total_gpu_milli() * r.tasks as u64 * r.run_ms.unwrap()) as f64 / 1e6;
+                    }
+                }
+                let t = &out.summary.tenants["T"];
+                prop_assert!((t.demand_gpu_s - demand).abs() <= 1e-9 * demand.max(1.0), "{} vs {}", t.demand_gpu_s, demand);
+            }
+        }
+    }
+}
+
+/// A task of 65 GPUs (more than any node may have) was bad input that failed the whole
+/// trace (exit 2); it is now rejected at submit like any never-fitting job and counted by
+/// reason. And a rejected job is not demand: T's demand is the small job's 8 GPUs × 100 s
+/// = 800 GPU-s (the 65-GPU job would have added 65 × 100 = 6,500).
+#[test]
+fn oversize_task_is_rejected_at_submit_and_not_demand() {
+    let scenario = format!("name = \"oversize\"\n{}", fleet(&["n1", "n2"]));
+    let out = run(
+        &scenario,
+        &[(
+            "jobs.csv",
+            "id,submit_s,tenant,num_gpu,runtime_s\nBIG,0,T,65,100\nS,0,T,8,100\n",
+        )],
+    );
+    assert_eq!(out.summary.jobs.rejected, 1);
+    assert_eq!(
+        out.summary.jobs.rejected_by_reason["task_larger_than_any_node"],
+        1
+    );
+    assert_eq!(job(&out, "S").state, FinalState::Completed);
+    assert_eq!(out.summary.tenants["T"].demand_gpu_s, 800.0);
+}

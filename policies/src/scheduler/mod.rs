@@ -194,6 +194,9 @@ impl Scheduler {
         if job.tasks == 0 {
             return Err(RejectReason::EmptyGang);
         }
+        if job.gang_totals().is_none() {
+            return Err(RejectReason::RequestTooLarge);
+        }
         let cells = (0..fleet.cells().len())
             .map(|c| CellId(c as u16))
             .filter(|&c| job.allows_cell(c));
