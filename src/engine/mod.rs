@@ -297,6 +297,15 @@ pub struct JobRow {
     pub finish: Option<SimTime>,
     /// Time it ran (finish − start), ms.
     pub run_ms: Option<u64>,
+    /// Its run time as simulated (the trace's, cut to its time limit), ms: the denominator
+    /// of its stretch and bounded slowdown, as in the summary.
+    pub runtime_ms: u64,
+    /// Wall time it held resources running, over all its runs (grace periods excluded), ms;
+    /// `None` if it never started.
+    pub service_ms: Option<u64>,
+    /// Time it waited in the queues, over all its waits (first wait and every wait after a
+    /// preemption or failure, up to the end of the run for a job pending then), ms.
+    pub pending_ms: Option<u64>,
     /// Time limit, if any.
     pub requested_time: Option<SimDuration>,
     /// Gang size.
@@ -570,6 +579,12 @@ struct Restarts {
     release_at: Option<SimTime>,
     /// Grace held on failed nodes, GPU-milli·ms (see [`JobRow::held_on_failed_gpu_milli_ms`]).
     held_on_failed_gpu_milli_ms: u64,
+    /// Wall time of its stopped runs, ms.
+    served_ms: u64,
+    /// Time it waited after its first start (requeued), ms.
+    requeued_pending_ms: u64,
+    /// Pending again since (after a stop), until it restarts.
+    pending_since: Option<SimTime>,
     /// Its home cell (the first of the cells its trace row allows, when it allows several;
     /// kept only with the goodput account): a first start elsewhere is a cross-cell dispatch.
     home_cell: Option<CellId>,
@@ -834,6 +849,27 @@ impl Simulation {
                 (Some(s), Some(f)) => Some((f - s).0),
                 _ => None,
             },
+            runtime_ms: r.runtime.0,
+            service_ms: r.start.map(|s| {
+                let x = r.extra.as_deref();
+                let current = if r.state == JobState::Running {
+                    let from = x.and_then(|x| x.run_start).unwrap_or(s);
+                    finish.unwrap_or(self.now).saturating_since(from).0
+                } else {
+                    0
+                };
+                x.map_or(0, |x| x.served_ms) + current
+            }),
+            pending_ms: Some(match r.start {
+                None => self.now.saturating_since(r.submit).0,
+                Some(s) => {
+                    let x = r.extra.as_deref();
+                    let open = x
+                        .and_then(|x| x.pending_since)
+                        .map_or(0, |p| self.now.saturating_since(p).0);
+                    (s - r.submit).0 + x.map_or(0, |x| x.requeued_pending_ms) + open
+                }
+            }),
             requested_time: r.time_limit,
             tasks: r.tasks,
             shape: r.shape,
@@ -1391,6 +1427,9 @@ impl Simulation {
                 } else if let Some(x) = rec.extra.as_mut() {
                     x.run_start = Some(now);
                     done = x.done;
+                    if let Some(p) = x.pending_since.take() {
+                        x.requeued_pending_ms += now.saturating_since(p).0;
+                    }
                 }
                 rec.cell = Some(cell);
                 rec.allocs = Allocs::from_vec(tasks);
@@ -1503,8 +1542,11 @@ impl Simulation {
             let kept = kept_progress(total, self.cfg.checkpoint_interval);
             (kept, (total.0 - kept.0 + grace.0) as u128 * gpu as u128)
         };
+        let now = self.now;
         let rec = &mut self.jobs[id.index()];
+        let start = rec.start.unwrap_or(now);
         let x = rec.extra.get_or_insert_with(Box::default);
+        x.served_ms += now.saturating_since(x.run_start.unwrap_or(start)).0;
         x.done = kept;
         x.lost_gpu_milli_ms = x
             .lost_gpu_milli_ms
@@ -1538,9 +1580,11 @@ impl Simulation {
         } else {
             rec.allocs.as_slice().iter().map(|a| a.node).collect()
         };
+        let now = self.now;
         let rec = &mut self.jobs[id.index()];
         rec.allocs = Allocs::None;
         rec.state = JobState::Pending;
+        rec.extra.get_or_insert_with(Box::default).pending_since = Some(now);
         rec.run = NOT_RUNNING;
         self.running -= 1;
         if !nodes.is_empty() {
@@ -1818,7 +1862,11 @@ impl Simulation {
             (None, 0) => EndReason::Drained,
             (None, n) => EndReason::Stuck { pending: n as u64 },
         };
-        let occupancy = self.metrics.finish(stopped_at_horizon);
+        // With a horizon the window ends at it, or at the last event when the run ended
+        // before it (stuck jobs' blocked time counts; a run where nothing completes still
+        // has a window), never at the last completion alone (issue 17).
+        let window_end = stopped_at_horizon.or_else(|| self.cfg.horizon.map(|h| self.now.min(h)));
+        let occupancy = self.metrics.finish(window_end);
         // Per-tenant waits: the collector's waits grouped by tenant in place (no copy).
         let groups = crate::metrics::stats::group_by_tag(
             &mut self.metrics.waits_ms,

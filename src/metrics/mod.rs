@@ -3,8 +3,8 @@
 //! * **occupancy** (allocation rate) = allocated GPU-milli·ms / available GPU-milli·ms over the
 //!   window `[a, b]`; a node that is down or drained is not available; a fractional task counts
 //!   its GPU-milli. Fleet-wide, per cell and per accelerator model, and per time-series interval.
-//! * **window**: `a` = first submission + warm-up; `b` = last completion, or the horizon when
-//!   the run stopped there with work left.
+//! * **window**: `a` = first submission + warm-up; `b` = with a horizon, the horizon or the
+//!   last event, whichever is first; without one, the last completion.
 //! * **wait** (queueing delay) = first start − submit; **JCT** = finish − submit; **bounded
 //!   slowdown** = max(1, JCT / max(run time, 10 s)) (Feitelson). Counted for jobs submitted
 //!   inside the window; jobs that did not start by `b` are *censored*, counted apart. Jobs
@@ -614,9 +614,10 @@ impl Collector {
         self.last_finish
     }
 
-    /// Closes the window. `stopped_at_horizon` is the horizon when the run stopped there with
-    /// work left (the window then ends at the horizon); otherwise it ends at the last
-    /// completion. Call after [`Collector::advance`] to the final time.
+    /// Closes the window. `stopped_at_horizon` is the window's end when the scenario has a
+    /// horizon (the horizon when the run stopped there with work left, else the last
+    /// event); without one (`None`) the window ends at the last completion. Call after
+    /// [`Collector::advance`] to the final time.
     pub fn finish(&mut self, stopped_at_horizon: Option<SimTime>) -> Occupancy {
         self.settle_avail_at_finish();
         let a = self.window_start.unwrap_or(SimTime::ZERO);

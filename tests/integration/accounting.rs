@@ -237,3 +237,76 @@ fn oversize_task_is_rejected_at_submit_and_not_demand() {
     assert_eq!(job(&out, "S").state, FinalState::Completed);
     assert_eq!(out.summary.tenants["T"].demand_gpu_s, 800.0);
 }
+
+/// With `horizon_s`, the window ends at the horizon or the last event, whichever is first,
+/// not at the last completion.
+///
+/// n1, n2 (8 GPUs). A (8 GPUs, 100 s) runs on n1 0–100. n2 fails at 50 for good, so B (2
+/// tasks × 8 GPUs) waits forever (resolvable: the cell holds 2 nodes). n1 (empty) fails
+/// at 400, the last event. Horizon 10,000 s: the
+/// window is 0–400. Available n1 8 × 400 + n2 8 × 50 = 3,600 GPU-s; allocated 800 →
+/// occupancy 0.2222 (it was 800 / (800 + 400) = 0.667 with the window cut at A's end).
+#[test]
+fn horizon_window_ends_at_the_last_event_not_the_last_completion() {
+    let scenario = format!(
+        "name = \"win\"\n{}[metrics]\nhorizon_s = 10000\n[[node_events]]\nat_s = 50\nnode = \"n2\"\nkind = \"fail\"\n[[node_events]]\nat_s = 400\nnode = \"n1\"\nkind = \"fail\"\n",
+        fleet(&["n1", "n2"])
+    );
+    let out = run(
+        &scenario,
+        &[(
+            "jobs.csv",
+            "id,submit_s,tenant,num_gpu,tasks,runtime_s\nA,0,T,8,1,100\nB,1,T,8,2,100\n",
+        )],
+    );
+    assert_eq!(out.summary.available_gpu_s, 3_600.0);
+    assert_eq!(out.summary.allocated_gpu_s, 800.0);
+    assert_eq!(out.summary.occupancy, Some(800.0 / 3_600.0));
+    assert_eq!(out.result.occupancy.window_end.0, 400_000);
+}
+
+/// jobs.csv's per-job figures as the summary computes them, with service and pending time.
+///
+/// n1 (8 GPUs). L (8 GPUs, 1,000 s, priority 0) starts at 0; n1 fails at 100 (grace 0)
+/// and is repaired at 300: L (no checkpoint) waits 100–300 and reruns 300–1,300.
+/// Turnaround 1,300, run time 1,000: stretch 1.3, bounded slowdown 1.3 (the summary's
+/// mean is the same 1.3; finish − first start would give 1.0). Service 100 + 1,000 =
+/// 1,100 s; pending 0 + 200 = 200 s; failures 1.
+#[test]
+fn jobs_csv_stretch_service_and_pending_time_match_the_summary() {
+    let scenario = format!(
+        "name = \"perjob\"\n{}[[node_events]]\nat_s = 100\nnode = \"n1\"\nkind = \"fail\"\n[[node_events]]\nat_s = 300\nnode = \"n1\"\nkind = \"repair\"\n",
+        fleet(&["n1"])
+    );
+    let out = run(
+        &scenario,
+        &[(
+            "jobs.csv",
+            "id,submit_s,tenant,num_gpu,runtime_s\nL,0,T,8,1000\n",
+        )],
+    );
+    let l = job(&out, "L");
+    assert_eq!(
+        (l.start, l.finish),
+        (
+            Some(fleetsim_policies::SimTime(0)),
+            Some(fleetsim_policies::SimTime(1_300_000))
+        )
+    );
+    assert_eq!(l.service_ms, Some(1_100_000));
+    assert_eq!(l.pending_ms, Some(200_000));
+    let rec = fleetsim::report::jobs_csv::record(l);
+    let col = |name: &str| {
+        let i = fleetsim::report::jobs_csv::HEADER
+            .iter()
+            .position(|h| *h == name)
+            .unwrap();
+        rec[i].clone()
+    };
+    assert_eq!(col("stretch"), "1.300000");
+    assert_eq!(col("bounded_slowdown"), "1.300000");
+    assert_eq!(col("service_time"), "1100.000");
+    assert_eq!(col("pending_time"), "200.000");
+    assert_eq!(col("failures"), "1");
+    assert_eq!(out.summary.bounded_slowdown.mean, Some(1.3));
+}
