@@ -39,6 +39,10 @@ pub enum RejectReason {
     /// The gang's total of some resource (tasks × per-task accelerator-milli, CPU
     /// milli-cores or memory MiB) exceeds 2⁶⁴ − 1: no fleet can hold it.
     RequestTooLarge,
+    /// The gang's topology can never be met: a strict spread over more distinct nodes than
+    /// can hold a task, a strict pack or a required level (node, domain, block) or slice
+    /// larger than any group of that level holds (field case B30).
+    TopologyInfeasible,
 }
 
 impl RejectReason {
@@ -56,6 +60,7 @@ impl RejectReason {
             RejectReason::NoQuotaFlavor => "no_quota_flavor",
             RejectReason::UnknownQueue => "unknown_queue",
             RejectReason::RequestTooLarge => "request_too_large",
+            RejectReason::TopologyInfeasible => "topology_infeasible",
         }
     }
 }

@@ -310,3 +310,89 @@ fn jobs_csv_stretch_service_and_pending_time_match_the_summary() {
     assert_eq!(col("failures"), "1");
     assert_eq!(out.summary.bounded_slowdown.mean, Some(1.3));
 }
+
+/// Field case B30: a strict-spread gang needing more distinct nodes than exist is rejected
+/// at submit and never holds a strict-FIFO queue. n1, n2 (8 GPUs); pg1 = 3 bundles × 2
+/// GPUs, pg2 = 2 × 2, both STRICT_SPREAD at 0: pg1 rejected (topology_infeasible), pg2
+/// runs 0–600 on n1 + n2.
+#[test]
+fn b30_strict_spread_over_more_nodes_than_exist_is_rejected_at_submit() {
+    let scenario = "name = \"b30\"\n[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.nodes]]\nnames = [\"n1\", \"n2\"]\naccelerator = \"H100\"\ngpus = 8\n[workload]\ntrace = { format = \"native\", path = \"jobs.csv\" }\n[policy.topology]\nray_strategy = \"STRICT_SPREAD\"\n[[queues]]\nname = \"Q\"\nstrategy = \"strict-fifo\"\n";
+    let out = run(
+        scenario,
+        &[(
+            "jobs.csv",
+            "id,submit_s,tenant,queue,tasks,num_gpu,runtime_s\npg1,0,t,Q,3,2,600\npg2,0,t,Q,2,2,600\n",
+        )],
+    );
+    let pg1 = job(&out, "pg1");
+    assert_eq!(pg1.state, FinalState::Rejected);
+    assert_eq!(pg1.reason.as_deref(), Some("topology_infeasible"));
+    let pg2 = job(&out, "pg2");
+    assert_eq!(
+        (pg2.start, pg2.finish),
+        (
+            Some(fleetsim_policies::SimTime(0)),
+            Some(fleetsim_policies::SimTime(600_000))
+        )
+    );
+    let mut nodes = pg2.nodes.clone();
+    nodes.sort();
+    assert_eq!(nodes, vec!["n1", "n2"]);
+    assert_eq!(
+        out.summary.jobs.rejected_by_reason["topology_infeasible"],
+        1
+    );
+}
+
+/// A gang required inside one NVLink domain larger than any domain is rejected at submit.
+/// 4 nodes of 8 GPUs in domains of 2 nodes (16 GPUs each): G (3 × 8 GPUs, required
+/// `domain`) can never be placed (24 > 16) though the cell holds 32; S (2 × 8) runs.
+#[test]
+fn required_domain_larger_than_any_domain_is_rejected_at_submit() {
+    let scenario = "name = \"dom\"\n[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.nodes]]\nnames = [\"n1\", \"n2\", \"n3\", \"n4\"]\naccelerator = \"H100\"\ngpus = 8\nnodes_per_domain = 2\n[workload]\ntrace = { format = \"native\", path = \"jobs.csv\" }\n[policy.topology]\nrequired = \"domain\"\n";
+    let out = run(
+        scenario,
+        &[(
+            "jobs.csv",
+            "id,submit_s,tenant,tasks,num_gpu,runtime_s\nG,0,t,3,8,100\nS,0,t,2,8,100\n",
+        )],
+    );
+    assert_eq!(
+        job(&out, "G").reason.as_deref(),
+        Some("topology_infeasible")
+    );
+    assert_eq!(job(&out, "S").state, FinalState::Completed);
+}
+
+/// `fleetsim validate` reports never-fitting jobs by count and reason and still succeeds:
+/// on 2 nodes of 8 GPUs with STRICT_SPREAD gangs, a 65-GPU task (larger than any node), a
+/// 3-task spread (more nodes than exist) and 4 tasks × 2⁶² milli-cores (request too large)
+/// beside one job that fits.
+#[test]
+fn validate_reports_never_fitting_jobs_by_reason_without_failing() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("jobs.csv"),
+        "id,submit_s,tenant,tasks,num_gpu,cpu_milli,runtime_s\nbig,0,t,1,65,0,10\nspread,0,t,3,2,0,10\nhuge,0,t,4,1,4611686018427387904,10\nok,0,t,2,2,0,10\n",
+    )
+    .unwrap();
+    let p = dir.path().join("s.toml");
+    std::fs::write(&p, "name = \"v\"\n[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.nodes]]\nnames = [\"n1\", \"n2\"]\naccelerator = \"H100\"\ngpus = 8\ncpu_milli = 9223372036854775807\n[workload]\ntrace = { format = \"native\", path = \"jobs.csv\" }\n[policy.topology]\nray_strategy = \"STRICT_SPREAD\"\n").unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_fleetsim"))
+        .arg("validate")
+        .arg(&p)
+        .output()
+        .unwrap();
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        out.contains("never fit (rejected at submit): 3 jobs: 1 request_too_large, 1 task_larger_than_any_node, 1 topology_infeasible"),
+        "{out}"
+    );
+}
