@@ -166,7 +166,7 @@ pub fn run_point(
                         submit_ms: r.submit.0,
                         start_ms: r.start.map(|t| t.0),
                         finish_ms: r.finish.map(|t| t.0),
-                        gpu_milli: r.shape.total_gpu_milli() * r.tasks as u64,
+                        gpu_milli: r.shape.total_gpu_milli().saturating_mul(r.tasks as u64),
                         measured: r.measured,
                     },
                 )

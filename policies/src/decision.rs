@@ -36,6 +36,13 @@ pub enum RejectReason {
     /// The job names a queue the scenario's Kueue manifests (or `[[queues]]`) do not declare:
     /// neither a ClusterQueue nor a LocalQueue (Kueue never admits such a workload).
     UnknownQueue,
+    /// The gang's total of some resource (tasks × per-task accelerator-milli, CPU
+    /// milli-cores or memory MiB) exceeds 2⁶⁴ − 1: no fleet can hold it.
+    RequestTooLarge,
+    /// The gang's topology can never be met: a strict spread over more distinct nodes than
+    /// can hold a task, a strict pack or a required level (node, domain, block) or slice
+    /// larger than any group of that level holds (field case B30).
+    TopologyInfeasible,
 }
 
 impl RejectReason {
@@ -52,6 +59,8 @@ impl RejectReason {
             RejectReason::OverQuota => "over_quota",
             RejectReason::NoQuotaFlavor => "no_quota_flavor",
             RejectReason::UnknownQueue => "unknown_queue",
+            RejectReason::RequestTooLarge => "request_too_large",
+            RejectReason::TopologyInfeasible => "topology_infeasible",
         }
     }
 }

@@ -107,9 +107,23 @@ pub struct PendingJob {
 }
 
 impl PendingJob {
-    /// Total GPU-milli of the whole gang.
+    /// Total GPU-milli of the whole gang (saturating at `u64::MAX`; a gang whose exact total
+    /// does not fit is refused at submit, see [`PendingJob::gang_totals`]).
     pub fn total_gpu_milli(&self) -> u64 {
-        self.shape.total_gpu_milli() * self.tasks as u64
+        self.shape
+            .total_gpu_milli()
+            .saturating_mul(self.tasks as u64)
+    }
+
+    /// The whole gang's accelerator-milli, CPU milli-cores and memory MiB (tasks × per-task
+    /// request), or `None` when one of them exceeds `u64::MAX`.
+    pub fn gang_totals(&self) -> Option<[u64; 3]> {
+        let t = self.tasks as u64;
+        Some([
+            self.shape.total_gpu_milli().checked_mul(t)?,
+            self.shape.cpu_milli.checked_mul(t)?,
+            self.shape.mem_mib.checked_mul(t)?,
+        ])
     }
 
     /// True when the job may run in `cell`.

@@ -51,14 +51,10 @@ impl TaskShape {
     ///
     /// # Errors
     /// A message naming the inconsistent field: `gpu_milli` outside `1..=1000` with GPUs
-    /// requested, `gpu_milli` set without GPUs, or `num_gpu` above [`MAX_GPUS_PER_NODE`].
+    /// requested, or `gpu_milli` set without GPUs. A task asking for more accelerators than
+    /// a node may have ([`MAX_GPUS_PER_NODE`]) is consistent: it is refused at submit as
+    /// larger than any node, not bad input (issue 17).
     pub fn validate(&self) -> Result<(), String> {
-        if self.num_gpu > MAX_GPUS_PER_NODE {
-            return Err(format!(
-                "num_gpu {} exceeds the {} accelerators a node may have",
-                self.num_gpu, MAX_GPUS_PER_NODE
-            ));
-        }
         if self.num_gpu == 0 && self.gpu_milli != 0 {
             return Err(format!("gpu_milli {} given with num_gpu 0", self.gpu_milli));
         }

@@ -884,6 +884,35 @@ impl FleetState {
         room >= tasks as u64
     }
 
+    /// The most tasks of `shape` that empty nodes of one group of `level` in `cell` could
+    /// hold together (every node up; a model outside `models` holds none), and the number
+    /// of nodes of `cell` that could hold at least one. `O(nodes of the fleet)`.
+    pub fn group_capacity(
+        &self,
+        cell: CellId,
+        shape: &TaskShape,
+        models: ModelSet,
+        level: crate::topology::Level,
+    ) -> (u64, u64) {
+        let mut per_group: std::collections::BTreeMap<u32, u64> = Default::default();
+        let mut nodes = 0u64;
+        for (i, n) in self.nodes.iter().enumerate() {
+            if n.cell != cell || (shape.num_gpu > 0 && !n.model.is_some_and(|m| models.allows(m))) {
+                continue;
+            }
+            let k = Self::tasks_per_empty_node(shape, n.gpus, n.cpu_milli, n.mem_mib);
+            if k == 0 {
+                continue;
+            }
+            nodes += 1;
+            let g = per_group
+                .entry(self.level_id(NodeId(i as u32), level))
+                .or_insert(0);
+            *g = g.saturating_add(k);
+        }
+        (per_group.values().copied().max().unwrap_or(0), nodes)
+    }
+
     /// True when one task of `shape` fits some empty node of `cell`.
     pub fn task_fits_some_node(&self, cell: CellId, shape: &TaskShape, models: ModelSet) -> bool {
         self.can_ever_fit(cell, shape, models, 1)

@@ -198,3 +198,52 @@ impl TopologySpec {
         }
     }
 }
+
+/// True when some cell `job` allows could, empty and with every node up, meet the gang's
+/// topology (its own, or `default` for a gang): a strict spread needs as
+/// many distinct nodes that hold a task as it has tasks; a strict pack, or a required
+/// level, needs one group of that level holding the whole gang; a slice needs one group
+/// of its level holding a whole slice. `O(nodes)` per cell.
+pub fn feasible(
+    fleet: &crate::FleetState,
+    job: &crate::PendingJob,
+    default: Option<TopologySpec>,
+) -> bool {
+    let topo = match job.topology {
+        Some(t) => t,
+        None if job.tasks > 1 => match default {
+            Some(t) => t,
+            None => return true,
+        },
+        None => return true,
+    };
+    let tasks = u64::from(job.tasks);
+    let mut needs: Vec<(Level, u64)> = Vec::new();
+    match topo.ray {
+        Some(RayStrategy::StrictPack) => needs.push((Level::Node, tasks)),
+        Some(RayStrategy::StrictSpread) => needs.push((Level::Cell, u64::MAX)),
+        _ => {}
+    }
+    if let (Some(l), TopologyMode::Required) = (topo.level, topo.mode) {
+        needs.push((l, tasks));
+    }
+    if let Some(s) = topo.slice_size.filter(|&s| s > 0) {
+        needs.push((topo.slice_level, u64::from(s).min(tasks)));
+    }
+    if needs.is_empty() {
+        return true;
+    }
+    (0..fleet.cells().len())
+        .map(|c| crate::CellId(c as u16))
+        .filter(|&c| job.allows_cell(c))
+        .any(|c| {
+            needs.iter().all(|&(level, n)| {
+                let (most, nodes) = fleet.group_capacity(c, &job.shape, job.models, level);
+                if n == u64::MAX {
+                    nodes >= tasks // strict spread: one task per distinct node
+                } else {
+                    most >= n
+                }
+            })
+        })
+}

@@ -301,9 +301,19 @@ pub fn main(cli: Cli) -> Result<()> {
             let mut jobs = 0u64;
             let mut with_limit = 0u64;
             let mut previous = fleetsim_policies::SimTime::ZERO;
+            let topology = loaded
+                .scenario
+                .policy
+                .topology
+                .as_ref()
+                .map(|t| t.to_spec());
+            let mut never_fit: std::collections::BTreeMap<&'static str, u64> = Default::default();
             for j in stream.by_ref() {
                 let j = j?;
                 with_limit += u64::from(j.time_limit.is_some());
+                if let Some(reason) = never_fits(&fleet.state, &j, topology) {
+                    *never_fit.entry(reason).or_insert(0) += 1;
+                }
                 j.shape.validate().map_err(|m| {
                     crate::study::BadInput(format!("job `{}` (input #{jobs}): {m}", j.name))
                 })?;
@@ -335,6 +345,14 @@ pub fn main(cli: Cli) -> Result<()> {
             if let Some(w) = crate::run::backfill_warning(&loaded, jobs, with_limit) {
                 outln!("  warning: {w}");
             }
+            if !never_fit.is_empty() {
+                let list: Vec<String> = never_fit.iter().map(|(r, n)| format!("{n} {r}")).collect();
+                outln!(
+                    "  never fit (rejected at submit): {} jobs: {}",
+                    never_fit.values().sum::<u64>(),
+                    list.join(", ")
+                );
+            }
             if let Some(k) = &loaded.scenario.kueue {
                 let cfg = crate::scenario::kueue::load_paths(&k.resolve(&loaded.base_dir))?;
                 for note in cfg.quota().unsimulated {
@@ -344,6 +362,67 @@ pub fn main(cli: Cli) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// Why job `j` could never start on `fleet` (empty, every node up) by size or topology —
+/// the submit-time rejections `validate` reports by count — or `None`. Quota and queue
+/// limits are not checked here.
+fn never_fits(
+    fleet: &fleetsim_policies::FleetState,
+    j: &crate::workload::JobSpec,
+    topology: Option<fleetsim_policies::topology::TopologySpec>,
+) -> Option<&'static str> {
+    use fleetsim_policies::{CellId, ModelId, ModelSet, PendingJob, RejectReason};
+    let mut models = ModelSet::ANY;
+    if j.shape.num_gpu > 0 && !j.gpu_models.is_empty() {
+        for name in &j.gpu_models {
+            if let Some(i) = fleet.models().iter().position(|m| m == name) {
+                models.insert(ModelId(i as u16));
+            }
+        }
+        if models.is_any() {
+            return Some(RejectReason::NoAllowedModel.as_str());
+        }
+    }
+    let mut cells: Vec<CellId> = j
+        .cells
+        .iter()
+        .filter_map(|c| fleet.cells().iter().position(|x| &x.name == c))
+        .map(|i| CellId(i as u16))
+        .collect();
+    cells.sort_unstable();
+    cells.dedup();
+    if !j.cells.is_empty() && cells.is_empty() {
+        return Some(RejectReason::NoAllowedCell.as_str());
+    }
+    let job = PendingJob {
+        shape: j.shape,
+        tasks: j.tasks,
+        models,
+        cells,
+        ..PendingJob::default()
+    };
+    if job.tasks == 0 {
+        return Some(RejectReason::EmptyGang.as_str());
+    }
+    if job.gang_totals().is_none() {
+        return Some(RejectReason::RequestTooLarge.as_str());
+    }
+    let allowed = || {
+        (0..fleet.cells().len())
+            .map(|c| CellId(c as u16))
+            .filter(|&c| job.allows_cell(c))
+    };
+    if !allowed().any(|c| fleet.task_fits_some_node(c, &job.shape, models)) {
+        return Some(RejectReason::TaskLargerThanAnyNode.as_str());
+    }
+    if !allowed().any(|c| fleet.can_ever_fit(c, &job.shape, models, job.tasks)) {
+        return Some(RejectReason::GangLargerThanCell.as_str());
+    }
+    if !fleetsim_policies::topology::feasible(fleet, &job, topology) {
+        return Some(RejectReason::TopologyInfeasible.as_str());
+    }
+    None
 }
 
 fn progress_bar() -> indicatif::ProgressBar {

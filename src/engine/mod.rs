@@ -297,6 +297,15 @@ pub struct JobRow {
     pub finish: Option<SimTime>,
     /// Time it ran (finish − start), ms.
     pub run_ms: Option<u64>,
+    /// Its run time as simulated (the trace's, cut to its time limit), ms: the denominator
+    /// of its stretch and bounded slowdown, as in the summary.
+    pub runtime_ms: u64,
+    /// Wall time it held resources running, over all its runs (grace periods excluded), ms;
+    /// `None` if it never started.
+    pub service_ms: Option<u64>,
+    /// Time it waited in the queues, over all its waits (first wait and every wait after a
+    /// preemption or failure, up to the end of the run for a job pending then), ms.
+    pub pending_ms: Option<u64>,
     /// Time limit, if any.
     pub requested_time: Option<SimDuration>,
     /// Gang size.
@@ -321,6 +330,9 @@ pub struct JobRow {
     /// Accelerator-time of its runs' startup latency and restart overhead, GPU-milli·ms;
     /// kept only with [`EngineConfig::reliability`] (else 0).
     pub startup_gpu_milli_ms: u64,
+    /// Accelerator-time its tasks held through a termination grace on failed nodes,
+    /// GPU-milli·ms (not in `lost_gpu_milli_ms`: allocated = kept + lost + startup + this).
+    pub held_on_failed_gpu_milli_ms: u64,
     /// The reason it waited longest (`None`: it never waited).
     pub pending_reason: Option<PendingReason>,
     /// Start time of the first backfill reservation it got, if any.
@@ -563,6 +575,16 @@ struct Restarts {
     allocated_gpu_milli_ms: u64,
     /// When it was last lost to a node failure, until it restarts (time to recovery).
     lost_at: Option<SimTime>,
+    /// End of its current termination grace (while terminating).
+    release_at: Option<SimTime>,
+    /// Grace held on failed nodes, GPU-milli·ms (see [`JobRow::held_on_failed_gpu_milli_ms`]).
+    held_on_failed_gpu_milli_ms: u64,
+    /// Wall time of its stopped runs, ms.
+    served_ms: u64,
+    /// Time it waited after its first start (requeued), ms.
+    requeued_pending_ms: u64,
+    /// Pending again since (after a stop), until it restarts.
+    pending_since: Option<SimTime>,
     /// Its home cell (the first of the cells its trace row allows, when it allows several;
     /// kept only with the goodput account): a first start elsewhere is a cross-cell dispatch.
     home_cell: Option<CellId>,
@@ -580,6 +602,12 @@ enum JobState {
     Terminating,
     /// Waiting for its recorded start (replay) outside the queues.
     Awaiting,
+}
+
+/// Accelerator-time a job asks for: tasks × per-task GPU-milli × run time, GPU-milli·ms,
+/// exact in 128 bits (≤ 2⁶⁴ · 2³² · 2⁶⁴ would not fit, so the product saturates instead).
+fn demand_of(shape: &TaskShape, tasks: u32, runtime: SimDuration) -> u128 {
+    (u128::from(shape.total_gpu_milli()) * u128::from(tasks)).saturating_mul(u128::from(runtime.0))
 }
 
 const NOT_RUNNING: u32 = u32::MAX;
@@ -824,6 +852,27 @@ impl Simulation {
                 (Some(s), Some(f)) => Some((f - s).0),
                 _ => None,
             },
+            runtime_ms: r.runtime.0,
+            service_ms: r.start.map(|s| {
+                let x = r.extra.as_deref();
+                let current = if r.state == JobState::Running {
+                    let from = x.and_then(|x| x.run_start).unwrap_or(s);
+                    finish.unwrap_or(self.now).saturating_since(from).0
+                } else {
+                    0
+                };
+                x.map_or(0, |x| x.served_ms) + current
+            }),
+            pending_ms: Some(match r.start {
+                None => self.now.saturating_since(r.submit).0,
+                Some(s) => {
+                    let x = r.extra.as_deref();
+                    let open = x
+                        .and_then(|x| x.pending_since)
+                        .map_or(0, |p| self.now.saturating_since(p).0);
+                    (s - r.submit).0 + x.map_or(0, |x| x.requeued_pending_ms) + open
+                }
+            }),
             requested_time: r.time_limit,
             tasks: r.tasks,
             shape: r.shape,
@@ -840,6 +889,10 @@ impl Simulation {
             lost_gpu_milli_ms: r.extra.as_ref().map_or(0, |x| x.lost_gpu_milli_ms),
             allocated_gpu_milli_ms: self.job_account(id, finish).0,
             startup_gpu_milli_ms: self.job_account(id, finish).1,
+            held_on_failed_gpu_milli_ms: r
+                .extra
+                .as_ref()
+                .map_or(0, |x| x.held_on_failed_gpu_milli_ms),
             pending_reason: r.wait.as_deref().and_then(longest_reason),
             first_reservation: r.extra.as_ref().and_then(|x| x.first_reservation),
             state,
@@ -854,6 +907,11 @@ impl Simulation {
         reason: RejectReason,
         sink: &mut dyn JobSink,
     ) -> Result<(), EngineError> {
+        // A rejected job is not demand: the fleet could never hold it (issue 17).
+        let rec = &self.jobs[id.index()];
+        let d = demand_of(&rec.shape, rec.tasks, rec.runtime);
+        let ts = &mut self.tenant_stats[rec.tenant.index()];
+        ts.demand_gpu_milli_ms = ts.demand_gpu_milli_ms.saturating_sub(d);
         self.counts.rejected += 1;
         *self
             .counts
@@ -1195,8 +1253,7 @@ impl Simulation {
             let ts = &mut self.tenant_stats[tenant.index()];
             ts.jobs += 1;
             if spec.recorded != RecordedKind::NeverRan {
-                ts.demand_gpu_milli_ms +=
-                    (spec.shape.total_gpu_milli() * spec.tasks as u64) as u128 * runtime.0 as u128;
+                ts.demand_gpu_milli_ms += demand_of(&spec.shape, spec.tasks, runtime);
             }
         }
         let id = match self.free_slots.pop() {
@@ -1386,6 +1443,9 @@ impl Simulation {
                 } else if let Some(x) = rec.extra.as_mut() {
                     x.run_start = Some(now);
                     done = x.done;
+                    if let Some(p) = x.pending_since.take() {
+                        x.requeued_pending_ms += now.saturating_since(p).0;
+                    }
                 }
                 rec.cell = Some(cell);
                 rec.allocs = Allocs::from_vec(tasks);
@@ -1498,8 +1558,11 @@ impl Simulation {
             let kept = kept_progress(total, self.cfg.checkpoint_interval);
             (kept, (total.0 - kept.0 + grace.0) as u128 * gpu as u128)
         };
+        let now = self.now;
         let rec = &mut self.jobs[id.index()];
+        let start = rec.start.unwrap_or(now);
         let x = rec.extra.get_or_insert_with(Box::default);
+        x.served_ms += now.saturating_since(x.run_start.unwrap_or(start)).0;
         x.done = kept;
         x.lost_gpu_milli_ms = x
             .lost_gpu_milli_ms
@@ -1515,6 +1578,7 @@ impl Simulation {
         let run = self.next_run;
         self.next_run = (self.next_run + 1) % NOT_RUNNING;
         rec.run = run;
+        rec.extra.get_or_insert_with(Box::default).release_at = Some(self.now + grace);
         self.events
             .push(self.now + grace, EventKind::Release(id, run));
     }
@@ -1532,9 +1596,11 @@ impl Simulation {
         } else {
             rec.allocs.as_slice().iter().map(|a| a.node).collect()
         };
+        let now = self.now;
         let rec = &mut self.jobs[id.index()];
         rec.allocs = Allocs::None;
         rec.state = JobState::Pending;
+        rec.extra.get_or_insert_with(Box::default).pending_since = Some(now);
         rec.run = NOT_RUNNING;
         self.running -= 1;
         if !nodes.is_empty() {
@@ -1586,6 +1652,14 @@ impl Simulation {
             NodeChangeKind::Fail { grace } => {
                 self.fleet.set_schedulable(change.node, false);
                 self.stop_jobs_on(change.node, grace, false);
+                self.book_held_on_failed(change.node);
+                // Capacity and allocation of a down node leave together (issue 17): a
+                // drained node stops counting as available, and what its stopped jobs
+                // hold through the grace becomes "held on failed nodes".
+                if self.draining.remove(&change.node) {
+                    self.metrics.add_draining(&self.fleet, change.node, false);
+                }
+                self.metrics.node_failed(&self.fleet, change.node);
             }
             NodeChangeKind::Drain => {
                 let n = change.node;
@@ -1804,7 +1878,11 @@ impl Simulation {
             (None, 0) => EndReason::Drained,
             (None, n) => EndReason::Stuck { pending: n as u64 },
         };
-        let occupancy = self.metrics.finish(stopped_at_horizon);
+        // With a horizon the window ends at it, or at the last event when the run ended
+        // before it (stuck jobs' blocked time counts; a run where nothing completes still
+        // has a window), never at the last completion alone (issue 17).
+        let window_end = stopped_at_horizon.or_else(|| self.cfg.horizon.map(|h| self.now.min(h)));
+        let occupancy = self.metrics.finish(window_end);
         // Per-tenant waits: the collector's waits grouped by tenant in place (no copy).
         let groups = crate::metrics::stats::group_by_tag(
             &mut self.metrics.waits_ms,

@@ -18,7 +18,11 @@
 //!   existing `lost_gpu_milli_ms`);
 //! * **goodput** (kept work): what is left, the wall time that produced progress the job keeps.
 //!
-//! So `goodput + lost + startup = allocated` per job and in total, by construction per run;
+//! * **held on failed nodes**: the grace of the tasks on a failed node (the node has left
+//!   the capacity, so this is not occupancy; it is not lost work either: its own account).
+//!
+//! So `goodput + lost + startup + held on failed nodes = allocated` per job and in total, by
+//! construction per run;
 //! a completed job's goodput is its run time at its runs' speeds (on reference-speed hardware:
 //! exactly its run time × its accelerators).
 //!
@@ -97,6 +101,9 @@ pub struct ReliabilityStats {
     pub lost_gpu_milli_ms: u128,
     /// Of `lost`, the part lost to node failures.
     pub lost_to_failures_gpu_milli_ms: u128,
+    /// Accelerator-time held through the termination grace by tasks on failed nodes (not
+    /// in `lost`: `allocated = goodput + lost + startup + held_on_failed`).
+    pub held_on_failed_gpu_milli_ms: u128,
     /// Of `lost`, the part lost to maintenance evictions.
     pub lost_to_evictions_gpu_milli_ms: u128,
     /// Runs stopped by maintenance evictions (a drained node's deadline).
@@ -129,10 +136,11 @@ pub struct ReliabilityStats {
 }
 
 impl ReliabilityStats {
-    /// Goodput: allocated − lost − startup (accelerator-milli × ms).
+    /// Goodput: allocated − lost − startup − held on failed nodes (accelerator-milli × ms).
     pub fn goodput_gpu_milli_ms(&self) -> u128 {
         self.allocated_gpu_milli_ms
             .saturating_sub(self.lost_gpu_milli_ms)
+            .saturating_sub(self.held_on_failed_gpu_milli_ms)
             .saturating_sub(self.startup_gpu_milli_ms)
     }
 }
@@ -376,6 +384,55 @@ impl Simulation {
             }
             self.sched.mark_lost(id, self.now, self.now + grace);
             self.terminate(id, grace);
+        }
+    }
+
+    /// Node `node` just failed (its running jobs already stopped): the rest of the grace
+    /// that terminating jobs' tasks hold on it is not lost work but accelerator-time *held
+    /// on failed nodes*, its own account (the node is out of the capacity, so it is not
+    /// occupancy either): moved out of the lost figures of the job, its tenant and the run.
+    /// Covers jobs stopped by this failure and jobs already in a grace (preempted, or lost
+    /// with another node) alike, as the occupancy collector does
+    /// ([`crate::metrics::Collector::node_failed`]).
+    pub(super) fn book_held_on_failed(&mut self, node: NodeId) {
+        let now = self.now;
+        for j in 0..self.jobs.len() {
+            let rec = &self.jobs[j];
+            if !rec.live || rec.state != JobState::Terminating {
+                continue;
+            }
+            let on_node: u64 = rec
+                .allocs
+                .as_slice()
+                .iter()
+                .filter(|a| a.node == node)
+                .map(|a| a.total_gpu_milli())
+                .sum();
+            let left = rec
+                .extra
+                .as_ref()
+                .and_then(|x| x.release_at)
+                .map_or(0, |r| since(r, now));
+            let held = mul(left, on_node);
+            if held == 0 {
+                continue;
+            }
+            let tenant = rec.tenant;
+            let x = self.jobs[j].extra.get_or_insert_with(Box::default);
+            // Stopped by a failure (this one or an earlier): its grace was booked as lost to
+            // failures; otherwise as lost to its preemption.
+            let by_failure = x.lost_at.is_some();
+            x.lost_gpu_milli_ms = x.lost_gpu_milli_ms.saturating_sub(to_u64(held));
+            x.held_on_failed_gpu_milli_ms =
+                x.held_on_failed_gpu_milli_ms.saturating_add(to_u64(held));
+            let t = &mut self.tenant_stats[tenant.index()].lost_gpu_milli_ms;
+            *t = t.saturating_sub(held);
+            self.lost_gpu_milli_ms = self.lost_gpu_milli_ms.saturating_sub(held);
+            self.rel.held_on_failed_gpu_milli_ms += held;
+            if by_failure {
+                self.rel.lost_to_failures_gpu_milli_ms =
+                    self.rel.lost_to_failures_gpu_milli_ms.saturating_sub(held);
+            }
         }
     }
 

@@ -189,10 +189,20 @@ impl Experiment {
             })
             .collect();
         pods.sort_by(|a, b| a.name.cmp(&b.name));
+        // A pod whose `gpu_spec` names only models absent from the fleet has no access to
+        // any node (the FGD paper's count), not "no constraint": in the typical-task table
+        // it allows only a model id past the fleet's last (with 128 models there is none
+        // left: such a fleet keeps "any").
+        let n_models = fleet.models().len();
+        let no_access = if n_models < 128 {
+            ModelSet(1u128 << n_models)
+        } else {
+            ModelSet::ANY
+        };
         let typical = TypicalTasks::build(
             pods.iter().map(|p| TaskSample {
                 shape: p.shape,
-                models: p.models.unwrap_or(ModelSet::ANY),
+                models: p.models.unwrap_or(no_access),
                 type_key: p.type_key.clone(),
             }),
             threshold_pct,
@@ -738,6 +748,48 @@ pub fn run(loaded: &Loaded, opts: &RunOptions) -> Result<Results, RunError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 17, item 10: one H100 node (8 GPUs); pods P (1 GPU, `gpu_spec` A100 only, absent
+    /// from the fleet) and Q (1 GPU, any model). P's typical task has no access to the node:
+    /// on the empty node all 8,000 free GPU-milli are fragmented for it, none for Q, so the
+    /// node's `W · F` = 1 × 8,000 + 1 × 0 = 8,000 (it was 0 with P read as "no constraint").
+    #[test]
+    fn gpu_spec_naming_only_absent_models_is_no_access() {
+        use fleetsim_policies::state::NodeSpec;
+        use fleetsim_policies::{CellId, TaskShape};
+        let spec = NodeSpec {
+            name: "n0".into(),
+            cell: CellId(0),
+            block: 0,
+            domain: 0,
+            model: Some(ModelId(0)),
+            gpus: 8,
+            cpu_milli: 64_000,
+            mem_mib: 1 << 20,
+        };
+        let fleet = FleetState::new(vec!["c".into()], vec!["H100".into()], vec![spec]).unwrap();
+        let pod = |name: &str, models: Vec<String>| alibaba_openb::PodShape {
+            name: name.into(),
+            shape: TaskShape {
+                num_gpu: 1,
+                gpu_milli: 1000,
+                cpu_milli: 1000,
+                mem_mib: 0,
+            },
+            gpu_spec_key: models.join("|"),
+            gpu_models: models,
+            qos: None,
+        };
+        let exp = Experiment::new(
+            fleet,
+            vec![pod("P", vec!["A100".into()]), pod("Q", Vec::new())],
+            100,
+        );
+        let p = exp.pods.iter().find(|x| x.name == "P").unwrap();
+        assert_eq!(p.models, None);
+        let n = fleetsim_policies::NodeId(0);
+        assert_eq!(exp.typical.node_frag_now(&exp.fleet, n), 8_000);
+    }
 
     #[test]
     fn x_rounds_half_to_even() {

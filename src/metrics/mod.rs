@@ -3,8 +3,8 @@
 //! * **occupancy** (allocation rate) = allocated GPU-milli·ms / available GPU-milli·ms over the
 //!   window `[a, b]`; a node that is down or drained is not available; a fractional task counts
 //!   its GPU-milli. Fleet-wide, per cell and per accelerator model, and per time-series interval.
-//! * **window**: `a` = first submission + warm-up; `b` = last completion, or the horizon when
-//!   the run stopped there with work left.
+//! * **window**: `a` = first submission + warm-up; `b` = with a horizon, the horizon or the
+//!   last event, whichever is first; without one, the last completion.
 //! * **wait** (queueing delay) = first start − submit; **JCT** = finish − submit; **bounded
 //!   slowdown** = max(1, JCT / max(run time, 10 s)) (Feitelson). Counted for jobs submitted
 //!   inside the window; jobs that did not start by `b` are *censored*, counted apart. Jobs
@@ -109,6 +109,7 @@ struct Snap {
     running: i128,
     by_reason: Vec<i128>,
     tenant: Vec<i128>,
+    held: Vec<i128>,
 }
 
 /// `later − earlier` elementwise (entries missing from `earlier` appeared after it: 0).
@@ -153,6 +154,11 @@ pub struct Collector {
     // Capacity of drained nodes still running work, counted as available until they empty.
     draining_cell: Vec<u64>,
     draining_model: Vec<u64>,
+    /// Accelerators held (in a termination grace) on failed nodes, per cell: out of the
+    /// allocation as their node is out of the capacity (see [`Collector::node_failed`]).
+    held_cell: Vec<Level>,
+    /// Per node: GPU-milli of its allocation counted in `held_cell` instead of allocated.
+    held_node: Vec<u64>,
     /// `J` of every level at the interval boundaries `a + k·Δ` passed so far (`k = 0` is
     /// the window start).
     bounds: Vec<Snap>,
@@ -319,6 +325,9 @@ pub struct Occupancy {
     pub topology: TopologyFacts,
     /// Most jobs pending at once over the whole run (the pending-queue depth's maximum).
     pub pending_max: u64,
+    /// GPU-milli·ms held through termination grace on failed nodes over the window (neither
+    /// allocated nor available: see [`Collector::node_failed`]).
+    pub held_on_failed_nodes: u128,
 }
 
 /// Reads names as `&'static str`, each distinct name allocated once for the whole process
@@ -371,6 +380,8 @@ impl Collector {
             by_reason: Vec::new(),
             draining_cell: vec![0; cells],
             draining_model: vec![0; models],
+            held_cell: vec![Level::default(); cells],
+            held_node: vec![0; fleet.nodes().len()],
             bounds: Vec::new(),
             avail_at_finish: None,
             avail_finish_stale: false,
@@ -395,6 +406,7 @@ impl Collector {
             running: self.running.j(t),
             by_reason: j(&self.by_reason),
             tenant: j(&self.alloc_tenant),
+            held: j(&self.held_cell),
         }
     }
 
@@ -473,6 +485,27 @@ impl Collector {
         if let Some(m) = n.model {
             let v = &mut self.draining_model[m.index()];
             *v = if on { *v + g } else { *v - g };
+        }
+    }
+
+    /// Node `node` failed (after its jobs were stopped and it left the schedulable capacity):
+    /// what is still allocated on it — tasks held through their termination grace — leaves
+    /// the allocation together with the node's capacity and is counted as *held on failed
+    /// nodes* until released, so occupancy never exceeds 1. `O(1)`.
+    pub fn node_failed(&mut self, fleet: &FleetState, node: fleetsim_policies::NodeId) {
+        let now = self.last_t;
+        let n = fleet.node(node);
+        let used = (n.gpus as u64 * 1000).saturating_sub(u64::from(n.free_gpu_milli));
+        let h = &mut self.held_node[node.index()];
+        let g = used.saturating_sub(*h);
+        if g == 0 {
+            return;
+        }
+        *h += g;
+        self.alloc_cell[n.cell.index()].sub(g, now);
+        self.held_cell[n.cell.index()].add(g, now);
+        if let Some(m) = n.model {
+            self.alloc_model[m.index()].sub(g, now);
         }
     }
 
@@ -557,7 +590,17 @@ impl Collector {
         let now = self.last_t;
         for a in allocs {
             let n = fleet.node(a.node);
-            let g = a.total_gpu_milli();
+            let mut g = a.total_gpu_milli();
+            if !bind {
+                // A release on a failed node leaves the held account first.
+                let h = &mut self.held_node[a.node.index()];
+                let from_held = g.min(*h);
+                *h -= from_held;
+                g -= from_held;
+                if from_held > 0 {
+                    self.held_cell[n.cell.index()].sub(from_held, now);
+                }
+            }
             let cell = &mut self.alloc_cell[n.cell.index()];
             if bind {
                 cell.add(g, now);
@@ -623,9 +666,10 @@ impl Collector {
         self.last_finish
     }
 
-    /// Closes the window. `stopped_at_horizon` is the horizon when the run stopped there with
-    /// work left (the window then ends at the horizon); otherwise it ends at the last
-    /// completion. Call after [`Collector::advance`] to the final time.
+    /// Closes the window. `stopped_at_horizon` is the window's end when the scenario has a
+    /// horizon (the horizon when the run stopped there with work left, else the last
+    /// event); without one (`None`) the window ends at the last completion. Call after
+    /// [`Collector::advance`] to the final time.
     pub fn finish(&mut self, stopped_at_horizon: Option<SimTime>) -> Occupancy {
         self.settle_avail_at_finish();
         let a = self.window_start.unwrap_or(SimTime::ZERO);
@@ -721,7 +765,9 @@ impl Collector {
                     .collect()
             }),
         };
+        let held_on_failed_nodes = over_window(&at_now.held, &start.held).iter().sum();
         Occupancy {
+            held_on_failed_nodes,
             topology,
             window_start: a,
             window_end: end,

@@ -960,7 +960,8 @@ pub fn timeline_facts(events: &[TimelineEvent]) -> (u64, u64, Option<f64>) {
 
 /// `summary.json` → `reliability` (present only with `[failures]` or `[startup]`).
 /// Accelerator-times in GPU-seconds over the whole run (every job's every run, not cut to
-/// the measurement window), so `goodput_gpu_s + lost_gpu_s + startup_gpu_s = allocated_gpu_s`.
+/// the measurement window), so `goodput_gpu_s + lost_gpu_s + startup_gpu_s +
+/// held_on_failed_nodes_gpu_s = allocated_gpu_s`.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct ReliabilitySummary {
     /// Goodput (DESIGN §6): kept accelerator-time / allocated accelerator-time.
@@ -979,6 +980,9 @@ pub struct ReliabilitySummary {
     pub lost_to_preemption_gpu_s: f64,
     /// Startup latency and restart overhead, GPU-s.
     pub startup_gpu_s: f64,
+    /// Termination grace held by tasks on failed nodes (the node is out of the capacity, so
+    /// this is neither occupancy nor lost work), GPU-s.
+    pub held_on_failed_nodes_gpu_s: f64,
     /// Node failure events applied: the timeline's (generated or replayed; a correlated
     /// failure counts once per node) and the `fail`s of `[[node_events]]`.
     pub node_failures: u64,
@@ -1044,6 +1048,7 @@ pub fn summary(
         lost_to_evictions_gpu_s: gpu_s(r.lost_to_evictions_gpu_milli_ms),
         lost_to_preemption_gpu_s: gpu_s(r.lost_gpu_milli_ms.saturating_sub(failures_or_evictions)),
         startup_gpu_s: gpu_s(r.startup_gpu_milli_ms),
+        held_on_failed_nodes_gpu_s: gpu_s(r.held_on_failed_gpu_milli_ms),
         node_failures,
         maintenance_drains,
         node_mttr_s,

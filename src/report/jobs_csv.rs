@@ -11,7 +11,11 @@
 //! After Batsim's columns and ours (`preemptions`, `reason`, `measured`): `last_start_time`
 //! (start of the last run, after preemptions or failures), `failures` (runs lost to node
 //! failures), `lost_gpu_s` (accelerator-time lost to them and to preemption, GPU-s) and
-//! `pending_reason` (the reason the job waited longest, summed over all its waits).
+//! `pending_reason` (the reason the job waited longest, summed over all its waits),
+//! `service_time` (time it ran, over all its runs) and `pending_time` (time it waited in
+//! the queues, over all its waits, after preemptions and failures too). `stretch` is
+//! turnaround / run time and `bounded_slowdown` max(1, turnaround / max(run time, 10 s)),
+//! over the job's run time as the summary computes them.
 
 use std::path::Path;
 
@@ -52,6 +56,8 @@ pub const HEADER: &[&str] = &[
     "failures",
     "lost_gpu_s",
     "pending_reason",
+    "service_time",
+    "pending_time",
 ];
 
 /// A [`JobSink`] writing `jobs.csv` atomically.
@@ -93,15 +99,18 @@ pub fn record(r: &JobRow) -> Vec<String> {
     let opt = |v: Option<u64>| v.map(ms_as_secs).unwrap_or_default();
     let wait = r.start.map(|s| (s - r.submit).0);
     let turnaround = r.finish.map(|f| (f - r.submit).0);
-    let stretch = match (turnaround, r.run_ms) {
-        (Some(t), Some(e)) if e > 0 => format!("{:.6}", t as f64 / e as f64),
+    // As the summary computes them: over the job's run time (not finish − first start,
+    // which includes the time lost to preemptions and the waits between runs).
+    let e = r.runtime_ms;
+    let stretch = match turnaround {
+        Some(t) if e > 0 => format!("{:.6}", t as f64 / e as f64),
         _ => String::new(),
     };
-    let bsld = match (turnaround, r.run_ms) {
-        (Some(t), Some(e)) => format!("{:.6}", (t as f64 / e.max(10_000) as f64).max(1.0)),
-        _ => String::new(),
+    let bsld = match turnaround {
+        Some(t) => format!("{:.6}", (t as f64 / e.max(10_000) as f64).max(1.0)),
+        None => String::new(),
     };
-    let gpus = r.shape.total_gpu_milli() * r.tasks as u64;
+    let gpus = u128::from(r.shape.total_gpu_milli()) * u128::from(r.tasks);
     vec![
         r.id.to_string(),
         r.name.clone(),
@@ -122,7 +131,7 @@ pub fn record(r: &JobRow) -> Vec<String> {
         r.shape.gpu_milli.to_string(),
         r.shape.cpu_milli.to_string(),
         r.shape.mem_mib.to_string(),
-        crate::report::format::milli_as_units(gpus as u128),
+        crate::report::format::milli_as_units(gpus),
         opt(r.requested_time.map(|d| d.0)),
         r.cell.clone().unwrap_or_default(),
         r.nodes.join(" "),
@@ -136,6 +145,8 @@ pub fn record(r: &JobRow) -> Vec<String> {
         r.pending_reason
             .map(|p| p.as_str().to_string())
             .unwrap_or_default(),
+        opt(r.service_ms),
+        opt(r.pending_ms),
     ]
 }
 

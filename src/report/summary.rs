@@ -42,6 +42,10 @@ pub struct Summary {
     pub allocated_gpu_s: f64,
     /// Available accelerator-seconds in the window (GPU-s).
     pub available_gpu_s: f64,
+    /// Accelerator-seconds held through a termination grace on failed nodes in the window
+    /// (GPU-s): a down node's capacity and allocation leave together, so this is neither
+    /// allocated nor available.
+    pub held_on_failed_nodes_gpu_s: f64,
     /// Occupancy per cell.
     pub occupancy_by_cell: BTreeMap<String, Option<f64>>,
     /// Occupancy per accelerator model.
@@ -376,6 +380,7 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
         unallocated_pct: occ.map(|v| 100.0 * (1.0 - v)),
         allocated_gpu_s: alloc as f64 / 1e6,
         available_gpu_s: avail as f64 / 1e6,
+        held_on_failed_nodes_gpu_s: o.held_on_failed_nodes as f64 / 1e6,
         occupancy_by_cell: by(&input.cells, &o.allocated_cell, &o.available_cell),
         occupancy_by_model: by(&input.models, &o.allocated_model, &o.available_model),
         wait_s: r.wait_s.clone(),

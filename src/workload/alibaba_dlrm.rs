@@ -349,10 +349,6 @@ i6,CN,app_1,8,8,0,0,0,0,40,40,1,1,-1,,,0
                 "i1,HN,app_0,12,12,1,1,25,25,120,120,640,800,8,-3,,\n",
                 "creation_time",
             ),
-            (
-                "i1,HN,app_0,12,12,99,1,25,25,120,120,640,800,8,,,\n",
-                "gpu_request",
-            ),
         ];
         for (row, field) in cases {
             let e = read(&format!("{H}{ok}{row}")).expect_err(row).to_string();

@@ -417,10 +417,6 @@ jB,evaluator,1.0,Running,1550.0,,100.0,1.0,100.0,P100
                 "plan_mem",
             ),
             (
-                "jA,worker,1.0,Terminated,1010.0,1990.0,400.0,1.0,9000,T4\n",
-                "plan_gpu",
-            ),
-            (
                 ",worker,1.0,Terminated,1010.0,1990.0,400.0,1.0,50.0,T4\n",
                 "job_name",
             ),

@@ -475,13 +475,14 @@ J2,110,T,T,8,100
 ///
 /// J1 (8 GPUs, 3600 s, no checkpoints) runs on n1 0–100; n1 fails at 100 (grace 30 s) and
 /// never returns; J1 holds its 8 GPUs, doing nothing, until 130, then restarts on n2 and
-/// runs 130–3730. Allocated = 8 × (130 + 3600) = 29,840 GPU-s; lost = 8 × (100 s of progress
-/// plus 30 s of grace) = 1,040 GPU-s; goodput = 8 × 3600 = 28,800 GPU-s; recovery 30 s.
+/// runs 130–3730. Allocated = 8 × (130 + 3600) = 29,840 GPU-s; lost = 8 × 100 s of progress
+/// = 800 GPU-s; held on the failed node through the grace = 8 × 30 = 240 GPU-s (issue 17:
+/// its own account, no longer in lost); goodput = 8 × 3600 = 28,800 GPU-s; recovery 30 s.
 ///
 /// With `[startup] base_s = 20` and `restart_overhead_s = 50`, the first run spends 0–20 on
 /// startup and makes 80 s of progress (all lost); the retry needs 20 plus 50 plus 3600 s:
 /// 130–3800. Allocated = 8 × (130 + 3670) = 30,400; startup = 8 × (20 + 70) = 720;
-/// lost = 8 × (80 + 30) = 880; goodput = 28,800.
+/// lost = 8 × 80 = 640; held on the failed node 240; goodput = 28,800.
 #[test]
 fn b15_lost_node_from_a_timeline_file_with_goodput_account() {
     let timeline = "time_ms,node,event,grace_ms,cause\n100000,n1,fail,30000,node\n";
@@ -512,8 +513,9 @@ J1,0,T,T,8,3600
     assert_eq!(job(&out, "J1").failures, 1);
     let r = out.summary.reliability.as_ref().expect("reliability on");
     assert_eq!(r.allocated_gpu_s, 29_840.0);
-    assert_eq!(r.lost_gpu_s, 1_040.0);
-    assert_eq!(r.lost_to_failures_gpu_s, 1_040.0);
+    assert_eq!(r.lost_gpu_s, 800.0);
+    assert_eq!(r.lost_to_failures_gpu_s, 800.0);
+    assert_eq!(r.held_on_failed_nodes_gpu_s, 240.0);
     assert_eq!(r.goodput_gpu_s, 28_800.0);
     assert_eq!(r.startup_gpu_s, 0.0);
     assert_eq!(r.job_failures, 1);
@@ -531,6 +533,7 @@ J1,0,T,T,8,3600
     let r = out.summary.reliability.as_ref().expect("reliability on");
     assert_eq!(r.allocated_gpu_s, 30_400.0);
     assert_eq!(r.startup_gpu_s, 720.0);
-    assert_eq!(r.lost_gpu_s, 880.0);
+    assert_eq!(r.lost_gpu_s, 640.0);
+    assert_eq!(r.held_on_failed_nodes_gpu_s, 240.0);
     assert_eq!(r.goodput_gpu_s, 28_800.0);
 }

@@ -1,5 +1,6 @@
 //! The one integration test binary: a module per behaviour.
 
+mod accounting;
 mod architecture;
 mod cli;
 mod determinism;

@@ -208,12 +208,9 @@ impl fmt::Display for QuotaError {
 
 impl std::error::Error for QuotaError {}
 
-/// The quota request of a job (GPU-milli, milli-cores, MiB for the whole gang).
+/// The quota request of a job (GPU-milli, milli-cores, MiB for the whole gang). Exact for
+/// every submitted job ([`crate::Scheduler::check_resolvable`] refuses a gang whose totals
+/// overflow); saturating otherwise, so never a wrap to a small request.
 pub(crate) fn request(job: &crate::job::PendingJob) -> Request {
-    let t = job.tasks as u64;
-    [
-        job.shape.total_gpu_milli() * t,
-        job.shape.cpu_milli * t,
-        job.shape.mem_mib * t,
-    ]
+    job.gang_totals().unwrap_or([u64::MAX; 3])
 }

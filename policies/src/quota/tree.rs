@@ -324,7 +324,7 @@ impl QuotaTree {
         let mut within_nominal = true;
         let mut reason: Option<PendingReason> = None;
         for (s, v) in self.slots_of(n, f, req) {
-            let after = node.usage[s] + v;
+            let after = node.usage[s].saturating_add(v);
             let over_nominal = after > node.subtree[s];
             borrows |= over_nominal;
             within_nominal &= !over_nominal;
@@ -357,7 +357,7 @@ impl QuotaTree {
         };
         let node = &self.nodes[n];
         self.slots_of(n, f, req)
-            .all(|(s, v)| node.usage[s] + v <= node.subtree[s])
+            .all(|(s, v)| node.usage[s].saturating_add(v) <= node.subtree[s])
     }
 
     /// What queue `q` borrows in flavor `f` per resource (`max(0, usage − nominal)`), with
@@ -369,7 +369,7 @@ impl QuotaTree {
         for (r, o) in out.iter_mut().enumerate() {
             let s = f as usize * R + r;
             if node.declared[s] {
-                let u = node.usage[s] + add.map_or(0, |a| a[r]);
+                let u = node.usage[s].saturating_add(add.map_or(0, |a| a[r]));
                 *o = u.saturating_sub(node.subtree[s]);
             }
         }

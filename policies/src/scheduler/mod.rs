@@ -204,6 +204,11 @@ impl Scheduler {
         self.core.quota.as_ref()
     }
 
+    /// See [`crate::topology::feasible`], with this scheduler's default topology.
+    fn topology_feasible(&self, fleet: &FleetState, job: &PendingJob) -> bool {
+        crate::topology::feasible(fleet, job, self.core.default_topology)
+    }
+
     /// Checks whether `job` could ever start, without enqueueing it.
     ///
     /// # Errors
@@ -215,6 +220,9 @@ impl Scheduler {
     ) -> Result<(), RejectReason> {
         if job.tasks == 0 {
             return Err(RejectReason::EmptyGang);
+        }
+        if job.gang_totals().is_none() {
+            return Err(RejectReason::RequestTooLarge);
         }
         let cells = (0..fleet.cells().len())
             .map(|c| CellId(c as u16))
@@ -240,6 +248,9 @@ impl Scheduler {
         }
         if !gang_fits {
             return Err(RejectReason::GangLargerThanCell);
+        }
+        if !self.topology_feasible(fleet, job) {
+            return Err(RejectReason::TopologyInfeasible);
         }
         let qc = self.core.queue(job.queue);
         if let Some(max) = qc.max_gpu_milli {
