@@ -71,6 +71,13 @@ pub struct Share {
     den: u128,
 }
 
+impl Default for Share {
+    /// [`Share::ZERO`].
+    fn default() -> Share {
+        Share::ZERO
+    }
+}
+
 impl Share {
     /// Zero: nothing borrowed.
     pub const ZERO: Share = Share { num: 0, den: 1 };

@@ -9,14 +9,18 @@
 //!
 //! # Who may be a victim (first matching rule)
 //! A victim is running (not already terminating), never of a higher tier than the preemptor,
-//! not preempted earlier at this instant (rule P3), and never a job that preempted the
-//! preemptor before (rule P2).
+//! not preempted earlier at this instant (rule P3), never a job that preempted the
+//! preemptor before (rule P2), and not preempted [`PreemptionConfig::victim_cap`] times
+//! since the last job completion (rule P4). A victim taken for another queue (reclaim, fair
+//! sharing) must leave its queue borrowing before it goes and, under the over-reclaim guard
+//! ([`ReclaimGuard::Nominal`], the default), at or above its nominal quota after; a
+//! candidate that fails a check is skipped and the search goes on (field case B24).
 //!
 //! | rule | victim | follows |
 //! |---|---|---|
 //! | [`PreemptReason::Tier`] | a job of a strictly lower tier (`tiers = true`) | Borg: best-effort is preempted first |
 //! | [`PreemptReason::WithinQueue`] | same queue, lower priority (or also equal priority and newer) | Kueue `withinClusterQueue` |
-//! | [`PreemptReason::Reclaim`] | another queue of the cohort tree while it borrows in the flavor, the preemptor's queue staying within its nominal quota | Kueue `reclaimWithinCohort` (field cases B05, B06, B01) |
+//! | [`PreemptReason::Reclaim`] | another queue of the cohort tree while it borrows in the flavor, the preemptor staying within the nominal quota of its smallest subtree the victim is outside of (its own queue in a one-level cohort) | Kueue `reclaimWithinCohort`, PR #4806 (field cases B05, B06, B01, B22) |
 //! | [`PreemptReason::Priority`] | a job of lower capacity rank, in any queue — with quota, only from a queue that borrows (Kueue `borrowWithinCohort`) | kube-scheduler `DefaultPreemption`, Volcano `preempt` (field case B10) |
 //! | [`PreemptReason::Las`] | same, the rank being Tiresias' LAS queue after priority | Tiresias (NSDI'19) |
 //! | [`PreemptReason::FairShare`] | another queue of the cohort tree while it borrows, if the fair-sharing strategy holds | Kueue KEP-1714 |
@@ -59,6 +63,16 @@
 //!   < the victim queue's share before.
 //!
 //! # Why jobs never preempt each other in a loop
+//! **Rule P4 bounds re-preemption for every mix of rules**: between two job completions a
+//! job is a victim at most `victim_cap` times (default [`DEFAULT_VICTIM_CAP`] = 3). With `N`
+//! jobs in the system, at most `N · victim_cap` preemptions can happen before some job
+//! completes: the potential `Φ = Σ_jobs (victim_cap − preemptions since the last
+//! completion)` is a non-negative integer that every preemption strictly decreases, and only
+//! a completion (progress) restores it. So no cycle, of any length and across any rule kinds
+//! (issue #16's three-job cycle: a within-queue swap, a fair-sharing eviction and one back),
+//! can go on for ever; a job whose every candidate victim is exhausted waits with its
+//! ordinary pending reason until a completion. `validate` refuses `victim_cap = 0`. The
+//! rules below keep the common cases from using the budget at all:
 //! * Between two queues and nothing else changing, fair sharing cannot swap back: `P`
 //!   preempting `T` needs `s(P+p) ≤ s(T−t) < s(T)` (S2-a) or `s(P+p) < s(T)` (S2-b), and `T`'s
 //!   job coming back by preempting `P`'s needs `s(T) ≤ s(P)` or `s(T) < s(P)`, yet
@@ -87,6 +101,7 @@
 use std::cmp::Reverse;
 
 use crate::decision::PreemptReason;
+use crate::fairshare::Share;
 use crate::ids::JobId;
 use crate::queue_order::Las;
 use crate::time::SimDuration;
@@ -119,6 +134,21 @@ named_enum!(
 );
 
 named_enum!(
+    /// The over-reclaim guard: may a victim taken for another queue (reclaim, fair sharing)
+    /// take its own queue below its nominal quota?
+    ReclaimGuard {
+        /// No: a candidate whose removal would leave its queue below nominal in some
+        /// resource is skipped and the search goes on (YuniKorn `preemption.go` guarantee
+        /// check, Volcano `reclaim`; field case B24 and its variant).
+        #[default]
+        Nominal => "nominal",
+        /// Yes: the victim's queue need only be borrowing before the victim leaves (Kueue
+        /// classic preemption).
+        Off => "off",
+    }
+);
+
+named_enum!(
     /// Cluster-wide priority preemption for capacity (kube-scheduler, Volcano).
     CapacityPreemption {
         /// Never.
@@ -141,7 +171,7 @@ named_enum!(
 );
 
 /// Preemption settings. [`PreemptionConfig::default`] preempts nothing.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PreemptionConfig {
     /// Within a queue.
     pub within_queue: WithinQueue,
@@ -157,6 +187,30 @@ pub struct PreemptionConfig {
     pub las: Option<Las>,
     /// Termination grace period of victims.
     pub grace: SimDuration,
+    /// The over-reclaim guard.
+    pub reclaim_guard: ReclaimGuard,
+    /// Rule P4: a job is a victim at most this many times between two job completions
+    /// (anywhere in the fleet). [`DEFAULT_VICTIM_CAP`] unless set.
+    pub victim_cap: u32,
+}
+
+/// Rule P4's default: a job is preempted at most 3 times between two completions.
+pub const DEFAULT_VICTIM_CAP: u32 = 3;
+
+impl Default for PreemptionConfig {
+    fn default() -> PreemptionConfig {
+        PreemptionConfig {
+            within_queue: WithinQueue::default(),
+            reclaim_within_cohort: ReclaimWithinCohort::default(),
+            fair_sharing: Vec::new(),
+            capacity: CapacityPreemption::default(),
+            tiers: false,
+            las: None,
+            grace: SimDuration::ZERO,
+            reclaim_guard: ReclaimGuard::default(),
+            victim_cap: DEFAULT_VICTIM_CAP,
+        }
+    }
 }
 
 /// One eligible victim with its sort key.
@@ -171,16 +225,18 @@ pub(crate) struct Candidate {
 /// significance; a caller that does not know one (the extender, from pods) sets it to the
 /// same value for every candidate, so that it orders nothing.
 ///
-/// Source: Kueue `CandidatesOrdering` (components 1–4, 7) and the simulator's rules (5, 6, 8).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+/// Source: Kueue `CandidatesOrdering` (components 1–4, 7) and the simulator's rules (5, 6, 8);
+/// component 3 is compared exactly, where Kueue truncates to per mille.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct VictimKey {
     /// 1. The victim's tier ([`crate::Tier`] as `u8`): lower first.
     pub tier: u8,
     /// 2. Whether the victim's queue borrows in its flavor: borrowers first.
     pub borrowing: bool,
-    /// 3. The victim queue's dominant resource share, per mille
-    ///    ([`crate::fairshare::Share::per_mille`]): larger first.
-    pub share_per_mille: u64,
+    /// 3. The victim queue's dominant resource share, exact
+    ///    ([`crate::fairshare::Share`]; not rounded: tiny shares must not tie): larger
+    ///    first.
+    pub share: Share,
     /// 4. Whether the victim is of the preemptor's own queue: other queues first.
     pub same_queue: bool,
     /// 5. The victim's priority: lower first.
@@ -203,7 +259,7 @@ impl VictimKey {
     ) -> (
         u8,
         bool,
-        Reverse<u64>,
+        Reverse<Share>,
         bool,
         i32,
         u128,
@@ -213,7 +269,7 @@ impl VictimKey {
         (
             self.tier,
             !self.borrowing,
-            Reverse(self.share_per_mille),
+            Reverse(self.share),
             self.same_queue,
             self.priority,
             self.lost_gpu_milli_ms,

@@ -93,6 +93,10 @@ named_enum!(
         /// The queue's dominant resource share after admission, lowest first (DRF, Ghodsi et
         /// al. NSDI'11, as Kueue fair sharing KEP-1714 applies it to borrowed quota).
         Drf => "drf",
+        /// Hierarchical DRF (Bhattacharya et al., SoCC'13; Volcano's H-DRF design): as `drf`,
+        /// each level's share taken over the resources the job asks for, so a sibling's use
+        /// of another resource does not count against a cohort (field case B34).
+        Hdrf => "hdrf",
         /// The queue's decayed usage over its weight, lowest first (Kueue admission fair
         /// sharing KEP-4136; Slurm fair-share with `PriorityDecayHalfLife`).
         DecayedUsage => "decayed-usage",

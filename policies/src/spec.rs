@@ -60,7 +60,8 @@
 
 use crate::backfill::{BackfillConfig, BackfillKind};
 use crate::preemption::{
-    CapacityPreemption, FairStrategy, PreemptionConfig, ReclaimWithinCohort, WithinQueue,
+    CapacityPreemption, FairStrategy, PreemptionConfig, ReclaimGuard, ReclaimWithinCohort,
+    WithinQueue,
 };
 use crate::queue_order::Las;
 pub use crate::queue_order::MultifactorParams;
@@ -313,6 +314,13 @@ impl SchedulerSpec {
             if !(pr.grace_s.is_finite() && pr.grace_s >= 0.0) {
                 return Err(SpecError::new("preemption.grace_s", "must be a number ≥ 0"));
             }
+            if pr.victim_cap == Some(0) {
+                // Rule P4 is what bounds every preemption cycle; it cannot be switched off.
+                return Err(SpecError::new(
+                    "preemption.victim_cap",
+                    "must be at least 1 (it bounds preemption cycles; see the preemption docs)",
+                ));
+            }
             if let Some(c) = pr.checkpoint_interval_s {
                 positive("preemption.checkpoint_interval_s", c)?;
             }
@@ -422,6 +430,10 @@ impl SchedulerSpec {
             tiers: pr.tiers,
             las: pr.las.then(|| self.las_queues()),
             grace: SimDuration(secs_to_ms(pr.grace_s)),
+            reclaim_guard: pr.reclaim_guard,
+            victim_cap: pr
+                .victim_cap
+                .unwrap_or(crate::preemption::DEFAULT_VICTIM_CAP),
         })
     }
 
@@ -615,6 +627,17 @@ pub struct PreemptionSpec {
     /// Termination grace of victims, seconds (default 0).
     #[cfg_attr(feature = "serde", serde(default))]
     pub grace_s: f64,
+    /// The over-reclaim guard: `nominal` (default: a reclaim or fair-sharing victim never
+    /// takes its queue below its nominal quota; YuniKorn, Volcano) or `off` (Kueue).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub reclaim_guard: ReclaimGuard,
+    /// Rule P4 (loop freedom): a job is preempted at most this many times between two job
+    /// completions anywhere in the fleet (default 3, at least 1).
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub victim_cap: Option<u32>,
     /// Jobs checkpoint every this many seconds of progress; a victim restarts from its last
     /// checkpoint (default: none, from scratch).
     #[cfg_attr(
@@ -648,6 +671,12 @@ impl PreemptionSpec {
         }
         if self.las {
             parts.push("las".into());
+        }
+        if self.reclaim_guard != ReclaimGuard::Nominal {
+            parts.push(format!("reclaim_guard={}", self.reclaim_guard));
+        }
+        if let Some(c) = self.victim_cap {
+            parts.push(format!("victim_cap={c}"));
         }
         if self.grace_s > 0.0 {
             parts.push(format!("grace={}s", self.grace_s));
@@ -787,6 +816,18 @@ mod tests {
         assert_eq!(
             s.validate().unwrap_err().to_string(),
             "`preemption.grace_s`: must be a number ≥ 0"
+        );
+        // Rule P4 bounds every preemption cycle: it cannot be switched off.
+        s.preemption = Some(PreemptionSpec {
+            victim_cap: Some(0),
+            ..PreemptionSpec::default()
+        });
+        assert_eq!(s.validate().unwrap_err().field, "preemption.victim_cap");
+        s.preemption = Some(PreemptionSpec::default());
+        assert!(s.validate().is_ok());
+        assert_eq!(
+            s.preemption_config().unwrap().victim_cap,
+            crate::preemption::DEFAULT_VICTIM_CAP
         );
     }
 

@@ -6,6 +6,7 @@ mod cli;
 mod determinism;
 mod engine_order;
 mod field_cases;
+mod field_cases_contention;
 mod field_cases_quota;
 mod fuzz_stable;
 mod hand_computed;

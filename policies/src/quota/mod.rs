@@ -30,7 +30,7 @@ mod tree;
 
 use std::fmt;
 
-pub use tree::{QuotaFit, QuotaTree, Request};
+pub use tree::{FairKey, QuotaFit, QuotaTree, Request, FAIR_KEY_LEVELS};
 
 use crate::resources::ModelSet;
 

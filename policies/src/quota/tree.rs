@@ -11,6 +11,13 @@ use crate::resources::ModelSet;
 /// A request or an amount per [`QuotaResource`]: GPU-milli, milli-cores, MiB.
 pub type Request = [u64; 3];
 
+/// Levels of the cohort tree a [`FairKey`] orders by (the top ones).
+pub const FAIR_KEY_LEVELS: usize = 4;
+
+/// A fair-sharing admission key ([`QuotaTree::fair_order_key`]): exact shares per level,
+/// the top level first; compared lexicographically, smaller first.
+pub type FairKey = [Share; FAIR_KEY_LEVELS];
+
 const R: usize = 3;
 
 /// Whether a request fits a queue's quota in one flavor now.
@@ -360,6 +367,64 @@ impl QuotaTree {
             .all(|(s, v)| node.usage[s].saturating_add(v) <= node.subtree[s])
     }
 
+    /// Would `req` keep node `n` within its subtree's nominal quota in flavor `f`, in every
+    /// resource queue `q` (whose ancestor `n` is) limits?
+    fn node_within_nominal_after(&self, q: usize, n: usize, f: u16, req: &Request) -> bool {
+        let node = &self.nodes[n];
+        self.slots_of(q, f, req)
+            .all(|(s, v)| node.usage[s] + v <= node.subtree[s])
+    }
+
+    /// The reclaiming side of `reclaimWithinCohort` in a cohort tree (Kueue PR #4806, field
+    /// case B22): may queue `q`, admitting `req` in flavor `f`, reclaim from queue `victim`?
+    /// Yes when `req` fits within the nominal quota of the smallest subtree that holds `q`
+    /// and not `victim` (the child, on `q`'s side, of their lowest common cohort): quota
+    /// declared on a cohort is its queues' to reclaim from outside it. In a one-level
+    /// cohort that subtree is `q` itself ([`QuotaTree::within_nominal_after`]).
+    pub fn may_reclaim_from(&self, q: QueueId, victim: QueueId, f: u16, req: &Request) -> bool {
+        let (Some(n), Some(v)) = (self.node_of(q), self.node_of(victim)) else {
+            return false;
+        };
+        let mut a = n;
+        while let Some(p) = self.nodes[a].parent {
+            if self.is_ancestor(p, v) {
+                return self.node_within_nominal_after(n, a, f, req);
+            }
+            a = p;
+        }
+        false
+    }
+
+    /// Could queue `q` reclaim from some queue outside one of its subtrees: does `req` fit
+    /// the nominal quota of `q` or of one of its cohorts below the root?
+    /// ([`QuotaTree::may_reclaim_from`] for some victim queue; a necessary condition.)
+    pub fn may_reclaim_somewhere(&self, q: QueueId, f: u16, req: &Request) -> bool {
+        let Some(n) = self.node_of(q) else {
+            return true;
+        };
+        let mut a = n;
+        while self.nodes[a].parent.is_some() {
+            if self.node_within_nominal_after(n, a, f, req) {
+                return true;
+            }
+            a = self.nodes[a].parent.expect("checked");
+        }
+        false
+    }
+
+    /// Is node `a` an ancestor of (or equal to) node `n`?
+    fn is_ancestor(&self, a: usize, mut n: usize) -> bool {
+        loop {
+            if n == a {
+                return true;
+            }
+            match self.nodes[n].parent {
+                Some(p) => n = p,
+                None => return false,
+            }
+        }
+    }
+
     /// What queue `q` borrows in flavor `f` per resource (`max(0, usage − nominal)`), with
     /// `req` added when given; zero for a resource the flavor does not limit.
     pub fn borrowed(&self, q: QueueId, f: u16, add: Option<&Request>) -> Request {
@@ -374,6 +439,20 @@ impl QuotaTree {
             }
         }
         out
+    }
+
+    /// The over-reclaim guard ([`crate::preemption::ReclaimGuard::Nominal`]): after `req`
+    /// leaves queue `q`'s usage in flavor `f`, is `usage ≥ nominal` still true in every
+    /// resource of `req` the flavor limits and that was at or above nominal before? (A
+    /// queue already below nominal in a resource does not block a victim for it.)
+    pub fn keeps_nominal_after_removal(&self, q: QueueId, f: u16, req: &Request) -> bool {
+        let Some(n) = self.node_of(q) else {
+            return true;
+        };
+        let node = &self.nodes[n];
+        self.slots_of(n, f, req).all(|(s, v)| {
+            v == 0 || node.usage[s] < node.subtree[s] || node.usage[s] - v >= node.subtree[s]
+        })
     }
 
     /// Is queue `q` borrowing in flavor `f`: `usage > nominal` in some resource? A reclaim
@@ -483,6 +562,16 @@ impl QuotaTree {
     /// flavors), the largest ratio, divided by the weight. Zero for a root or a node that
     /// borrows nothing; infinite for weight zero. Exact; see [`Share`].
     fn drs_node(&self, n: usize, delta: Option<(u16, &Request, bool)>) -> Share {
+        self.drs_node_over(n, delta, [true; R])
+    }
+
+    /// [`QuotaTree::drs_node`] over the resources `over` selects only.
+    fn drs_node_over(
+        &self,
+        n: usize,
+        delta: Option<(u16, &Request, bool)>,
+        over: [bool; R],
+    ) -> Share {
         let node = &self.nodes[n];
         let Some(p) = node.parent else {
             return Share::ZERO;
@@ -492,7 +581,7 @@ impl QuotaTree {
         }
         let parent = &self.nodes[p];
         let mut best = Share::ZERO;
-        for r in 0..R {
+        for r in (0..R).filter(|&r| over[r]) {
             let mut borrowed: u128 = 0;
             let mut lendable: u128 = 0;
             for f in 0..self.flavors.len() {
@@ -541,26 +630,51 @@ impl QuotaTree {
 
     /// The fair-sharing order key of queue `q` admitting `req` in flavor `f`: the dominant
     /// resource shares after admission of each node on the path from the top of its cohort
-    /// tree down to the queue, in per-mille (capped at 65,535), 16 bits each, the top level in
-    /// the high bits (up to four levels; deeper ones are left out). Smaller keys go first:
+    /// tree down to the queue, the top level first (up to [`FAIR_KEY_LEVELS`] levels; deeper
+    /// ones are left out), levels beyond the path [`Share::ZERO`]. Smaller keys go first:
     /// lexicographic comparison is Kueue's tournament (KEP-1714 hierarchical fair sharing),
-    /// which picks at each cohort the child with the lowest share.
-    pub fn fair_order_key(&self, q: QueueId, f: u16, req: &Request) -> u64 {
-        let Some(n) = self.node_of(q) else { return 0 };
-        let mut path = Vec::with_capacity(4);
+    /// which picks at each cohort the child with the lowest share. The shares are exact
+    /// fractions (not Kueue's truncated per-mille: tiny shares would tie and first-come
+    /// order decide, and scaling every weight by 1,000 could flip the order).
+    pub fn fair_order_key(&self, q: QueueId, f: u16, req: &Request) -> FairKey {
+        let mut key = [Share::ZERO; FAIR_KEY_LEVELS];
+        let Some(n) = self.node_of(q) else { return key };
+        let mut path = Vec::with_capacity(FAIR_KEY_LEVELS);
         let mut cur = n;
         while self.nodes[cur].parent.is_some() {
             path.push(cur);
             cur = self.nodes[cur].parent.expect("checked");
         }
         path.reverse();
-        let mut key = 0u64;
-        for (level, &node) in path.iter().take(4).enumerate() {
-            let share = self
-                .drs_node(node, Some((f, req, true)))
-                .per_mille()
-                .min(65_535);
-            key |= share << (48 - 16 * level);
+        for (level, &node) in path.iter().take(FAIR_KEY_LEVELS).enumerate() {
+            key[level] = self.drs_node(node, Some((f, req, true)));
+        }
+        key
+    }
+
+    /// The H-DRF admission key ([`crate::registry::AdmissionOrder::Hdrf`]): as
+    /// [`QuotaTree::fair_order_key`], but each node's dominant share is taken over the
+    /// resources `req` asks for only. A cohort's claim on GPUs is then judged by what its
+    /// children hold of GPUs, not by a sibling's use of a resource the job does not compete
+    /// for (CPU): the fault of naive hierarchical DRF that H-DRF (Bhattacharya et al.,
+    /// "Hierarchical Scheduling for Diverse Datacenter Workloads", SoCC'13) removes by not
+    /// counting leaves blocked on another resource (field case B34). Exact shares.
+    pub fn hdrf_order_key(&self, q: QueueId, f: u16, req: &Request) -> FairKey {
+        let mut key = [Share::ZERO; FAIR_KEY_LEVELS];
+        let Some(n) = self.node_of(q) else { return key };
+        let mut over = [false; R];
+        for (o, &v) in over.iter_mut().zip(req) {
+            *o = v > 0;
+        }
+        let mut path = Vec::with_capacity(FAIR_KEY_LEVELS);
+        let mut cur = n;
+        while self.nodes[cur].parent.is_some() {
+            path.push(cur);
+            cur = self.nodes[cur].parent.expect("checked");
+        }
+        path.reverse();
+        for (level, &node) in path.iter().take(FAIR_KEY_LEVELS).enumerate() {
+            key[level] = self.drs_node_over(node, Some((f, req, true)), over);
         }
         key
     }
@@ -701,6 +815,47 @@ mod tests {
         [n * 1000, 0, 0]
     }
 
+    /// Issue #16 item 3: shares below a thousandth are ordered exactly, and multiplying
+    /// every weight by 1,000 keeps the order.
+    ///
+    /// Cohort C = {a, b nominal 0; big nominal 10,000}: the lendable GPUs are 10,000. a
+    /// borrows 1 GPU, b 2: shares after admitting 1 more GPU are 2/10,000 and 3/10,000 (both 0
+    /// per mille: under the truncated key they tied and first-come order decided). With
+    /// weights × 1,000 (weight_milli 1,000,000) the shares are 2/10⁷ and 3/10⁷: same order.
+    #[test]
+    fn tiny_shares_order_exactly_and_weight_scaling_keeps_it() {
+        for scale in [1, 1000] {
+            let c = QuotaNodeSpec {
+                name: "C".into(),
+                parent: None,
+                flavors: vec![],
+                weight_milli: 1000,
+            };
+            let mut a = node("a", Some("C"), gpus(0, None, None));
+            let mut b = node("b", Some("C"), gpus(0, None, None));
+            a.weight_milli *= scale;
+            b.weight_milli *= scale;
+            let big = node("big", Some("C"), gpus(10_000, None, None));
+            let mut t = QuotaTree::new(&spec(vec![c], vec![a, b, big])).unwrap();
+            let (qa, qb) = (QueueId(0), QueueId(1));
+            t.add_usage(qa, 0, &g(1));
+            t.add_usage(qb, 0, &g(2));
+            let (ka, kb) = (
+                t.fair_order_key(qa, 0, &g(1)),
+                t.fair_order_key(qb, 0, &g(1)),
+            );
+            assert_eq!(ka[0].per_mille(), kb[0].per_mille());
+            assert!(ka < kb, "scale {scale}");
+            assert_eq!(
+                ka[0],
+                Share::new(2000 * 1000, 10_000_000 * 1000 * scale as u128)
+            );
+            // H-DRF over the GPU only gives the same here (the request asks for GPUs only).
+            assert_eq!(t.hdrf_order_key(qa, 0, &g(1)), ka);
+            assert!(t.drs(qa) < t.drs(qb));
+        }
+    }
+
     /// Field case B01's cohort: A nominal 3, B nominal 0 borrowing up to 3.
     #[test]
     fn borrowing_and_reclaim_rules() {
@@ -810,9 +965,10 @@ mod tests {
         assert_eq!(t.drs(x1).per_mille(), 500);
         let kx2 = t.fair_order_key(x2, 0, &g(1));
         let ky1 = t.fair_order_key(y1, 0, &g(1));
+        assert_eq!(kx2[3], Share::ZERO);
         assert!(
             ky1 < kx2,
-            "y's subtree is below its quota: {ky1:x} vs {kx2:x}"
+            "y's subtree is below its quota: {ky1:?} vs {kx2:?}"
         );
         t.add_usage(y1, 0, &g(4));
         assert_eq!(

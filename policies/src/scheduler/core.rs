@@ -35,6 +35,9 @@ pub(crate) struct Core {
     /// For each job in flight that was preempted (by input sequence), the sequence numbers of
     /// its preemptors: it never preempts them back (rule P2).
     pub(crate) preempted_by: BTreeMap<u64, Vec<u64>>,
+    /// Rule P4: per job (input sequence), how often it was preempted since the last job
+    /// completion anywhere (cleared at each completion).
+    pub(crate) victim_counts: BTreeMap<u64, u32>,
     /// Per queue, pending jobs per stored reason (index [`PendingReason::index`]; a job not
     /// tried yet counts as [`PendingReason::NotTried`]).
     pub(crate) reason_counts: Vec<WaitProfile>,
@@ -122,27 +125,35 @@ impl Core {
     pub(crate) fn head(&self, q: QueueId, key: OrderKey, id: JobId, job: &PendingJob) -> Head {
         let tier = self.queue(q).tier;
         let prefix = match self.admission {
-            AdmissionOrder::QueueOrder => 0,
-            AdmissionOrder::NominalFirst | AdmissionOrder::Drf => match self.first_flavor(job) {
-                None => 0,
-                Some(f) => {
-                    let t = self.quota.as_ref().expect("a flavor implies quota");
-                    let req = request(job);
-                    if self.admission == AdmissionOrder::Drf {
-                        t.fair_order_key(q, f, &req)
-                    } else {
-                        match t.check(q, f, &req) {
-                            QuotaFit::Fits { borrows: false } => 0,
-                            _ => 1,
+            AdmissionOrder::QueueOrder => (0, Default::default()),
+            AdmissionOrder::NominalFirst | AdmissionOrder::Drf | AdmissionOrder::Hdrf => {
+                match self.first_flavor(job) {
+                    None => (0, Default::default()),
+                    Some(f) => {
+                        let t = self.quota.as_ref().expect("a flavor implies quota");
+                        let req = request(job);
+                        if self.admission == AdmissionOrder::Drf {
+                            (0, t.fair_order_key(q, f, &req))
+                        } else if self.admission == AdmissionOrder::Hdrf {
+                            (0, t.hdrf_order_key(q, f, &req))
+                        } else {
+                            match t.check(q, f, &req) {
+                                QuotaFit::Fits { borrows: false } => (0, Default::default()),
+                                _ => (1, Default::default()),
+                            }
                         }
                     }
                 }
-            },
+            }
             AdmissionOrder::DecayedUsage => match &self.decayed {
-                None => 0,
+                None => (0, Default::default()),
                 Some(d) => {
                     let w = self.queue(q).weight_milli.max(1) as u128;
-                    (d.value(q.index(), self.now) * 1000 / w).min(u64::MAX as u128) as u64
+                    let usage = d.value(q.index(), self.now);
+                    // Exact usage / weight (usage · 1000 / weight_milli).
+                    let mut k: crate::quota::FairKey = Default::default();
+                    k[0] = crate::fairshare::Share::new(usage, w);
+                    (0, k)
                 }
             },
         };

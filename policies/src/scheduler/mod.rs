@@ -141,6 +141,7 @@ impl Scheduler {
                 nominated: Vec::new(),
                 preempted_now: (SimTime::ZERO, BTreeSet::new()),
                 preempted_by: BTreeMap::new(),
+                victim_counts: BTreeMap::new(),
                 waits: Vec::new(),
                 last_rekey: None,
                 fleet_gpu_milli: 0,
@@ -518,6 +519,8 @@ impl Scheduler {
                 c.preempted_by.remove(&r.job.seq);
             }
         }
+        // Rule P4: a completion is progress; the re-preemption budget starts again.
+        c.victim_counts.clear();
     }
 
     /// The caller moved a running job's tasks onto a hot spare at `now` (one of its nodes

@@ -3,7 +3,12 @@
 use super::*;
 
 /// A heap entry: (tier rank, admission prefix, key, job, queue), smallest first.
-pub(crate) type Head = Reverse<(u8, u64, OrderKey, JobId, QueueId)>;
+/// A queue head in a pass: (tier rank, admission prefix, key, job, queue), smallest first.
+pub(crate) type Head = Reverse<(u8, AdmissionPrefix, OrderKey, JobId, QueueId)>;
+
+/// The admission stage's prefix of a head: an integer (nominal-first, decayed usage) and the
+/// exact fair-sharing key (DRF), compared in that order.
+pub(crate) type AdmissionPrefix = (u64, crate::quota::FairKey);
 
 /// Reusable per-pass buffers.
 #[derive(Debug, Default)]
@@ -85,6 +90,24 @@ impl Scheduler {
         pass.run_summary = None;
         pass.verdicts.clear();
         pass.budget = self.core.budget.unwrap_or(u64::MAX);
+        // A preemptor whose planned placement lost a node plans again now, at the failure,
+        // instead of waiting for its victims with a stale plan (issue #16 item 5): its
+        // nomination and reserved quota are dropped (its victims still terminate).
+        if self
+            .core
+            .nominated
+            .iter()
+            .any(|n| n.allocs.iter().any(|a| !fleet.node(a.node).schedulable))
+        {
+            let (stale, kept): (Vec<Nomination>, Vec<Nomination>) =
+                std::mem::take(&mut self.core.nominated)
+                    .into_iter()
+                    .partition(|n| n.allocs.iter().any(|a| !fleet.node(a.node).schedulable));
+            self.core.nominated = kept;
+            for n in &stale {
+                self.core.unreserve(n);
+            }
+        }
         // Preemptors whose victims are gone go first: the room was made for them.
         if !self.core.nominated.is_empty() {
             let ready: Vec<Nomination> = self
@@ -98,6 +121,51 @@ impl Scheduler {
             for n in ready {
                 self.core.unreserve(&n);
                 let q = n.queue.index();
+                // A waiting preemptor holds no claim against jobs of higher priority ahead of
+                // it in its own queue (arrived meanwhile): they are tried first, without
+                // preempting, and the room made counts towards them (field case B33). Only a
+                // strictly higher priority: the preemptor's own victims, requeued ahead of it
+                // (FIFO order), would otherwise take the room back and be preempted again
+                // (found by the randomized checker).
+                let Some(prio) = self.pending[q]
+                    .jobs
+                    .get_mut(&(n.key, n.preemptor))
+                    .map(|e| e.job.priority)
+                else {
+                    continue;
+                };
+                let mut ahead = Vec::new();
+                let mut cur = self.pending[q].jobs.first_key_value().map(|(k, _)| *k);
+                while let Some(k) = cur {
+                    if k >= (n.key, n.preemptor) || ahead.len() >= 64 {
+                        break;
+                    }
+                    ahead.push(k);
+                    cur = self.pending[q].jobs.next_after(k).map(|(k, _)| *k);
+                }
+                for (key, id) in ahead {
+                    if pass.requeued.contains(&id) || self.core.awaits_victims(id) {
+                        continue;
+                    }
+                    let Some(entry) = self.pending[q].jobs.get_mut(&(key, id)) else {
+                        continue;
+                    };
+                    if entry.job.priority <= prio {
+                        continue;
+                    }
+                    let out = try_job(
+                        &mut self.core,
+                        &mut pass,
+                        fleet,
+                        entry,
+                        key,
+                        decisions,
+                        false,
+                    );
+                    if matches!(out, Outcome::Started) {
+                        self.settle(q, key, id, out, &mut pass);
+                    }
+                }
                 let Some(entry) = self
                     .pending
                     .get_mut(q)

@@ -158,7 +158,7 @@ pub(crate) fn could_preempt(
     };
     let req = request(job);
     let reclaim = cfg.reclaim_within_cohort != ReclaimWithinCohort::Never
-        && t.within_nominal_after(job.queue, f, &req);
+        && t.may_reclaim_somewhere(job.queue, f, &req);
     let fair = !cfg.fair_sharing.is_empty();
     if !reclaim && !fair {
         return false;
@@ -191,8 +191,9 @@ pub(crate) fn candidates(
     let now = c.now;
     let quota = c.quota.as_ref();
     let req = request(job);
-    let reclaimer = match (quota, flavor) {
-        (Some(t), Some(f)) => t.within_nominal_after(job.queue, f, &req),
+    // May the job reclaim from queue `vq` (field case B22: quota on an ancestor cohort)?
+    let reclaimer = |vq: crate::ids::QueueId| match (quota, flavor) {
+        (Some(t), Some(f)) => t.may_reclaim_from(job.queue, vq, f, &req),
         _ => false,
     };
     let job_rank = (
@@ -206,9 +207,9 @@ pub(crate) fn candidates(
             .map_or(0, |l| -(l.level(job.attained_gpu_ms) as i64)),
     );
     let my_preemptors: &[u64] = c.preempted_by.get(&job.seq).map_or(&[], Vec::as_slice);
-    // Per queue, computed once per call: (flavor, borrowing in it, share per-mille).
-    let mut queue_info: Vec<Option<(Option<u16>, bool, u64)>> = Vec::new();
-    let mut info = |q: crate::ids::QueueId, f: Option<u16>| -> (bool, u64) {
+    // Per queue, computed once per call: (flavor, borrowing in it, exact share).
+    let mut queue_info: Vec<Option<(Option<u16>, bool, Share)>> = Vec::new();
+    let mut info = |q: crate::ids::QueueId, f: Option<u16>| -> (bool, Share) {
         let i = q.index();
         if i >= queue_info.len() {
             queue_info.resize(i + 1, None);
@@ -220,7 +221,7 @@ pub(crate) fn candidates(
                     (Some(t), Some(f)) => t.is_borrowing(q, f),
                     _ => false,
                 };
-                let sh = quota.map_or(0, |t| t.drs(q).per_mille());
+                let sh = quota.map_or(Share::ZERO, |t| t.drs(q));
                 queue_info[i] = Some((f, b, sh));
                 (b, sh)
             }
@@ -234,6 +235,11 @@ pub(crate) fn candidates(
         }
         if c.preempted_now.0 == now && c.preempted_now.1.contains(&v.id) {
             // Rule P3: preempted earlier at this instant and restarted: not again now.
+            continue;
+        }
+        if c.victim_counts.get(&v.seq).copied().unwrap_or(0) >= cfg.victim_cap {
+            // Rule P4: preempted `victim_cap` times since the last completion: not again
+            // until some job completes (bounds every cycle, of any length and rule mix).
             continue;
         }
         // Rule P2: never preempt back a job that preempted this one, unless it is now behind
@@ -284,8 +290,8 @@ pub(crate) fn candidates(
         {
             Some(PreemptReason::WithinQueue)
         } else if same_tree
-            && reclaimer
             && borrowing
+            && reclaimer(v.queue)
             && match cfg.reclaim_within_cohort {
                 ReclaimWithinCohort::Never => false,
                 ReclaimWithinCohort::LowerPriority => v.priority < job.priority,
@@ -311,7 +317,7 @@ pub(crate) fn candidates(
         let key = VictimKey {
             tier: v.tier as u8,
             borrowing,
-            share_per_mille: share,
+            share,
             same_queue,
             priority: v.priority,
             lost_gpu_milli_ms: r.lost_gpu_milli_ms(now),
@@ -353,6 +359,8 @@ pub(crate) struct SimTrial<'a> {
     /// Per queue, its share (changes only when a victim of it leaves).
     pub(crate) old_cache: Vec<Option<Share>>,
     pub(crate) fit: Option<(CellId, Vec<TaskAlloc>)>,
+    /// The over-reclaim guard in force.
+    pub(crate) guard: ReclaimGuard,
 }
 
 impl VictimTrial for SimTrial<'_> {
@@ -364,16 +372,24 @@ impl VictimTrial for SimTrial<'_> {
         let (vq, vf, vreq) = (r.job.queue, r.flavor, r.req);
         match cand.rule {
             PreemptReason::Reclaim => {
-                // Rule: the victim's queue must still be borrowing after earlier removals.
+                // Rule: the victim's queue must still be borrowing after earlier removals,
+                // and (the guard) not fall below its nominal quota by this removal.
                 let t = self.c.quota.as_ref().expect("reclaim implies quota");
-                vf.is_some_and(|f| t.is_borrowing(vq, f))
+                vf.is_some_and(|f| {
+                    t.is_borrowing(vq, f)
+                        && (self.guard == ReclaimGuard::Off
+                            || t.keeps_nominal_after_removal(vq, f, &vreq))
+                })
             }
             PreemptReason::FairShare => {
                 let t = self.c.quota.as_ref().expect("fair sharing implies quota");
                 let (Some(f), Some(pf)) = (vf, self.flavor) else {
                     return false;
                 };
-                if !t.is_borrowing(vq, f) {
+                if !t.is_borrowing(vq, f)
+                    || (self.guard == ReclaimGuard::Nominal
+                        && !t.keeps_nominal_after_removal(vq, f, &vreq))
+                {
                     return false;
                 }
                 let (job, req) = (self.job, &self.req);
@@ -483,6 +499,10 @@ pub(crate) fn plan(
 ) -> Option<(CellId, Vec<TaskAlloc>, Vec<Removed>)> {
     let req = request(job);
     let need = job.total_gpu_milli();
+    let guard = c
+        .preemption
+        .as_ref()
+        .map_or(ReclaimGuard::Nominal, |p| p.reclaim_guard);
     let before = match (c.quota.as_ref(), flavor) {
         (Some(t), Some(f)) => t.borrowed(job.queue, f, None),
         _ => [0; 3],
@@ -502,6 +522,7 @@ pub(crate) fn plan(
         pn_cache: None,
         old_cache: Vec::new(),
         fit: None,
+        guard,
     };
     let taken = minimal_victim_set(&mut trial, 0..cands.len())?;
     let (cell, allocs) = trial.fit.take().expect("a victim set is returned placed");
@@ -542,7 +563,13 @@ pub(crate) fn quota_ok(
             !removed.iter().map(|&i| &cands[i]).any(|v| match v.rule {
                 PreemptReason::FairShare | PreemptReason::Tier => false,
                 PreemptReason::WithinQueue => increases,
-                PreemptReason::Reclaim | PreemptReason::Priority | PreemptReason::Las => {
+                // Reclaim: the preemptor ends within the nominal quota of its subtree that
+                // the victim is outside of (its own queue's in a one-level cohort).
+                PreemptReason::Reclaim => {
+                    let vq = running(c, v.id).job.queue;
+                    vq == job.queue || !t.may_reclaim_from(job.queue, vq, f, req)
+                }
+                PreemptReason::Priority | PreemptReason::Las => {
                     increases || running(c, v.id).job.queue != job.queue
                 }
             })
@@ -626,6 +653,7 @@ pub(crate) fn apply(
     c.preempted_now.1.extend(victims.iter().map(|v| v.id));
     for v in &victims {
         let seq = running(c, v.id).job.seq;
+        *c.victim_counts.entry(seq).or_insert(0) += 1;
         let by = c.preempted_by.entry(seq).or_default();
         if !by.contains(&job.seq) {
             by.push(job.seq);
@@ -657,6 +685,12 @@ pub(crate) fn apply(
             cell,
             tasks: allocs,
         });
+        // The victims may have freed more than the preemptor took: what did not fit earlier
+        // in the pass may fit now, so no "did not fit" memory survives (else a later job
+        // preempts although room is free, issue #16 item 6).
+        pass.failed_exact.clear();
+        pass.failed_single.clear();
+        pass.failed_preempt.clear();
         return true;
     }
     release(fleet, &allocs);
