@@ -173,6 +173,24 @@ pub fn backfill_warning(loaded: &Loaded, jobs: u64, with_limit: u64) -> Option<S
     })
 }
 
+/// Before a run writes into `opts.out_dir`: refuses an output that would overwrite an input,
+/// and removes the temporaries a killed earlier run left behind (`.jobs.csv.tmp`, …).
+///
+/// # Errors
+/// [`RunError::OutputIsInput`] (and the errors of resolving the inputs).
+fn prepare_out_dir(loaded: &Loaded, opts: &RunOptions) -> Result<(), RunError> {
+    if let Some(dir) = &opts.out_dir {
+        check_outputs_are_not_inputs(loaded, &opts.trace_dir, dir, opts.seed)?;
+        let dests: Vec<PathBuf> = output_files(loaded, opts.seed)
+            .into_iter()
+            .filter(|n| !n.starts_with('.'))
+            .map(|n| dir.join(n))
+            .collect();
+        crate::report::atomic::remove_stale(&dests);
+    }
+    Ok(())
+}
+
 /// The engine settings a scenario asks for.
 pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
     let s = &loaded.scenario;
@@ -453,16 +471,7 @@ pub fn run_scenario(
     progress: &mut dyn FnMut(u64, SimTime),
 ) -> Result<RunOutput, RunError> {
     let seed = opts.seed.unwrap_or(loaded.scenario.seed);
-    if let Some(dir) = &opts.out_dir {
-        check_outputs_are_not_inputs(loaded, &opts.trace_dir, dir, opts.seed)?;
-        // Temporaries a killed earlier run left behind (`.jobs.csv.tmp`, …).
-        let dests: Vec<PathBuf> = output_files(loaded, opts.seed)
-            .into_iter()
-            .filter(|n| !n.starts_with('.'))
-            .map(|n| dir.join(n))
-            .collect();
-        crate::report::atomic::remove_stale(&dests);
-    }
+    prepare_out_dir(loaded, opts)?;
     // Quota flexibility off: every queue only within its own nominal quota (no cohorts).
     let own_quota_only;
     let loaded = match &loaded.scenario.flexibility {
@@ -694,16 +703,7 @@ pub fn run_inflation(
     opts: &RunOptions,
 ) -> Result<crate::inflation::report::InflationSummary, RunError> {
     use crate::inflation::{self, report};
-    if let Some(dir) = &opts.out_dir {
-        check_outputs_are_not_inputs(loaded, &opts.trace_dir, dir, opts.seed)?;
-        // Temporaries a killed earlier run left behind (`.jobs.csv.tmp`, …).
-        let dests: Vec<PathBuf> = output_files(loaded, opts.seed)
-            .into_iter()
-            .filter(|n| !n.starts_with('.'))
-            .map(|n| dir.join(n))
-            .collect();
-        crate::report::atomic::remove_stale(&dests);
-    }
+    prepare_out_dir(loaded, opts)?;
     let results = inflation::run(loaded, opts)?;
     let medians = report::medians(&results);
     let s = &loaded.scenario;
