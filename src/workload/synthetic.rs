@@ -34,6 +34,7 @@ use rand_distr::{Distribution, Exp, LogNormal, Pareto};
 use serde::Deserialize;
 
 use fleetsim_policies::resources::MAX_GPUS_PER_NODE;
+use fleetsim_policies::spec::secs_to_ms;
 use fleetsim_policies::{SimDuration, SimTime, TaskShape, WHOLE_GPU_MILLI};
 
 use super::{JobSpec, JobStream, RecordedKind, Skipped, TraceError};
@@ -384,11 +385,6 @@ impl SyntheticSpec {
     pub fn offered_load_gpus(&self) -> f64 {
         self.arrival_rate_per_hour / 3600.0 * self.mean_gpus() * self.runtime.mean_s()
     }
-}
-
-/// Converts non-negative float seconds to milliseconds, rounding half away from zero.
-fn secs_to_ms(s: f64) -> u64 {
-    (s * 1000.0).round() as u64
 }
 
 enum RuntimeSampler {
