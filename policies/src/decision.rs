@@ -251,3 +251,38 @@ pub enum Decision {
         reason: RejectReason,
     },
 }
+
+/// What a scheduling pass saw at the instant it decided a preemption (before taking any
+/// victim out), kept only when [`crate::Scheduler::record_preemption_contexts`] is on. The
+/// randomized scheduler checker reads it to check that no preemption happens while free
+/// capacity would have sufficed, and that the over-reclaim guard holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreemptionContext {
+    /// The job the victims make room for.
+    pub preemptor: JobId,
+    /// Its victims, in the order they were decided (one plan).
+    pub victims: Vec<JobId>,
+    /// Per node (by [`crate::NodeId`] index), what was free for the preemptor: capacity minus
+    /// the bindings of running jobs and of jobs terminating in their grace period, minus the
+    /// room held (by phantoms) for nominated preemptors still waiting for their victims; all
+    /// zero for a node that is down or drained.
+    pub free: Vec<NodeFree>,
+    /// Per queue (by [`crate::QueueId`] index) with quota: its quota usage per slot
+    /// ([`crate::QuotaTree::queue_usage`]: flavor-major, GPU-milli, milli-cores, MiB), which
+    /// counts running and terminating jobs and the reservations of nominated preemptors.
+    /// `None` for a queue without quota; empty without a quota tree.
+    pub queue_usage: Vec<Option<Vec<u64>>>,
+}
+
+/// One node's free resources in a [`PreemptionContext`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NodeFree {
+    /// Wholly free accelerators.
+    pub whole_gpus: u32,
+    /// Free GPU-milli over all accelerators.
+    pub gpu_milli: u32,
+    /// Free CPU, milli-cores.
+    pub cpu_milli: u64,
+    /// Free memory, MiB.
+    pub mem_mib: u64,
+}

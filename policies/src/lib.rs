@@ -132,7 +132,8 @@ pub mod topology;
 pub use backfill::{BackfillConfig, BackfillKind, Reservation};
 pub use cell_select::CellSelect;
 pub use decision::{
-    longest_reason, Decision, PendingReason, PreemptReason, RejectReason, Verdict, WaitProfile,
+    longest_reason, Decision, NodeFree, PendingReason, PreemptReason, PreemptionContext,
+    RejectReason, Verdict, WaitProfile,
 };
 pub use ids::{CellId, JobId, ModelId, NodeId, QueueId, TenantId};
 pub use job::{kept_progress, PendingJob, Tier};

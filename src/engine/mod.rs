@@ -56,7 +56,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use fleetsim_policies::{
     kept_progress, longest_reason, CellId, Decision, Extensions, FleetState, JobId, ModelSet,
     NodeId, PendingJob, PendingReason, PreemptReason, QueueConfig, QueueId, RejectReason,
-    Scheduler, SchedulerConfig, SimDuration, SimTime, TaskAlloc, TaskShape, TenantId, WaitProfile,
+    Scheduler, SchedulerConfig, SimDuration, SimTime, TaskAlloc, TaskShape, TenantId, Tier,
+    WaitProfile,
 };
 
 use crate::metrics::{Collector, Dist, Occupancy};
@@ -122,7 +123,9 @@ pub struct EngineConfig {
     /// Node failures and repairs, applied as node events (class 2 of the ordering
     /// guarantees) in this order at equal times.
     pub node_changes: Vec<NodeChange>,
-    /// Keep every preemption in [`RunResult::preemption_log`] (for tests; off by default).
+    /// Keep every preemption in [`RunResult::preemption_log`], what each preemption plan
+    /// saw in [`RunResult::preemption_plans`] and, with `audit_every_instant`, every change
+    /// of quota usage in [`RunResult::quota_log`] (for tests and checkers; off by default).
     pub record_preemptions: bool,
     /// Scheduled node changes (what-if transforms), applied as node events (class 2 of the
     /// ordering guarantees) in this order at equal times.
@@ -214,6 +217,42 @@ pub struct PreemptionEvent {
     pub preemptor: u64,
     /// The rule.
     pub reason: PreemptReason,
+}
+
+/// One preemption plan as the scheduling pass saw it when it decided it (before taking any
+/// victim out): [`fleetsim_policies::PreemptionContext`] with input positions for job ids.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreemptionPlan {
+    /// When.
+    pub at: SimTime,
+    /// The preemptor's input position.
+    pub preemptor: u64,
+    /// The victims' input positions, in the order they were decided.
+    pub victims: Vec<u64>,
+    /// Per node (by id), what was free for the preemptor (see
+    /// [`fleetsim_policies::PreemptionContext::free`]: room held in grace periods and for
+    /// waiting preemptors is not free; down and drained nodes offer nothing).
+    pub free: Vec<fleetsim_policies::NodeFree>,
+    /// Per queue (by [`QueueId`] index), its quota usage per slot (`None`: no quota).
+    pub queue_usage: Vec<Option<Vec<u64>>>,
+}
+
+/// Every queue's quota usage after an instant at which it changed ([`RunResult::quota_log`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QuotaSample {
+    /// The instant (its events and passes all applied).
+    pub at: SimTime,
+    /// Per queue (by [`QueueId`] index), the scheduler's quota usage per slot: flavor-major,
+    /// GPU-milli, milli-cores, MiB within (`None`: no quota). Counts running and terminating
+    /// jobs and the reservations of preemptors waiting for their victims (so it counts a
+    /// victim in its grace period and the room reserved for its preemptor both).
+    pub queue_usage: Vec<Option<Vec<u64>>>,
+    /// Per queue (by [`QueueId`] index), GPU-milli of the quota-charged jobs (tier not
+    /// best-effort, queue with quota) that hold resources — running or terminating — as the
+    /// engine's own records have them: the admitted usage.
+    pub holding_gpu_milli: Vec<u64>,
+    /// The part of `holding_gpu_milli` held by jobs in a grace period (terminating).
+    pub terminating_gpu_milli: Vec<u64>,
 }
 
 /// Per-tenant results.
@@ -520,6 +559,13 @@ pub struct RunResult {
     pub tenants: Vec<TenantStats>,
     /// Every preemption, when [`EngineConfig::record_preemptions`] is on.
     pub preemption_log: Vec<PreemptionEvent>,
+    /// Every preemption plan of a scheduling pass (not of the Tiresias-compatible
+    /// re-deciding mode), when [`EngineConfig::record_preemptions`] is on.
+    pub preemption_plans: Vec<PreemptionPlan>,
+    /// Quota usage after every instant at which it changed, when both
+    /// [`EngineConfig::record_preemptions`] and [`EngineConfig::audit_every_instant`] are on
+    /// and there is a quota tree.
+    pub quota_log: Vec<QuotaSample>,
     /// The goodput account, when [`EngineConfig::reliability`] is on.
     pub reliability: Option<reliability::ReliabilityStats>,
 }
@@ -697,6 +743,8 @@ pub struct Simulation {
     wait_tenant: Vec<u32>,
     lost_gpu_milli_ms: u128,
     preemption_log: Vec<PreemptionEvent>,
+    preemption_plans: Vec<PreemptionPlan>,
+    quota_log: Vec<QuotaSample>,
     next_tick: Option<SimTime>,
     /// The scheduler's own wake-up ([`Scheduler::next_wake`]) pushed as a tick, if any.
     wake_at: Option<SimTime>,
@@ -738,7 +786,8 @@ impl Simulation {
         if !policies.placement.kind().reads_task_classes() {
             fleet.stop_task_class_tracking();
         }
-        let sched = Scheduler::new(policies, queue_cfgs).with(ext);
+        let mut sched = Scheduler::new(policies, queue_cfgs).with(ext);
+        sched.record_preemption_contexts(cfg.record_preemptions);
         for &n in &cfg.spares {
             fleet.set_schedulable(n, false);
         }
@@ -771,6 +820,8 @@ impl Simulation {
             wait_tenant: Vec::new(),
             lost_gpu_milli_ms: 0,
             preemption_log: Vec::new(),
+            preemption_plans: Vec::new(),
+            quota_log: Vec::new(),
             next_tick: None,
             wake_at: None,
             backfill,
@@ -1109,6 +1160,19 @@ impl Simulation {
                     }
                     let mut decisions = std::mem::take(&mut self.decisions);
                     self.sched.schedule_into(&mut self.fleet, t, &mut decisions);
+                    if self.cfg.record_preemptions {
+                        // Before the decisions are applied: their job ids are still live.
+                        for c in self.sched.take_preemption_contexts() {
+                            let seq = |id: JobId| self.jobs[id.index()].seq;
+                            self.preemption_plans.push(PreemptionPlan {
+                                at: t,
+                                preemptor: seq(c.preemptor),
+                                victims: c.victims.iter().map(|&v| seq(v)).collect(),
+                                free: c.free,
+                                queue_usage: c.queue_usage,
+                            });
+                        }
+                    }
                     for d in decisions.drain(..) {
                         self.apply(d)?;
                     }
@@ -1153,6 +1217,9 @@ impl Simulation {
             self.sample_fragmentation(|b| b <= t);
             if self.cfg.audit_every_instant {
                 self.audit()?;
+                if self.cfg.record_preemptions {
+                    self.log_quota(t);
+                }
             }
         }
         // Stopped at the horizon: the rest of the stream is still read (not simulated), so
@@ -1781,6 +1848,49 @@ impl Simulation {
         }
     }
 
+    /// Appends a [`QuotaSample`] at `t` when the quota usage changed since the last one.
+    fn log_quota(&mut self, t: SimTime) {
+        let u = self.sched.quota_usage_by_queue();
+        let Some(tree) = self.sched.quota() else {
+            return;
+        };
+        let mut holding = vec![0u64; u.len()];
+        let mut terminating = vec![0u64; u.len()];
+        for j in self.jobs.iter().filter(|j| j.live) {
+            let q = j.queue;
+            let tier = self
+                .cfg
+                .queues
+                .get(q.index())
+                .map_or(QueueConfig::default().tier, |s| s.config.tier);
+            if q.index() >= u.len() || !tree.has_queue(q) || tier == Tier::BestEffort {
+                continue;
+            }
+            let g = j.shape.total_gpu_milli() * j.tasks as u64;
+            match j.state {
+                JobState::Running => holding[q.index()] += g,
+                JobState::Terminating => {
+                    holding[q.index()] += g;
+                    terminating[q.index()] += g;
+                }
+                _ => {}
+            }
+        }
+        let changed = self.quota_log.last().is_none_or(|l| {
+            l.queue_usage != u
+                || l.holding_gpu_milli != holding
+                || l.terminating_gpu_milli != terminating
+        });
+        if changed {
+            self.quota_log.push(QuotaSample {
+                at: t,
+                queue_usage: u,
+                holding_gpu_milli: holding,
+                terminating_gpu_milli: terminating,
+            });
+        }
+    }
+
     fn audit(&self) -> Result<(), EngineError> {
         self.fleet
             .audit(self.jobs.iter().flat_map(|j| j.allocs.as_slice().iter()))
@@ -1922,6 +2032,8 @@ impl Simulation {
                 t
             },
             preemption_log: std::mem::take(&mut self.preemption_log),
+            preemption_plans: std::mem::take(&mut self.preemption_plans),
+            quota_log: std::mem::take(&mut self.quota_log),
             reliability: self.cfg.reliability.then(|| {
                 let mut r = std::mem::take(&mut self.rel);
                 r.lost_gpu_milli_ms = self.lost_gpu_milli_ms;

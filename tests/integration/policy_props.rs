@@ -16,8 +16,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use fleetsim::engine::{
-    EngineConfig, JobRow, NodeChange, NodeChangeKind, PreemptionEvent, QueueSettings, RunResult,
-    Simulation,
+    EngineConfig, JobRow, NodeChange, NodeChangeKind, PreemptionEvent, PreemptionPlan,
+    QueueSettings, QuotaSample, RunResult, Simulation,
 };
 use fleetsim::scenario::QueueMapping;
 use fleetsim::workload::{JobSpec, VecStream};
@@ -279,12 +279,13 @@ fn preemption_strategy() -> impl Strategy<Value = PreemptionConfig> {
 }
 
 fn admission_strategy() -> impl Strategy<Value = AdmissionOrder> {
-    (0usize..4).prop_map(|i| {
+    (0usize..5).prop_map(|i| {
         [
             AdmissionOrder::QueueOrder,
             AdmissionOrder::NominalFirst,
             AdmissionOrder::Drf,
             AdmissionOrder::DecayedUsage,
+            AdmissionOrder::Hdrf,
         ][i]
     })
 }
@@ -480,6 +481,185 @@ fn check_bounded_repreemption(
     Ok(())
 }
 
+/// A queue's limits in GPU-milli, as the checker's quota arithmetic uses them: (nominal,
+/// borrowing limit, guaranteed part = nominal − lending limit, 0 without one).
+fn limits(q: &Q) -> (u64, Option<u64>, u64) {
+    let g = |v: u8| v as u64 * 1000;
+    let nominal = g(q.nominal);
+    let guaranteed = q.lending_limit.map_or(0, |l| nominal - g(l));
+    (nominal, q.borrowing_limit.map(g), guaranteed)
+}
+
+/// The GPU-milli quota usage of each of the three queues in a usage-by-queue list (slot 0:
+/// flavor `*`, GPUs).
+fn gpu_usage(usage: &[Option<Vec<u64>>]) -> [u64; 3] {
+    let mut u = [0; 3];
+    for (i, x) in u.iter_mut().enumerate() {
+        *x = usage.get(i).and_then(|v| v.as_ref()).map_or(0, |v| v[0]);
+    }
+    u
+}
+
+/// Quota never over nominal + borrowing limit, nor a cohort over its capacity, for the
+/// usages `u` of the three queues of cohort `C` (Kueue's arithmetic, computed here from the
+/// queues alone): each queue `u ≤ nominal + borrowing limit` where a limit is set; the cohort
+/// holds what each queue uses beyond its guaranteed part (`max(0, u − guaranteed)`), and its
+/// capacity is what they lend (`nominal − guaranteed`, summed).
+fn quota_violation(queues: &[Q], u: &[u64; 3]) -> Option<String> {
+    let mut cohort = 0;
+    let mut capacity = 0;
+    for (i, q) in queues.iter().enumerate() {
+        let (nominal, borrowing, guaranteed) = limits(q);
+        if let Some(b) = borrowing {
+            if u[i] > nominal + b {
+                return Some(format!(
+                    "queue q{i} uses {} GPU-milli, above nominal {nominal} + borrowing limit {b}",
+                    u[i]
+                ));
+            }
+        }
+        cohort += u[i].saturating_sub(guaranteed);
+        capacity += nominal - guaranteed;
+    }
+    (cohort > capacity).then(|| {
+        format!("cohort C holds {cohort} GPU-milli above its capacity {capacity} (usages {u:?})")
+    })
+}
+
+/// QUOTA-LIMIT: at every instant (after its events and passes) no queue's quota usage is above
+/// its nominal quota plus its borrowing limit and the cohort's is within its capacity, for
+/// both views of usage the engine logs at every change:
+/// * **admitted**: the jobs holding resources (running, or terminating in a grace period),
+///   from the engine's own records;
+/// * **committed**: the scheduler's quota usage less what terminating jobs hold, i.e. the
+///   running jobs plus the quota reserved for preemptors waiting for their victims — the
+///   usage once every grace period has run out.
+///
+/// (The scheduler's raw usage counts a victim in its grace period and its preemptor's
+/// reservation both, so it may exceed the cohort for the length of a grace period; neither
+/// view above does.)
+fn check_quota_limits(log: &[QuotaSample], queues: &[Q]) -> Result<(), TestCaseError> {
+    for sample in log {
+        let mut admitted = [0; 3];
+        let mut committed = gpu_usage(&sample.queue_usage);
+        for i in 0..3 {
+            admitted[i] = sample.holding_gpu_milli.get(i).copied().unwrap_or(0);
+            let t = sample.terminating_gpu_milli.get(i).copied().unwrap_or(0);
+            prop_assert!(
+                committed[i] >= t,
+                "at {}: q{i} usage below its terminating jobs'",
+                sample.at
+            );
+            committed[i] -= t;
+        }
+        if let Some(v) = quota_violation(queues, &admitted) {
+            prop_assert!(false, "at {}: admitted usage: {v}", sample.at);
+        }
+        if let Some(v) = quota_violation(queues, &committed) {
+            prop_assert!(false, "at {}: committed usage: {v}", sample.at);
+        }
+    }
+    Ok(())
+}
+
+/// What the checker knows of a job: (queue index, tasks, whole GPUs per task).
+fn job_of(jobs: &[JobSpec], seq: u64) -> (usize, u32, u32) {
+    let j = &jobs[seq as usize];
+    let q = j.queue.as_deref().expect("every job names its queue")[1..]
+        .parse()
+        .expect("q<i>");
+    (q, j.tasks, j.shape.num_gpu)
+}
+
+/// NO-NEEDLESS-PREEMPTION: at the instant a preemption plan is decided (before any victim
+/// is taken out), the preemptor could not have started on what was free then. "Free" is
+/// exact under grace: a node's capacity minus the bindings of running jobs and of jobs still
+/// terminating in their grace period (their room is not free until they are released),
+/// minus the room held for preemptors that wait for their own victims (it is theirs); a
+/// node that is down or drained offers nothing. The preemptor could have started when (1)
+/// its gang fits those free resources — `tasks` tasks of `g` whole GPUs each on nodes with
+/// `w_i` wholly free GPUs: `Σ ⌊w_i / g⌋ ≥ tasks` (whole-GPU tasks ask no CPU or memory) —
+/// and (2) when its queue takes part in quota (quota on, tier not best-effort), admitting its
+/// `r` GPU-milli keeps quota within limits ([`quota_violation`] on the usage of the instant
+/// with `r` added to its queue).
+fn check_no_needless_preemption(
+    plans: &[PreemptionPlan],
+    jobs: &[JobSpec],
+    s: &Setup,
+) -> Result<(), TestCaseError> {
+    for p in plans {
+        let (q, tasks, g) = job_of(jobs, p.preemptor);
+        let fits: u32 = p.free.iter().map(|n| n.whole_gpus / g.max(1)).sum();
+        if fits < tasks {
+            continue;
+        }
+        let quota_applies = s.use_quota && s.queues[q].tier != 0;
+        if quota_applies {
+            let mut u = gpu_usage(&p.queue_usage);
+            u[q] += tasks as u64 * g as u64 * 1000;
+            if quota_violation(&s.queues, &u).is_some() {
+                continue;
+            }
+        }
+        prop_assert!(
+            false,
+            "at {}: job {} (q{q}, {tasks} × {g} GPUs) preempted {:?} although it fit free capacity {:?} (quota usage {:?})",
+            p.at,
+            p.preemptor,
+            p.victims,
+            p.free.iter().map(|n| n.whole_gpus).collect::<Vec<_>>(),
+            gpu_usage(&p.queue_usage)
+        );
+    }
+    Ok(())
+}
+
+/// RECLAIM-GUARD: with [`ReclaimGuard::Nominal`](fleetsim_policies::preemption::ReclaimGuard),
+/// no reclaim takes its victim's queue below its nominal quota: going through each plan's
+/// victims in the order they were decided, from the quota usage of the instant the plan was
+/// decided, the victim's queue still uses at least its nominal quota after every reclaim
+/// victim leaves (victims of other rules leave too, in their turn).
+fn check_reclaim_guard(
+    plans: &[PreemptionPlan],
+    log: &[PreemptionEvent],
+    jobs: &[JobSpec],
+    s: &Setup,
+) -> Result<(), TestCaseError> {
+    let reasons: BTreeMap<(SimTime, u64, u64), fleetsim_policies::PreemptReason> = log
+        .iter()
+        .map(|e| ((e.at, e.preemptor, e.victim), e.reason))
+        .collect();
+    for p in plans {
+        let mut u = gpu_usage(&p.queue_usage);
+        for &v in &p.victims {
+            let (q, tasks, g) = job_of(jobs, v);
+            if s.queues[q].tier == 0 {
+                continue; // best-effort jobs take no quota
+            }
+            u[q] = u[q].saturating_sub(tasks as u64 * g as u64 * 1000);
+            let reason = reasons.get(&(p.at, p.preemptor, v)).copied();
+            prop_assert!(
+                reason.is_some(),
+                "plan victim {v} at {} not in the log",
+                p.at
+            );
+            if reason == Some(fleetsim_policies::PreemptReason::Reclaim) {
+                let (nominal, _, _) = limits(&s.queues[q]);
+                prop_assert!(
+                    u[q] >= nominal,
+                    "at {}: reclaiming job {v} for job {} takes q{q} to {} GPU-milli, below its nominal {nominal} (plan {:?}, usage {:?})",
+                    p.at,
+                    p.preemptor,
+                    u[q],
+                    p.victims,
+                    gpu_usage(&p.queue_usage)
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The outcome of a run as the checker compares it: per job (start, finish, preemptions).
 fn outcome(rows: &[JobRow]) -> Vec<(u64, Option<SimTime>, Option<SimTime>, u32)> {
     rows.iter()
@@ -516,6 +696,7 @@ proptest! {
         order in (0usize..2).prop_map(|i| [QueueOrderKind::Fifo, QueueOrderKind::Priority][i]),
     ) {
         let mut preemption = preemption;
+        let guard = preemption.reclaim_guard == fleetsim_policies::preemption::ReclaimGuard::Nominal;
         if std::env::var_os("FLEETSIM_CHECKER_UNCAPPED").is_some() {
             // Rule P4 off (not reachable from a scenario: `validate` refuses it), to show
             // what it bounds.
@@ -537,7 +718,20 @@ proptest! {
         };
         let jobs = specs(&jobs);
         let (r, rows) = simulate(&setup, &jobs);
+        // Every preemption belongs to one recorded plan.
+        prop_assert_eq!(
+            r.preemption_plans.iter().map(|p| p.victims.len()).sum::<usize>(),
+            r.preemption_log.len()
+        );
         check_no_cycle(&r.preemption_log)?;
+        check_no_needless_preemption(&r.preemption_plans, &jobs, &setup)?;
+        if use_quota {
+            prop_assert!(!r.quota_log.is_empty() || r.counts.started == 0);
+            check_quota_limits(&r.quota_log, &setup.queues)?;
+        }
+        if guard && use_quota {
+            check_reclaim_guard(&r.preemption_plans, &r.preemption_log, &jobs, &setup)?;
+        }
         check_bounded_repreemption(
             &r.preemption_log,
             &rows,

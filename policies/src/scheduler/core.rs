@@ -55,9 +55,24 @@ pub(crate) struct Core {
     pub(crate) las: Option<crate::queue_order::Las>,
     /// The last instant a running job was demoted to a lower LAS queue.
     pub(crate) las_demoted_at: Option<SimTime>,
+    /// Preemption contexts of the passes since the last take, when recording is on
+    /// ([`Scheduler::record_preemption_contexts`]).
+    pub(crate) contexts: Option<Vec<crate::decision::PreemptionContext>>,
 }
 
 impl Core {
+    /// Every queue's quota usage per slot, by [`QueueId`] index (`None`: no quota for that
+    /// queue; empty without a quota tree).
+    pub(crate) fn quota_usage_by_queue(&self) -> Vec<Option<Vec<u64>>> {
+        let Some(t) = &self.quota else {
+            return Vec::new();
+        };
+        let n = t.queues().map(|q| q.index() + 1).max().unwrap_or(0);
+        (0..n)
+            .map(|q| t.queue_usage(QueueId(q as u32)).map(<[u64]>::to_vec))
+            .collect()
+    }
+
     /// True when a pass may skip, in queue `q`, every pending job of a class whose verdict
     /// in this pass is known and equal to the job's stored reason (trying it would change
     /// nothing): `q` is best-effort FIFO, the order static, and there is no quota on `q`, no

@@ -156,6 +156,7 @@ impl Scheduler {
                     _ => None,
                 },
                 las_demoted_at: None,
+                contexts: None,
             },
             pending: Vec::new(),
             pending_len: 0,
@@ -482,6 +483,30 @@ impl Scheduler {
     /// is handed out once.
     pub fn take_wait_profile(&mut self, job: JobId) -> Option<Box<WaitProfile>> {
         self.core.waits.get_mut(job.index()).and_then(Option::take)
+    }
+
+    /// Turns on (or off) keeping a [`crate::PreemptionContext`] per preemption plan (for
+    /// tests and checkers: it costs a scan of the fleet per plan). Off by default.
+    pub fn record_preemption_contexts(&mut self, on: bool) {
+        self.core.contexts = on.then(Vec::new);
+    }
+
+    /// The preemption contexts recorded since the last call, in the order the plans were
+    /// decided (empty when recording is off).
+    pub fn take_preemption_contexts(&mut self) -> Vec<crate::PreemptionContext> {
+        self.core
+            .contexts
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Every queue's quota usage per slot now, by [`QueueId`] index: flavor-major, GPU-milli,
+    /// milli-cores, MiB within ([`QuotaTree::queue_usage`]), counting running and
+    /// terminating jobs and nominated preemptors' reservations. `None` for a queue without
+    /// quota; empty without a quota tree.
+    pub fn quota_usage_by_queue(&self) -> Vec<Option<Vec<u64>>> {
+        self.core.quota_usage_by_queue()
     }
 
     /// Backfill reservations made in the last pass (ascending by start).

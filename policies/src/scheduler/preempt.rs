@@ -51,6 +51,8 @@ pub(crate) fn preempt_for(
         _ => vec![(None, job.models)],
     };
     let cfg = c.preemption.clone().expect("called with preemption on");
+    // The instant the preemption is decided: nothing taken out yet.
+    let context = c.contexts.is_some().then(|| context(c, fleet, job.id));
     let rounds: Vec<Option<crate::preemption::FairStrategy>> = if cfg.fair_sharing.is_empty() {
         vec![None]
     } else {
@@ -68,6 +70,10 @@ pub(crate) fn preempt_for(
             if let Some((cell, allocs, victims)) =
                 plan(c, pass, fleet, job, flavor, models, &cands, strategy)
             {
+                if let (Some(list), Some(mut ctx)) = (c.contexts.as_mut(), context) {
+                    ctx.victims = victims.iter().map(|v| v.id).collect();
+                    list.push(ctx);
+                }
                 let plan = Plan {
                     flavor,
                     cell,
@@ -80,6 +86,33 @@ pub(crate) fn preempt_for(
     }
     pass.failed_preempt.insert(memo);
     None
+}
+
+/// The fleet's free resources and the queues' quota usage now, for `preemptor`
+/// ([`crate::PreemptionContext`]; its victims are filled in by the caller).
+fn context(c: &Core, fleet: &FleetState, preemptor: JobId) -> crate::PreemptionContext {
+    let free = fleet
+        .nodes()
+        .iter()
+        .map(|n| {
+            if n.schedulable {
+                crate::NodeFree {
+                    whole_gpus: n.free_whole,
+                    gpu_milli: n.free_gpu_milli,
+                    cpu_milli: n.free_cpu_milli,
+                    mem_mib: n.free_mem_mib,
+                }
+            } else {
+                crate::NodeFree::default()
+            }
+        })
+        .collect();
+    crate::PreemptionContext {
+        preemptor,
+        victims: Vec::new(),
+        free,
+        queue_usage: c.quota_usage_by_queue(),
+    }
 }
 
 /// What the running jobs offer as victims, summarized once per pass (at its first preemption
