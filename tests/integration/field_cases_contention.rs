@@ -352,6 +352,11 @@ H,10,t,100,2,2,600
 /// done. b2 restarts 1000–2000 (when b1 ends), b3 1040–2040. Waits: H 20, L 530.
 /// Occupancy [0,2040] = (b1 1000 + b2 40 + b3 40 + H 2·500 + L 2·500 + b2 1000 + b3 1000)
 /// / (3·2040) = 5080/6120.
+///
+/// Fails without the fix (issue #16 item 5: the ready preemptor L tried before the
+/// higher-priority jobs of its own queue, `policies/src/scheduler/pass.rs`): H's span expected
+/// (40, 540), got (70, 570) — L took the room at 40 and H had to preempt it (checked by
+/// reverting the fix).
 #[test]
 fn b33_waiting_preemptor_yields_to_higher_priority() {
     let scenario = format!(
@@ -406,6 +411,12 @@ H,20,a,cq1,10000,2,500
 /// of A's shape, must see the 2 free GPUs rather than the pass's memory that its shape did
 /// not fit: it starts at 10 without preempting V. A and B run 10–110; W restarts 110–1110.
 /// Preemptions = 1 (2 before the fix: B evicted V too).
+///
+/// Fails without the fix (the three `pass.failed_*.clear()` after a zero-grace plan in
+/// `policies/src/scheduler/preempt.rs`): V's span expected (0, 1000), got (0, 1010) — B
+/// evicted V at 10 and V restarted at once (checked by reverting the fix). The randomized
+/// checker's NO-NEEDLESS-PREEMPTION property finds the same fault within 2,000 cases (its
+/// shrunk case is kept in `tests/proptest-regressions/policy_props.txt`).
 #[test]
 fn no_did_not_fit_memory_across_a_zero_grace_preemption() {
     let scenario = format!(
@@ -436,6 +447,10 @@ B,10,t,5,2,100
 /// fails (node grace 60 s): the plan is stale, so H plans again at once and preempts L1 on
 /// n1 (grace 30): H runs 140–640 on n1. (With the stale plan H waited for L2 until 130, found
 /// n2 down, and only then preempted L1: start 160.)
+///
+/// Fails without the fix (dropping nominations whose planned nodes are unschedulable at the
+/// start of a pass, `policies/src/scheduler/pass.rs`): H's span expected (140, 640), got
+/// (160, 660) (checked by reverting the fix).
 #[test]
 fn preemptor_replans_when_its_planned_node_fails() {
     let scenario = format!(

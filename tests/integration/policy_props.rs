@@ -682,8 +682,21 @@ proptest! {
     /// over-allocated, gangs whole, quota usage exact) and checks:
     /// * rule P4: no job preempted more than `victim_cap` (3) times without any completion;
     /// * no two jobs preempt each other, no job preempted twice at one instant;
+    /// * NO-NEEDLESS-PREEMPTION: at the instant each preemption plan is decided, its
+    ///   preemptor could not have started on the capacity free then (and within quota);
+    ///   "free" is exact under grace ([`check_no_needless_preemption`]);
+    /// * QUOTA-LIMIT: at every instant, every queue's admitted and committed usage within
+    ///   nominal + borrowing limit and the cohort's within its capacity
+    ///   ([`check_quota_limits`]);
+    /// * RECLAIM-GUARD: under `reclaim_guard = nominal`, no reclaim takes its victim's queue
+    ///   below nominal ([`check_reclaim_guard`]);
     /// * share order independent of weight scaling: every queue weight × 1,000 gives the same
     ///   schedule, job for job (shares are compared exactly).
+    ///
+    /// The checker observes the run through what the engine records with
+    /// `record_preemptions`: the preemption log, each plan's context as the pass saw it
+    /// (`RunResult::preemption_plans`) and every change of quota usage
+    /// (`RunResult::quota_log`).
     #[test]
     fn randomized_scheduler_checker(
         nodes in prop::collection::vec(1u8..9, 1..5),
