@@ -822,3 +822,103 @@ fn three_job_preemption_cycle_is_bounded_by_rule_p4() {
         .all(|r| r.state == fleetsim::engine::FinalState::Completed));
     assert!(r.preemption_log.len() <= 4 * 3);
 }
+
+/// The checker's own arithmetic rejects what it must (so that a passing run means something).
+/// Queues q0 (nominal 4, borrowing limit 1, lending limit 2: guaranteed 4 − 2 = 2), q1
+/// (nominal 4), q2 (nominal 0); the cohort's capacity is what they lend: 2 + 4 + 0 = 6 GPUs.
+/// * q0 at 6 GPUs > 4 + 1: over its borrowing limit.
+/// * q0 at 4, q1 at 4: the cohort holds (4 − 2) + 4 = 6 ≤ 6: within.
+/// * q0 at 4, q1 at 5: the cohort holds 2 + 5 = 7 > 6: over.
+/// * A 1 × 2-GPU preemptor on a node with 4 wholly free GPUs, no quota: ⌊4 / 2⌋ = 2 ≥ 1
+///   task, so its preemption was needless; with 1 free GPU it was not (⌊1 / 2⌋ = 0).
+#[test]
+fn checker_arithmetic_rejects_violations() {
+    let queues = vec![
+        Q {
+            nominal: 4,
+            borrowing_limit: Some(1),
+            lending_limit: Some(2),
+            tier: 1,
+        },
+        Q {
+            nominal: 4,
+            borrowing_limit: None,
+            lending_limit: None,
+            tier: 1,
+        },
+        Q {
+            nominal: 0,
+            borrowing_limit: None,
+            lending_limit: None,
+            tier: 1,
+        },
+    ];
+    let v = quota_violation(&queues, &[6000, 0, 0]).unwrap();
+    assert!(v.contains("borrowing limit 1000"), "{v}");
+    assert_eq!(quota_violation(&queues, &[4000, 4000, 0]), None);
+    let v = quota_violation(&queues, &[4000, 5000, 0]).unwrap();
+    assert!(
+        v.contains("holds 7000 GPU-milli above its capacity 6000"),
+        "{v}"
+    );
+
+    let jobs = specs(&[
+        J {
+            at_s: 0,
+            queue: 0,
+            tasks: 1,
+            gpus: 3,
+            run_s: 10,
+            prio: 0,
+        },
+        J {
+            at_s: 1,
+            queue: 0,
+            tasks: 1,
+            gpus: 2,
+            run_s: 10,
+            prio: 1,
+        },
+    ]);
+    let setup = Setup {
+        nodes: vec![8],
+        queues,
+        order: QueueOrderKind::Priority,
+        admission: AdmissionOrder::QueueOrder,
+        preemption: None,
+        backfill: None,
+        use_quota: false,
+        node_changes: vec![],
+        horizon: None,
+        oracle: false,
+        retry: None,
+        weight_scale: 1,
+    };
+    let plan = |whole_gpus: u32| PreemptionPlan {
+        at: SimTime::from_secs(1),
+        preemptor: 1,
+        victims: vec![0],
+        free: vec![fleetsim_policies::NodeFree {
+            whole_gpus,
+            ..Default::default()
+        }],
+        queue_usage: vec![],
+    };
+    assert!(check_no_needless_preemption(&[plan(4)], &jobs, &setup).is_err());
+    assert!(check_no_needless_preemption(&[plan(1)], &jobs, &setup).is_ok());
+
+    // The guard: q0 (nominal 4) at 7 GPUs loses the 3-GPU job 0 by reclaim: 7 − 3 = 4 ≥ 4
+    // holds; at 6 GPUs, 6 − 3 = 3 < 4 takes it below nominal.
+    let log = [PreemptionEvent {
+        at: SimTime::from_secs(1),
+        victim: 0,
+        preemptor: 1,
+        reason: fleetsim_policies::PreemptReason::Reclaim,
+    }];
+    let guarded = |q0: u64| PreemptionPlan {
+        queue_usage: vec![Some(vec![q0, 0, 0]), Some(vec![0; 3]), Some(vec![0; 3])],
+        ..plan(0)
+    };
+    assert!(check_reclaim_guard(&[guarded(7000)], &log, &jobs, &setup).is_ok());
+    assert!(check_reclaim_guard(&[guarded(6000)], &log, &jobs, &setup).is_err());
+}
