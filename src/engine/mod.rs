@@ -586,6 +586,10 @@ struct Restarts {
     release_at: Option<SimTime>,
     /// Grace held on failed nodes, GPU-milli·ms (see [`JobRow::held_on_failed_gpu_milli_ms`]).
     held_on_failed_gpu_milli_ms: u64,
+    /// Failed nodes whose share of its current termination grace is already booked as held
+    /// on failed nodes (a node repaired and failing again inside the grace books nothing
+    /// twice).
+    held_nodes: Vec<NodeId>,
     /// Paused since (an incomplete gang keeping its survivors), until whole again.
     paused_since: Option<SimTime>,
     /// Held by its survivors while incomplete, GPU-milli·ms.
@@ -1606,7 +1610,9 @@ impl Simulation {
         let run = self.next_run;
         self.next_run = (self.next_run + 1) % NOT_RUNNING;
         rec.run = run;
-        rec.extra.get_or_insert_with(Box::default).release_at = Some(self.now + grace);
+        let x = rec.extra.get_or_insert_with(Box::default);
+        x.release_at = Some(self.now + grace);
+        x.held_nodes.clear();
         self.events
             .push(self.now + grace, EventKind::Release(id, run));
     }

@@ -456,7 +456,12 @@ impl Simulation {
                 .and_then(|x| x.release_at)
                 .map_or(0, |r| since(r, now));
             let held = mul(left, on_node);
-            if held == 0 {
+            if held == 0
+                || rec
+                    .extra
+                    .as_ref()
+                    .is_some_and(|x| x.held_nodes.contains(&node))
+            {
                 continue;
             }
             let tenant = rec.tenant;
@@ -464,6 +469,7 @@ impl Simulation {
             // Stopped by a failure (this one or an earlier): its grace was booked as lost to
             // failures; otherwise as lost to its preemption.
             let by_failure = x.lost_at.is_some();
+            x.held_nodes.push(node);
             x.lost_gpu_milli_ms = x.lost_gpu_milli_ms.saturating_sub(to_u64(held));
             x.held_on_failed_gpu_milli_ms =
                 x.held_on_failed_gpu_milli_ms.saturating_add(to_u64(held));
