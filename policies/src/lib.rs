@@ -150,7 +150,7 @@ pub use registry::{
 };
 pub use resources::{ModelSet, TaskShape, WHOLE_GPU_MILLI};
 pub use scheduler::{Extensions, QueueConfig, RedecideOrder, Scheduler, SchedulerConfig};
-pub use spec::{PreemptionModel, SchedulerSpec, SpecError};
+pub use spec::{GangRecovery, PreemptionModel, SchedulerSpec, SpecError};
 pub use state::{FleetState, NodeSpec, NodeState, StateError, TaskAlloc};
 pub use time::{SimDuration, SimTime};
 pub use topology::{Level, RayStrategy, TopologyMode, TopologySpec};

@@ -101,6 +101,30 @@ named_enum!(
     }
 );
 
+named_enum!(
+    /// What a gang does when a node holding some of its members fails (`[policy]
+    /// gang_recovery`). Applies to jobs of more than one task hit by a node failure and
+    /// not moved onto a hot spare; maintenance evictions always restart.
+    GangRecovery {
+        /// The whole gang is stopped and requeued (every member released after the
+        /// termination grace), restarting from its last checkpoint when it fits again.
+        #[default]
+        Restart => "restart",
+        /// Volcano `minAvailable` / Kueue `waitForPodsReady` recovery: the surviving members
+        /// stay bound with progress paused (the run stops at its last checkpoint), the
+        /// members on the failed node are released at once, and the missing ones are
+        /// placed ahead of pending jobs of equal or lower priority; when the gang is whole
+        /// again it resumes from the checkpoint (restart overhead paid). The survivors'
+        /// accelerator-time while paused is its own account, *held by incomplete gangs*.
+        KeepSurvivors => "keep_survivors",
+    }
+);
+
+#[cfg(feature = "serde")]
+fn is_restart(g: &GangRecovery) -> bool {
+    *g == GangRecovery::Restart
+}
+
 #[cfg(feature = "serde")]
 fn is_fleetsim_model(m: &PreemptionModel) -> bool {
     *m == PreemptionModel::Fleetsim
@@ -199,6 +223,9 @@ pub struct SchedulerSpec {
         serde(default, skip_serializing_if = "is_fleetsim_model")
     )]
     pub preemption_model: PreemptionModel,
+    /// [`GangRecovery`]: `restart` (default) or `keep_survivors`.
+    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "is_restart"))]
+    pub gang_recovery: GangRecovery,
 }
 
 /// A stage key of [`SchedulerSpec`] that takes a policy name, with the names it accepts.
@@ -244,6 +271,10 @@ impl SchedulerSpec {
         Stage {
             field: "runtime_estimate",
             names: EstimateSource::NAMES,
+        },
+        Stage {
+            field: "gang_recovery",
+            names: GangRecovery::NAMES,
         },
     ];
 

@@ -152,6 +152,9 @@ pub struct EngineConfig {
     /// hit by a node failure moves its tasks on that node onto a free spare of the same cell
     /// and model instead of requeueing ([`crate::reliability`] module docs). Empty: none.
     pub spares: Vec<NodeId>,
+    /// What a gang hit by a node failure does ([`fleetsim_policies::GangRecovery`],
+    /// `[policy] gang_recovery`): restart whole (default) or keep its survivors bound.
+    pub gang_recovery: fleetsim_policies::GangRecovery,
 }
 
 /// A scheduled change of node availability.
@@ -372,6 +375,10 @@ pub struct JobRow {
     /// Accelerator-time its tasks held through a termination grace on failed nodes,
     /// GPU-milli·ms (not in `lost_gpu_milli_ms`: allocated = kept + lost + startup + this).
     pub held_on_failed_gpu_milli_ms: u64,
+    /// Accelerator-time its surviving members held while its gang was incomplete
+    /// (`gang_recovery = "keep_survivors"`), GPU-milli·ms: neither kept work nor lost, its
+    /// own account (allocated = kept + lost + startup + held on failed nodes + this).
+    pub held_by_incomplete_gang_gpu_milli_ms: u64,
     /// The reason it waited longest (`None`: it never waited).
     pub pending_reason: Option<PendingReason>,
     /// Start time of the first backfill reservation it got, if any.
@@ -625,6 +632,14 @@ struct Restarts {
     release_at: Option<SimTime>,
     /// Grace held on failed nodes, GPU-milli·ms (see [`JobRow::held_on_failed_gpu_milli_ms`]).
     held_on_failed_gpu_milli_ms: u64,
+    /// Failed nodes whose share of its current termination grace is already booked as held
+    /// on failed nodes (a node repaired and failing again inside the grace books nothing
+    /// twice).
+    held_nodes: Vec<NodeId>,
+    /// Paused since (an incomplete gang keeping its survivors), until whole again.
+    paused_since: Option<SimTime>,
+    /// Held by its survivors while incomplete, GPU-milli·ms.
+    held_incomplete_gpu_milli_ms: u64,
     /// Wall time of its stopped runs, ms.
     served_ms: u64,
     /// Time it waited after its first start (requeued), ms.
@@ -648,6 +663,9 @@ enum JobState {
     Terminating,
     /// Waiting for its recorded start (replay) outside the queues.
     Awaiting,
+    /// A gang below its size after a node failure (`gang_recovery = "keep_survivors"`):
+    /// its surviving members stay bound, no progress, until the missing ones are placed.
+    Recovering,
 }
 
 /// Accelerator-time a job asks for: tasks × per-task GPU-milli × run time, GPU-milli·ms,
@@ -758,6 +776,8 @@ pub struct Simulation {
     dispatching: BTreeSet<JobId>,
     /// Queues with ids below this are the configured ones.
     known_queues: u32,
+    /// Gangs in [`JobState::Recovering`].
+    recovering: BTreeSet<JobId>,
 }
 
 impl Simulation {
@@ -828,10 +848,12 @@ impl Simulation {
             decisions: Vec::new(),
             rel: reliability::ReliabilityStats {
                 spares: !cfg.spares.is_empty(),
+                keep_survivors: cfg.gang_recovery == fleetsim_policies::GangRecovery::KeepSurvivors,
                 ..reliability::ReliabilityStats::default()
             },
             dispatching: BTreeSet::new(),
             known_queues: 0,
+            recovering: BTreeSet::new(),
             cfg,
         };
         for q in sim.cfg.queues.clone() {
@@ -944,6 +966,10 @@ impl Simulation {
                 .extra
                 .as_ref()
                 .map_or(0, |x| x.held_on_failed_gpu_milli_ms),
+            held_by_incomplete_gang_gpu_milli_ms: r
+                .extra
+                .as_ref()
+                .map_or(0, |x| x.held_incomplete_gpu_milli_ms),
             pending_reason: r.wait.as_deref().and_then(longest_reason),
             first_reservation: r.extra.as_ref().and_then(|x| x.first_reservation),
             state,
@@ -1158,6 +1184,9 @@ impl Simulation {
                             ),
                         });
                     }
+                    if !self.recovering.is_empty() {
+                        self.recover_gangs(true);
+                    }
                     let mut decisions = std::mem::take(&mut self.decisions);
                     self.sched.schedule_into(&mut self.fleet, t, &mut decisions);
                     if self.cfg.record_preemptions {
@@ -1177,6 +1206,9 @@ impl Simulation {
                         self.apply(d)?;
                     }
                     self.decisions = decisions;
+                    if !self.recovering.is_empty() {
+                        self.recover_gangs(false);
+                    }
                     if self.backfill {
                         for r in self.sched.reservations() {
                             let rec = &mut self.jobs[r.job.index()];
@@ -1645,7 +1677,9 @@ impl Simulation {
         let run = self.next_run;
         self.next_run = (self.next_run + 1) % NOT_RUNNING;
         rec.run = run;
-        rec.extra.get_or_insert_with(Box::default).release_at = Some(self.now + grace);
+        let x = rec.extra.get_or_insert_with(Box::default);
+        x.release_at = Some(self.now + grace);
+        x.held_nodes.clear();
         self.events
             .push(self.now + grace, EventKind::Release(id, run));
     }
@@ -1896,10 +1930,17 @@ impl Simulation {
             .audit(self.jobs.iter().flat_map(|j| j.allocs.as_slice().iter()))
             .map_err(|message| self.invariant(message))?;
         let holding = self.jobs.iter().enumerate().filter(|(_, j)| {
-            j.live && matches!(j.state, JobState::Running | JobState::Terminating)
+            j.live
+                && matches!(
+                    j.state,
+                    JobState::Running | JobState::Terminating | JobState::Recovering
+                )
         });
         for (i, j) in holding.clone() {
-            if j.allocs.as_slice().len() != j.tasks as usize {
+            let partial = j.state == JobState::Recovering
+                && j.allocs.as_slice().len() < j.tasks as usize
+                && !j.allocs.is_empty();
+            if !partial && j.allocs.as_slice().len() != j.tasks as usize {
                 return Err(self.invariant(format!(
                     "job {i} holds {} bindings for a gang of {}",
                     j.allocs.as_slice().len(),
@@ -1970,6 +2011,9 @@ impl Simulation {
         running.sort_by_key(|id| self.jobs[id.index()].seq);
         for id in running {
             self.counts.running_at_end += 1;
+            if self.jobs[id.index()].state == JobState::Recovering {
+                self.book_pause(id);
+            }
             self.end_run_account(id, false);
             emit(sink, || self.row(id, FinalState::RunningAtEnd, None, None))?;
         }

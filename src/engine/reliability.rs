@@ -20,9 +20,14 @@
 //!
 //! * **held on failed nodes**: the grace of the tasks on a failed node (the node has left
 //!   the capacity, so this is not occupancy; it is not lost work either: its own account).
+//! * **held by incomplete gangs** (`[policy] gang_recovery = "keep_survivors"` only): the
+//!   accelerator-time the surviving members of a gang hold, bound on up nodes with progress
+//!   paused, from the failure that broke the gang until its missing members are placed
+//!   (or it is torn down, or the run ends). It is occupancy (the accelerators are taken)
+//!   but neither kept work nor lost work: its own account.
 //!
-//! So `goodput + lost + startup + held on failed nodes = allocated` per job and in total, by
-//! construction per run;
+//! So `goodput + lost + startup + held on failed nodes + held by incomplete gangs =
+//! allocated` per job and in total, by construction per run;
 //! a completed job's goodput is its run time at its runs' speeds (on reference-speed hardware:
 //! exactly its run time × its accelerators).
 //!
@@ -106,6 +111,13 @@ pub struct ReliabilityStats {
     pub held_on_failed_gpu_milli_ms: u128,
     /// Of `lost`, the part lost to maintenance evictions.
     pub lost_to_evictions_gpu_milli_ms: u128,
+    /// Accelerator-time the surviving members of incomplete gangs held with progress paused
+    /// (`gang_recovery = "keep_survivors"`; not in `lost`).
+    pub held_by_incomplete_gangs_gpu_milli_ms: u128,
+    /// The run keeps survivors of failed gangs ([`fleetsim_policies::GangRecovery`]).
+    pub keep_survivors: bool,
+    /// Gangs made whole again after keeping their survivors.
+    pub gangs_recovered: u64,
     /// Runs stopped by maintenance evictions (a drained node's deadline).
     pub evictions: u64,
     /// Runs stopped by node failures that later restarted.
@@ -136,11 +148,13 @@ pub struct ReliabilityStats {
 }
 
 impl ReliabilityStats {
-    /// Goodput: allocated − lost − startup − held on failed nodes (accelerator-milli × ms).
+    /// Goodput: allocated − lost − startup − held on failed nodes − held by incomplete gangs
+    /// (accelerator-milli × ms).
     pub fn goodput_gpu_milli_ms(&self) -> u128 {
         self.allocated_gpu_milli_ms
             .saturating_sub(self.lost_gpu_milli_ms)
             .saturating_sub(self.held_on_failed_gpu_milli_ms)
+            .saturating_sub(self.held_by_incomplete_gangs_gpu_milli_ms)
             .saturating_sub(self.startup_gpu_milli_ms)
     }
 }
@@ -152,7 +166,8 @@ pub(super) fn since(b: SimTime, a: SimTime) -> u64 {
 
 use fleetsim_policies::{JobId, ModelSet, NodeId, TaskAlloc};
 
-use super::{JobState, Simulation};
+use super::{Allocs, JobState, Simulation};
+use fleetsim_policies::GangRecovery;
 
 fn mul(ms: u64, gpu: u64) -> u128 {
     ms as u128 * gpu as u128
@@ -347,6 +362,22 @@ impl Simulation {
         grace: SimDuration,
         eviction: bool,
     ) {
+        // Incomplete gangs that lose another member (or are evicted) restart whole.
+        let broken: Vec<JobId> = self
+            .recovering
+            .iter()
+            .copied()
+            .filter(|j| {
+                self.jobs[j.index()]
+                    .allocs
+                    .as_slice()
+                    .iter()
+                    .any(|a| a.node == node)
+            })
+            .collect();
+        for id in broken {
+            self.tear_down_incomplete(id);
+        }
         let hit: Vec<JobId> = (0..self.jobs.len())
             .map(|j| JobId(j as u32))
             .filter(|j| {
@@ -358,6 +389,17 @@ impl Simulation {
             .collect();
         for id in hit {
             if !eviction && !self.spares.is_empty() && self.hot_swap(id, node) {
+                continue;
+            }
+            if !eviction
+                && self.cfg.gang_recovery == GangRecovery::KeepSurvivors
+                && self.jobs[id.index()]
+                    .allocs
+                    .as_slice()
+                    .iter()
+                    .any(|a| a.node != node)
+            {
+                self.keep_survivors(id, node);
                 continue;
             }
             let tenant = self.jobs[id.index()].tenant;
@@ -414,7 +456,12 @@ impl Simulation {
                 .and_then(|x| x.release_at)
                 .map_or(0, |r| since(r, now));
             let held = mul(left, on_node);
-            if held == 0 {
+            if held == 0
+                || rec
+                    .extra
+                    .as_ref()
+                    .is_some_and(|x| x.held_nodes.contains(&node))
+            {
                 continue;
             }
             let tenant = rec.tenant;
@@ -422,6 +469,7 @@ impl Simulation {
             // Stopped by a failure (this one or an earlier): its grace was booked as lost to
             // failures; otherwise as lost to its preemption.
             let by_failure = x.lost_at.is_some();
+            x.held_nodes.push(node);
             x.lost_gpu_milli_ms = x.lost_gpu_milli_ms.saturating_sub(to_u64(held));
             x.held_on_failed_gpu_milli_ms =
                 x.held_on_failed_gpu_milli_ms.saturating_add(to_u64(held));
@@ -434,6 +482,170 @@ impl Simulation {
                     self.rel.lost_to_failures_gpu_milli_ms.saturating_sub(held);
             }
         }
+    }
+
+    /// Running gang `id` lost its members on failed `node` (`gang_recovery =
+    /// "keep_survivors"`): the failure is counted as for a restart, the run stops at its
+    /// last checkpoint (work since then is lost, no grace), the members on `node` are
+    /// released at once (the node is gone: no grace held on it), and the survivors stay
+    /// bound with progress paused ([`JobState::Recovering`]) until
+    /// [`Simulation::recover_gangs`] places the missing members.
+    fn keep_survivors(&mut self, id: JobId, node: NodeId) {
+        let now = self.now;
+        let tenant = self.jobs[id.index()].tenant;
+        let x = self.jobs[id.index()].extra.get_or_insert_with(Box::default);
+        x.failures += 1;
+        if self.cfg.reliability {
+            x.lost_at = Some(now);
+        }
+        self.counts.failures += 1;
+        self.tenant_stats[tenant.index()].failures += 1;
+        let before = self.lost_gpu_milli_ms;
+        self.stop_run(id, SimDuration::ZERO);
+        self.rel.lost_to_failures_gpu_milli_ms += self.lost_gpu_milli_ms - before;
+        let (gone, kept): (Vec<TaskAlloc>, Vec<TaskAlloc>) = self.jobs[id.index()]
+            .allocs
+            .as_slice()
+            .iter()
+            .partition(|a| a.node == node);
+        for a in &gone {
+            self.fleet
+                .release(a)
+                .expect("a running job's task releases from its node");
+        }
+        self.metrics.on_members(&self.fleet, &gone, false);
+        let gone_gpu: u64 = gone.iter().map(TaskAlloc::total_gpu_milli).sum();
+        self.metrics.on_tenant_alloc(tenant, gone_gpu, false);
+        let run = self.next_run;
+        self.next_run = (self.next_run + 1) % super::NOT_RUNNING;
+        let rec = &mut self.jobs[id.index()];
+        rec.allocs = Allocs::from_vec(kept);
+        rec.state = JobState::Recovering;
+        rec.run = run;
+        let x = rec.extra.get_or_insert_with(Box::default);
+        x.paused_since = Some(now);
+        let done = x.done;
+        self.recovering.insert(id);
+        self.sched
+            .on_hot_swap(id, self.jobs[id.index()].allocs.as_slice(), now, done);
+        // Never a victim while incomplete; its end is unknown (no backfill shadow).
+        self.sched.mark_lost(id, now, SimTime::MAX);
+        self.dirty = true;
+    }
+
+    /// Books the accelerator-time recovering gang `id`'s survivors held since it was paused
+    /// (held by incomplete gangs; part of its allocated time).
+    pub(super) fn book_pause(&mut self, id: JobId) {
+        let now = self.now;
+        let reliability = self.cfg.reliability;
+        let rec = &mut self.jobs[id.index()];
+        let gpu: u64 = rec
+            .allocs
+            .as_slice()
+            .iter()
+            .map(TaskAlloc::total_gpu_milli)
+            .sum();
+        let x = rec.extra.get_or_insert_with(Box::default);
+        let Some(p) = x.paused_since.take() else {
+            return;
+        };
+        if !reliability {
+            return;
+        }
+        let held = mul(since(now, p), gpu);
+        x.allocated_gpu_milli_ms = x.allocated_gpu_milli_ms.saturating_add(to_u64(held));
+        x.held_incomplete_gpu_milli_ms =
+            x.held_incomplete_gpu_milli_ms.saturating_add(to_u64(held));
+        self.rel.allocated_gpu_milli_ms += held;
+        self.rel.held_by_incomplete_gangs_gpu_milli_ms += held;
+    }
+
+    /// Tries to make every recovering gang whole: highest priority first, then trace order.
+    /// `before_pass`: only gangs no pending job outranks (priority), so they go ahead of
+    /// pending jobs of equal or lower priority; after the pass, the rest.
+    pub(super) fn recover_gangs(&mut self, before_pass: bool) {
+        let outranked_above = if before_pass {
+            self.sched.pending().map(|j| j.priority).max()
+        } else {
+            None
+        };
+        let mut order: Vec<JobId> = self.recovering.iter().copied().collect();
+        order.sort_by_key(|id| {
+            let r = &self.jobs[id.index()];
+            (std::cmp::Reverse(r.priority), r.seq)
+        });
+        for id in order {
+            let rec = &self.jobs[id.index()];
+            if outranked_above.is_some_and(|p| p > rec.priority) {
+                continue;
+            }
+            let missing = rec.tasks - rec.allocs.as_slice().len() as u32;
+            let cell = rec.cell.expect("a recovering gang ran in a cell");
+            if let Some(new) = self.sched.place_members(&mut self.fleet, id, cell, missing) {
+                self.resume_gang(id, new);
+            }
+        }
+    }
+
+    /// Recovering gang `id` got its missing members `new`: the pause is booked, and it runs
+    /// again from its checkpoint (restart overhead paid) on survivors + `new`.
+    fn resume_gang(&mut self, id: JobId, new: Vec<TaskAlloc>) {
+        let now = self.now;
+        self.book_pause(id);
+        let tenant = self.jobs[id.index()].tenant;
+        self.metrics.on_members(&self.fleet, &new, true);
+        let new_gpu: u64 = new.iter().map(TaskAlloc::total_gpu_milli).sum();
+        self.metrics.on_tenant_alloc(tenant, new_gpu, true);
+        let run = self.next_run;
+        self.next_run = (self.next_run + 1) % super::NOT_RUNNING;
+        let rec = &mut self.jobs[id.index()];
+        let mut all = rec.allocs.as_slice().to_vec();
+        all.extend(new);
+        rec.allocs = Allocs::from_vec(all);
+        rec.state = JobState::Running;
+        rec.run = run;
+        let x = rec.extra.get_or_insert_with(Box::default);
+        x.run_start = Some(now);
+        let done = x.done;
+        let mut remaining = SimDuration(rec.runtime.0.saturating_sub(done.0));
+        self.recovering.remove(&id);
+        self.rel.gangs_recovered += 1;
+        if self.cfg.reliability {
+            remaining = self.start_account(id, remaining, false);
+        }
+        self.events
+            .push(now + remaining, super::events::EventKind::Finish(id, run));
+        self.sched
+            .on_recovered(id, self.jobs[id.index()].allocs.as_slice(), now, done);
+    }
+
+    /// Recovering gang `id` loses another member or is evicted: its pause is booked, its
+    /// survivors are released at once and it is requeued whole (as under `restart`).
+    fn tear_down_incomplete(&mut self, id: JobId) {
+        self.book_pause(id);
+        let rec = &self.jobs[id.index()];
+        let tenant = rec.tenant;
+        let left: Vec<TaskAlloc> = rec.allocs.as_slice().to_vec();
+        for a in &left {
+            self.fleet
+                .release(a)
+                .expect("a recovering gang's member releases from its node");
+        }
+        self.metrics.on_members(&self.fleet, &left, false);
+        let gpu: u64 = left.iter().map(TaskAlloc::total_gpu_milli).sum();
+        // `unbind` releases the whole gang's tenant share; the missing members' part left
+        // already: give it back first.
+        let whole = rec.shape.total_gpu_milli() * u64::from(rec.tasks);
+        self.metrics.on_tenant_alloc(tenant, whole - gpu, true);
+        self.jobs[id.index()].allocs = Allocs::None;
+        self.unbind(id);
+        if !self.draining.is_empty() {
+            let nodes: Vec<NodeId> = left.iter().map(|a| a.node).collect();
+            self.settle_drained(&nodes);
+        }
+        self.recovering.remove(&id);
+        self.sched.on_released(id, self.now);
+        self.dirty = true;
     }
 
     /// Moves the tasks of running job `id` on failed `node` onto a free hot spare of the

@@ -585,8 +585,10 @@ impl Collector {
         }
     }
 
-    /// Tasks were bound (`sign = +1`) or released (`-1`).
-    pub fn on_allocs(&mut self, fleet: &FleetState, allocs: &[TaskAlloc], bind: bool) {
+    /// Some members of a gang that keeps running (or stays bound) were bound or released:
+    /// the allocated levels move, the running-job count and the gang statistics do not
+    /// ([`fleetsim_policies::GangRecovery::KeepSurvivors`]).
+    pub fn on_members(&mut self, fleet: &FleetState, allocs: &[TaskAlloc], bind: bool) {
         let now = self.last_t;
         for a in allocs {
             let n = fleet.node(a.node);
@@ -616,6 +618,13 @@ impl Collector {
                 }
             }
         }
+        self.topo.refresh(fleet);
+    }
+
+    /// Tasks were bound (`sign = +1`) or released (`-1`).
+    pub fn on_allocs(&mut self, fleet: &FleetState, allocs: &[TaskAlloc], bind: bool) {
+        let now = self.last_t;
+        self.on_members(fleet, allocs, bind);
         if bind {
             self.running.add(1, now);
             if allocs.len() > 1 {
@@ -633,7 +642,6 @@ impl Collector {
         } else {
             self.running.sub(1, now);
         }
-        self.topo.refresh(fleet);
     }
 
     /// A job started at `start`, submitted at `submit`; `pre_existing` jobs are left out of

@@ -983,6 +983,15 @@ pub struct ReliabilitySummary {
     /// Termination grace held by tasks on failed nodes (the node is out of the capacity, so
     /// this is neither occupancy nor lost work), GPU-s.
     pub held_on_failed_nodes_gpu_s: f64,
+    /// Accelerator-time the surviving members of incomplete gangs held with progress
+    /// paused, GPU-s (present only with `[policy] gang_recovery = "keep_survivors"`; then
+    /// `goodput + lost + startup + held on failed nodes + this = allocated`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_by_incomplete_gangs_gpu_s: Option<f64>,
+    /// Gangs made whole again after keeping their survivors (present only with
+    /// `gang_recovery = "keep_survivors"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gangs_recovered: Option<u64>,
     /// Node failure events applied: the timeline's (generated or replayed; a correlated
     /// failure counts once per node) and the `fail`s of `[[node_events]]`.
     pub node_failures: u64,
@@ -1049,6 +1058,10 @@ pub fn summary(
         lost_to_preemption_gpu_s: gpu_s(r.lost_gpu_milli_ms.saturating_sub(failures_or_evictions)),
         startup_gpu_s: gpu_s(r.startup_gpu_milli_ms),
         held_on_failed_nodes_gpu_s: gpu_s(r.held_on_failed_gpu_milli_ms),
+        held_by_incomplete_gangs_gpu_s: r
+            .keep_survivors
+            .then(|| gpu_s(r.held_by_incomplete_gangs_gpu_milli_ms)),
+        gangs_recovered: r.keep_survivors.then_some(r.gangs_recovered),
         node_failures,
         maintenance_drains,
         node_mttr_s,

@@ -232,6 +232,7 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
         dispatch_latency: SimDuration(p.dispatch_latency_s.map_or(0, secs_to_ms)),
         reject_unknown_queues: s.kueue.is_some(),
         spares: Vec::new(),
+        gang_recovery: p.gang_recovery,
     };
     (policies, cfg)
 }

@@ -68,11 +68,12 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 32, max_shrink_iters: 50, ..ProptestConfig::default() })]
 
     /// With generated failures, maintenance drains and evictions, a termination grace and
-    /// hot spares: occupancy ≤ 1 in every time-series interval and over the window, and
-    /// accelerator-time is conserved: allocated = goodput + lost + startup + held on failed
-    /// nodes, per job (a completed job's goodput is its run time × accelerators) and in
-    /// total, and the occupancy integral's allocated + held on failed nodes equals the
-    /// account's allocated time.
+    /// hot spares, under both gang-recovery rules: occupancy ≤ 1 in every time-series
+    /// interval and over the window, and accelerator-time is conserved: allocated = goodput
+    /// + lost + startup + held on failed nodes + held by incomplete gangs, per job (a
+    /// completed job's goodput is its run time × accelerators) and in total, and the
+    /// occupancy integral's allocated + held on failed nodes equals the account's allocated
+    /// time (survivors of an incomplete gang are bound on up nodes: occupancy).
     #[test]
     fn occupancy_at_most_one_and_accelerator_time_conserved(
         seed in 0u64..1000,
@@ -81,7 +82,9 @@ proptest! {
         grace in 0u64..120,
         spares in 0u32..=1,
         maint in prop::collection::vec((0usize..4, 0u64..3000, 0u64..600, 1u64..900), 0..3),
+        keep in any::<bool>(),
     ) {
+        let rule = if keep { "keep_survivors" } else { "restart" };
         let mut sorted = jobs.clone();
         sorted.sort_by_key(|j| j.0);
         let mut csv = String::from("id,submit_s,tenant,num_gpu,tasks,runtime_s\n");
@@ -89,7 +92,7 @@ proptest! {
             csv += &format!("j{i},{t},T{},{g},{k},{r}\n", i % 2);
         }
         let mut toml = format!(
-            "name = \"prop\"\nseed = {seed}\n{}[metrics]\ntimeseries_interval_s = 50\n[failures]\nmtbf_h = {{ H100 = 0.4 }}\nrepair = {{ distribution = \"exponential\", mean_s = 300 }}\nuntil_s = 4000\ngrace_s = {grace}\nspares_per_cell = {spares}\n",
+            "name = \"prop\"\nseed = {seed}\n{}gang_recovery = \"{rule}\"\n[metrics]\ntimeseries_interval_s = 50\n[failures]\nmtbf_h = {{ H100 = 0.4 }}\nrepair = {{ distribution = \"exponential\", mean_s = 300 }}\nuntil_s = 4000\ngrace_s = {grace}\nspares_per_cell = {spares}\n",
             fleet(&["n0", "n1", "n2", "n3"])
         );
         if let Some(c) = ckpt {
@@ -113,13 +116,16 @@ proptest! {
             let gpu = r.shape.total_gpu_milli() * r.tasks as u64;
             let (_, _, _, runtime) = sorted[r.id as usize];
             let kept = r.allocated_gpu_milli_ms - r.lost_gpu_milli_ms - r.startup_gpu_milli_ms
-                - r.held_on_failed_gpu_milli_ms;
+                - r.held_on_failed_gpu_milli_ms - r.held_by_incomplete_gang_gpu_milli_ms;
             prop_assert_eq!(kept, runtime * 1000 * gpu, "{:?}", r);
             total += r.allocated_gpu_milli_ms as u128;
         }
         let rel = s.reliability.as_ref().unwrap();
         prop_assert_eq!(rel.allocated_gpu_s, total as f64 / 1e6);
-        let sum = rel.goodput_gpu_s + rel.lost_gpu_s + rel.startup_gpu_s + rel.held_on_failed_nodes_gpu_s;
+        let incomplete = rel.held_by_incomplete_gangs_gpu_s.unwrap_or(0.0);
+        prop_assert_eq!(rel.held_by_incomplete_gangs_gpu_s.is_some(), keep);
+        let sum = rel.goodput_gpu_s + rel.lost_gpu_s + rel.startup_gpu_s + rel.held_on_failed_nodes_gpu_s
+            + incomplete;
         prop_assert!((sum - rel.allocated_gpu_s).abs() < 1e-6 * rel.allocated_gpu_s.max(1.0));
         let occ = s.allocated_gpu_s + s.held_on_failed_nodes_gpu_s;
         prop_assert!((occ - rel.allocated_gpu_s).abs() < 1e-6 * rel.allocated_gpu_s.max(1.0),

@@ -973,3 +973,27 @@ fn extends_errors_name_the_referring_file() {
         "{err}"
     );
 }
+
+/// Issue #17 item 9: `[policy] gang_recovery` takes `restart` or `keep_survivors`; anything
+/// else is refused with the file, the line and the field, and the valid names.
+#[test]
+fn validate_refuses_a_bad_gang_recovery() {
+    let (code, err) = bad_scenario(&synthetic("[policy]\ngang_recovery = \"keep-survivors\"\n"));
+    assert_eq!(code, 2, "{err}");
+    // Line 15: `name` (1), OK_FLEET (2–7, from its leading blank line), the synthetic
+    // table (8–13), `[policy]` (14).
+    for want in [
+        "s.toml",
+        "line 15",
+        "gang_recovery",
+        "restart",
+        "keep_survivors",
+    ] {
+        assert!(err.contains(want), "expected `{want}` in: {err}");
+    }
+    for ok in ["restart", "keep_survivors"] {
+        let (code, err) =
+            bad_scenario(&synthetic(&format!("[policy]\ngang_recovery = \"{ok}\"\n")));
+        assert_eq!(code, 0, "{ok}: {err}");
+    }
+}

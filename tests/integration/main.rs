@@ -9,6 +9,7 @@ mod field_cases;
 mod field_cases_contention;
 mod field_cases_quota;
 mod fuzz_stable;
+mod gang_recovery;
 mod hand_computed;
 mod hardening;
 mod inflation;

@@ -298,3 +298,117 @@ proptest! {
         }
     }
 }
+
+/// `fleet(nodes)` listed backwards: node `i` of `fleet` is node `n − 1 − i` here, and the
+/// domain and block ids are renumbered in the new listing order (the last domain and block
+/// of `fleet` come first).
+fn mirrored_fleet(nodes: &[(u8, u8, u8)]) -> FleetState {
+    let n = nodes.len();
+    let (last_dom, last_blk) = (((n - 1) / 2) as u32, ((n - 1) / 4) as u32);
+    let specs = (0..n)
+        .rev()
+        .map(|i| {
+            let (m, g, c) = nodes[i];
+            NodeSpec {
+                name: format!("n{i}"),
+                cell: CellId(0),
+                block: last_blk - (i / 4) as u32,
+                domain: last_dom - (i / 2) as u32,
+                model: Some(ModelId(m as u16)),
+                gpus: g as u32,
+                cpu_milli: c as u64 * 1000,
+                mem_mib: 64_000,
+            }
+        })
+        .collect();
+    FleetState::new(
+        vec!["c".into()],
+        vec!["A".into(), "B".into(), "C".into()],
+        specs,
+    )
+    .unwrap()
+}
+
+/// The `topology-aware` key of node `n` for one task, by brute force over every node of the
+/// fleet (not through the capacity index): (capacity of its block, capacity of its domain,
+/// its own free GPU-milli or CPU-milli for a CPU-only task), capacities in tasks of the shape.
+fn ta_key(f: &FleetState, n: NodeId, shape: &TaskShape, models: ModelSet) -> (u64, u64, u64) {
+    let cap = |level| -> u64 {
+        (0..f.nodes().len() as u32)
+            .map(NodeId)
+            .filter(|&m| f.level_id(m, level) == f.level_id(n, level))
+            .map(|m| u64::from(f.tasks_fit_now(m, shape, models)))
+            .sum()
+    };
+    let node = f.node(n);
+    let own = if shape.num_gpu == 0 {
+        node.free_cpu_milli
+    } else {
+        u64::from(node.free_gpu_milli)
+    };
+    (cap(Level::Block), cap(Level::Domain), own)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Issue #17 item 6: `topology-aware` places a task in the tightest block, then the
+    /// tightest domain in it, then the tightest node, ids only when all three tie — checked
+    /// against a brute
+    /// force over all nodes — and mirroring the listing order of the nodes, racks and blocks
+    /// mirrors the choice: always up to the id tie-break (the mirror's choice has the same
+    /// key), and exactly whenever no other node shares the chosen key.
+    #[test]
+    fn topology_aware_is_tightest_block_domain_node_and_mirrors(
+        nodes in proptest::collection::vec((0u8..3, 1u8..9, 1u8..33), 1..12),
+        busy in proptest::collection::vec((0usize..12, 1u8..5), 0..12),
+        gangs in proptest::collection::vec(gang_strategy(), 1..30),
+    ) {
+        let policy = PlacementKind::TopologyAware.build();
+        let last = nodes.len() - 1;
+        let mirror = |n: NodeId| NodeId((last - n.index()) as u32);
+        let mut f = fleet(&nodes);
+        let mut g = mirrored_fleet(&nodes);
+        for &(i, k) in &busy {
+            let i = NodeId((i % nodes.len()) as u32);
+            let s = TaskShape::whole_gpus(u32::from(k));
+            let a = f.allocate(i, &s, ModelSet::ANY).is_ok();
+            let b = g.allocate(mirror(i), &s, ModelSet::ANY).is_ok();
+            prop_assert_eq!(a, b);
+        }
+        let (mut cf, mut cg) = (PlaceCtx::new(), PlaceCtx::new());
+        for (i, gang) in gangs.iter().enumerate() {
+            let j = PendingJob { tasks: 1, topology: None, ..job(i, gang) };
+            let (shape, models) = (j.shape, j.models);
+            let fitting: Vec<NodeId> = (0..nodes.len() as u32)
+                .map(NodeId)
+                .filter(|&n| f.fits(n, &shape, models))
+                .collect();
+            let got_f = place_gang(policy.as_ref(), &mut cf, &mut f, CellId(0), &j);
+            let got_g = place_gang(policy.as_ref(), &mut cg, &mut g, CellId(0), &j);
+            prop_assert_eq!(got_f.is_some(), got_g.is_some());
+            prop_assert_eq!(got_f.is_some(), !fitting.is_empty());
+            let (Some(af), Some(ag)) = (got_f, got_g) else { continue };
+            let (nf, ng) = (af[0].node, ag[0].node);
+            // Keys are taken before the task was bound: release, compare, bind again.
+            f.release(&af[0]).unwrap();
+            g.release(&ag[0]).unwrap();
+            let key = |f: &FleetState, n: NodeId| {
+                let (b, d, own) = ta_key(f, n, &shape, models);
+                (b, d, own, f.node(n).block, f.node(n).domain, n)
+            };
+            let best = fitting.iter().map(|&n| key(&f, n)).min().unwrap();
+            prop_assert_eq!(key(&f, nf), best, "not the tightest block, domain, node");
+            let k = ta_key(&f, nf, &shape, models);
+            prop_assert_eq!(ta_key(&g, ng, &shape, models), k, "the mirror's choice is as tight");
+            let ties = fitting.iter().filter(|&&n| ta_key(&f, n, &shape, models) == k).count();
+            if ties == 1 {
+                prop_assert_eq!(ng, mirror(nf), "no tie: the mirror image");
+            }
+            // Keep the two fleets mirror images: bind the mirror image of `nf` in `g`.
+            f.apply(&af[0]).unwrap();
+            let am = TaskAlloc { node: mirror(nf), ..af[0] };
+            g.apply(&am).unwrap();
+        }
+    }
+}

@@ -118,3 +118,125 @@ kind = "repair"
     );
     assert!(!table.contains("()"), "{table}");
 }
+
+/// Racks of 3 nodes × 4 GPUs (one NVLink domain each); `blocks[b]` racks in block `b`.
+fn ta_fleet(blocks: &[u32]) -> fleetsim_policies::FleetState {
+    use fleetsim_policies::{CellId, ModelId, NodeSpec};
+    let mut nodes = Vec::new();
+    let mut rack = 0;
+    for (b, &racks) in blocks.iter().enumerate() {
+        for _ in 0..racks {
+            for i in 0..3 {
+                nodes.push(NodeSpec {
+                    name: format!("r{rack}n{i}"),
+                    cell: CellId(0),
+                    block: b as u32,
+                    domain: rack,
+                    model: Some(ModelId(0)),
+                    gpus: 4,
+                    cpu_milli: 64_000,
+                    mem_mib: 1 << 20,
+                });
+            }
+            rack += 1;
+        }
+    }
+    fleetsim_policies::FleetState::new(vec!["c".into()], vec!["GB200".into()], nodes).unwrap()
+}
+
+/// Takes `gpus[i]` whole GPUs on node `i`.
+fn occupy(f: &mut fleetsim_policies::FleetState, gpus: &[u32]) {
+    use fleetsim_policies::{ModelSet, NodeId, TaskShape};
+    for (i, &g) in gpus.iter().enumerate().filter(|(_, &g)| g > 0) {
+        f.allocate(NodeId(i as u32), &TaskShape::whole_gpus(g), ModelSet::ANY)
+            .unwrap();
+    }
+}
+
+fn ta_job(tasks: u32, gpus: u32, required_domain: bool) -> fleetsim_policies::PendingJob {
+    use fleetsim_policies::{Level, PendingJob, TaskShape, TopologyMode, TopologySpec};
+    PendingJob {
+        shape: TaskShape::whole_gpus(gpus),
+        tasks,
+        topology: required_domain.then_some(TopologySpec {
+            level: Some(Level::Domain),
+            mode: TopologyMode::Required,
+            ..TopologySpec::default()
+        }),
+        ..PendingJob::default()
+    }
+}
+
+fn nodes_of(a: &[fleetsim_policies::TaskAlloc]) -> Vec<u32> {
+    a.iter().map(|t| t.node.0).collect()
+}
+
+/// Issue #17 item 6: a small job goes to the tightest rack, not to the globally tightest
+/// node, so the rack a waiting rack-scale job needs stays whole. One block, two racks:
+/// rack 0 = nodes 0–2 with [2, 4, 4] GPUs free (2 taken on node 0), rack 1 = nodes 3–5 with
+/// [3, 3, 3] free (1 taken on each).
+/// * small job, 1 task × 2 GPUs: capacity in 2-GPU tasks — rack 0: 1 + 2 + 2 = 5, rack 1:
+///   1 + 1 + 1 = 3 → rack 1 (tightest); its nodes tie at 3 free → node 3 (lowest id).
+///   The old rule took the globally tightest node, node 0 (2 free), leaving rack 0 room for
+///   0 + 2 + 2 = 4 tasks.
+/// * the rack-scale job, 5 tasks × 2 GPUs, required in one rack: rack 0 still holds 5, rack 1
+///   now 0 + 1 + 1 = 2 → rack 0; tightest node each time: node 0 (2 free → 0), node 1 (4
+///   free, tie with node 2 → lowest id; → 2), node 1 again (2 → 0), node 2, node 2 →
+///   [0, 1, 1, 2, 2]. Under the old rule it could not start at all.
+#[test]
+fn topology_aware_keeps_the_rack_a_rack_scale_job_needs_whole() {
+    use fleetsim_policies::placement::TopologyAware;
+    use fleetsim_policies::{place_gang, CellId, PlaceCtx};
+    let mut f = ta_fleet(&[2]);
+    occupy(&mut f, &[2, 0, 0, 1, 1, 1]);
+    let mut ctx = PlaceCtx::new();
+    let small = place_gang(
+        &TopologyAware,
+        &mut ctx,
+        &mut f,
+        CellId(0),
+        &ta_job(1, 2, false),
+    );
+    assert_eq!(nodes_of(&small.unwrap()), vec![3]);
+    let big = place_gang(
+        &TopologyAware,
+        &mut ctx,
+        &mut f,
+        CellId(0),
+        &ta_job(5, 2, true),
+    );
+    assert_eq!(nodes_of(&big.unwrap()), vec![0, 1, 1, 2, 2]);
+}
+
+/// Issue #17 item 6, block first: block 0 = racks 0 and 1 as above ([2, 4, 4], [3, 3, 3]
+/// free), block 1 = rack 2 = nodes 6–8 with [4, 4, 0] free (node 8 full). Small job 1 × 2
+/// GPUs: capacity in 2-GPU tasks — block 0: 5 + 3 = 8, block 1: 2 + 2 + 0 = 4 → block 1;
+/// its only rack, rack 2; nodes 6 and 7 tie at 4 free → node 6. Under the old rule: node 0.
+/// Mirrored listing (block 1's rack listed first, nodes in reverse: node `i` ↦ `8 − i`):
+/// the same block, rack and free counts, and nodes 6 and 7 become 2 and 1, which tie — the
+/// lowest id, node 1 (the image of node 7), is the documented last tie-break.
+#[test]
+fn topology_aware_takes_the_tightest_block_first() {
+    use fleetsim_policies::placement::TopologyAware;
+    use fleetsim_policies::{place_gang, CellId, PlaceCtx};
+    let mut f = ta_fleet(&[2, 1]);
+    occupy(&mut f, &[2, 0, 0, 1, 1, 1, 0, 0, 4]);
+    let a = place_gang(
+        &TopologyAware,
+        &mut PlaceCtx::new(),
+        &mut f,
+        CellId(0),
+        &ta_job(1, 2, false),
+    );
+    assert_eq!(nodes_of(&a.unwrap()), vec![6]);
+    let mut m = ta_fleet(&[1, 2]);
+    occupy(&mut m, &[4, 0, 0, 1, 1, 1, 0, 0, 2]);
+    let a = place_gang(
+        &TopologyAware,
+        &mut PlaceCtx::new(),
+        &mut m,
+        CellId(0),
+        &ta_job(1, 2, false),
+    );
+    assert_eq!(nodes_of(&a.unwrap()), vec![1]);
+}

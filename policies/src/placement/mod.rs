@@ -16,7 +16,7 @@
 //! | `gpu-packing` | [`baselines::GpuPacking`] | partly used accelerators, then partly used nodes, then empty nodes | FGD paper's GpuPacking |
 //! | `fgd-best-fit` | [`baselines::FgdBestFit`] | score `⌊100·(1 − s)⌋`, `s` = half the leftover CPU over 128 cores plus half the leftover GPU-milli over 8,000 | FGD paper's BestFit |
 //! | `fgd` | [`fgd::Fgd`] | the node (and accelerator) whose expected fragmentation grows least | Weng et al., ATC'23 |
-//! | `topology-aware` | [`topology::TopologyAware`] | best-fit nodes inside the tightest domain that holds the whole gang | Kueue TAS, Slurm topology/block, Volcano HyperNode |
+//! | `topology-aware` | [`topology::TopologyAware`] | the gang in the tightest domain that holds it (block first); each task in the tightest block, then rack, then node, ids last | Kueue TAS BestFit, Slurm topology/block, Volcano HyperNode |
 //!
 //! `best-fit` and `fgd-best-fit` differ: `best-fit` compares free GPU-milli only (exact
 //! integers, CPU only for CPU-only tasks) and breaks ties by node id; `fgd-best-fit` is the

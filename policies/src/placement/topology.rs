@@ -8,8 +8,12 @@
 //! CPU, memory and accelerators are independent per node.
 //!
 //! * **Pack at level `L`**: among the groups of `L` whose capacity holds the whole gang, take
-//!   the tightest (least capacity; ties to the lowest group id) and place every task inside
-//!   it with the node-level policy. If none holds it: `required` → the gang does not start
+//!   the tightest, top-down: below the block level, first the tightest block (least
+//!   capacity) that contains such a group, then (for `L` = node) the tightest domain in it,
+//!   then the tightest `L`-group there (a tie at one step goes to the next; a tie at every
+//!   step to the lowest block, domain, group id — the listing order, last); at the block
+//!   and cell levels the least capacity, ties to the lowest id. Place every task inside it with the node-level policy. If none holds it:
+//!   `required` → the gang does not start
 //!   now; `preferred` → climb one level (domain → block → cell), take the tightest group
 //!   there that holds the gang, and inside it fill `L`-groups in descending capacity order
 //!   (ties by id), so the gang spans as few `L`-groups as possible.
@@ -29,7 +33,7 @@
 use std::collections::BTreeMap;
 
 use super::{place_tasks, unreserve, Choice, PlaceCtx, Placement};
-use crate::ids::CellId;
+use crate::ids::{CellId, NodeId};
 use crate::job::PendingJob;
 use crate::resources::{ModelSet, TaskShape};
 use crate::state::{FleetState, TaskAlloc};
@@ -37,10 +41,29 @@ use crate::topology::{Level, RayStrategy, TopologyMode, TopologySpec};
 
 /// `topology-aware`: for gangs that carry no constraint, [`TopologySpec::PREFER_DOMAIN`] —
 /// the whole gang in the tightest NVLink domain that holds it, else as few domains as
-/// possible inside the tightest block. Each task goes to the fitting node with the least
-/// free GPU-milli (CPU for CPU-only tasks), ties to the node in the domain, then the block,
-/// with the least free GPU-milli, then the lowest node id: small tasks fill busy racks and
-/// leave whole racks free for the gangs that need them. `O(nodes)` per task.
+/// possible inside the tightest block.
+///
+/// Each task (a single-task job, or one task of a gang inside the group it was given) goes
+/// by the Kueue TAS "BestFit" / Slurm `topology/block` rule, top-down, so small jobs fill the
+/// busiest groups and leave whole racks and blocks free for the gangs that need them:
+///
+/// 1. the **tightest block** that can take the task: the least capacity for the task's
+///    shape (tasks of that shape that fit now, summed over the block's allowed nodes,
+///    [`FleetState::tasks_fit_now`]) among blocks with a fitting node;
+/// 2. inside it, the **tightest NVLink domain** (rack) by the same measure;
+/// 3. inside it, the **tightest node**: the fitting node with the least free GPU-milli (CPU
+///    for CPU-only tasks);
+/// 4. a tie at one step goes to the next (blocks of equal capacity: their tightest domain,
+///    then node, competes); only when block, domain and node capacity all tie, the lowest
+///    block id, then domain id, then node id — the fleet's listing order, the last
+///    tie-break: mirroring the listing order mirrors every placement no such tie decided.
+///
+/// Sources: Kueue topology-aware scheduling, "BestFit" profile (KEP-2724: among the domains
+/// that fit, the one with the least free capacity, level by level from the top);
+/// Slurm `topology/block` (a job goes to the smallest block that holds it, then best fit
+/// inside). `O(candidates)` per task with an accelerator (the nodes of the capacity index
+/// with enough free GPU-milli), `O(nodes)` for a CPU-only task, plus `O(log groups)` per
+/// candidate for the group sums.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TopologyAware;
 
@@ -56,33 +79,135 @@ impl Placement for TopologyAware {
         shape: &TaskShape,
         models: ModelSet,
     ) -> Option<Choice> {
-        let nodes = &fleet.cells()[cell.index()].nodes;
-        let mut dom: BTreeMap<u32, u64> = BTreeMap::new();
-        let mut blk: BTreeMap<u32, u64> = BTreeMap::new();
-        for &n in nodes {
-            let node = fleet.node(n);
-            if node.schedulable {
-                *dom.entry(node.domain).or_insert(0) += u64::from(node.free_gpu_milli);
-                *blk.entry(node.block).or_insert(0) += u64::from(node.free_gpu_milli);
-            }
-        }
-        nodes
+        let cands = node_capacities(ctx, fleet, cell, shape, models);
+        let sums = GroupSums::new(fleet, &cands);
+        cands
             .iter()
-            .copied()
-            .filter(|&n| fleet.fits(n, shape, models) && ctx.allowed(fleet, n))
-            .min_by_key(|&n| {
+            .filter(|&&(n, _)| fleet.fits(n, shape, models))
+            .map(|&(n, _)| {
                 let node = fleet.node(n);
                 let own = if shape.num_gpu == 0 {
                     node.free_cpu_milli
                 } else {
                     u64::from(node.free_gpu_milli)
                 };
-                (own, dom[&node.domain], blk[&node.block], n)
+                let (b, d) = (node.block, node.domain);
+                (sums.block[&b], sums.domain[&d], own, b, d, n)
             })
-            .map(Choice::node)
+            .min()
+            .map(|(.., n)| Choice::node(n))
     }
     fn default_topology(&self) -> Option<TopologySpec> {
         Some(TopologySpec::PREFER_DOMAIN)
+    }
+}
+
+/// The allowed nodes of `cell` that hold at least one task of `shape` now, with how many
+/// ([`FleetState::tasks_fit_now`]). For a task with accelerators only the capacity index's
+/// candidates of the allowed models are visited; a CPU-only task scans the cell.
+fn node_capacities(
+    ctx: &PlaceCtx,
+    fleet: &FleetState,
+    cell: CellId,
+    shape: &TaskShape,
+    models: ModelSet,
+) -> Vec<(NodeId, u64)> {
+    let mut out = Vec::new();
+    let mut add = |n| {
+        if !ctx.allowed(fleet, n) {
+            return;
+        }
+        let k = u64::from(fleet.tasks_fit_now(n, shape, models));
+        if k > 0 {
+            out.push((n, k));
+        }
+    };
+    match u32::try_from(shape.total_gpu_milli()) {
+        Ok(need) if shape.num_gpu > 0 => {
+            for m in fleet.cell_models(cell).filter(|&m| models.allows(m)) {
+                fleet.gpu_candidates(cell, m, need).for_each(&mut add);
+            }
+        }
+        _ => fleet.cells()[cell.index()]
+            .nodes
+            .iter()
+            .copied()
+            .for_each(&mut add),
+    }
+    out
+}
+
+/// Capacity (tasks of one shape) per block and per domain, summed over some nodes.
+struct GroupSums {
+    block: BTreeMap<u32, u64>,
+    domain: BTreeMap<u32, u64>,
+}
+
+impl GroupSums {
+    fn new(fleet: &FleetState, nodes: &[(NodeId, u64)]) -> GroupSums {
+        let mut s = GroupSums {
+            block: BTreeMap::new(),
+            domain: BTreeMap::new(),
+        };
+        for &(n, k) in nodes {
+            let node = fleet.node(n);
+            *s.block.entry(node.block).or_insert(0) += k;
+            *s.domain.entry(node.domain).or_insert(0) += k;
+        }
+        s
+    }
+}
+
+/// The group of `level` (node or domain) a gang of `need` tasks is packed into: among the
+/// groups whose capacity holds it, top-down — the tightest block containing one, then the
+/// tightest domain in it (for `level` = node), then the tightest group (least capacity);
+/// a tie at one step goes to the next, and only a tie at every step to the lowest block,
+/// domain, group id. `None` when no group holds `need`.
+fn tightest_nested(
+    ctx: &PlaceCtx,
+    fleet: &FleetState,
+    cell: CellId,
+    shape: &TaskShape,
+    models: ModelSet,
+    level: Level,
+    need: u64,
+) -> Option<u32> {
+    debug_assert!(level < Level::Block);
+    let cands = node_capacities(ctx, fleet, cell, shape, models);
+    let sums = GroupSums::new(fleet, &cands);
+    cands
+        .iter()
+        .filter_map(|&(n, k)| {
+            let node = fleet.node(n);
+            let (b, d) = (node.block, node.domain);
+            let (dcap, dkey) = (sums.domain[&d], d);
+            let (cap, id) = match level {
+                Level::Node => (k, n.0),
+                _ => (dcap, d),
+            };
+            (cap >= need).then_some((sums.block[&b], dcap, cap, b, dkey, id))
+        })
+        .min()
+        .map(|(.., id)| id)
+}
+
+/// The tightest group of `level` that holds `need` tasks: block-first
+/// ([`tightest_nested`]) below the block level, the least capacity (ties to the lowest id)
+/// at the block and cell levels.
+fn choose_group(
+    ctx: &PlaceCtx,
+    fleet: &FleetState,
+    cell: CellId,
+    shape: &TaskShape,
+    models: ModelSet,
+    level: Level,
+    need: u64,
+) -> Option<u32> {
+    if level < Level::Block {
+        tightest_nested(ctx, fleet, cell, shape, models, level, need)
+    } else {
+        let caps = group_capacities(ctx, fleet, cell, shape, models, level);
+        tightest(&caps, need)
     }
 }
 
@@ -180,8 +305,15 @@ fn pack(
     mode: TopologyMode,
     allocs: Vec<TaskAlloc>,
 ) -> Option<Vec<TaskAlloc>> {
-    let caps = group_capacities(ctx, fleet, cell, &job.shape, job.models, level);
-    if let Some(id) = tightest(&caps, u64::from(n)) {
+    if let Some(id) = choose_group(
+        ctx,
+        fleet,
+        cell,
+        &job.shape,
+        job.models,
+        level,
+        u64::from(n),
+    ) {
         return place_in(policy, ctx, fleet, cell, job, level, id, n, allocs);
     }
     if mode == TopologyMode::Required || level == Level::Cell {
@@ -192,8 +324,8 @@ fn pack(
     // `level`-groups as possible.
     let mut up = level.up();
     loop {
-        let up_caps = group_capacities(ctx, fleet, cell, &job.shape, job.models, up);
-        if let Some(uid) = tightest(&up_caps, u64::from(n)) {
+        if let Some(uid) = choose_group(ctx, fleet, cell, &job.shape, job.models, up, u64::from(n))
+        {
             ctx.push_restrict(up, uid);
             let inner = group_capacities(ctx, fleet, cell, &job.shape, job.models, level);
             let mut order: Vec<(u64, u32)> = inner.into_iter().map(|(id, c)| (c, id)).collect();

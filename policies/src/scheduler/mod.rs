@@ -599,6 +599,110 @@ impl Scheduler {
         });
     }
 
+    /// Places `tasks` more members of running gang `job` in `cell` (its survivors kept their
+    /// bindings after a node failure: [`crate::spec::GangRecovery::KeepSurvivors`]) with the
+    /// scheduler's placement policy, reserving them in `fleet`; `None`, reserving nothing,
+    /// when they do not all fit now. A required topology level (or `STRICT_PACK`) keeps
+    /// them in the survivors' group of that level and `STRICT_SPREAD` off the survivors'
+    /// nodes; other topology constraints (preferred levels, slices) are not applied to the
+    /// missing members. Quota and usage are unchanged (the gang stayed admitted).
+    ///
+    /// # Panics
+    /// If running jobs are not tracked or `job` is not a tracked running job.
+    pub fn place_members(
+        &mut self,
+        fleet: &mut FleetState,
+        job: JobId,
+        cell: CellId,
+        tasks: u32,
+    ) -> Option<Vec<TaskAlloc>> {
+        let c = &mut self.core;
+        let r = c
+            .running
+            .as_ref()
+            .and_then(|reg| reg.get(job.index()))
+            .and_then(|r| r.as_ref())
+            .expect("a recovering gang is a tracked running job");
+        let mut missing = r.job.clone();
+        missing.tasks = tasks;
+        let spec = missing.topology.take().unwrap_or_default();
+        let survivors: Vec<crate::NodeId> = r.allocs.iter().map(|a| a.node).collect();
+        if missing.shape.num_gpu == 0 {
+            fleet.enable_cpu_index();
+        }
+        let mut pushed = false;
+        if let (Some(level), Some(&n)) = (spec.required_level(), survivors.first()) {
+            c.ctx.push_restrict(level, fleet.level_id(n, level));
+            pushed = true;
+        }
+        let strict_spread = spec.ray == Some(crate::topology::RayStrategy::StrictSpread);
+        let saved = if strict_spread {
+            let saved = c.ctx.exclude_mut().clone();
+            c.ctx.exclude_mut().extend(survivors.iter().copied());
+            Some(saved)
+        } else {
+            None
+        };
+        let out = if strict_spread {
+            // One member per node: each placed with the earlier ones' nodes excluded too.
+            let mut got: Vec<TaskAlloc> = Vec::with_capacity(tasks as usize);
+            let mut ok = true;
+            missing.tasks = 1;
+            for _ in 0..tasks {
+                match place_gang(c.placement.as_ref(), &mut c.ctx, fleet, cell, &missing) {
+                    Some(mut a) => {
+                        c.ctx.exclude_mut().push(a[0].node);
+                        got.append(&mut a);
+                    }
+                    None => {
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+            if !ok {
+                for a in got.iter().rev() {
+                    fleet
+                        .release(a)
+                        .expect("releasing a reservation made in this call");
+                }
+            }
+            ok.then_some(got)
+        } else {
+            place_gang(c.placement.as_ref(), &mut c.ctx, fleet, cell, &missing)
+        };
+        if let Some(saved) = saved {
+            *c.ctx.exclude_mut() = saved;
+        }
+        if pushed {
+            c.ctx.pop_restrict();
+        }
+        out
+    }
+
+    /// The caller made recovering gang `job` whole again at `now` on `allocs` (survivors and
+    /// the members [`Scheduler::place_members`] placed): it runs again, restarted from its
+    /// checkpoint `done`, and may be chosen as a victim again. Quota and usage unchanged.
+    /// Nothing to do when running jobs are not tracked.
+    pub fn on_recovered(
+        &mut self,
+        job: JobId,
+        allocs: &[TaskAlloc],
+        now: SimTime,
+        done: SimDuration,
+    ) {
+        if let Some(r) = self
+            .core
+            .running
+            .as_mut()
+            .and_then(|reg| reg.get_mut(job.index()))
+            .and_then(|r| r.as_mut())
+        {
+            r.evicting = None;
+        }
+        self.on_hot_swap(job, allocs, now, done);
+    }
+
     /// The caller released, at `now`, the resources of a job that was being evicted
     /// ([`Decision::Preempt`] with a grace period, or [`Scheduler::mark_lost`]): its quota is
     /// freed and it is requeued with its original submit time and sequence number, its
