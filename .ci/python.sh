@@ -12,8 +12,8 @@ venv="$(mktemp -d "${TMPDIR:-/tmp}/fleetsim-venv.XXXXXX")"
 trap 'rm -rf "$venv"' EXIT
 "$PY" -m venv "$venv"
 "$venv/bin/pip" install --quiet --upgrade pip
-# The build shares the workspace's target folder (the cargo build before it compiled most of
-# the dependencies already).
+# The build goes to the workspace's target folder (no second folder on a tight disk; the
+# package's feature set differs from the workspace's, so most crates are compiled again).
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 start=$(date +%s)
 # The README's install command.
