@@ -63,6 +63,11 @@ pub enum Command {
         /// Do not print the summary table.
         #[arg(long, short)]
         quiet: bool,
+        /// Formats of the per-job and time-series outputs, comma-separated: `csv`
+        /// (jobs.csv, timeseries.csv), `parquet` (jobs.parquet, timeseries.parquet). Overrides
+        /// `[metrics] outputs` (default: the scenario's, else csv).
+        #[arg(long, value_delimiter = ',', value_parser = parse_format)]
+        format: Vec<scenario::OutputFormat>,
     },
     /// Run the bench workloads once each and print wall time, jobs/s, events/s, peak memory
     /// and time per job, with growth curves over job count and fleet size.
@@ -161,6 +166,12 @@ pub fn is_bad_input(e: &anyhow::Error) -> bool {
     })
 }
 
+/// `--format`'s values.
+fn parse_format(s: &str) -> std::result::Result<scenario::OutputFormat, String> {
+    scenario::OutputFormat::parse(s)
+        .ok_or_else(|| format!("unknown output format `{s}`: expected `csv` or `parquet`"))
+}
+
 fn load(path: Option<&PathBuf>) -> Result<Loaded> {
     Ok(match path {
         Some(p) => scenario::load(p)?,
@@ -185,8 +196,15 @@ pub fn main(cli: Cli) -> Result<()> {
             seed,
             trace_dir,
             quiet,
+            format,
         } => {
-            let loaded = load(scenario.as_ref())?;
+            let mut loaded = load(scenario.as_ref())?;
+            if !format.is_empty() {
+                let mut f = format;
+                f.sort();
+                f.dedup();
+                loaded.scenario.metrics.outputs = f;
+            }
             let out = out.unwrap_or_else(|| PathBuf::from("out").join(&loaded.scenario.name));
             let opts = RunOptions {
                 seed,

@@ -94,23 +94,45 @@ impl JobsCsv {
     }
 }
 
-/// The fields of one row, as text.
-pub fn record(r: &JobRow) -> Vec<String> {
-    let opt = |v: Option<u64>| v.map(ms_as_secs).unwrap_or_default();
-    let wait = r.start.map(|s| (s - r.submit).0);
+/// The values of a row that are computed from several fields, shared by `jobs.csv` and the
+/// Arrow table ([`crate::report::tables`]) so both hold the same numbers.
+#[derive(Clone, Copy, Debug)]
+pub struct Derived {
+    /// `waiting_time`: first start − submission, ms.
+    pub wait_ms: Option<u64>,
+    /// `turnaround_time`: finish − submission, ms.
+    pub turnaround_ms: Option<u64>,
+    /// `stretch`: turnaround / run time (`None` without a finish or with a zero run time).
+    pub stretch: Option<f64>,
+    /// `bounded_slowdown`: max(1, turnaround / max(run time, 10 s)).
+    pub bounded_slowdown: Option<f64>,
+    /// `gpus`: accelerators of the whole gang, GPU-milli.
+    pub gpus_milli: u128,
+    /// `lost_gpu_s`: accelerator-time lost, GPU-milli·s (truncated from GPU-milli·ms).
+    pub lost_gpu_milli_s: u128,
+}
+
+/// The computed values of `r`.
+pub fn derived(r: &JobRow) -> Derived {
     let turnaround = r.finish.map(|f| (f - r.submit).0);
     // As the summary computes them: over the job's run time (not finish − first start,
     // which includes the time lost to preemptions and the waits between runs).
     let e = r.runtime_ms;
-    let stretch = match turnaround {
-        Some(t) if e > 0 => format!("{:.6}", t as f64 / e as f64),
-        _ => String::new(),
-    };
-    let bsld = match turnaround {
-        Some(t) => format!("{:.6}", (t as f64 / e.max(10_000) as f64).max(1.0)),
-        None => String::new(),
-    };
-    let gpus = u128::from(r.shape.total_gpu_milli()) * u128::from(r.tasks);
+    Derived {
+        wait_ms: r.start.map(|s| (s - r.submit).0),
+        turnaround_ms: turnaround,
+        stretch: turnaround.filter(|_| e > 0).map(|t| t as f64 / e as f64),
+        bounded_slowdown: turnaround.map(|t| (t as f64 / e.max(10_000) as f64).max(1.0)),
+        gpus_milli: u128::from(r.shape.total_gpu_milli()) * u128::from(r.tasks),
+        lost_gpu_milli_s: r.lost_gpu_milli_ms as u128 / 1000,
+    }
+}
+
+/// The fields of one row, as text.
+pub fn record(r: &JobRow) -> Vec<String> {
+    let opt = |v: Option<u64>| v.map(ms_as_secs).unwrap_or_default();
+    let d = derived(r);
+    let six = |v: Option<f64>| v.map(|v| format!("{v:.6}")).unwrap_or_default();
     vec![
         r.id.to_string(),
         r.name.clone(),
@@ -121,17 +143,17 @@ pub fn record(r: &JobRow) -> Vec<String> {
         ms_as_secs(r.submit.0),
         opt(r.start.map(|s| s.0)),
         opt(r.finish.map(|f| f.0)),
-        opt(wait),
+        opt(d.wait_ms),
         opt(r.run_ms),
-        opt(turnaround),
-        stretch,
-        bsld,
+        opt(d.turnaround_ms),
+        six(d.stretch),
+        six(d.bounded_slowdown),
         r.tasks.to_string(),
         r.shape.num_gpu.to_string(),
         r.shape.gpu_milli.to_string(),
         r.shape.cpu_milli.to_string(),
         r.shape.mem_mib.to_string(),
-        crate::report::format::milli_as_units(gpus),
+        crate::report::format::milli_as_units(d.gpus_milli),
         opt(r.requested_time.map(|d| d.0)),
         r.cell.clone().unwrap_or_default(),
         r.nodes.join(" "),
@@ -141,7 +163,7 @@ pub fn record(r: &JobRow) -> Vec<String> {
         (if r.measured { "1" } else { "0" }).to_string(),
         opt(r.last_start.map(|s| s.0)),
         r.failures.to_string(),
-        crate::report::format::milli_as_units(r.lost_gpu_milli_ms as u128 / 1000),
+        crate::report::format::milli_as_units(d.lost_gpu_milli_s),
         r.pending_reason
             .map(|p| p.as_str().to_string())
             .unwrap_or_default(),

@@ -9,5 +9,6 @@ pub mod outset;
 pub mod plots;
 pub mod summary;
 pub mod table;
+pub mod tables;
 pub mod timeseries;
 pub mod tracked;

@@ -13,13 +13,164 @@ use fleetsim_policies::PendingReason;
 
 use crate::metrics::{ratio, Occupancy};
 use crate::report::atomic::AtomicFile;
-use crate::report::format::{milli_as_units, ms_as_secs, ratio6};
+use crate::report::format::{milli_as_units, ms_as_secs};
 
 /// Most tenants that get their own time-series column.
 pub const MAX_TENANT_COLUMNS: usize = 64;
 
-/// Writes the series for cells named `cells`, accelerator models named `models` and tenants
-/// named `tenants` (by tenant id).
+/// One value of the series, as computed (formatted for `timeseries.csv`, converted for the
+/// Arrow table [`crate::report::tables::timeseries_batch`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value {
+    /// A time or duration, ms (seconds with three decimals in the CSV).
+    Ms(u64),
+    /// A time-averaged quantity in thousandths (GPUs, jobs: three decimals in the CSV).
+    Milli(u128),
+    /// A quantity in thousandths that may be undefined (empty in the CSV).
+    MaybeMilli(Option<u128>),
+    /// A ratio, or `None` when undefined (empty in the CSV), printed with this many decimals.
+    Ratio(Option<f64>, usize),
+}
+
+impl Value {
+    /// As `timeseries.csv` prints it.
+    pub fn text(&self) -> String {
+        match *self {
+            Value::Ms(ms) => ms_as_secs(ms),
+            Value::Milli(m) => milli_as_units(m),
+            Value::MaybeMilli(m) => m.map(milli_as_units).unwrap_or_default(),
+            Value::Ratio(Some(v), d) => format!("{v:.d$}"),
+            Value::Ratio(None, _) => String::new(),
+        }
+    }
+
+    /// As a number in the table's unit (seconds, GPUs, jobs, ratio); `None` when undefined.
+    pub fn number(&self) -> Option<f64> {
+        match *self {
+            Value::Ms(ms) => Some(ms as f64 / 1000.0),
+            Value::Milli(m) => Some(m as f64 / 1000.0),
+            Value::MaybeMilli(m) => m.map(|m| m as f64 / 1000.0),
+            Value::Ratio(v, _) => v,
+        }
+    }
+}
+
+/// The series: column names and one row of values per interval (every row has a value of
+/// the same [`Value`] variant in a given column).
+#[derive(Clone, Debug)]
+pub struct Series {
+    /// Column names, in order.
+    pub header: Vec<String>,
+    /// Whether each column can be undefined in a row (a ratio: empty in the CSV, null in the
+    /// table).
+    pub nullable: Vec<bool>,
+    /// The rows.
+    pub rows: Vec<Vec<Value>>,
+}
+
+/// The series for cells named `cells`, accelerator models named `models` and tenants named
+/// `tenants` (by tenant id).
+pub fn series(cells: &[String], models: &[String], tenants: &[String], o: &Occupancy) -> Series {
+    let mut by_name: Vec<(usize, &String)> = tenants.iter().enumerate().collect();
+    by_name.sort_by(|a, b| a.1.cmp(b.1));
+    if by_name.len() > MAX_TENANT_COLUMNS {
+        by_name.clear();
+    }
+    let mut header: Vec<(String, bool)> = [
+        ("time_s", false),
+        ("interval_s", false),
+        ("allocated_gpus", false),
+        ("available_gpus", false),
+        ("occupancy", true),
+        ("pending_jobs", false),
+        ("running_jobs", false),
+        ("fragmented_gpus", true),
+        ("fragmented_pct_of_capacity", true),
+        ("fragmented_ratio_to_idle", true),
+    ]
+    .iter()
+    .map(|&(s, n)| (s.to_string(), n))
+    .collect();
+    for c in cells {
+        header.push((format!("{c}_allocated_gpus"), false));
+        header.push((format!("{c}_available_gpus"), false));
+        header.push((format!("{c}_occupancy"), true));
+    }
+    for m in models {
+        header.push((format!("model_{m}_allocated_gpus"), false));
+        header.push((format!("model_{m}_occupancy"), true));
+    }
+    // Every reason gets a column, in a fixed order, whether it occurred or not.
+    let reason_ix: Vec<Option<usize>> = PendingReason::ALL
+        .iter()
+        .map(|r| o.pending_reasons.iter().position(|&n| n == r.as_str()))
+        .collect();
+    for r in PendingReason::ALL {
+        header.push((format!("pending_{}", r.as_str()), false));
+    }
+    for (_, t) in &by_name {
+        header.push((format!("tenant_{t}_allocated_gpus"), false));
+    }
+    let mut rows = Vec::with_capacity(o.series.len());
+    for row in &o.series {
+        let len = row.len_ms as u128;
+        let alloc: u128 = row.allocated_milli.iter().sum();
+        let avail: u128 = row.available_milli.iter().sum();
+        let mut rec = vec![
+            Value::Ms(row.start.0),
+            Value::Ms(row.len_ms),
+            Value::Milli(alloc / len),
+            Value::Milli(avail / len),
+            Value::Ratio(ratio(alloc, avail), 6),
+            Value::Milli(row.pending_ms * 1000 / len),
+            Value::Milli(row.running_ms * 1000 / len),
+            Value::MaybeMilli(row.frag_milli.map(u128::from)),
+            Value::Ratio(
+                row.frag_milli
+                    .and_then(|f| ratio(u128::from(f) * 100, avail / len)),
+                4,
+            ),
+            Value::Ratio(
+                row.frag_milli
+                    .and_then(|f| ratio(u128::from(f), u128::from(row.idle_milli))),
+                6,
+            ),
+        ];
+        for (i, _) in cells.iter().enumerate() {
+            rec.push(Value::Milli(row.allocated_milli[i] / len));
+            rec.push(Value::Milli(row.available_milli[i] / len));
+            rec.push(Value::Ratio(
+                ratio(row.allocated_milli[i], row.available_milli[i]),
+                6,
+            ));
+        }
+        for (i, _) in models.iter().enumerate() {
+            rec.push(Value::Milli(row.allocated_model_milli[i] / len));
+            rec.push(Value::Ratio(
+                ratio(row.allocated_model_milli[i], row.available_model_milli[i]),
+                6,
+            ));
+        }
+        for &i in &reason_ix {
+            let v = i.and_then(|i| row.pending_by_reason_ms.get(i).copied());
+            rec.push(Value::Milli(v.unwrap_or(0) * 1000 / len));
+        }
+        for &(i, _) in &by_name {
+            let v = row.allocated_tenant_milli.get(i).copied().unwrap_or(0);
+            rec.push(Value::Milli(v / len));
+        }
+        rows.push(rec);
+    }
+    let (header, nullable) = header.into_iter().unzip();
+    Series {
+        header,
+        nullable,
+        rows,
+    }
+}
+
+/// Writes `timeseries.csv` for cells named `cells`, accelerator models named `models` and
+/// tenants named `tenants` (by tenant id).
 ///
 /// # Errors
 /// The I/O error from writing.
@@ -30,96 +181,19 @@ pub fn write(
     tenants: &[String],
     o: &Occupancy,
 ) -> std::io::Result<()> {
-    let mut by_name: Vec<(usize, &String)> = tenants.iter().enumerate().collect();
-    by_name.sort_by(|a, b| a.1.cmp(b.1));
-    if by_name.len() > MAX_TENANT_COLUMNS {
-        by_name.clear();
-    }
+    write_series(dest, &series(cells, models, tenants, o))
+}
+
+/// Writes `s` as `timeseries.csv`.
+///
+/// # Errors
+/// The I/O error from writing.
+pub fn write_series(dest: &Path, s: &Series) -> std::io::Result<()> {
     let mut w = csv::Writer::from_writer(AtomicFile::create(dest)?);
-    let mut header: Vec<String> = [
-        "time_s",
-        "interval_s",
-        "allocated_gpus",
-        "available_gpus",
-        "occupancy",
-        "pending_jobs",
-        "running_jobs",
-        "fragmented_gpus",
-        "fragmented_pct_of_capacity",
-        "fragmented_ratio_to_idle",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    for c in cells {
-        header.push(format!("{c}_allocated_gpus"));
-        header.push(format!("{c}_available_gpus"));
-        header.push(format!("{c}_occupancy"));
-    }
-    for m in models {
-        header.push(format!("model_{m}_allocated_gpus"));
-        header.push(format!("model_{m}_occupancy"));
-    }
-    // Every reason gets a column, in a fixed order, whether it occurred or not.
-    let reason_ix: Vec<Option<usize>> = PendingReason::ALL
-        .iter()
-        .map(|r| o.pending_reasons.iter().position(|&n| n == r.as_str()))
-        .collect();
-    for r in PendingReason::ALL {
-        header.push(format!("pending_{}", r.as_str()));
-    }
-    for (_, t) in &by_name {
-        header.push(format!("tenant_{t}_allocated_gpus"));
-    }
-    w.write_record(&header).map_err(std::io::Error::other)?;
-    for row in &o.series {
-        let len = row.len_ms as u128;
-        let alloc: u128 = row.allocated_milli.iter().sum();
-        let avail: u128 = row.available_milli.iter().sum();
-        let mut rec = vec![
-            ms_as_secs(row.start.0),
-            ms_as_secs(row.len_ms),
-            milli_as_units(alloc / len),
-            milli_as_units(avail / len),
-            ratio6(ratio(alloc, avail)),
-            milli_as_units(row.pending_ms * 1000 / len),
-            milli_as_units(row.running_ms * 1000 / len),
-            row.frag_milli
-                .map(|f| milli_as_units(u128::from(f)))
-                .unwrap_or_default(),
-            row.frag_milli
-                .and_then(|f| ratio(u128::from(f) * 100, avail / len))
-                .map(|v| format!("{v:.4}"))
-                .unwrap_or_default(),
-            row.frag_milli
-                .and_then(|f| ratio(u128::from(f), u128::from(row.idle_milli)))
-                .map(|v| format!("{v:.6}"))
-                .unwrap_or_default(),
-        ];
-        for (i, _) in cells.iter().enumerate() {
-            rec.push(milli_as_units(row.allocated_milli[i] / len));
-            rec.push(milli_as_units(row.available_milli[i] / len));
-            rec.push(ratio6(ratio(
-                row.allocated_milli[i],
-                row.available_milli[i],
-            )));
-        }
-        for (i, _) in models.iter().enumerate() {
-            rec.push(milli_as_units(row.allocated_model_milli[i] / len));
-            rec.push(ratio6(ratio(
-                row.allocated_model_milli[i],
-                row.available_model_milli[i],
-            )));
-        }
-        for &i in &reason_ix {
-            let v = i.and_then(|i| row.pending_by_reason_ms.get(i).copied());
-            rec.push(milli_as_units(v.unwrap_or(0) * 1000 / len));
-        }
-        for &(i, _) in &by_name {
-            let v = row.allocated_tenant_milli.get(i).copied().unwrap_or(0);
-            rec.push(milli_as_units(v / len));
-        }
-        w.write_record(&rec).map_err(std::io::Error::other)?;
+    w.write_record(&s.header).map_err(std::io::Error::other)?;
+    for row in &s.rows {
+        w.write_record(row.iter().map(Value::text))
+            .map_err(std::io::Error::other)?;
     }
     let mut f = w
         .into_inner()

@@ -8,8 +8,9 @@ use fleetsim_policies::{QueueConfig, SchedulerConfig, SimDuration, SimTime};
 
 use crate::engine::{EngineConfig, JobRow, QueueSettings, RunResult, Simulation};
 use crate::fleet::build::BuiltFleet;
+use crate::report::tables::{JobsParquet, Tee};
 use crate::report::{jobs_csv::JobsCsv, summary, timeseries};
-use crate::scenario::{secs_to_ms, Loaded, Mode, TraceDir};
+use crate::scenario::{secs_to_ms, Loaded, Mode, OutputFormat, TraceDir};
 use crate::workload::{synthetic, JobStream, TraceError};
 
 pub mod options;
@@ -346,9 +347,12 @@ pub fn output_files(loaded: &Loaded, seed: Option<u64>) -> Vec<String> {
         }
         v
     } else {
-        let mut v: Vec<String> = ["summary.json", "jobs.csv", "timeseries.csv"]
-            .map(String::from)
-            .to_vec();
+        let mut v: Vec<String> = vec!["summary.json".to_string()];
+        for f in &s.metrics.outputs {
+            let ext = f.as_str();
+            v.push(format!("jobs.{ext}"));
+            v.push(format!("timeseries.{ext}"));
+        }
         if s.failures.is_some() {
             v.push("failures.csv".into());
         }
@@ -558,10 +562,31 @@ pub fn run_scenario(
             // The folder reads as incomplete from here until the marker is written last.
             crate::report::outset::begin(dir, crate::report::outset::MARKER)
                 .map_err(io_err(dir))?;
-            let path = dir.join("jobs.csv");
-            let mut sink = JobsCsv::create(&path).map_err(io_err(&path))?;
-            let r = sim.run(stream.as_mut(), &mut sink, progress)?;
-            sink.commit().map_err(io_err(&path))?;
+            let outputs = &loaded.scenario.metrics.outputs;
+            let csv_path = dir.join("jobs.csv");
+            let pq_path = dir.join("jobs.parquet");
+            let mut csv = match outputs.contains(&OutputFormat::Csv) {
+                true => Some(JobsCsv::create(&csv_path).map_err(io_err(&csv_path))?),
+                false => None,
+            };
+            let mut pq = match outputs.contains(&OutputFormat::Parquet) {
+                true => Some(JobsParquet::create(&pq_path).map_err(io_err(&pq_path))?),
+                false => None,
+            };
+            let mut sinks: Vec<&mut dyn crate::engine::JobSink> = Vec::new();
+            if let Some(c) = csv.as_mut() {
+                sinks.push(c);
+            }
+            if let Some(p) = pq.as_mut() {
+                sinks.push(p);
+            }
+            let r = sim.run(stream.as_mut(), &mut Tee { sinks }, progress)?;
+            if let Some(c) = csv {
+                c.commit().map_err(io_err(&csv_path))?;
+            }
+            if let Some(p) = pq {
+                p.commit().map_err(io_err(&pq_path))?;
+            }
             (r, None)
         }
         None if opts.keep_rows => {
@@ -629,16 +654,16 @@ pub fn run_scenario(
         ));
     }
     if let Some(dir) = &opts.out_dir {
-        let path = dir.join("timeseries.csv");
         let tenants: Vec<String> = result.tenants.iter().map(|t| t.name.clone()).collect();
-        timeseries::write(
-            &path,
-            &cells,
-            &models_for_series,
-            &tenants,
-            &result.occupancy,
-        )
-        .map_err(io_err(&path))?;
+        let series = timeseries::series(&cells, &models_for_series, &tenants, &result.occupancy);
+        for f in &loaded.scenario.metrics.outputs {
+            let path = dir.join(format!("timeseries.{}", f.as_str()));
+            match f {
+                OutputFormat::Csv => timeseries::write_series(&path, &series),
+                OutputFormat::Parquet => crate::report::tables::write_timeseries(&path, &series),
+            }
+            .map_err(io_err(&path))?;
+        }
         if let Some(text) = &timeline_csv {
             let path = dir.join("failures.csv");
             crate::report::atomic::write_atomic(&path, text.as_bytes()).map_err(io_err(&path))?;

@@ -121,6 +121,20 @@ impl Source {
                 PathBuf::from("."),
             ),
         };
+        Source::from_text(text, origin, base_dir)
+    }
+
+    /// A scenario given as TOML text (the Python package's `fleetsim.run(toml_text)`):
+    /// `origin` names it in messages, relative paths resolve against `base_dir`; checked to
+    /// load as it is.
+    ///
+    /// # Errors
+    /// [`ScenarioError`] when it does not load.
+    pub fn from_text(
+        text: String,
+        origin: String,
+        base_dir: PathBuf,
+    ) -> Result<Source, ScenarioError> {
         super::parse(&text, &origin, base_dir.clone())?;
         let doc: Table = toml::from_str(&text).map_err(|e| ScenarioError::Parse {
             origin: origin.clone(),

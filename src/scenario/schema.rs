@@ -575,10 +575,48 @@ pub struct MetricsSpec {
     /// at the end).
     #[serde(default)]
     pub audit_every_instant: bool,
+    /// Formats of the per-job and time-series outputs of `fleetsim run`: `csv` (`jobs.csv`,
+    /// `timeseries.csv`) and/or `parquet` (`jobs.parquet`, `timeseries.parquet`, with the
+    /// column types of [`crate::report::tables`]). Default `["csv"]`.
+    #[serde(default = "default_outputs")]
+    pub outputs: Vec<OutputFormat>,
+}
+
+/// A format of the per-job and time-series outputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutputFormat {
+    /// `jobs.csv`, `timeseries.csv`.
+    Csv,
+    /// `jobs.parquet`, `timeseries.parquet`.
+    Parquet,
+}
+
+impl OutputFormat {
+    /// The name in the scenario file and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutputFormat::Csv => "csv",
+            OutputFormat::Parquet => "parquet",
+        }
+    }
+
+    /// Parses a name (`csv`, `parquet`).
+    pub fn parse(s: &str) -> Option<OutputFormat> {
+        match s {
+            "csv" => Some(OutputFormat::Csv),
+            "parquet" => Some(OutputFormat::Parquet),
+            _ => None,
+        }
+    }
 }
 
 fn default_interval() -> f64 {
     3600.0
+}
+
+fn default_outputs() -> Vec<OutputFormat> {
+    vec![OutputFormat::Csv]
 }
 
 impl Default for MetricsSpec {
@@ -588,6 +626,7 @@ impl Default for MetricsSpec {
             horizon_s: None,
             timeseries_interval_s: default_interval(),
             audit_every_instant: false,
+            outputs: default_outputs(),
         }
     }
 }

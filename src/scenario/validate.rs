@@ -569,6 +569,18 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
             "must be at least 0.001 s",
         ));
     }
+    if m.outputs.is_empty() {
+        return Err(bad(
+            "metrics.outputs".into(),
+            "must name at least one format (\"csv\", \"parquet\")",
+        ));
+    }
+    if let Some(i) = (1..m.outputs.len()).find(|&i| m.outputs[..i].contains(&m.outputs[i])) {
+        return Err(bad(
+            format!("metrics.outputs[{i}]"),
+            &format!("`{}` is listed twice", m.outputs[i].as_str()),
+        ));
+    }
     s.transforms.spec.validate().map_err(|(f, m)| bad(f, &m))?;
     if let Some(sw) = &s.sweep {
         sw.validate().map_err(|(f, m)| bad(f, &m))?;

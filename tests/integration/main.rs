@@ -16,6 +16,7 @@ mod inflation;
 mod invariants;
 mod las_fixes;
 mod multicell;
+mod parquet;
 mod peer_fgd;
 mod peer_tiresias;
 mod placement_props;
