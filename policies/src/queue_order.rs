@@ -199,11 +199,16 @@ impl Las {
         if gpu_milli == 0 {
             return None;
         }
-        let need = t.saturating_sub(attained_gpu_ms) as u128 * 1000;
-        let ms = need.div_ceil(gpu_milli as u128);
-        Some(SimTime(
-            start.0.saturating_add(ms.min(u64::MAX as u128) as u64),
-        ))
+        let left = t.saturating_sub(attained_gpu_ms);
+        // In u64 while it fits (the same value as in u128, without its division).
+        let ms = match left.checked_mul(1000) {
+            Some(need) => need.div_ceil(gpu_milli),
+            None => {
+                let need = left as u128 * 1000;
+                need.div_ceil(gpu_milli as u128).min(u64::MAX as u128) as u64
+            }
+        };
+        Some(SimTime(start.0.saturating_add(ms)))
     }
 
     /// The LAS queue of a job that has received `attained_gpu_ms`.

@@ -3,7 +3,9 @@
 //! nothing: on random small workloads, a scheduler that may skip and one that may not (an
 //! attempt budget of `u64::MAX` — the same semantics — turns skipping off) make the same
 //! decisions in the same order, keep the same pending-reason counts and hand back the same
-//! per-job wait profiles.
+//! per-job wait profiles. Also with preemption on (LAS, within-queue priority, best-effort
+//! tiers; grace zero and 3 s), where a class's verdict stands once its preemption search
+//! failed in the pass.
 
 use fleetsim_policies::*;
 
@@ -67,6 +69,7 @@ fn workload(g: &mut Gen, queues: u32) -> (Vec<NodeSpec>, Vec<Job>) {
                     seq: i,
                     shape,
                     tasks,
+                    priority: g.below(3) as i32,
                     ..PendingJob::default()
                 },
                 run_ms: 1000 * (1 + g.below(20)),
@@ -78,23 +81,83 @@ fn workload(g: &mut Gen, queues: u32) -> (Vec<NodeSpec>, Vec<Job>) {
 
 /// Runs the workload; returns every decision with its time, the pending-reason counts after
 /// every pass, and the wait profile of every job.
-fn simulate(nodes: &[NodeSpec], jobs: &[Job], queues: u32, skip: bool) -> String {
+/// Preemption settings of the cases: none, LAS (3 / 9 GPU-s, LAS order), within-queue
+/// priority, tiers; grace 0 or 3 s.
+fn preemption(mode: u32) -> (SchedulerConfig, Option<PreemptionConfig>) {
+    let grace = SimDuration(if mode >= 4 { 3000 } else { 0 });
+    let las = queue_order::Las {
+        thresholds_gpu_ms: vec![3_000_000, 9_000_000],
+    };
+    match mode % 4 {
+        0 => (SchedulerConfig::default(), None),
+        1 => (
+            SchedulerConfig {
+                queue_order: QueueOrderSpec::Las {
+                    thresholds_gpu_s: Some(vec![3000.0, 9000.0]),
+                },
+                ..SchedulerConfig::default()
+            },
+            Some(PreemptionConfig {
+                las: Some(las),
+                grace,
+                ..PreemptionConfig::default()
+            }),
+        ),
+        2 => (
+            SchedulerConfig::default(),
+            Some(PreemptionConfig {
+                within_queue: preemption::WithinQueue::LowerPriority,
+                grace,
+                ..PreemptionConfig::default()
+            }),
+        ),
+        _ => (
+            SchedulerConfig::default(),
+            Some(PreemptionConfig {
+                tiers: true,
+                grace,
+                ..PreemptionConfig::default()
+            }),
+        ),
+    }
+}
+
+fn simulate(nodes: &[NodeSpec], jobs: &[Job], queues: u32, mode: u32, skip: bool) -> String {
     let mut fleet = FleetState::new(vec!["c".into()], vec!["H100".into()], nodes.to_vec()).unwrap();
     let cfg = QueueConfig {
         strategy: QueueingStrategy::BestEffortFifo,
         ..QueueConfig::default()
     };
-    let mut s =
-        Scheduler::new(SchedulerConfig::default(), vec![cfg; queues as usize]).with(Extensions {
-            attempt_budget: (!skip).then_some(u64::MAX),
-            ..Extensions::default()
-        });
+    let (config, preemption) = preemption(mode);
+    // The tiers mode: queue 0 production, queue 1 best-effort (a queue sets its jobs' tier).
+    let tiers = [Tier::Production, Tier::BestEffort];
+    let cfgs = (0..queues as usize)
+        .map(|q| QueueConfig {
+            tier: if mode % 4 == 3 { tiers[q] } else { cfg.tier },
+            ..cfg
+        })
+        .collect();
+    let mut s = Scheduler::new(config, cfgs).with(Extensions {
+        attempt_budget: (!skip).then_some(u64::MAX),
+        preemption,
+        ..Extensions::default()
+    });
     let mut out = String::new();
     let mut running: Vec<(u64, JobId, QueueId, Vec<TaskAlloc>)> = Vec::new();
+    // Victims in their grace period: (release time, job, its bindings).
+    let mut evicting: Vec<(u64, JobId, Vec<TaskAlloc>)> = Vec::new();
     let mut next = 0;
     let mut t = 0;
-    while next < jobs.len() || !running.is_empty() || s.pending_len() > 0 {
-        // Completions at t, then arrivals at t, then one pass.
+    while next < jobs.len() || !running.is_empty() || !evicting.is_empty() || s.pending_len() > 0 {
+        // Completions and releases at t, then arrivals at t, then one pass.
+        evicting.sort_by_key(|e| (e.0, e.1));
+        while evicting.first().is_some_and(|e| e.0 <= t) {
+            let (_, id, allocs) = evicting.remove(0);
+            for a in &allocs {
+                fleet.release(a).unwrap();
+            }
+            s.on_released(id, SimTime(t));
+        }
         running.sort_by_key(|r| (r.0, r.1));
         while running.first().is_some_and(|r| r.0 <= t) {
             let (_, id, q, allocs) = running.remove(0);
@@ -110,9 +173,20 @@ fn simulate(nodes: &[NodeSpec], jobs: &[Job], queues: u32, skip: bool) -> String
         }
         for d in s.schedule_at(&mut fleet, SimTime(t)) {
             out.push_str(&format!("{t} {d:?}\n"));
-            if let Decision::Start { job, tasks, .. } = d {
-                let j = &jobs[job.index()];
-                running.push((t + j.run_ms, job, j.job.queue, tasks));
+            match d {
+                Decision::Start { job, tasks, .. } => {
+                    let j = &jobs[job.index()];
+                    running.push((t + j.run_ms, job, j.job.queue, tasks));
+                }
+                Decision::Preempt { job, grace, .. } => {
+                    let i = running.iter().position(|r| r.1 == job).unwrap();
+                    let (_, id, _, allocs) = running.remove(i);
+                    if grace > SimDuration::ZERO {
+                        // Zero grace: the scheduler released the bindings itself.
+                        evicting.push((t + grace.0, id, allocs));
+                    }
+                }
+                Decision::Reject { .. } => {}
             }
         }
         out.push_str(&format!("{t} reasons {:?}\n", s.pending_reason_counts()));
@@ -134,12 +208,25 @@ fn simulate(nodes: &[NodeSpec], jobs: &[Job], queues: u32, skip: bool) -> String
 #[test]
 fn skipping_classes_changes_no_decision_reason_or_wait() {
     let mut g = Gen(7);
-    for case in 0..300 {
+    let mut preempts = 0;
+    for case in 0..480 {
         let queues = 1 + (case % 2) as u32;
+        let mode = (case / 2 % 8) as u32;
         let (nodes, jobs) = workload(&mut g, queues);
-        let with = simulate(&nodes, &jobs, queues, true);
-        let without = simulate(&nodes, &jobs, queues, false);
+        let with = simulate(&nodes, &jobs, queues, mode, true);
+        let without = simulate(&nodes, &jobs, queues, mode, false);
         assert!(with.lines().count() > jobs.len(), "case {case} ran");
-        assert_eq!(with, without, "case {case}");
+        if let Some((i, (a, b))) = with
+            .lines()
+            .zip(without.lines())
+            .enumerate()
+            .find(|(_, (a, b))| a != b)
+        {
+            panic!("case {case} (preemption mode {mode}), line {i}: skipping `{a}`, not `{b}`");
+        }
+        assert_eq!(with, without, "case {case} (preemption mode {mode})");
+        preempts += with.matches("Preempt {").count();
     }
+    // The preemption modes do preempt (many times; an exact count would be brittle).
+    assert!(preempts > 1000, "{preempts} preemptions");
 }

@@ -76,16 +76,17 @@ impl Core {
     /// True when a pass may skip, in queue `q`, every pending job of a class whose verdict
     /// in this pass is known and equal to the job's stored reason (trying it would change
     /// nothing): `q` is best-effort FIFO, the order static, and there is no quota on `q`, no
-    /// queue maximum, no admission order but the queue order, no preemption, no backfill
-    /// and no attempt budget — a job's verdict then depends on its class and the fleet
-    /// alone ([`ClassKey`]).
+    /// queue maximum, no admission order but the queue order, no backfill and no attempt
+    /// budget — a job's verdict then depends on its class and the fleet alone
+    /// ([`ClassKey`]). With preemption, a verdict is kept only once the class's preemption
+    /// search failed in the pass (its memo then answers every job of the class the same way
+    /// until a preemption succeeds, which drops the pass's verdicts with its memos).
     pub(crate) fn class_skip(&self, q: QueueId) -> bool {
         let qc = self.queue(q);
         qc.strategy == QueueingStrategy::BestEffortFifo
             && qc.max_gpu_milli.is_none()
             && self.order.rekey_interval().is_none()
             && self.admission == AdmissionOrder::QueueOrder
-            && self.preemption.is_none()
             && self.backfill.is_none()
             && self.budget.is_none()
             && self.quota.as_ref().is_none_or(|t| !t.has_queue(q))

@@ -118,6 +118,15 @@ mod tests {
             Some(SimTime(200_000))
         );
         assert_eq!(las.next_crossing(0, 1000, SimTime::ZERO, 250_000), None);
+        // A threshold so high that GPU·ms × 1000 overflows u64 (the u128 path): on one GPU
+        // the crossing is the threshold itself, ⌈(2^63 − 1) · 1000 / 1000⌉ = 2^63 − 1 ms.
+        let huge = Las {
+            thresholds_gpu_ms: vec![u64::MAX / 2],
+        };
+        assert_eq!(
+            huge.next_crossing(0, 1000, SimTime::ZERO, 0),
+            Some(SimTime(9_223_372_036_854_775_807))
+        );
         assert_eq!(las.next_crossing(0, 0, SimTime::ZERO, 0), None);
     }
 }

@@ -560,6 +560,9 @@ impl Scheduler {
         now: SimTime,
         done: SimDuration,
     ) {
+        if let Some(r) = self.redecide.as_mut() {
+            r.leave_index();
+        }
         let Some(r) = self
             .core
             .running
@@ -586,6 +589,9 @@ impl Scheduler {
     /// If running jobs are not tracked ([`Extensions::track_running`]) or `job` is not
     /// running.
     pub fn mark_lost(&mut self, job: JobId, now: SimTime, release_at: SimTime) {
+        if let Some(r) = self.redecide.as_mut() {
+            r.leave_index();
+        }
         let r = self
             .core
             .running
@@ -736,6 +742,9 @@ impl Scheduler {
     /// quota, in the first of its flavors that covers the model it landed on) is charged.
     /// Returns `None`, reserving nothing, when the gang does not fit anywhere now.
     pub fn place_now(&mut self, fleet: &mut FleetState, job: &PendingJob) -> Option<Decision> {
+        if let Some(r) = self.redecide.as_mut() {
+            r.leave_index();
+        }
         if job.shape.num_gpu == 0 {
             fleet.enable_cpu_index();
         }

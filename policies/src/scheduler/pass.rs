@@ -34,7 +34,7 @@ pub(crate) struct PassState {
     /// Classes of indexed queues ([`Core::class_skip`]) found blocked in this pass: the
     /// reason, and the fleet's change count when the verdict holds only while the fleet is
     /// unchanged (`None`: a failure of the exact requirements, which holds all pass).
-    pub(crate) verdicts: BTreeMap<ClassKey, (PendingReason, Option<u64>)>,
+    pub(crate) verdicts: BTreeMap<(QueueId, ClassKey), (PendingReason, Option<u64>)>,
 }
 
 /// Outcome of trying one job.
@@ -227,14 +227,31 @@ impl Scheduler {
             };
             let blocked_strict = matches!(out, Outcome::Blocked(_))
                 && self.core.queue(queue).strategy == QueueingStrategy::StrictFifo;
+            // With preemption, a verdict stands for the class only when no job of it can
+            // preempt in the rest of the pass: best-effort tier, or its search failed (memo).
+            // Verdicts are per queue with preemption (the search's memo names the queue),
+            // shared by all queues without.
+            let vq = if self.core.preemption.is_some() {
+                queue
+            } else {
+                QueueId(u32::MAX)
+            };
             if let (Some(c), Outcome::Blocked(r)) = (class, &out) {
-                let exact = (c.0, c.1, c.2, c.3, c.4, 0);
-                let holds = if pass.failed_exact.get(&exact) == Some(r) {
-                    None
-                } else {
-                    Some(fleet.change_count())
-                };
-                pass.verdicts.insert(c, (*r, holds));
+                let settled = self.core.preemption.is_none()
+                    || (*r != PendingReason::Preempting
+                        && (c.6 == Tier::BestEffort
+                            || pass
+                                .failed_preempt
+                                .contains(&(queue, c.5, c.6, c.0, c.1, c.2, c.3))));
+                if settled {
+                    let exact = (c.0, c.1, c.2, c.3, c.4, 0);
+                    let holds = if pass.failed_exact.get(&exact) == Some(r) {
+                        None
+                    } else {
+                        Some(fleet.change_count())
+                    };
+                    pass.verdicts.insert((vq, c), (*r, holds));
+                }
             }
             self.settle(q, key, id, out, &mut pass);
             if blocked_strict {
@@ -244,14 +261,18 @@ impl Scheduler {
             // Skip the jobs of classes blocked in this pass whose stored reason already is
             // the verdict: trying them would hit the same cache and change nothing. A verdict
             // that holds only while the fleet is unchanged is used only when no other queue
-            // has a head, so that nothing can start between here and the jobs skipped.
+            // has a head, so that nothing can start between here and the jobs skipped. With
+            // preemption every verdict is: another queue's job may preempt in between, which
+            // drops the memos the verdict rests on.
             let alone = pass.heads.is_empty();
+            let any_ok = alone || self.core.preemption.is_none();
             let changes = fleet.change_count();
             let verdicts = &pass.verdicts;
             let next = self.pending[q].jobs.next_unskipped((key, id), |c, slot| {
-                verdicts.get(c).is_some_and(|&(r, holds)| {
-                    r.index() as u8 == slot && holds.is_none_or(|n| alone && n == changes)
-                })
+                any_ok
+                    && verdicts.get(&(vq, *c)).is_some_and(|&(r, holds)| {
+                        r.index() as u8 == slot && holds.is_none_or(|n| alone && n == changes)
+                    })
             });
             if let Some(k) = next {
                 let e = self.pending[q].jobs.get_mut(&k).expect("present");

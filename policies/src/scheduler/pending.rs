@@ -35,10 +35,19 @@ pub(crate) struct PendingMap {
     pub(crate) classes: Option<ClassIndex>,
 }
 
-/// What a pass's verdict on a job depends on when no quota, queue maximum, preemption or
-/// backfill is configured: the exact requirements of [`ExactKey`] without the reservation
-/// prefix (always 0 then).
-pub(crate) type ClassKey = (TaskShape, u32, ModelSet, u32, Option<TopologySpec>);
+/// What a pass's verdict on a job depends on when no quota, queue maximum or backfill is
+/// configured: the exact requirements of [`ExactKey`] without the reservation prefix (always
+/// 0 then), and the job's priority and tier (with the requirements and the queue, the
+/// preemption search's memo: one failed search fails the whole class).
+pub(crate) type ClassKey = (
+    TaskShape,
+    u32,
+    ModelSet,
+    u32,
+    Option<TopologySpec>,
+    i32,
+    Tier,
+);
 
 /// The class of an entry.
 pub(crate) fn class_of(e: &Entry) -> ClassKey {
@@ -48,6 +57,8 @@ pub(crate) fn class_of(e: &Entry) -> ClassKey {
         e.job.models,
         e.cells_key,
         e.job.topology,
+        e.job.priority,
+        e.job.tier,
     )
 }
 

@@ -724,6 +724,8 @@ pub(crate) fn apply(
         pass.failed_exact.clear();
         pass.failed_single.clear();
         pass.failed_preempt.clear();
+        // Verdicts rest on those memos.
+        pass.verdicts.clear();
         return true;
     }
     release(fleet, &allocs);

@@ -37,8 +37,15 @@ impl Running {
 
     /// GPU·ms of service at `now`, earlier runs included.
     pub(crate) fn attained_gpu_ms(&self, now: SimTime) -> u64 {
-        let ran = now.saturating_since(self.start).0 as u128;
-        self.job.attained_gpu_ms + (ran * self.job.total_gpu_milli() as u128 / 1000) as u64
+        let ran = now.saturating_since(self.start).0;
+        let milli = self.job.total_gpu_milli();
+        // The same value as in u128, without its division while the product fits in u64
+        // (the LAS preemption search computes this per running job).
+        let gained = match ran.checked_mul(milli) {
+            Some(p) => p / 1000,
+            None => (ran as u128 * milli as u128 / 1000) as u64,
+        };
+        self.job.attained_gpu_ms + gained
     }
 }
 
