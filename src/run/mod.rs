@@ -9,7 +9,7 @@ use fleetsim_policies::{QueueConfig, SchedulerConfig, SimDuration, SimTime};
 use crate::engine::{EngineConfig, JobRow, QueueSettings, RunResult, Simulation};
 use crate::fleet::build::BuiltFleet;
 use crate::report::{jobs_csv::JobsCsv, summary, timeseries};
-use crate::scenario::{secs_to_ms, Loaded, Mode, TraceDir};
+use crate::scenario::{secs_to_ms, Loaded, Mode, OutputKind, TraceDir};
 use crate::workload::{synthetic, JobStream, TraceError};
 
 pub mod options;
@@ -232,6 +232,7 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
         dispatch_latency: SimDuration(p.dispatch_latency_s.map_or(0, secs_to_ms)),
         reject_unknown_queues: s.kueue.is_some(),
         spares: Vec::new(),
+        record_runs: s.metrics.outputs.contains(&OutputKind::Batsim),
     };
     (policies, cfg)
 }
@@ -350,6 +351,9 @@ pub fn output_files(loaded: &Loaded, seed: Option<u64>) -> Vec<String> {
             .to_vec();
         if s.failures.is_some() {
             v.push("failures.csv".into());
+        }
+        if s.metrics.outputs.contains(&OutputKind::Batsim) {
+            v.push(crate::report::batsim::FILE.into());
         }
         v
     };
@@ -551,6 +555,8 @@ pub fn run_scenario(
         let g: u64 = c.nodes.iter().map(|&n| state.node(n).gpus as u64).sum();
         gpus_by_cell.insert(cells[i].clone(), g);
     }
+    let gpu_numbering =
+        crate::report::batsim::GpuNumbering::new(state.nodes().iter().map(|n| n.gpus));
     let mut sim = Simulation::with_extensions(state, policies, ext, cfg);
     let (result, jobs) = match &opts.out_dir {
         Some(dir) => {
@@ -559,7 +565,29 @@ pub fn run_scenario(
                 .map_err(io_err(dir))?;
             let path = dir.join("jobs.csv");
             let mut sink = JobsCsv::create(&path).map_err(io_err(&path))?;
-            let r = sim.run(stream.as_mut(), &mut sink, progress)?;
+            let r = if loaded
+                .scenario
+                .metrics
+                .outputs
+                .contains(&OutputKind::Batsim)
+            {
+                let bpath = dir.join(crate::report::batsim::FILE);
+                let mut b = crate::report::batsim::BatsimJobs::create(
+                    &bpath,
+                    &loaded.scenario.name,
+                    gpu_numbering,
+                )
+                .map_err(io_err(&bpath))?;
+                let mut tee = crate::report::batsim::Tee {
+                    a: &mut sink,
+                    b: &mut b,
+                };
+                let r = sim.run(stream.as_mut(), &mut tee, progress)?;
+                b.commit().map_err(io_err(&bpath))?;
+                r
+            } else {
+                sim.run(stream.as_mut(), &mut sink, progress)?
+            };
             sink.commit().map_err(io_err(&path))?;
             (r, None)
         }

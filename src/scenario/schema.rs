@@ -575,6 +575,24 @@ pub struct MetricsSpec {
     /// at the end).
     #[serde(default)]
     pub audit_every_instant: bool,
+    /// Jobs-table outputs: `"csv"` (`jobs.csv`, always written) and `"batsim"` (also
+    /// `batsim_jobs.csv`, Batsim's dialect for evalys: [`crate::report::batsim`]).
+    #[serde(default = "default_outputs")]
+    pub outputs: Vec<OutputKind>,
+}
+
+/// One jobs-table output of `[metrics] outputs`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputKind {
+    /// `jobs.csv`, fleetsim's table.
+    Csv,
+    /// `batsim_jobs.csv`, Batsim's dialect ([`crate::report::batsim`]).
+    Batsim,
+}
+
+fn default_outputs() -> Vec<OutputKind> {
+    vec![OutputKind::Csv]
 }
 
 fn default_interval() -> f64 {
@@ -588,6 +606,7 @@ impl Default for MetricsSpec {
             horizon_s: None,
             timeseries_interval_s: default_interval(),
             audit_every_instant: false,
+            outputs: default_outputs(),
         }
     }
 }

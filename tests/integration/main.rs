@@ -2,6 +2,7 @@
 
 mod accounting;
 mod architecture;
+mod batsim;
 mod cli;
 mod determinism;
 mod engine_order;
