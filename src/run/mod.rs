@@ -702,22 +702,23 @@ fn complete_set(dir: &Path, loaded: &Loaded, seed: Option<u64>) -> Result<(), Ru
     crate::report::outset::finish(dir, &names).map_err(io_err(dir))
 }
 
-/// `attempts-<policy>-<seed>.csv` of every run, in the FGD artifact's log layout
-/// ([`crate::inflation::peer::write_attempts`]).
-fn write_attempt_files(dir: &Path, r: &crate::inflation::Results) -> Result<(), RunError> {
+/// `attempts-<policy>-<seed>.csv` of one run, in the FGD artifact's log layout
+/// ([`crate::inflation::peer::write_attempts`]); written as the run ends, from its worker.
+fn write_attempt_file(
+    dir: &Path,
+    exp: &crate::inflation::Experiment,
+    t: &crate::inflation::RunTrace,
+    (order, rank): &(Vec<usize>, Vec<u32>),
+    names: Option<&[String]>,
+    frag_series: bool,
+) -> Result<(), RunError> {
     use crate::inflation::peer;
-    for (k, t) in r.runs.iter().enumerate() {
-        let i = k % r.seeds.len();
-        let (order, rank) = &r.inputs[i];
-        let names = match &r.replay {
-            Some(rep) => rep.names.clone(),
-            None => peer::attempt_names(&r.exp, order),
-        };
-        let path = dir.join(format!("attempts-{}-{}.csv", t.policy.as_str(), t.seed));
-        peer::write_attempts(&path, &r.exp, &names, order, rank, t, r.spec.frag_series)
-            .map_err(io_err(&path))?;
-    }
-    Ok(())
+    let names = match names {
+        Some(n) => n.to_vec(),
+        None => peer::attempt_names(exp, order),
+    };
+    let path = dir.join(format!("attempts-{}-{}.csv", t.policy.as_str(), t.seed));
+    peer::write_attempts(&path, exp, &names, order, rank, t, frag_series).map_err(io_err(&path))
 }
 
 /// Runs an inflation scenario (`mode = "inflation"`) and, with an output directory, writes
@@ -732,12 +733,24 @@ pub fn run_inflation(
 ) -> Result<crate::inflation::report::InflationSummary, RunError> {
     use crate::inflation::{self, report};
     prepare_out_dir(loaded, opts)?;
-    let results = inflation::run(loaded, opts)?;
-    let medians = report::medians(&results);
     let s = &loaded.scenario;
-    let summary = report::summary(&s.name, &s.description, &results, &medians);
     if let Some(dir) = &opts.out_dir {
         crate::report::outset::begin(dir, crate::report::outset::MARKER).map_err(io_err(dir))?;
+    }
+    // Every run's per-attempt file is written as the run ends and its events dropped then
+    // (issue 18 item 4): memory holds one run's events per worker, not the study's.
+    let attempts_dir = opts
+        .out_dir
+        .as_deref()
+        .filter(|_| s.inflation.as_ref().is_some_and(|i| i.attempts_csv));
+    let frag_series = s.inflation.as_ref().is_some_and(|i| i.frag_series);
+    let results = inflation::run_streamed(loaded, opts, &|exp, t, io, names| match attempts_dir {
+        Some(dir) => write_attempt_file(dir, exp, t, io, names, frag_series),
+        None => Ok(()),
+    })?;
+    let medians = report::medians(&results);
+    let summary = report::summary(&s.name, &s.description, &results, &medians);
+    if let Some(dir) = &opts.out_dir {
         let path = dir.join("curves.csv");
         report::write_curves(&path, &medians).map_err(io_err(&path))?;
         let path = dir.join("allocation.svg");
@@ -748,9 +761,6 @@ pub fn run_inflation(
         );
         report::write_plot(&path, &title, &medians, results.spec.target_pct)
             .map_err(io_err(&path))?;
-        if results.spec.attempts_csv {
-            write_attempt_files(dir, &results)?;
-        }
         let path = dir.join("summary.json");
         report::write_summary(&path, &summary).map_err(io_err(&path))?;
         complete_set(dir, loaded, opts.seed)?;

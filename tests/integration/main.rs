@@ -24,6 +24,7 @@ mod real_inputs;
 mod real_traces;
 mod reliability;
 mod report_render;
+mod schemas;
 mod security;
 mod snapshots;
 mod studies;
