@@ -610,7 +610,8 @@ pub struct Results {
     pub arrivals: Vec<usize>,
     /// Runs, policy-major, as digests (their events are dropped as each run ends).
     pub runs: Vec<RunDigest>,
-    /// The full runs (events included), only with [`RunOptions::keep_rows`] (tests).
+    /// The full runs (events included), only with [`RunOptions::keep_rows`] and no
+    /// [`RunOptions::out_dir`] (tests); empty otherwise.
     pub traces: Vec<RunTrace>,
     /// With `order_from`: the replayed log's facts and the agreement checks.
     pub replay: Option<Replay>,
@@ -784,7 +785,8 @@ pub fn run_streamed(
         spec.target_pct,
     );
     let names = replay.as_ref().map(|r| r.names.as_slice());
-    let keep = opts.keep_rows;
+    // As for job rows: kept in memory only when asked for and nothing is written (tests).
+    let keep = opts.keep_rows && opts.out_dir.is_none();
     type Outcome = (RunDigest, Option<RunTrace>, Option<peer::Agreement>);
     let outcomes: Vec<Result<Outcome, RunError>> = jobs
         .par_iter()
