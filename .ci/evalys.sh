@@ -10,7 +10,13 @@ work="out/ci/evalys"
 rm -rf "$work"
 mkdir -p "$work"
 venv="$work/venv"
-python3 -m venv "$venv"
+if ! python3 -m venv "$venv" 2>/dev/null; then
+  # Debian ships venv separately.
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq python3-venv >/dev/null
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+fi
 "$venv/bin/pip" install --quiet --disable-pip-version-check "evalys==4.0.7"
 root="$(pwd)"
 for s in default philly-quota; do
