@@ -26,6 +26,7 @@ pub mod reliability;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod schemas;
 pub mod study;
 pub mod sweep;
 pub mod whatif;

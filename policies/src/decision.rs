@@ -11,6 +11,7 @@ use crate::time::SimDuration;
 /// block one (field case B17).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum RejectReason {
     /// One task is larger than any node of every allowed cell could ever hold.
     TaskLargerThanAnyNode,
@@ -77,6 +78,7 @@ impl fmt::Display for RejectReason {
 /// `timeseries.csv`, and per job in `jobs.csv` (the reason it waited longest).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum PendingReason {
     /// Not tried yet (a pass stopped at its attempt budget before reaching it).
     NotTried,
@@ -162,6 +164,7 @@ pub fn longest_reason(w: &WaitProfile) -> Option<PendingReason> {
 /// Which rule allowed a preemption (the preemption stage, DESIGN §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum PreemptReason {
     /// A higher-priority job of the same queue needs the room (Kueue `withinClusterQueue`).
     WithinQueue,

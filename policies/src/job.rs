@@ -11,6 +11,7 @@ use crate::topology::TopologySpec;
 /// management at Google with Borg", EuroSys'15, §2.5).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum Tier {
     /// Best-effort ("free") tier: no quota, preempted first.

@@ -7,6 +7,7 @@ macro_rules! named_enum {
         $(#[$m])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
         #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
         pub enum $name {
             $($(#[$vm])* #[cfg_attr(feature = "serde", serde(rename = $s))] $variant),+
         }

@@ -404,6 +404,7 @@ mod tests {
 /// `[policy.multifactor]`); each `None` takes [`Multifactor::default`]'s value.
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct MultifactorParams {
     /// `PriorityWeightAge` (default 1000).

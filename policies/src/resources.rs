@@ -14,6 +14,7 @@ pub const WHOLE_GPU_MILLI: u32 = 1000;
 /// What one task (pod) of a job asks for. All tasks of a job are identical replicas.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TaskShape {
     /// Number of accelerators the task binds (0 for a CPU-only task).
     pub num_gpu: u32,
@@ -72,6 +73,7 @@ impl TaskShape {
 /// Bit `i` stands for [`crate::ModelId`]`(i)`; a fleet has at most 128 models.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ModelSet(pub u128);
 
 impl ModelSet {

@@ -136,6 +136,7 @@ fn is_fleetsim_model(m: &PreemptionModel) -> bool {
 /// LAS thresholds are GPU-seconds.
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct SchedulerSpec {
     /// Queue order ([`QueueOrderSpec`]).
@@ -616,6 +617,7 @@ pub fn secs_to_ms(s: f64) -> u64 {
 /// `[policy.las]`: Tiresias LAS queues.
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct LasSpec {
     /// Ascending attained-service thresholds, GPU-seconds (default `[3200]`).
@@ -625,6 +627,7 @@ pub struct LasSpec {
 /// `[policy.fair_share]`: decayed usage.
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct FairShareSpec {
     /// Half-life, seconds (Slurm `PriorityDecayHalfLife`; default 7 days).
@@ -634,6 +637,7 @@ pub struct FairShareSpec {
 /// `[policy.preemption]`: the preemption rules (see [`crate::preemption`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct PreemptionSpec {
     /// `never` (default), `lower-priority`, `lower-or-newer-equal-priority`.
@@ -726,6 +730,7 @@ impl PreemptionSpec {
 /// `[policy.cycle]`: the scheduling cycle.
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct CycleSpec {
     /// While jobs are pending, also run a pass this often, seconds.
@@ -746,6 +751,7 @@ pub struct CycleSpec {
 /// `node`, `domain` (NVLink domain / rack), `block`, `cell`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct TopologyTable {
     /// All tasks inside one group of this level, or the gang waits (Kueue

@@ -109,6 +109,7 @@ impl std::error::Error for StateError {}
 /// One task's binding to one node: which accelerators and how much of each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TaskAlloc {
     /// The node.
     pub node: NodeId,

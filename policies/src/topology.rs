@@ -27,6 +27,7 @@ use std::str::FromStr;
 /// A level of the fleet's topology.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum Level {
     /// One node (host, compute tray).
@@ -93,6 +94,7 @@ impl FromStr for Level {
 /// How binding a [`TopologySpec`]'s level is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum TopologyMode {
     /// All tasks in one group of the level, or the gang does not start (Kueue required,
@@ -107,6 +109,7 @@ pub enum TopologyMode {
 /// Ray placement-group strategies for a gang's bundles (tasks), by Ray's own names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum RayStrategy {
     /// As few nodes as possible (best effort).
     #[cfg_attr(feature = "serde", serde(rename = "PACK"))]
@@ -159,6 +162,7 @@ impl FromStr for RayStrategy {
 /// one by one with the placement policy, as without a spec.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TopologySpec {
     /// Pack the whole gang at this level (`None`: no gang-level constraint).
     pub level: Option<Level>,

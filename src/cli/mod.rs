@@ -107,6 +107,12 @@ pub enum Command {
         #[arg(long)]
         trace_dir: Option<PathBuf>,
     },
+    /// Print the JSON Schema of a document: `scenario`, `summary` (a run's summary.json) or
+    /// `inflation-summary` (inflation mode's); the committed copies are in schemas/.
+    Schema {
+        /// `scenario`, `summary` or `inflation-summary`.
+        kind: String,
+    },
     /// Inspect or convert a trace file.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
@@ -168,8 +174,9 @@ pub fn is_bad_input(e: &anyhow::Error) -> bool {
 
 /// `--format`'s values.
 fn parse_format(s: &str) -> std::result::Result<scenario::OutputFormat, String> {
-    scenario::OutputFormat::parse(s)
-        .ok_or_else(|| format!("unknown output format `{s}`: expected `csv` or `parquet`"))
+    scenario::OutputFormat::parse(s).ok_or_else(|| {
+        format!("unknown output format `{s}`: expected `csv`, `parquet` or `batsim`")
+    })
 }
 
 fn load(path: Option<&PathBuf>) -> Result<Loaded> {
@@ -275,6 +282,11 @@ pub fn main(cli: Cli) -> Result<()> {
         Command::Compare(a) => compare::compare(a),
         Command::Compact(a) => compare::compact(a),
         Command::Check(a) => check::check(a),
+        Command::Schema { kind } => {
+            let k = crate::schemas::Kind::parse(&kind).map_err(crate::study::BadInput)?;
+            print!("{}", crate::schemas::schema_text(k));
+            Ok(())
+        }
         Command::Validate {
             scenario,
             trace_dir,

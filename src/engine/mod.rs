@@ -155,6 +155,37 @@ pub struct EngineConfig {
     /// What a gang hit by a node failure does ([`fleetsim_policies::GangRecovery`],
     /// `[policy] gang_recovery`): restart whole (default) or keep its survivors bound.
     pub gang_recovery: fleetsim_policies::GangRecovery,
+    /// Keep every run of a job (its interval and accelerators) in [`JobRow::runs`], for the
+    /// Batsim dialect of the jobs table ([`crate::report::batsim`]); off by default (rows
+    /// then carry no runs and the engine stores none).
+    pub record_runs: bool,
+}
+
+/// One run of a job: from its start to the release of its resources (the end of a
+/// termination grace, when it had one), with the accelerators it held.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunSegment {
+    /// Start of the run (its startup latency included).
+    pub start: SimTime,
+    /// When its resources were released (or the end of the simulation, for a run still
+    /// holding them then).
+    pub end: SimTime,
+    /// Per task: the node and the mask of its accelerators bound (bit `i` = accelerator `i`
+    /// of the node), in task order.
+    pub gpus: Vec<(NodeId, u64)>,
+    /// How the run ended.
+    pub ended: RunEnd,
+}
+
+/// How a [`RunSegment`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunEnd {
+    /// The job completed (or was killed at its time limit): its last run.
+    Finished,
+    /// Stopped by a preemption or a node failure; the job was requeued.
+    Stopped,
+    /// Still holding its resources when the simulation stopped.
+    AtEnd,
 }
 
 /// A scheduled change of node availability.
@@ -389,6 +420,8 @@ pub struct JobRow {
     pub reason: Option<String>,
     /// Left out of per-job statistics (pre-existing load or submitted during warm-up).
     pub measured: bool,
+    /// Every run, in order, when [`EngineConfig::record_runs`] is on (else empty).
+    pub runs: Vec<RunSegment>,
 }
 
 /// Where per-job outcomes go, as they are decided (streaming: the engine keeps no row).
@@ -649,6 +682,8 @@ struct Restarts {
     /// Its home cell (the first of the cells its trace row allows, when it allows several;
     /// kept only with the goodput account): a first start elsewhere is a cross-cell dispatch.
     home_cell: Option<CellId>,
+    /// Its stopped runs, with [`EngineConfig::record_runs`].
+    runs: Vec<RunSegment>,
 }
 
 /// Where a job in flight is.
@@ -903,6 +938,40 @@ impl Simulation {
         t
     }
 
+    /// The run job `id` holds resources in now, as if it ended now.
+    fn run_segment(&self, id: JobId, ended: RunEnd) -> RunSegment {
+        let r = &self.jobs[id.index()];
+        let x = r.extra.as_deref();
+        RunSegment {
+            start: x.and_then(|x| x.run_start).or(r.start).unwrap_or(self.now),
+            end: self.now,
+            gpus: r
+                .allocs
+                .as_slice()
+                .iter()
+                .map(|a| (a.node, a.gpu_mask))
+                .collect(),
+            ended,
+        }
+    }
+
+    /// Job `id`'s runs for its row: the stopped ones, then the one it holds resources in.
+    fn runs_of(&self, id: JobId, state: FinalState) -> Vec<RunSegment> {
+        if !self.cfg.record_runs {
+            return Vec::new();
+        }
+        let r = &self.jobs[id.index()];
+        let mut runs = r.extra.as_deref().map_or_else(Vec::new, |x| x.runs.clone());
+        if !r.allocs.is_empty() {
+            let ended = match state {
+                FinalState::Completed | FinalState::WalltimeReached => RunEnd::Finished,
+                _ => RunEnd::AtEnd,
+            };
+            runs.push(self.run_segment(id, ended));
+        }
+        runs
+    }
+
     fn row(
         &self,
         id: JobId,
@@ -912,6 +981,7 @@ impl Simulation {
     ) -> JobRow {
         let r = &self.jobs[id.index()];
         JobRow {
+            runs: self.runs_of(id, state),
             id: r.seq,
             name: r.name.to_string(),
             tenant: self.tenants[r.tenant.index()].clone(),
@@ -1698,7 +1768,14 @@ impl Simulation {
             rec.allocs.as_slice().iter().map(|a| a.node).collect()
         };
         let now = self.now;
+        let seg = self
+            .cfg
+            .record_runs
+            .then(|| self.run_segment(id, RunEnd::Stopped));
         let rec = &mut self.jobs[id.index()];
+        if let Some(seg) = seg {
+            rec.extra.get_or_insert_with(Box::default).runs.push(seg);
+        }
         rec.allocs = Allocs::None;
         rec.state = JobState::Pending;
         rec.extra.get_or_insert_with(Box::default).pending_since = Some(now);

@@ -114,7 +114,7 @@ pub fn read_openb_nodes(path: &Path) -> Result<Vec<MachineRow>, TraceError> {
 }
 
 /// What the Philly machine list does not say, assumed.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct PhillyMachineAssumptions {
     /// GPU model by the list's per-GPU memory in GB (catalog names).

@@ -555,6 +555,49 @@ pub fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// What the report needs of one run, kept instead of its per-offer events (issue 18 item 4:
+/// a run's events are about 1.4 MiB on openb; a digest is its curve, a few KiB), so a
+/// study's memory grows with its runs' curves, not their events.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunDigest {
+    /// Policy.
+    pub policy: PlacementKind,
+    /// Seed.
+    pub seed: u64,
+    /// The run's curve ([`curve`] at `0..=target_pct`).
+    pub curve: Vec<CurvePoint>,
+    /// Its last event (the default when no pod was offered).
+    pub last: Event,
+    /// Pods offered (events).
+    pub offered: u64,
+    /// Pods placed.
+    pub placed: u64,
+    /// Pods that fit nowhere.
+    pub failed: u64,
+    /// Decisions where more than one node had the top score.
+    pub tied: u64,
+    /// Decisions taken by a score.
+    pub decided: u64,
+}
+
+impl RunDigest {
+    /// The digest of `t` for an experiment of `capacity_milli`, typical weight `weight`,
+    /// curves to `max_pct`.
+    pub fn of(t: &RunTrace, capacity_milli: u64, weight: u64, max_pct: u32) -> RunDigest {
+        RunDigest {
+            policy: t.policy,
+            seed: t.seed,
+            curve: curve(&t.events, capacity_milli, weight, max_pct),
+            last: t.events.last().copied().unwrap_or_default(),
+            offered: t.events.len() as u64,
+            placed: t.placed,
+            failed: t.failed,
+            tied: t.tied,
+            decided: t.decided,
+        }
+    }
+}
+
 /// Every run of an inflation scenario, in (policy, seed) order.
 pub struct Results {
     /// The experiment.
@@ -565,16 +608,17 @@ pub struct Results {
     pub seeds: Vec<u64>,
     /// Arrival sequence length per seed.
     pub arrivals: Vec<usize>,
-    /// Runs, policy-major.
-    pub runs: Vec<RunTrace>,
-    /// Per seed: the arrival order and node rank used.
-    pub inputs: Vec<(Vec<usize>, Vec<u32>)>,
+    /// Runs, policy-major, as digests (their events are dropped as each run ends).
+    pub runs: Vec<RunDigest>,
+    /// The full runs (events included), only with [`RunOptions::keep_rows`] and no
+    /// [`RunOptions::out_dir`] (tests); empty otherwise.
+    pub traces: Vec<RunTrace>,
     /// With `order_from`: the replayed log's facts and the agreement checks.
     pub replay: Option<Replay>,
 }
 
 /// What a replay of a recorded run read and found.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct Replay {
     /// The log the order and rank came from, as the scenario names it.
     pub order_from: String,
@@ -641,6 +685,48 @@ pub fn experiment(loaded: &Loaded, opts: &RunOptions) -> Result<Experiment, RunE
 /// [`RunError`] when the fleet, the pod list or a log cannot be read, or a log does not
 /// belong to this fleet and pod list.
 pub fn run(loaded: &Loaded, opts: &RunOptions) -> Result<Results, RunError> {
+    run_streamed(loaded, opts, &|_, _, _, _| Ok(()))
+}
+
+/// The arrival order and node rank of one seed: the replayed log's, or the seeded ones.
+enum Inputs {
+    /// From `order_from`: the same for every seed.
+    Replayed((Vec<usize>, Vec<u32>)),
+    /// Seeded: generated per run ([`arrival_order`], [`node_rank`]; cheap beside a run), so
+    /// no per-seed copy is kept across the study.
+    Seeded { target_milli: u64 },
+}
+
+impl Inputs {
+    fn of(&self, exp: &Experiment, seed: u64) -> std::borrow::Cow<'_, (Vec<usize>, Vec<u32>)> {
+        match self {
+            Inputs::Replayed(both) => std::borrow::Cow::Borrowed(both),
+            Inputs::Seeded { target_milli } => std::borrow::Cow::Owned((
+                arrival_order(&exp.pods, *target_milli, seed),
+                node_rank(&exp.fleet, seed),
+            )),
+        }
+    }
+}
+
+/// Called with every finished run (its full trace, its arrival order and node rank, and
+/// the replayed log's pod names when there is one) before its events are dropped: where a
+/// study streams per-run files (`attempts-<policy>-<seed>.csv`). Called from the worker
+/// threads, in any order; each call writes its own file.
+pub type OnRun<'a> = dyn Fn(&Experiment, &RunTrace, &(Vec<usize>, Vec<u32>), Option<&[String]>) -> Result<(), RunError>
+    + Sync
+    + 'a;
+
+/// [`run`], handing every finished run to `on_run` before keeping only its [`RunDigest`]:
+/// at most one run's events per worker thread are in memory at a time.
+///
+/// # Errors
+/// As [`run`], and the first error `on_run` returns (in (policy, seed) order).
+pub fn run_streamed(
+    loaded: &Loaded,
+    opts: &RunOptions,
+    on_run: &OnRun<'_>,
+) -> Result<Results, RunError> {
     let spec = loaded
         .scenario
         .inflation
@@ -659,7 +745,7 @@ pub fn run(loaded: &Loaded, opts: &RunOptions) -> Result<Results, RunError> {
         loaded.resolve_path(field, &f.path, &f.public_path, &opts.trace_dir)
     };
     let mut replay = None;
-    let inputs: Vec<(Vec<usize>, Vec<u32>)> = if let Some(f) = &spec.order_from {
+    let inputs = if let Some(f) = &spec.order_from {
         let log = peer::PeerLog::read(&resolve("inflation.order_from", f)?)?;
         let order = log.order(&exp)?;
         let rank = log.rank(&exp.fleet)?;
@@ -674,21 +760,11 @@ pub fn run(loaded: &Loaded, opts: &RunOptions) -> Result<Results, RunError> {
             all_rows_agree: true,
             names: log.rows.iter().map(|r| r.pod.clone()).collect(),
         });
-        seeds
-            .iter()
-            .map(|_| (order.clone(), rank.rank.clone()))
-            .collect()
+        Inputs::Replayed((order, rank.rank))
     } else {
-        let target = exp.capacity_milli * u64::from(spec.target_pct) / 100;
-        seeds
-            .par_iter()
-            .map(|&s| {
-                (
-                    arrival_order(&exp.pods, target, s),
-                    node_rank(&exp.fleet, s),
-                )
-            })
-            .collect()
+        Inputs::Seeded {
+            target_milli: exp.capacity_milli * u64::from(spec.target_pct) / 100,
+        }
     };
     let mut logs = Vec::new();
     for (name, f) in &spec.check_against {
@@ -703,44 +779,67 @@ pub fn run(loaded: &Loaded, opts: &RunOptions) -> Result<Results, RunError> {
         .iter()
         .flat_map(|&p| (0..seeds.len()).map(move |i| (p, i)))
         .collect();
-    let outcomes: Vec<(RunTrace, Option<peer::Agreement>)> = jobs
+    let (cap, weight, max) = (
+        exp.capacity_milli,
+        exp.typical.weight_total(),
+        spec.target_pct,
+    );
+    let names = replay.as_ref().map(|r| r.names.as_slice());
+    // As for job rows: kept in memory only when asked for and nothing is written (tests).
+    let keep = opts.keep_rows && opts.out_dir.is_none();
+    type Outcome = (RunDigest, Option<RunTrace>, Option<peer::Agreement>);
+    let outcomes: Vec<Result<Outcome, RunError>> = jobs
         .par_iter()
         .map(|&(p, i)| {
-            let (order, rank) = &inputs[i];
-            if let Some((_, shown, log, lorder, lrank)) = logs.iter().find(|l| l.0 == p) {
-                let (mut a, trace) = peer::check(&exp, p, seeds[i], log, lorder, lrank, cfg);
-                a.log = shown.clone();
-                // After a disagreement the check follows the log: rerun for fleetsim's own.
-                let own = if a.all_match() && lorder == order && lrank.rank == *rank {
-                    trace
+            let io = inputs.of(&exp, seeds[i]);
+            let (order, rank) = &*io;
+            let (own, a) =
+                if let Some((_, shown, log, lorder, lrank)) = logs.iter().find(|l| l.0 == p) {
+                    let (mut a, trace) = peer::check(&exp, p, seeds[i], log, lorder, lrank, cfg);
+                    a.log = shown.clone();
+                    // After a disagreement the check follows the log: rerun for fleetsim's own.
+                    let own = if a.all_match() && lorder == order && lrank.rank == *rank {
+                        trace
+                    } else {
+                        run_one_with(&exp, p, seeds[i], order, rank.clone(), cfg)
+                    };
+                    (own, Some(a))
                 } else {
-                    run_one_with(&exp, p, seeds[i], order, rank.clone(), cfg)
+                    (
+                        run_one_with(&exp, p, seeds[i], order, rank.clone(), cfg),
+                        None,
+                    )
                 };
-                (own, Some(a))
-            } else {
-                (
-                    run_one_with(&exp, p, seeds[i], order, rank.clone(), cfg),
-                    None,
-                )
-            }
+            on_run(&exp, &own, &io, names)?;
+            let digest = RunDigest::of(&own, cap, weight, max);
+            Ok((digest, keep.then_some(own), a))
         })
         .collect();
     let mut runs = Vec::with_capacity(outcomes.len());
-    for (trace, a) in outcomes {
-        runs.push(trace);
+    let mut traces = Vec::new();
+    for o in outcomes {
+        let (digest, trace, a) = o?;
+        runs.push(digest);
+        traces.extend(trace);
         if let (Some(a), Some(r)) = (a, replay.as_mut()) {
             r.all_rows_agree &= a.all_match();
             r.agreement.push(a);
         }
     }
-    let arrivals = inputs.iter().map(|(o, _)| o.len()).collect();
+    // One event per pod offered: the first policy's runs give each seed's sequence length.
+    let arrivals = (0..seeds.len())
+        .map(|i| match runs.get(i) {
+            Some(d) => d.offered as usize,
+            None => inputs.of(&exp, seeds[i]).0.len(),
+        })
+        .collect();
     Ok(Results {
         exp,
         spec,
         seeds,
         arrivals,
         runs,
-        inputs,
+        traces,
         replay,
     })
 }

@@ -384,7 +384,7 @@ impl PeerLog {
 }
 
 /// One side of a disagreeing row.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct Side {
     /// Placed.
     pub placed: bool,
@@ -400,7 +400,7 @@ pub struct Side {
 }
 
 /// One candidate node at a disagreeing row.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct Candidate {
     /// `NNNN-<sn>`.
     pub node: String,
@@ -416,7 +416,7 @@ pub struct Candidate {
 }
 
 /// The first row where fleetsim and the log disagree.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct Divergence {
     /// The row's `event`.
     pub event: u64,
@@ -438,7 +438,7 @@ pub struct Divergence {
 }
 
 /// Agreement of one policy's run with one log.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct Agreement {
     /// Policy.
     pub policy: String,

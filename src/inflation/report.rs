@@ -11,7 +11,7 @@ use std::path::Path;
 use plotters::prelude::*;
 use serde::Serialize;
 
-use super::{curve, median, CurvePoint, Results};
+use super::{median, CurvePoint, Results};
 use crate::report::atomic::{write_atomic, AtomicFile};
 
 /// One run's curve, with its seed.
@@ -27,8 +27,6 @@ pub struct Medians {
 
 /// Builds every run's curve and the medians.
 pub fn medians(r: &Results) -> Medians {
-    let cap = r.exp.capacity_milli;
-    let w = r.exp.typical.weight_total();
     let max = r.spec.target_pct;
     let mut by_policy = Vec::new();
     let mut per_seed = Vec::new();
@@ -37,7 +35,7 @@ pub fn medians(r: &Results) -> Medians {
             .runs
             .iter()
             .filter(|t| t.policy == p)
-            .map(|t| (t.seed, curve(&t.events, cap, w, max)))
+            .map(|t| (t.seed, t.curve.clone()))
             .collect();
         let mut med = Vec::new();
         for x in 0..=max {
@@ -68,16 +66,19 @@ pub fn medians(r: &Results) -> Medians {
 }
 
 /// `summary.json` of an inflation run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct InflationSummary {
     /// Scenario name.
     pub scenario: String,
     /// Description.
     pub description: String,
     /// Always `inflation`.
+    #[schemars(extend("const" = "inflation"))]
     pub mode: String,
     /// fleetsim version.
     pub fleetsim_version: String,
+    /// [`crate::report::summary::SCHEMA_VERSION`]: the layout of this document.
+    pub schema_version: u32,
     /// Nodes in the fleet.
     pub nodes: u64,
     /// GPU capacity, GPUs.
@@ -106,7 +107,7 @@ pub struct InflationSummary {
 }
 
 /// Facts of the typical-pod table.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct TypicalFacts {
     /// Groups kept.
     pub groups: u64,
@@ -118,20 +119,26 @@ pub struct TypicalFacts {
     pub cpu_only_weight: f64,
 }
 
-/// One policy's results at the report point.
-#[derive(Clone, Debug, Serialize)]
+/// One policy's results at the report point. A median (and a per-seed value) is `null` in
+/// JSON when no run reached the report point (NaN in Rust; serde_json writes it as null).
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct PolicyResult {
     /// Policy name.
     pub policy: String,
     /// Median over seeds of allocated GPUs, % of capacity.
+    #[schemars(with = "Option<f64>")]
     pub median_allocated_pct: f64,
     /// 100 − the above: the paper's unallocated %.
+    #[schemars(with = "Option<f64>")]
     pub median_unallocated_pct: f64,
     /// Median fragmented GPUs (FGD's measure), % of capacity.
+    #[schemars(with = "Option<f64>")]
     pub median_fragmented_pct: f64,
     /// Median fragmented GPUs, % of idle GPUs.
+    #[schemars(with = "Option<f64>")]
     pub median_frag_of_idle_pct: f64,
     /// Per seed (seed order): allocated % at the report point.
+    #[schemars(with = "Vec<Option<f64>>")]
     pub allocated_pct_per_seed: Vec<f64>,
     /// Median over seeds of pods that fit nowhere over the whole run.
     pub median_failed_pods: f64,
@@ -147,7 +154,7 @@ pub struct PolicyResult {
 }
 
 /// Measured vs published.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ReferenceCheck {
     /// Where the numbers come from.
     pub source: String,
@@ -162,15 +169,17 @@ pub struct ReferenceCheck {
 }
 
 /// One policy vs the published number.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ReferenceRow {
     /// Policy name.
     pub policy: String,
     /// Published median unallocated %.
     pub published_unallocated_pct: f64,
     /// Measured median unallocated %.
+    #[schemars(with = "Option<f64>")]
     pub measured_unallocated_pct: f64,
     /// measured − published, pp.
+    #[schemars(with = "Option<f64>")]
     pub diff_pp: f64,
     /// |diff| ≤ tolerance.
     pub within_tolerance: bool,
@@ -207,7 +216,7 @@ pub fn summary(name: &str, description: &str, r: &Results, m: &Medians) -> Infla
         let final_alloc = median(
             &mut runs
                 .iter()
-                .map(|t| 100.0 * t.events.last().map_or(0, |e| e.allocated_milli) as f64 / cap)
+                .map(|t| 100.0 * t.last.allocated_milli as f64 / cap)
                 .collect::<Vec<_>>(),
         );
         let final_frag = |of_idle: bool| {
@@ -215,7 +224,7 @@ pub fn summary(name: &str, description: &str, r: &Results, m: &Medians) -> Infla
                 &mut runs
                     .iter()
                     .map(|t| {
-                        let e = t.events.last().copied().unwrap_or_default();
+                        let e = t.last;
                         let frag = e.frag_scaled as f64 / w;
                         let base = if of_idle {
                             cap - e.allocated_milli as f64
@@ -289,6 +298,7 @@ pub fn summary(name: &str, description: &str, r: &Results, m: &Medians) -> Infla
         description: description.to_string(),
         mode: "inflation".into(),
         fleetsim_version: env!("CARGO_PKG_VERSION").to_string(),
+        schema_version: crate::report::summary::SCHEMA_VERSION,
         nodes: r.exp.fleet.nodes().len() as u64,
         capacity_gpus: cap / 1000.0,
         pods_in_list: r.exp.pods.len() as u64,

@@ -33,7 +33,9 @@ use fleetsim_policies::{FleetState, SimTime, TaskAlloc, TenantId};
 pub use stats::{dist_f64, dist_ms, Dist};
 
 /// One row of `timeseries.csv`: means over one interval.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct SeriesRow {
     /// Interval start, ms.
     pub start: SimTime,
@@ -282,7 +284,9 @@ impl TopoTracker {
 }
 
 /// Split gangs and largest placeable gangs at the end of a run.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct TopologyFacts {
     /// Started gangs (jobs of more than one task).
     pub gangs: u64,
@@ -299,7 +303,7 @@ pub struct TopologyFacts {
 
 /// Time-weighted results at the end of a run. Serializable so that `compare --resume` can
 /// read a finished run back.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Occupancy {
     /// Window start.
     pub window_start: SimTime,

@@ -7,7 +7,7 @@ use serde::Serialize;
 /// Quantiles use the nearest-rank method: the `p`-quantile of `n` sorted values is the value
 /// at 1-based rank `ceil(p × n)` (rank 1 for `p = 0`). Every field is `null` for an empty
 /// sample, never NaN.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Dist {
     /// Number of values.
     pub count: u64,

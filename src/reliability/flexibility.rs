@@ -35,7 +35,7 @@ use fleetsim_policies::FleetState;
 use crate::workload::{JobSpec, JobStream, Skipped, TraceError};
 
 /// `[flexibility]` (module docs).
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FlexibilitySpec {
     /// Any cell (else the home cell only).

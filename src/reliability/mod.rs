@@ -105,7 +105,7 @@ use crate::engine::{NodeChange, NodeChangeKind};
 use crate::scenario::{secs_to_ms, FileRef, Loaded, ScenarioError, TraceDir};
 
 /// `[startup]`: per-run startup latency (see [`StartupModel`]).
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartupSpec {
     /// Paid by every run, seconds.
@@ -125,7 +125,7 @@ pub struct StartupSpec {
 /// speed = { A100 = 0.6 }          # explicit factors; unlisted models 1.0
 /// # reference = "H100"            # or: every model at catalog speed relative to this one
 /// ```
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlatformSpec {
     /// Speed factor by accelerator model name (> 0; 1.0 = reference speed).
@@ -177,7 +177,7 @@ pub fn model_speeds(loaded: &Loaded, fleet: &FleetState) -> Result<Vec<u32>, Sce
 }
 
 /// `[failures]`: the failure and maintenance model (module docs).
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FailuresSpec {
     /// Per-node mean time between failures by accelerator model name, hours; `"*"` for every
@@ -220,7 +220,7 @@ pub struct FailuresSpec {
 }
 
 /// Correlated failures of a topology level (`domain`: NVLink domain / rack; `block`; `cell`).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CorrelatedSpec {
     /// The level whose groups fail as a whole.
@@ -230,7 +230,7 @@ pub struct CorrelatedSpec {
 }
 
 /// Repair-time distribution.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RepairSpec {
     /// `exponential`, `lognormal` (default) or `fixed`.
@@ -263,7 +263,7 @@ impl Default for RepairSpec {
 }
 
 /// Repair-time distributions.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum RepairDistribution {
     /// Exponential with the mean.
@@ -277,7 +277,7 @@ pub enum RepairDistribution {
 }
 
 /// One scheduled maintenance drain.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MaintenanceSpec {
     /// Start of the drain, seconds.
@@ -962,7 +962,7 @@ pub fn timeline_facts(events: &[TimelineEvent]) -> (u64, u64, Option<f64>) {
 /// Accelerator-times in GPU-seconds over the whole run (every job's every run, not cut to
 /// the measurement window), so `goodput_gpu_s + lost_gpu_s + startup_gpu_s +
 /// held_on_failed_nodes_gpu_s = allocated_gpu_s`.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct ReliabilitySummary {
     /// Goodput (DESIGN §6): kept accelerator-time / allocated accelerator-time.
     pub goodput: Option<f64>,

@@ -2,6 +2,7 @@
 //! the readable summary table printed by `fleetsim run`.
 
 pub mod atomic;
+pub mod batsim;
 pub mod format;
 pub mod html;
 pub mod jobs_csv;

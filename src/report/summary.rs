@@ -11,8 +11,14 @@ use fleetsim_policies::PendingReason;
 use crate::engine::{EndReason, RunResult};
 use crate::metrics::{ratio, Dist};
 
+/// Version of `summary.json`'s layout (both the run's [`Summary`] and inflation mode's
+/// [`crate::inflation::report::InflationSummary`]): `schemas/summary.schema.json` and
+/// `schemas/inflation-summary.schema.json` describe this version. Raised when a key is
+/// removed, renamed or changes meaning or unit; keys may be added within a version.
+pub const SCHEMA_VERSION: u32 = 1;
+
 /// The whole summary.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     /// Scenario name.
     pub scenario: String,
@@ -20,10 +26,14 @@ pub struct Summary {
     pub description: String,
     /// Seed used.
     pub seed: u64,
-    /// `schedule` or `replay`.
+    /// `schedule` or `replay` (inflation mode writes
+    /// [`crate::inflation::report::InflationSummary`] instead, `mode` = `inflation`).
+    #[schemars(extend("enum" = ["schedule", "replay"]))]
     pub mode: String,
     /// fleetsim version.
     pub fleetsim_version: String,
+    /// [`SCHEMA_VERSION`]: the layout of this document.
+    pub schema_version: u32,
     /// Policy names by stage.
     pub policy: BTreeMap<String, String>,
     /// Fleet facts.
@@ -89,7 +99,7 @@ pub struct Summary {
 /// nodes. The engine samples it at every time-series interval start (the `fragmented_*`
 /// columns of `timeseries.csv`); here each sample stands for its whole interval. All
 /// fields are `null` when no sample was defined (no GPU task submitted yet, or no interval).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct FragmentationSummary {
     /// Time-weighted mean of fragmented GPUs: `Σ frag·len / Σ len`, GPUs.
     pub mean_gpus: Option<f64>,
@@ -124,7 +134,7 @@ fn fragmentation(series: &[crate::metrics::SeriesRow]) -> FragmentationSummary {
 }
 
 /// Topology metrics (DESIGN §6).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct TopologySummary {
     /// Started gangs (jobs of more than one task).
     pub gangs: u64,
@@ -142,7 +152,7 @@ pub struct TopologySummary {
 }
 
 /// Largest placeable gang over the window.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct LargestGang {
     /// Time-weighted mean, GPUs.
     pub mean: f64,
@@ -151,7 +161,7 @@ pub struct LargestGang {
 }
 
 /// Preemption and failure counts.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct PreemptionFacts {
     /// Preemptions (a job preempted twice counts twice).
     pub preemptions: u64,
@@ -176,7 +186,7 @@ pub struct PreemptionFacts {
 /// everything. The **demand-capped** index uses `x_i = allocated_i / min(entitlement_i ×
 /// capacity, demand_i)` instead, so a tenant that asked for less than its entitlement and got
 /// it counts as served. Tenants without jobs or entitlement are left out.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Fairness {
     /// `nominal_quota` or `equal`.
     pub entitlement_basis: String,
@@ -189,7 +199,7 @@ pub struct Fairness {
 }
 
 /// One tenant's results.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct TenantSummary {
     /// Jobs submitted.
     pub jobs: u64,
@@ -218,7 +228,7 @@ pub struct TenantSummary {
 }
 
 /// Fleet facts.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct FleetFacts {
     /// Cells.
     pub cells: u64,
@@ -233,7 +243,7 @@ pub struct FleetFacts {
 }
 
 /// The window.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Window {
     /// Start, seconds since t = 0.
     pub start_s: f64,
@@ -244,7 +254,7 @@ pub struct Window {
 }
 
 /// Job counts (`started + rejected + censored + cancelled = submitted`).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Jobs {
     /// Read from the workload and submitted by the horizon.
     pub submitted: u64,
@@ -282,7 +292,7 @@ pub struct Jobs {
 }
 
 /// Engine counters.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct EngineFacts {
     /// Events applied.
     pub events: u64,
@@ -341,6 +351,7 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
         seed: input.seed,
         mode: input.mode.to_string(),
         fleetsim_version: env!("CARGO_PKG_VERSION").to_string(),
+        schema_version: SCHEMA_VERSION,
         policy: input.policy,
         fleet: FleetFacts {
             cells: input.cells.len() as u64,

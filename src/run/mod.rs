@@ -234,6 +234,7 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
         reject_unknown_queues: s.kueue.is_some(),
         spares: Vec::new(),
         gang_recovery: p.gang_recovery,
+        record_runs: s.metrics.outputs.contains(&OutputFormat::Batsim),
     };
     (policies, cfg)
 }
@@ -348,13 +349,16 @@ pub fn output_files(loaded: &Loaded, seed: Option<u64>) -> Vec<String> {
         v
     } else {
         let mut v: Vec<String> = vec!["summary.json".to_string()];
-        for f in &s.metrics.outputs {
+        for f in s.metrics.outputs.iter().filter(|f| f.has_timeseries()) {
             let ext = f.as_str();
             v.push(format!("jobs.{ext}"));
             v.push(format!("timeseries.{ext}"));
         }
         if s.failures.is_some() {
             v.push("failures.csv".into());
+        }
+        if s.metrics.outputs.contains(&OutputFormat::Batsim) {
+            v.push(crate::report::batsim::FILE.into());
         }
         v
     };
@@ -556,6 +560,8 @@ pub fn run_scenario(
         let g: u64 = c.nodes.iter().map(|&n| state.node(n).gpus as u64).sum();
         gpus_by_cell.insert(cells[i].clone(), g);
     }
+    let gpu_numbering =
+        crate::report::batsim::GpuNumbering::new(state.nodes().iter().map(|n| n.gpus));
     let mut sim = Simulation::with_extensions(state, policies, ext, cfg);
     let (result, jobs) = match &opts.out_dir {
         Some(dir) => {
@@ -565,12 +571,24 @@ pub fn run_scenario(
             let outputs = &loaded.scenario.metrics.outputs;
             let csv_path = dir.join("jobs.csv");
             let pq_path = dir.join("jobs.parquet");
+            let bs_path = dir.join(crate::report::batsim::FILE);
             let mut csv = match outputs.contains(&OutputFormat::Csv) {
                 true => Some(JobsCsv::create(&csv_path).map_err(io_err(&csv_path))?),
                 false => None,
             };
             let mut pq = match outputs.contains(&OutputFormat::Parquet) {
                 true => Some(JobsParquet::create(&pq_path).map_err(io_err(&pq_path))?),
+                false => None,
+            };
+            let mut bs = match outputs.contains(&OutputFormat::Batsim) {
+                true => Some(
+                    crate::report::batsim::BatsimJobs::create(
+                        &bs_path,
+                        &loaded.scenario.name,
+                        gpu_numbering,
+                    )
+                    .map_err(io_err(&bs_path))?,
+                ),
                 false => None,
             };
             let mut sinks: Vec<&mut dyn crate::engine::JobSink> = Vec::new();
@@ -580,12 +598,18 @@ pub fn run_scenario(
             if let Some(p) = pq.as_mut() {
                 sinks.push(p);
             }
+            if let Some(b) = bs.as_mut() {
+                sinks.push(b);
+            }
             let r = sim.run(stream.as_mut(), &mut Tee { sinks }, progress)?;
             if let Some(c) = csv {
                 c.commit().map_err(io_err(&csv_path))?;
             }
             if let Some(p) = pq {
                 p.commit().map_err(io_err(&pq_path))?;
+            }
+            if let Some(b) = bs {
+                b.commit().map_err(io_err(&bs_path))?;
             }
             (r, None)
         }
@@ -661,6 +685,7 @@ pub fn run_scenario(
             match f {
                 OutputFormat::Csv => timeseries::write_series(&path, &series),
                 OutputFormat::Parquet => crate::report::tables::write_timeseries(&path, &series),
+                OutputFormat::Batsim => continue,
             }
             .map_err(io_err(&path))?;
         }
@@ -700,22 +725,23 @@ fn complete_set(dir: &Path, loaded: &Loaded, seed: Option<u64>) -> Result<(), Ru
     crate::report::outset::finish(dir, &names).map_err(io_err(dir))
 }
 
-/// `attempts-<policy>-<seed>.csv` of every run, in the FGD artifact's log layout
-/// ([`crate::inflation::peer::write_attempts`]).
-fn write_attempt_files(dir: &Path, r: &crate::inflation::Results) -> Result<(), RunError> {
+/// `attempts-<policy>-<seed>.csv` of one run, in the FGD artifact's log layout
+/// ([`crate::inflation::peer::write_attempts`]); written as the run ends, from its worker.
+fn write_attempt_file(
+    dir: &Path,
+    exp: &crate::inflation::Experiment,
+    t: &crate::inflation::RunTrace,
+    (order, rank): &(Vec<usize>, Vec<u32>),
+    names: Option<&[String]>,
+    frag_series: bool,
+) -> Result<(), RunError> {
     use crate::inflation::peer;
-    for (k, t) in r.runs.iter().enumerate() {
-        let i = k % r.seeds.len();
-        let (order, rank) = &r.inputs[i];
-        let names = match &r.replay {
-            Some(rep) => rep.names.clone(),
-            None => peer::attempt_names(&r.exp, order),
-        };
-        let path = dir.join(format!("attempts-{}-{}.csv", t.policy.as_str(), t.seed));
-        peer::write_attempts(&path, &r.exp, &names, order, rank, t, r.spec.frag_series)
-            .map_err(io_err(&path))?;
-    }
-    Ok(())
+    let names = match names {
+        Some(n) => n.to_vec(),
+        None => peer::attempt_names(exp, order),
+    };
+    let path = dir.join(format!("attempts-{}-{}.csv", t.policy.as_str(), t.seed));
+    peer::write_attempts(&path, exp, &names, order, rank, t, frag_series).map_err(io_err(&path))
 }
 
 /// Runs an inflation scenario (`mode = "inflation"`) and, with an output directory, writes
@@ -730,12 +756,24 @@ pub fn run_inflation(
 ) -> Result<crate::inflation::report::InflationSummary, RunError> {
     use crate::inflation::{self, report};
     prepare_out_dir(loaded, opts)?;
-    let results = inflation::run(loaded, opts)?;
-    let medians = report::medians(&results);
     let s = &loaded.scenario;
-    let summary = report::summary(&s.name, &s.description, &results, &medians);
     if let Some(dir) = &opts.out_dir {
         crate::report::outset::begin(dir, crate::report::outset::MARKER).map_err(io_err(dir))?;
+    }
+    // Every run's per-attempt file is written as the run ends and its events dropped then
+    // (issue 18 item 4): memory holds one run's events per worker, not the study's.
+    let attempts_dir = opts
+        .out_dir
+        .as_deref()
+        .filter(|_| s.inflation.as_ref().is_some_and(|i| i.attempts_csv));
+    let frag_series = s.inflation.as_ref().is_some_and(|i| i.frag_series);
+    let results = inflation::run_streamed(loaded, opts, &|exp, t, io, names| match attempts_dir {
+        Some(dir) => write_attempt_file(dir, exp, t, io, names, frag_series),
+        None => Ok(()),
+    })?;
+    let medians = report::medians(&results);
+    let summary = report::summary(&s.name, &s.description, &results, &medians);
+    if let Some(dir) = &opts.out_dir {
         let path = dir.join("curves.csv");
         report::write_curves(&path, &medians).map_err(io_err(&path))?;
         let path = dir.join("allocation.svg");
@@ -746,9 +784,6 @@ pub fn run_inflation(
         );
         report::write_plot(&path, &title, &medians, results.spec.target_pct)
             .map_err(io_err(&path))?;
-        if results.spec.attempts_csv {
-            write_attempt_files(dir, &results)?;
-        }
         let path = dir.join("summary.json");
         report::write_summary(&path, &summary).map_err(io_err(&path))?;
         complete_set(dir, loaded, opts.seed)?;

@@ -30,7 +30,9 @@ pub mod studies;
 mod validate;
 
 pub use schema::*;
-pub use validate::{load, parse, parse_value, secs_to_ms, Loaded, ScenarioError, TraceDir};
+pub use validate::{
+    load, merged_table, parse, parse_value, secs_to_ms, Loaded, ScenarioError, TraceDir,
+};
 
 /// The embedded default scenario (`scenarios/default.toml`): two cells of different
 /// accelerator generations, four tenants, a synthetic week of work.

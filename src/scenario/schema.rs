@@ -7,7 +7,7 @@ use fleetsim_policies::{PlacementKind, QueueingStrategy, ScoreArithmetic, Tier};
 use crate::workload::synthetic::SyntheticSpec;
 
 /// A whole scenario.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     /// Another scenario file (relative to this one) this one starts from: its tables are
@@ -87,7 +87,7 @@ pub struct Scenario {
 /// seeded shuffled order, extra pods drawn with replacement until arrived GPU demand reaches
 /// `target_pct` % of capacity, each offered once, nothing departing; every policy and seed
 /// is one independent run from an empty fleet.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InflationSpec {
     /// Arrived GPU demand to stop at, % of the fleet's GPU capacity (the paper: 130).
@@ -137,7 +137,7 @@ pub struct InflationSpec {
 
 /// A file named relative to the scenario (`path`) or under the public trace directory
 /// (`public_path`); exactly one.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FileRef {
     /// A path relative to the scenario file.
@@ -163,7 +163,7 @@ fn default_true() -> bool {
 }
 
 /// Published median unallocated GPU % at `report_at_pct`, to check a reproduction against.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InflationReference {
     /// Where the numbers come from.
@@ -188,7 +188,7 @@ fn default_at_pct() -> u32 {
 }
 
 /// Kueue manifests (see [`crate::scenario::kueue`]).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KueueSpec {
     /// Multi-document YAML (a file, or a directory of `*.yaml`/`*.yml` files), relative to
@@ -212,7 +212,7 @@ impl KueueSpec {
 }
 
 /// Simulation mode.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// Policies decide when jobs start.
@@ -226,7 +226,7 @@ pub enum Mode {
 }
 
 /// The fleet: cells in declaration order (cell ids follow it).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FleetSpec {
     /// The cells.
@@ -234,7 +234,7 @@ pub struct FleetSpec {
 }
 
 /// One cell: node groups and/or a machine list.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CellSpec {
     /// Unique cell name.
@@ -248,7 +248,7 @@ pub struct CellSpec {
 }
 
 /// A group of identical nodes.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NodeGroupSpec {
     /// A building block that fills the other fields: `hgx-h100`, `hgx-h200`, `hgx-b200`,
@@ -288,7 +288,7 @@ pub struct NodeGroupSpec {
 }
 
 /// A machine list as a cell's nodes.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MachineListSpec {
     /// `alibaba-openb` (openb_node_list_*.csv) or `philly` (cluster_machine_list.csv).
@@ -315,7 +315,7 @@ pub struct MachineListSpec {
 }
 
 /// Machine-list formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum MachineListFormat {
     /// Alibaba openb node list.
@@ -325,7 +325,7 @@ pub enum MachineListFormat {
 }
 
 /// Where jobs come from.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkloadSpec {
     /// A trace file.
@@ -341,7 +341,7 @@ pub struct WorkloadSpec {
 }
 
 /// Queue mapping for jobs that name none.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum QueueMapping {
     /// One queue per tenant.
@@ -352,7 +352,7 @@ pub enum QueueMapping {
 }
 
 /// A trace file.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TraceSpec {
     /// The reader.
@@ -374,7 +374,9 @@ pub struct TraceSpec {
 }
 
 /// Trace formats, by the kebab-case names scenarios use ([`TraceFormat::name`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum TraceFormat {
     /// Alibaba openb pod list.
@@ -413,7 +415,7 @@ impl TraceFormat {
 }
 
 /// One queue's settings.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct QueueSpec {
     /// Queue name.
@@ -456,7 +458,7 @@ pub struct QueueSpec {
 /// A resource flavor (Kueue `ResourceFlavor`): a named set of accelerator models that quota
 /// can be given for. Without a `[[flavors]]` entry, a quota flavor's name must be a model of
 /// the fleet or `*`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FlavorSpec {
     /// Unique flavor name, used by `[[queues]]` and `[[cohorts]]` `flavors[].name`.
@@ -473,7 +475,7 @@ pub struct FlavorSpec {
 }
 
 /// A cohort.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CohortSpec {
     /// Unique cohort name.
@@ -490,7 +492,7 @@ pub struct CohortSpec {
 }
 
 /// Quota of one flavor.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FlavorQuotaSpec {
     /// A `[[flavors]]` name, an accelerator model of the fleet (`H100`, `P40`, …), or `*`
@@ -508,7 +510,7 @@ pub struct FlavorQuotaSpec {
 }
 
 /// Nominal quota and limits of one resource (in the resource's unit: GPUs, cores, GiB).
-#[derive(Clone, Copy, Debug, Deserialize)]
+#[derive(Clone, Copy, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResourceQuotaSpec {
     /// Nominal quota.
@@ -522,7 +524,7 @@ pub struct ResourceQuotaSpec {
 }
 
 /// A node failure or repair.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NodeEventSpec {
     /// When, seconds.
@@ -539,7 +541,7 @@ pub struct NodeEventSpec {
 }
 
 /// What a node event does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum NodeEventKind {
     /// The node fails.
@@ -558,7 +560,7 @@ pub use fleetsim_policies::spec::{
 };
 
 /// The measurement window and time series.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MetricsSpec {
     /// Time after the first submission excluded from the window, seconds.
@@ -576,20 +578,24 @@ pub struct MetricsSpec {
     #[serde(default)]
     pub audit_every_instant: bool,
     /// Formats of the per-job and time-series outputs of `fleetsim run`: `csv` (`jobs.csv`,
-    /// `timeseries.csv`) and/or `parquet` (`jobs.parquet`, `timeseries.parquet`, with the
-    /// column types of [`crate::report::tables`]). Default `["csv"]`.
+    /// `timeseries.csv`), `parquet` (`jobs.parquet`, `timeseries.parquet`, with the column
+    /// types of [`crate::report::tables`]) and `batsim` (`batsim_jobs.csv`, the jobs table in
+    /// Batsim's dialect for evalys: [`crate::report::batsim`]; no time series). Any
+    /// non-empty set, each at most once. Default `["csv"]`.
     #[serde(default = "default_outputs")]
     pub outputs: Vec<OutputFormat>,
 }
 
 /// A format of the per-job and time-series outputs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum OutputFormat {
     /// `jobs.csv`, `timeseries.csv`.
     Csv,
     /// `jobs.parquet`, `timeseries.parquet`.
     Parquet,
+    /// `batsim_jobs.csv` (Batsim's dialect of the jobs table; no time series).
+    Batsim,
 }
 
 impl OutputFormat {
@@ -598,16 +604,23 @@ impl OutputFormat {
         match self {
             OutputFormat::Csv => "csv",
             OutputFormat::Parquet => "parquet",
+            OutputFormat::Batsim => "batsim",
         }
     }
 
-    /// Parses a name (`csv`, `parquet`).
+    /// Parses a name (`csv`, `parquet`, `batsim`).
     pub fn parse(s: &str) -> Option<OutputFormat> {
         match s {
             "csv" => Some(OutputFormat::Csv),
             "parquet" => Some(OutputFormat::Parquet),
+            "batsim" => Some(OutputFormat::Batsim),
             _ => None,
         }
+    }
+
+    /// Whether this format writes the time series (`timeseries.<ext>`) too.
+    pub fn has_timeseries(self) -> bool {
+        !matches!(self, OutputFormat::Batsim)
     }
 }
 

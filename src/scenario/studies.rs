@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// The `[sweep]` table.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SweepSpec {
     /// Seeds: a count (scenario seed, +1, …) or a list (default: the scenario seed).
@@ -19,7 +19,7 @@ pub struct SweepSpec {
 }
 
 /// Seeds of a sweep or comparison.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum Seeds {
     /// `n` seeds: `s, s+1, …, s+n−1` from the scenario seed `s`.
@@ -49,12 +49,13 @@ impl Seeds {
 }
 
 /// One axis.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AxisSpec {
     /// Dotted path of the scenario field.
     pub param: String,
     /// Values, in order.
+    #[schemars(with = "Vec<serde_json::Value>")]
     pub values: Vec<toml::Value>,
     /// Optional names of the values (default: the value as text).
     #[serde(default)]
@@ -62,7 +63,7 @@ pub struct AxisSpec {
 }
 
 /// The `[check]` table.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckSpec {
     /// Tracked metrics (default: every metric of [`METRICS`](crate::study::METRICS)).
@@ -74,7 +75,7 @@ pub struct CheckSpec {
 }
 
 /// How far a metric may move.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Tolerance {
     /// Absolute tolerance, in the metric's unit.
@@ -90,7 +91,7 @@ pub struct Tolerance {
 }
 
 /// Which moves beyond the tolerance fail.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Direction {
     /// Any move.

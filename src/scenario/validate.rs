@@ -288,6 +288,32 @@ pub fn parse_value(
     })
 }
 
+/// The scenario file at `path` as one TOML table: merged onto the scenarios it `extends`
+/// (as [`parse`] merges them), before the schema reads it. What `schemas/scenario.schema.json`
+/// validates.
+///
+/// # Errors
+/// [`ScenarioError::Io`] when the file cannot be read, [`ScenarioError::Parse`] when it
+/// is not TOML, and the errors of its `extends` chain.
+pub fn merged_table(path: &Path) -> Result<toml::Table, ScenarioError> {
+    let text =
+        crate::input_cap::read_capped(path, crate::input_cap::MAX_SCENARIO_BYTES, "scenario file")
+            .map_err(|source| ScenarioError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+    let origin = path.display().to_string();
+    let table: toml::Table = toml::from_str(&text).map_err(|e| ScenarioError::Parse {
+        origin: origin.clone(),
+        message: e.to_string(),
+    })?;
+    if !table.contains_key("extends") {
+        return Ok(table);
+    }
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    resolve_extends(table, &origin, &base, 0)
+}
+
 /// Merges `table` onto the scenario it `extends`, recursively.
 fn resolve_extends(
     table: toml::Table,

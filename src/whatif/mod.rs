@@ -87,6 +87,16 @@ pub struct Transforms {
     pub raw: toml::Table,
 }
 
+/// The `[transforms]` table reads as [`TransformsSpec`].
+impl schemars::JsonSchema for Transforms {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Transforms".into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        TransformsSpec::json_schema(g)
+    }
+}
+
 impl<'de> Deserialize<'de> for Transforms {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw = toml::Table::deserialize(d)?;
@@ -109,7 +119,7 @@ impl Transforms {
 }
 
 /// The typed transforms; see the module docs for the semantics of each.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TransformsSpec {
     /// Arrival-rate factor (> 0): inter-arrival gaps are divided by it.
@@ -139,7 +149,7 @@ pub struct TransformsSpec {
 }
 
 /// A submit-time window, seconds since t = 0.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WindowSpec {
     /// First submit time kept, seconds (default 0).
@@ -151,7 +161,7 @@ pub struct WindowSpec {
 }
 
 /// A fleet factor for a cell and/or an accelerator model.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScaleSpec {
     /// Cell name (default: every cell).
@@ -165,7 +175,7 @@ pub struct ScaleSpec {
 }
 
 /// Nodes that join the fleet.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AddNodesSpec {
     /// When they come up, seconds since t = 0 (default 0: from the start).
@@ -178,7 +188,7 @@ pub struct AddNodesSpec {
 }
 
 /// Nodes drained at a given time.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RemoveNodesSpec {
     /// When, seconds since t = 0.

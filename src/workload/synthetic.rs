@@ -53,7 +53,7 @@ fn default_gpu_milli() -> u32 {
 }
 
 /// The synthetic generator's parameters (`[workload.synthetic]`).
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SyntheticSpec {
     /// Number of jobs to generate.
@@ -85,7 +85,7 @@ pub struct SyntheticSpec {
 }
 
 /// A tenant and its relative arrival weight.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TenantMix {
     /// Tenant name.
@@ -95,7 +95,7 @@ pub struct TenantMix {
 }
 
 /// A job size and its relative weight.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SizeMix {
     /// Accelerators per job (≥ 1).
@@ -109,7 +109,7 @@ pub struct SizeMix {
 }
 
 /// A priority and its relative weight.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PriorityMix {
     /// Priority value (higher first).
@@ -120,7 +120,7 @@ pub struct PriorityMix {
 
 /// Run-time distribution, tagged by `dist`. Every variant's sample is clamped to
 /// `[min_s, max_s]` seconds (`min_s` default 1, `max_s` default none).
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "dist", rename_all = "lowercase", deny_unknown_fields)]
 pub enum RuntimeDist {
     /// Log-normal: `ln X ~ Normal(ln median_s, sigma)`.

@@ -31,7 +31,8 @@ p6,6000,16384,4,1000,V100M16|G2
 p7,2000,8192,1,300,
 ";
 
-fn scenario(dir: &Path) -> PathBuf {
+/// Writes the tiny inflation scenario (and its node and pod lists) into `dir`.
+pub(crate) fn scenario(dir: &Path) -> PathBuf {
     std::fs::write(dir.join("nodes.csv"), NODES).unwrap();
     std::fs::write(dir.join("pods.csv"), PODS).unwrap();
     let text = r#"
@@ -69,9 +70,16 @@ fn tiny_experiment_invariants() {
     let r = inflation::run(&loaded, &opts).unwrap();
     assert_eq!(r.seeds, vec![7, 8, 9]);
     assert_eq!(r.runs.len(), 7 * 3);
+    assert_eq!(r.traces.len(), 7 * 3);
     let cap = r.exp.capacity_milli;
     assert_eq!(cap, 22_000);
-    for t in &r.runs {
+    for (t, d) in r.traces.iter().zip(&r.runs) {
+        // The digest the report keeps is the trace's.
+        assert_eq!(
+            *d,
+            inflation::RunDigest::of(t, cap, r.exp.typical.weight_total(), 130)
+        );
+        assert_eq!(d.offered, t.events.len() as u64);
         assert_eq!(t.placed + t.failed, t.events.len() as u64);
         let mut last = 0;
         for e in &t.events {
@@ -219,4 +227,25 @@ fn openb_self_checks() {
         fgd.tied,
         fgd.decided
     );
+}
+
+/// Issue 18 item 4: a study that writes its outputs keeps no run's events (the CLI asks for
+/// rows and gives an output folder): each run is reduced to its digest as it ends, so memory
+/// does not grow with the runs' events. 7 policies × 3 seeds = 21 digests, 0 traces.
+#[test]
+fn a_written_study_keeps_digests_not_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let loaded = scenario::load(&scenario(dir.path())).unwrap();
+    let opts = RunOptions {
+        seed: None,
+        trace_dir: TraceDir(dir.path().to_path_buf()),
+        out_dir: Some(dir.path().join("out")),
+        keep_rows: true,
+    };
+    let r = inflation::run(&loaded, &opts).unwrap();
+    assert_eq!(r.runs.len(), 21);
+    assert!(r.traces.is_empty());
+    // The first policy's digests give each seed's sequence length.
+    assert_eq!(r.arrivals.len(), 3);
+    assert_eq!(r.arrivals[0] as u64, r.runs[0].offered);
 }

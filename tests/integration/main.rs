@@ -2,6 +2,7 @@
 
 mod accounting;
 mod architecture;
+mod batsim;
 mod cli;
 mod determinism;
 mod engine_order;
@@ -25,6 +26,7 @@ mod real_inputs;
 mod real_traces;
 mod reliability;
 mod report_render;
+mod schemas;
 mod security;
 mod snapshots;
 mod studies;

@@ -141,6 +141,7 @@ impl SplitMix64 {
     derive(serde::Serialize, serde::Deserialize),
     serde(rename_all = "kebab-case")
 )]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum ScoreArithmetic {
     /// Exact integer arithmetic (the default): no score depends on rounding.
     #[default]

@@ -50,6 +50,44 @@ macro_rules! stage_serde {
     };
 }
 
+/// JSON Schema of a stage spec, as its serde reads it: a bare name, or a table with a `name`
+/// (one of the same names) and the policy's parameters (checked when the scenario is read).
+#[cfg(feature = "schema")]
+macro_rules! stage_schema {
+    ($spec:ident, $kind:ident, $stage:literal) => {
+        impl schemars::JsonSchema for $spec {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($spec).into()
+            }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                let names: Vec<&str> = $kind::NAMES.to_vec();
+                schemars::json_schema!({
+                    "description": concat!(
+                        "A ",
+                        $stage,
+                        " name, or a table with `name` and its parameters"
+                    ),
+                    "anyOf": [
+                        { "type": "string", "enum": names },
+                        {
+                            "type": "object",
+                            "required": ["name"],
+                            "properties": { "name": { "type": "string", "enum": names } }
+                        }
+                    ]
+                })
+            }
+        }
+    };
+}
+
+#[cfg(feature = "schema")]
+stage_schema!(QueueOrderSpec, QueueOrderKind, "queue order");
+#[cfg(feature = "schema")]
+stage_schema!(PlacementSpec, PlacementKind, "placement");
+#[cfg(feature = "schema")]
+stage_schema!(CellSelectSpec, CellSelectKind, "cell selection");
+
 stage_serde!(QueueOrderSpec, QueueOrderKind, "queue order");
 stage_serde!(PlacementSpec, PlacementKind, "placement");
 stage_serde!(CellSelectSpec, CellSelectKind, "cell selection");
