@@ -91,6 +91,12 @@ reclaim_within_cohort = "any"
 /// from 0; g1 (4 GPUs) at 10 fits the nominal quota of cohort guaranteed, the smallest subtree
 /// holding it that be1 is outside of: be1 is preempted at 10, g1 runs 10–110, be1 restarts
 /// 110–1110. Occupancy [0,1110] = 4·(10 + 100 + 1000)/(4·1110) = 1.
+///
+/// Fails without the fix (issue #16 item 4: `QuotaTree::may_reclaim_from` /
+/// `may_reclaim_somewhere` in `policies/src/scheduler/preempt.rs` replaced by the old
+/// `within_nominal_after` on the preemptor's own queue): g1's span expected (10, 110), got
+/// (1000, 1100) — g1 waited for be1 to end — both classic and fair-sharing (checked by
+/// reverting the fix).
 #[test]
 fn b22_quota_on_the_parent_cohort_reclaims() {
     for fair in [false, true] {
@@ -157,6 +163,12 @@ fn b24_scenario(queues: &[(&str, u32)]) -> String {
 /// taken. a1 runs 100–200; c2, b2 restart 200–2200.
 /// Occupancy [0,2200] = (b1 4000 + b2 2·90 + c1 4000 + c2 2·70 + a1 4·100 + b2, c2 2·4000)
 /// / (8·2200) = 16720/17600.
+///
+/// Fails without the fix (issue #16 item 2, "a candidate that fails a check must be
+/// skipped": the `continue` after a failed `eligible` in `minimal_victim_set`,
+/// `policies/src/preemption.rs`, made a `break`): a1's span expected (100, 200), got (2000,
+/// 2100) — the search ended at c1 and a1 waited for a completion (checked by reverting the
+/// fix; B24-variant fails the same way then).
 #[test]
 fn b24_failed_candidate_does_not_end_the_search() {
     let scenario = b24_scenario(&[("A", 4), ("B", 2), ("C", 2)]);
@@ -188,6 +200,11 @@ a1,100,a,A,4,100
 /// b_mid restarts 200–2200.
 /// Occupancy [0,2200] = (b_small 4000 + b_mid 200 + b_big 8000 + a1 200 + b_mid 4000)
 /// / 17600 = 16400/17600 (the over-reclaim gave 16240/17600: 2 GPUs idle over 100–200).
+///
+/// Fails without the fix (issue #16 item 2, the over-reclaim guard: the
+/// `keeps_nominal_after_removal` checks in `SimTrial::eligible`,
+/// `policies/src/scheduler/preempt.rs`, bypassed): b_big's preemptions expected 0, got 1
+/// (checked by reverting the fix).
 #[test]
 fn b24_variant_over_reclaim_guard() {
     let scenario = b24_scenario(&[("A", 2), ("B", 6)]);
@@ -480,6 +497,11 @@ H,100,t,100,8,500
 /// * `drf` (Kueue): n2's share is 1 (n21 holds every CPU), so n1 takes all 8 GPUs at 10 and
 ///   1010 and n22 starts at 2010: mean waits n1 (8·0 + 8·1000)/16 = 500 s, n22 (8·2000 +
 ///   8·3000)/16 = 2500 s (the fault signature, kept as the `drf` behaviour).
+///
+/// Fails without the fix (issue #16 item 9: `hdrf` keyed by `QuotaTree::fair_order_key`
+/// instead of `hdrf_order_key` in `Core::head`, `policies/src/scheduler/core.rs`): n1_4's
+/// start expected 1010, got 10 — n1 took all 8 GPUs at 10 as under `drf` (checked by
+/// reverting the fix).
 #[test]
 fn b34_hierarchical_drf() {
     let scenario = |order: &str| {
@@ -570,4 +592,63 @@ J1,0,t,1,1,5
     assert_eq!(last_span(&out, "J0"), (Some(10), Some(63)));
     assert_eq!(job(&out, "J0").preemptions, 1);
     assert_eq!(out.result.counts.preemptions, 1);
+}
+
+/// Issue #16 item 3 in the victim order: reclaim victims ordered by their queue's exact
+/// share, not its share in per mille.
+///
+/// 1 node × 4 GPUs; cohort C = {P nominal 4, A nominal 0, B nominal 0}, A and B of weight
+/// `w`. a1 (A, 2 GPUs, 1000 s) runs from 0, b1 (B, 1 GPU, 1000 s) from 1: A borrows 2, B 1 of
+/// P's 4 lendable GPUs. p1 (P, 2 GPUs, 100 s) at 10 finds 1 GPU free and reclaims one job
+/// (either frees enough). Shares: A 2·1000/(4·1000·w), B 1·1000/(4·1000·w): 500‰ and 250‰
+/// for w = 1, 0.5‰ and 0.25‰ for w = 1000 (both 0 in per mille, where the next component,
+/// the least lost work, would pick b1: 9 GPU-s lost against a1's 20). The larger share goes
+/// first for both weights: a1 is preempted at 10, p1 runs 10–110, a1 restarts 110–1110 (3 GPUs
+/// free then), b1 runs 1–1001 untouched.
+///
+/// Fails without the fix (the victim key's share rounded to per mille again,
+/// `candidates` in `policies/src/scheduler/preempt.rs`): for weight 1000, a1's preemptions
+/// expected 1, got 0 — b1 was evicted (weight 1 passes: 500‰ > 250‰) (checked by reverting
+/// the fix).
+#[test]
+fn reclaim_victims_follow_exact_shares_under_weight_scaling() {
+    for w in [1, 1000] {
+        let scenario = format!(
+            r#"
+name = "exact-share-victims"
+{}
+[[cohorts]]
+name = "C"
+[[queues]]
+name = "P"
+cohort = "C"
+flavors = [{{ name = "H100", gpus = {{ nominal = 4 }} }}]
+[[queues]]
+name = "A"
+cohort = "C"
+weight = {w}.0
+flavors = [{{ name = "H100", gpus = {{ nominal = 0 }} }}]
+[[queues]]
+name = "B"
+cohort = "C"
+weight = {w}.0
+flavors = [{{ name = "H100", gpus = {{ nominal = 0 }} }}]
+[policy.preemption]
+reclaim_within_cohort = "any"
+"#,
+            fleet(&["n1"], 4)
+        );
+        let jobs = "id,submit_s,tenant,queue,num_gpu,runtime_s
+a1,0,a,A,2,1000
+b1,1,b,B,1,1000
+p1,10,p,P,2,100
+";
+        let out = run(&scenario, &[("jobs.csv", jobs)]);
+        assert_eq!(span(&out, "p1"), (Some(10), Some(110)), "weight {w}");
+        assert_eq!(job(&out, "a1").preemptions, 1, "weight {w}");
+        assert_eq!(last_span(&out, "a1"), (Some(110), Some(1110)), "weight {w}");
+        assert_eq!(span(&out, "b1"), (Some(1), Some(1001)), "weight {w}");
+        assert_eq!(job(&out, "b1").preemptions, 0, "weight {w}");
+        assert_eq!(out.result.counts.preemptions, 1, "weight {w}");
+    }
 }

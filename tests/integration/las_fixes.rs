@@ -39,6 +39,10 @@ fn last_start(out: &fleetsim::run::RunOutput, name: &str) -> u64 {
 /// crossing is an event, A drops to the second queue and B preempts it: B runs 100–150, A
 /// resumes at 150 with 200 s left and ends at 350. (Before: nothing happened at 100; B
 /// waited until A ended at 300.)
+///
+/// Fails without the fix (issue #16 item 7, third bullet: `Scheduler::next_wake` returning
+/// no LAS crossing, `policies/src/scheduler/mod.rs`): B's span expected (100, 150), got
+/// (300, 350) (checked by reverting the fix).
 #[test]
 fn a_threshold_crossing_is_an_event() {
     let jobs = "id,submit_s,tenant,num_gpu,runtime_s\nA,0,t,1,300\nB,10,t,1,50\n";
@@ -56,6 +60,10 @@ fn a_threshold_crossing_is_an_event() {
 /// GPU Z needs, though Y started later (10 > 0). Z runs 120–150, X resumes at 150 with
 /// 1000 − 120 = 880 s left: ends 1030; Y is never preempted and ends at 1010. (Before: the
 /// most recently started, Y, was evicted, leaving one of its two GPUs idle.)
+///
+/// Fails without the fix (issue #16 item 7, first bullet: the LAS victim key
+/// `las_victim_key` not applied in `candidates`, `policies/src/scheduler/preempt.rs`): Y's
+/// preemptions expected 0, got 1 (checked by reverting the fix).
 #[test]
 fn las_victims_are_the_newest_entrants_of_the_lowest_queue() {
     let jobs = "id,submit_s,tenant,num_gpu,runtime_s\nX,0,t,1,1000\nY,10,t,2,1000\nZ,120,t,1,30\n";
@@ -70,6 +78,10 @@ fn las_victims_are_the_newest_entrants_of_the_lowest_queue() {
 
 /// As above with priorities that would pick Y (priority 0) before X (priority 5) if the
 /// `priority` column steered LAS victims: LAS ignores priority, X is still the victim.
+///
+/// Fails without the fix (issue #16 item 7, fifth bullet: `las_victim_key` keeping the job's
+/// priority instead of −queue, `policies/src/scheduler/las.rs`): Y's preemptions expected 0,
+/// got 1 (checked by reverting the fix).
 #[test]
 fn priority_does_not_steer_las_victims() {
     let jobs = "id,submit_s,tenant,num_gpu,runtime_s,priority\nX,0,t,1,1000,5\nY,10,t,2,1000,0\nZ,120,t,1,30,0\n";
@@ -85,6 +97,10 @@ fn priority_does_not_steer_las_victims() {
 /// A takes the GPU back at 200 (A preempted B before: rule P2 yields, B is now behind it).
 /// A runs 200–500 (300 s left), B resumes at 500 with 300 s left: ends 800. (Before: B kept
 /// the GPU until it ended at 500; A ran 500–800.)
+///
+/// Fails without the fix (issue #16 item 7, second bullet: `las_outranks` without its
+/// same-queue clause, `policies/src/scheduler/las.rs`): A's span expected (0, 500), got
+/// (0, 800) (checked by reverting the fix).
 #[test]
 fn a_demoted_job_yields_to_the_jobs_waiting_in_its_new_queue() {
     let jobs = "id,submit_s,tenant,num_gpu,runtime_s\nA,0,t,1,400\nB,1,t,1,400\n";
@@ -105,6 +121,10 @@ fn a_demoted_job_yields_to_the_jobs_waiting_in_its_new_queue() {
 /// 3 behind A: A preempts B. A ends at 400 + 300 = 700, B at 700 + 300 = 1000; two
 /// preemptions each (the peer's dlas-gpu does exactly this). (Before: A and B could never
 /// preempt each other back; A ran 0–100, B 100–600, A 600–1000.)
+///
+/// Fails without the fix (issue #16 item 7, fourth bullet: rule P2 skipping the job's
+/// preemptors even when `las_ahead`, `candidates` in `policies/src/scheduler/preempt.rs`):
+/// A's span expected (0, 700), got (0, 1000) (checked by reverting the fix).
 #[test]
 fn a_preempted_job_preempts_its_preemptor_once_that_one_is_demoted_below_it() {
     let jobs = "id,submit_s,tenant,num_gpu,runtime_s\nA,0,t,1,500\nB,50,t,1,500\n";

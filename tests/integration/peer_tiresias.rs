@@ -122,6 +122,11 @@ fn sjf_agrees_with_the_peer_on_every_job() {
 }
 
 /// The peer's `shortest`: preemptive shortest remaining time first.
+///
+/// Fails without the fix (issue #16 item 8: `RedecideOrder::Remaining` ranking running jobs
+/// first, i.e. non-preemptive SRTF, `policies/src/scheduler/redecide.rs`): 745 of 2,000 jobs
+/// agree; the first differing, job 68, expected (start, end, preemptions) = (10528, 145223,
+/// 10) as the peer's, got (10528, 138502, 0) (checked by reverting the fix).
 #[test]
 fn preemptive_srtf_agrees_with_the_peers_shortest_on_every_job() {
     let Some(dir) = traces() else { return };

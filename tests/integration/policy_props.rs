@@ -766,6 +766,26 @@ proptest! {
 /// queue (field case B33's rule); j2 evicts j0 again: every 5 s until the horizon, no job
 /// completing. Rule P4 bounds it: no job is preempted more than 3 times between two
 /// completions, and the run ends with every job completed.
+///
+/// By hand (nodes n0 = 5, n1 = 6, n2 = 2 GPUs; weights q0 1, q1 1.5, q2 2; lendable 6 + 3 +
+/// 3 = 12 GPUs; first fit). j1 (production tier) runs 0–6 on n0 + n1, nothing else fits.
+/// At 6 j0 starts on n0 + n1 (q1 at 6, borrowing 3: share 3/12/1.5 = 1/6); j2 fits nowhere
+/// (n0 2, n1 3, n2 2 free) and evicts j0 (q2's share after admission 3/12/2 = 1/8 < 1/6).
+/// At 11 j0 is gone and j2 takes n0 + n1; j3 (4 GPUs on one node) fits nowhere and evicts j2
+/// (q1's share after 1/12/1.5 = 1/18 < 1/8). At 16 the room goes to j0 (priority 1 > j3's 0
+/// in j3's queue) and j2 evicts it again: j0 is evicted at 6 + 10k, j2 at 11 + 10k.
+/// * Without P4 (horizon 1,000 s): j0 at 6, 16, …, 996 (100 times), j2 at 11, …, 991 (99):
+///   199 preemptions, only j1 completes.
+/// * With P4 (cap 3, counts reset by j1's completion at 6): j0 at 6, 16, 26, j2 at 11, 21,
+///   31; at 36 j2 is gone, j0 restarts on n0 + n1 and can no longer be evicted: it runs
+///   36–81 (all 45 s again: no checkpoint within its 5 s runs). At 81 (counts reset) j2 starts
+///   on n0 + n1, j3 fits nowhere and evicts it (1/18 < 1/8); at 86 j3 runs on n0 (86–91) and
+///   j2 on n1 (86–135). 7 preemptions.
+///
+/// Fails without the fix (the rule-P4 `victim_cap` check in `candidates`,
+/// `policies/src/scheduler/preempt.rs`): with the cap of 3, job 0 preempted 4 times at 36 s
+/// without a completion, expected at most 3; the run got the uncapped 199 preemptions
+/// (checked by reverting the fix).
 #[test]
 fn three_job_preemption_cycle_is_bounded_by_rule_p4() {
     let q = |nominal: u8, tier: u8| Q {
@@ -808,19 +828,75 @@ fn three_job_preemption_cycle_is_bounded_by_rule_p4() {
         retry: None,
         weight_scale: 1,
     };
+    let log = |r: &RunResult| -> Vec<(u64, u64, u64)> {
+        r.preemption_log
+            .iter()
+            .map(|e| (e.at.0 / 1000, e.victim, e.preemptor))
+            .collect()
+    };
+    let ends = |rows: &[JobRow]| -> Vec<(String, Option<u64>, Option<u64>, u32)> {
+        let mut v: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.name.clone(),
+                    r.last_start.map(|t| t.0 / 1000),
+                    r.finish.map(|t| t.0 / 1000),
+                    r.preemptions,
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
     // Without P4 the three go round until the horizon.
-    let (r, _) = simulate(&setup(u32::MAX), &jobs);
-    assert!(r.preemption_log.len() > 100, "{}", r.preemption_log.len());
+    let (r, rows) = simulate(&setup(u32::MAX), &jobs);
+    let mut uncapped = Vec::new();
+    for k in 0..100 {
+        uncapped.push((6 + 10 * k, 0, 2));
+        if k < 99 {
+            uncapped.push((11 + 10 * k, 2, 3));
+        }
+    }
+    assert_eq!(log(&r), uncapped);
+    let completed = |rows: &[JobRow]| -> Vec<String> {
+        rows.iter()
+            .filter(|r| r.state == fleetsim::engine::FinalState::Completed)
+            .map(|r| r.name.clone())
+            .collect()
+    };
+    assert_eq!(completed(&rows), vec!["j1".to_string()]);
     // With P4 (the default cap of 3) the cycle stops and every job completes.
     let (r, rows) = simulate(
         &setup(fleetsim_policies::preemption::DEFAULT_VICTIM_CAP),
         &jobs,
     );
     check_bounded_repreemption(&r.preemption_log, &rows, 3).unwrap();
+    assert_eq!(
+        log(&r),
+        vec![
+            (6, 0, 2),
+            (11, 2, 3),
+            (16, 0, 2),
+            (21, 2, 3),
+            (26, 0, 2),
+            (31, 2, 3),
+            (81, 2, 3)
+        ]
+    );
+    let s = |n: &str, a: u64, b: u64, p: u32| (n.to_string(), Some(a), Some(b), p);
+    assert_eq!(
+        ends(&rows),
+        vec![
+            s("j0", 36, 81, 3),
+            s("j1", 0, 6, 0),
+            s("j2", 86, 135, 4),
+            s("j3", 86, 91, 0)
+        ]
+    );
     assert!(rows
         .iter()
         .all(|r| r.state == fleetsim::engine::FinalState::Completed));
-    assert!(r.preemption_log.len() <= 4 * 3);
 }
 
 /// The checker's own arithmetic rejects what it must (so that a passing run means something).

@@ -822,6 +822,12 @@ mod tests {
     /// borrows 1 GPU, b 2: shares after admitting 1 more GPU are 2/10,000 and 3/10,000 (both 0
     /// per mille: under the truncated key they tied and first-come order decided). With
     /// weights × 1,000 (weight_milli 1,000,000) the shares are 2/10⁷ and 3/10⁷: same order.
+    ///
+    /// Fails without the fix (issue #16 item 3 in the admission order: each level of
+    /// `fair_order_key` rounded to per mille again): `ka < kb` expected, got `ka == kb` at
+    /// scale 1 (both 0‰) (checked by reverting the fix). The victim order's half of item 3:
+    /// `reclaim_victims_follow_exact_shares_under_weight_scaling` in
+    /// `tests/integration/field_cases_contention.rs`.
     #[test]
     fn tiny_shares_order_exactly_and_weight_scaling_keeps_it() {
         for scale in [1, 1000] {

@@ -793,6 +793,10 @@ mod tests {
     /// 100 − 10 = 90 s left > 30, so A is preempted and B starts. At 20 s C (95 s) arrives:
     /// order B (30 − 10 = 20 left), A (90), C (95): nothing changes. B ends at 10 + 30 =
     /// 40 s: A (90, its progress kept) goes before C (95) and resumes.
+    ///
+    /// Fails without the fix (issue #16 item 8: running jobs ranked first in
+    /// `RedecideOrder::Remaining`, i.e. non-preemptive SRTF): the decisions at 10 s expected
+    /// (starts, preemptions) = ([1], [0]), got ([], []) (checked by reverting the fix).
     #[test]
     fn preemptive_srtf_by_hand() {
         let mut f = fleet(1);
