@@ -92,9 +92,10 @@ def sweep(
 
     Raises:
         ValueError: ``num_shards`` out of range.
-        ScenarioError, TraceError, RunError: as :func:`fleetsim.sweep` (a task's error is
-            re-raised by Ray as a ``ray.exceptions.RayTaskError`` that is also an instance of
-            the original class).
+        ScenarioError, TraceError, RunError: as :func:`fleetsim.sweep`, also when raised in
+            a task (the task's exception itself, with its ``file``, ``line`` and ``field``;
+            the ``ray.exceptions.RayTaskError`` is its ``__cause__``). A run's own messages
+            go to the worker's stderr (shown by Ray unless ``log_to_driver=False``).
     """
     text, is_path = _scenario(scenario)
     if is_path:
@@ -115,10 +116,26 @@ def sweep(
     refs = [task.remote(text, is_path, ov, seeds, td, threads, (i, num_shards)) for i in range(1, num_shards + 1)]
     with tempfile.TemporaryDirectory(prefix="fleetsim-ray-") as d:
         inputs = []
+        first_error: BaseException | None = None
+        # Every task is waited for (as the serial sweep runs every run before it reports
+        # failures), and the error of the first failed shard is raised: the same one each time.
         for i, ref in enumerate(refs, start=1):
+            try:
+                files = _ray.get(ref)
+            except _ray.exceptions.RayTaskError as e:
+                if first_error is None:
+                    first_error = e
+                continue
             shard_dir = Path(d) / f"shard-{i}"
-            _write_shard(_ray.get(ref), shard_dir)
+            _write_shard(files, shard_dir)
             inputs.append(os.fspath(shard_dir))
+        if first_error is not None:
+            # The task's own exception (ScenarioError, TraceError, …, with its file, line and
+            # field), as the serial sweep raises it; the Ray error as its cause.
+            cause = getattr(first_error, "cause", None)
+            if isinstance(cause, BaseException):
+                raise cause from first_error
+            raise first_error
         if out is not None:
             o = Path(out)
             _native.merge(inputs, os.fspath(o))

@@ -112,3 +112,31 @@ def test_ray_sweep_rejects_bad_num_shards(repo: Path, traces: Path, local_ray) -
     for n in (0, 37):
         with pytest.raises(ValueError, match="from 1 to the sweep's 36 runs"):
             fray.sweep(scen, trace_dir=traces, num_shards=n)
+
+
+@needs_ray
+def test_ray_sweep_task_error_keeps_its_class(tmp_path: Path, local_ray) -> None:
+    import fleetsim.ray as fray
+
+    # The plan (driver side) reads no trace; the runs (in the tasks) fail on the missing one.
+    missing = (tmp_path / "missing.csv").as_posix()
+    scen = f"""
+name = "missing-trace"
+[[fleet.cells]]
+name = "c"
+[[fleet.cells.nodes]]
+names = ["n1"]
+accelerator = "H100"
+gpus = 4
+[workload]
+trace = {{ format = "native", path = "{missing}" }}
+[sweep]
+seeds = 2
+"""
+    with pytest.raises(fleetsim.TraceError) as e:
+        fray.sweep(scen, num_shards=2)
+    # The task's exception itself, as the serial sweep raises it (1 run per shard).
+    assert type(e.value) is fleetsim.TraceError
+    assert e.value.file == missing
+    assert str(e.value) == "1 of 1 runs failed; complete runs are kept (rerun with --resume)"
+    assert isinstance(e.value.__cause__, ray.exceptions.RayTaskError)
