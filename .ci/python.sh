@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Python package's tests (called by .ci/run after the cargo tests): a fresh venv, the
 # package built from python/ by pip (maturin from PyPI, the release profile), the test
-# dependencies from PyPI, pytest, the planner notebook script; the venv is removed after.
+# dependencies from PyPI (and ray, for fleetsim.ray), pytest, the planner notebook script;
+# the venv is removed after.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export FLEETSIM_TRACE_DIR="${FLEETSIM_TRACE_DIR:-$(cd .. && pwd)/shared/traces}"
@@ -20,6 +21,11 @@ start=$(date +%s)
 "$venv/bin/pip" install --quiet ./python
 echo "python package built and installed in $(( $(date +%s) - start )) s"
 "$venv/bin/pip" install --quiet pytest pyarrow polars pandas matplotlib
+# Ray for tests/test_ray.py (fleetsim.ray); the variable makes its skip-when-missing a failure.
+start=$(date +%s)
+"$venv/bin/pip" install --quiet ray
+echo "ray installed in $(( $(date +%s) - start )) s"
+export FLEETSIM_REQUIRE_RAY=1
 # tests/test_fleetsim.py compares the tables with the files of the CLI's release binary
 # ($CARGO_TARGET_DIR/release/fleetsim, built by .ci/run before).
 (cd python && "$venv/bin/python" -m pytest tests -q -s -p no:cacheprovider)

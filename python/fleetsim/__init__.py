@@ -216,6 +216,7 @@ def sweep(
     trace_dir: str | os.PathLike[str] | None = None,
     out: str | os.PathLike[str] | None = None,
     threads: int | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> SweepResult:
     """Runs the scenario's ``[sweep]`` (every combination of its axes, each seed), as
     ``fleetsim sweep``.
@@ -228,21 +229,26 @@ def sweep(
         out: folder for the sweep's files (default: a temporary folder; ``runs`` is read
             before it is removed and ``SweepResult.out`` then no longer exists).
         threads: worker threads (default: rayon's).
+        shard: ``(I, N)`` runs only shard ``I`` of ``N`` (1-based), as ``fleetsim sweep
+            --shard I/N``: run ``r`` (0-based, cartesian order) belongs to shard
+            ``r mod N + 1``; ``fleetsim merge`` (or :func:`fleetsim.ray.sweep`) joins the
+            shards' folders. Default: every run.
 
     Returns:
         A :class:`SweepResult` whose ``runs`` table is ``runs.csv`` (run order and values as
-        the CLI writes them, whatever the thread count).
+        the CLI writes them, whatever the thread count; with ``shard``, that shard's rows).
 
     Raises:
-        ScenarioError, TraceError, RunError: as :func:`run`.
+        ScenarioError, TraceError, RunError: as :func:`run` (``ScenarioError`` for a
+            shard outside ``1 ≤ I ≤ N``).
     """
     text, is_path = _scenario(scenario)
     ov = _overrides(overrides)
     if out is not None:
         o = Path(out)
-        _native.sweep(text, is_path, ov, os.fspath(o), seeds, _dir(trace_dir), threads)
+        _native.sweep(text, is_path, ov, os.fspath(o), seeds, _dir(trace_dir), threads, shard)
         return SweepResult(_read_runs(o / "runs.csv"), o)
     with tempfile.TemporaryDirectory(prefix="fleetsim-sweep-") as d:
         o = Path(d) / "out"
-        _native.sweep(text, is_path, ov, os.fspath(o), seeds, _dir(trace_dir), threads)
+        _native.sweep(text, is_path, ov, os.fspath(o), seeds, _dir(trace_dir), threads, shard)
         return SweepResult(_read_runs(o / "runs.csv"), o)

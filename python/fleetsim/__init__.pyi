@@ -67,5 +67,6 @@ def sweep(
     trace_dir: str | os.PathLike[str] | None = None,
     out: str | os.PathLike[str] | None = None,
     threads: int | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> SweepResult:
-    """Runs the scenario's ``[sweep]`` (``fleetsim sweep``)."""
+    """Runs the scenario's ``[sweep]`` (``fleetsim sweep``; ``shard=(I, N)``: ``--shard I/N``)."""

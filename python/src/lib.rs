@@ -438,8 +438,12 @@ fn compare(
 
 /// `fleetsim sweep`: runs the scenario's `[sweep]` into `out` (`runs.csv`, `report.html`,
 /// one folder per run).
+///
+/// `shard = (I, N)` runs only shard `I/N` (1-based; the CLI's `--shard I/N`, the engine's
+/// [`fleetsim::sweep::Shard`]); default: every run. Returns the number of runs in the whole
+/// sweep.
 #[pyfunction]
-#[pyo3(signature = (scenario, is_path, overrides, out, seeds=None, trace_dir=None, threads=None))]
+#[pyo3(signature = (scenario, is_path, overrides, out, seeds=None, trace_dir=None, threads=None, shard=None))]
 #[allow(clippy::too_many_arguments)]
 fn sweep(
     py: Python<'_>,
@@ -450,17 +454,23 @@ fn sweep(
     seeds: Option<u64>,
     trace_dir: Option<PathBuf>,
     threads: Option<usize>,
+    shard: Option<(u64, u64)>,
 ) -> PyResult<usize> {
     let extra = parse_overrides(py, &overrides)?;
     let text = scenario_text(&scenario, is_path);
     let r = py.detach(move || -> Result<usize, anyhow::Error> {
+        let shard = match shard {
+            None => fleetsim::sweep::Shard::ALL,
+            // The CLI's parser, for its checks (1 ≤ I ≤ N) and messages.
+            Some((i, n)) => fleetsim::sweep::Shard::parse(&format!("{i}/{n}"))?,
+        };
         let src = source(&scenario, is_path)?;
         let plan = fleetsim::sweep::plan(&src, &extra, seeds.map(fleetsim::sweep::Seeds::Count))?;
         let trace_dir = TraceDir::resolve(trace_dir);
         fleetsim::run::check_study_out_dir(&src.load(&extra)?, &trace_dir, &out)?;
         let opts = fleetsim::sweep::SweepOptions {
             out,
-            shard: fleetsim::sweep::Shard::ALL,
+            shard,
             resume: false,
             trace_dir,
             png: false,
@@ -472,6 +482,34 @@ fn sweep(
     r.map_err(|e| anyhow_to_py(py, &e, text.as_deref()))
 }
 
+/// The number of runs of the scenario's `[sweep]` (its plan; nothing is run).
+#[pyfunction]
+#[pyo3(signature = (scenario, is_path, overrides, seeds=None))]
+fn sweep_runs(
+    py: Python<'_>,
+    scenario: String,
+    is_path: bool,
+    overrides: Vec<String>,
+    seeds: Option<u64>,
+) -> PyResult<usize> {
+    let extra = parse_overrides(py, &overrides)?;
+    let text = scenario_text(&scenario, is_path);
+    let r = py.detach(move || -> Result<usize, anyhow::Error> {
+        let src = source(&scenario, is_path)?;
+        let plan = fleetsim::sweep::plan(&src, &extra, seeds.map(fleetsim::sweep::Seeds::Count))?;
+        Ok(plan.points.len())
+    });
+    r.map_err(|e| anyhow_to_py(py, &e, text.as_deref()))
+}
+
+/// `fleetsim merge`: joins the shard folders `inputs` into `out` (its `runs.csv` is
+/// byte-identical to an unsharded sweep's). Returns the number of runs merged.
+#[pyfunction]
+fn merge(py: Python<'_>, inputs: Vec<PathBuf>, out: PathBuf) -> PyResult<usize> {
+    let r = py.detach(move || fleetsim::sweep::merge::merge(&inputs, &out, false));
+    r.map(|o| o.runs).map_err(|e| anyhow_to_py(py, &e, None))
+}
+
 /// The native module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -479,6 +517,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(compare, m)?)?;
     m.add_function(wrap_pyfunction!(sweep, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_runs, m)?)?;
+    m.add_function(wrap_pyfunction!(merge, m)?)?;
     m.add_class::<ArrowStream>()?;
     m.add("FleetsimError", py.get_type::<FleetsimError>())?;
     m.add("ScenarioError", py.get_type::<ScenarioError>())?;
