@@ -249,28 +249,61 @@ def test_sweep_runs_every_point_deterministically(repo: Path, tmp_path: Path) ->
 
 
 def test_thread_pool_of_four_beats_serial(repo: Path) -> None:
+    """Runs release the GIL: four runs in a thread pool overlap in time, and on a machine
+    with a free second core they finish faster than one after another.
+
+    Two checks. (1) Overlap, independent of machine load: every pooled run's interval
+    [start, end) intersects another's for at least half its length (with the GIL held they
+    would run one after another, overlapping ~0). (2) Speed: best of three tries > 1.3x.
+    A timing cannot be judged when other processes take the cores, so (2) is asserted only
+    when the serial phase got a whole core (its process CPU time >= 0.9 of its wall time)
+    and more than one core exists; otherwise the figures are printed and (1) stands alone.
+    """
     # The default fleet and workload over 8 weeks of arrivals (about 67,000 jobs): long
     # enough runs (about 1 s each on an idle core) for the pool's overhead not to matter.
     text = (repo / "scenarios" / "default.toml").read_text()
     scenario = text.replace("duration_s = 604800", "duration_s = 4838400")
     seeds = [11, 12, 13, 14]
     fleetsim.run(scenario, seed=10)  # warm up
-    # The best of three tries: another process's burst must not fail the test.
+
+    def timed(seed: int) -> tuple[float, float, dict]:
+        start = time.perf_counter()
+        summary = fleetsim.run(scenario, seed=seed).summary
+        return start, time.perf_counter(), summary
+
     best = 0.0
+    judged = False
     for attempt in range(3):
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         serial = [fleetsim.run(scenario, seed=s).summary for s in seeds]
-        t1 = time.perf_counter()
+        c1, t1 = time.process_time(), time.perf_counter()
         with ThreadPoolExecutor(max_workers=4) as pool:
-            pooled = [r.summary for r in pool.map(lambda s: fleetsim.run(scenario, seed=s), seeds)]
+            spans = list(pool.map(timed, seeds))
         t2 = time.perf_counter()
-        assert pooled == serial
+        assert [s for _, _, s in spans] == serial
+        for i, (a0, a1, _) in enumerate(spans):
+            overlap = max(
+                max(0.0, min(a1, b1) - max(a0, b0))
+                for j, (b0, b1, _) in enumerate(spans)
+                if j != i
+            )
+            assert overlap >= 0.5 * (a1 - a0), (
+                f"run {i} overlapped others for {overlap:.2f} s of {a1 - a0:.2f} s: "
+                "the GIL is not released while a run executes"
+            )
+        cpu_share = (c1 - c0) / (t1 - t0)
         speedup = (t1 - t0) / (t2 - t1)
         print(
-            f"4 runs: serial {t1 - t0:.2f} s, pool of 4 threads {t2 - t1:.2f} s, speedup {speedup:.2f}x "
-            f"({os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f})"
+            f"4 runs: serial {t1 - t0:.2f} s (CPU {cpu_share:.2f} of wall), pool of 4 threads "
+            f"{t2 - t1:.2f} s, speedup {speedup:.2f}x ({os.cpu_count()} cores, load average "
+            f"{os.getloadavg()[0]:.1f})"
         )
-        best = max(best, speedup)
-        if best > 1.3:
-            break
-    assert best > 1.3, f"best speedup {best:.2f}x of a pool of 4 over serial"
+        if cpu_share >= 0.9 and (os.cpu_count() or 1) > 1:
+            judged = True
+            best = max(best, speedup)
+            if best > 1.3:
+                break
+    if judged:
+        assert best > 1.3, f"best speedup {best:.2f}x of a pool of 4 over serial"
+    else:
+        print("speed not judged: the serial phase never had a whole core (machine busy)")
