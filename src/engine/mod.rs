@@ -575,6 +575,9 @@ pub struct RunResult {
     /// workload; after a stop at the horizon also the jobs submitted after it
     /// ([`AFTER_HORIZON`]).
     pub skipped_rows: Skipped,
+    /// The absolute time of t = 0, from the trace ([`crate::workload::JobStream::trace_start`],
+    /// asked after the last job was read); `None` without an absolute clock.
+    pub trace_start: Option<crate::workload::TraceStart>,
     /// Time-weighted results.
     pub occupancy: Occupancy,
     /// Waits, seconds.
@@ -1349,7 +1352,8 @@ impl Simulation {
         if after_horizon > 0 {
             *skipped_rows.entry(AFTER_HORIZON.to_string()).or_insert(0) += after_horizon;
         }
-        self.close(stopped_at_horizon, skipped_rows, sink)
+        let trace_start = stream.trace_start();
+        self.close(stopped_at_horizon, skipped_rows, trace_start, sink)
     }
 
     fn arrive(
@@ -2040,6 +2044,7 @@ impl Simulation {
         &mut self,
         stopped_at_horizon: Option<SimTime>,
         skipped_rows: Skipped,
+        trace_start: Option<crate::workload::TraceStart>,
         sink: &mut dyn JobSink,
     ) -> Result<RunResult, EngineError> {
         self.audit()?;
@@ -2130,6 +2135,7 @@ impl Simulation {
         Ok(RunResult {
             counts: self.counts.clone(),
             skipped_rows,
+            trace_start,
             occupancy,
             wait_s: crate::metrics::dist_ms(&mut self.metrics.waits_ms),
             jct_s: crate::metrics::dist_ms(&mut self.metrics.jcts_ms),

@@ -148,6 +148,10 @@ impl Iterator for FlexibleStream {
 }
 
 impl JobStream for FlexibleStream {
+    fn trace_start(&self) -> Option<crate::workload::TraceStart> {
+        self.inner.trace_start()
+    }
+
     fn skipped(&self) -> Skipped {
         self.inner.skipped()
     }

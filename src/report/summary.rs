@@ -38,6 +38,13 @@ pub struct Summary {
     pub policy: BTreeMap<String, String>,
     /// Fleet facts.
     pub fleet: FleetFacts,
+    /// The absolute time that t = 0 (every `*_s` time here and in `jobs.csv`) stands for:
+    /// `time` (RFC 3339 UTC when `utc_offset_known`, else the trace's naive wall clock),
+    /// `zone` as the trace or its documentation names it. `null` for traces without an
+    /// absolute clock (synthetic, Alibaba, native, Tiresias). SWF: `UnixStartTime`; `sacct`:
+    /// the first (sorted: earliest) submit; Philly, Helios: the earliest submit. Transforms
+    /// never move t = 0.
+    pub trace_start: Option<crate::workload::TraceStart>,
     /// Measurement window.
     pub window: Window,
     /// `drained`, `horizon` or `stuck`.
@@ -360,6 +367,7 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
             gpus_by_model: input.gpus_by_model,
             gpus_by_cell: input.gpus_by_cell,
         },
+        trace_start: r.trace_start.clone(),
         window: Window {
             start_s: secs(o.window_start.0),
             end_s: secs(o.window_end.0),

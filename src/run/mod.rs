@@ -109,6 +109,10 @@ impl Iterator for Peeked {
 }
 
 impl JobStream for Peeked {
+    fn trace_start(&self) -> Option<crate::workload::TraceStart> {
+        self.rest.trace_start()
+    }
+
     fn skipped(&self) -> crate::workload::Skipped {
         self.rest.skipped()
     }
@@ -142,6 +146,10 @@ impl Iterator for LimitCounter {
 }
 
 impl JobStream for LimitCounter {
+    fn trace_start(&self) -> Option<crate::workload::TraceStart> {
+        self.rest.trace_start()
+    }
+
     fn skipped(&self) -> crate::workload::Skipped {
         self.rest.skipped()
     }

@@ -95,6 +95,10 @@ impl Iterator for TransformedStream {
 }
 
 impl JobStream for TransformedStream {
+    fn trace_start(&self) -> Option<crate::workload::TraceStart> {
+        self.inner.trace_start()
+    }
+
     fn skipped(&self) -> Skipped {
         let mut s = self.inner.skipped();
         if self.dropped_sample > 0 {

@@ -235,6 +235,11 @@ impl HeliosRows {
 }
 
 impl RowSource for HeliosRows {
+    /// The first converted submit time (t = 0), naive: Helios states no time zone.
+    fn trace_start(&self) -> Option<super::TraceStart> {
+        self.origin.0.map(|o| super::TraceStart::local(o, None))
+    }
+
     fn next_row(&mut self, notes: &mut Skipped) -> Option<Result<(u64, Parsed), TraceError>> {
         let line = match next_record(&self.path, &mut self.rdr, &mut self.rec)? {
             Ok(l) => l,

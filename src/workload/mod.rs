@@ -31,8 +31,56 @@ pub use rows::TraceStream;
 /// (snake_case reason → rows). Reported in `summary.json`.
 pub type Skipped = BTreeMap<String, u64>;
 
+/// The absolute time that a trace's t = 0 stands for (reported as `trace_start` in
+/// `summary.json`). Times in every output are seconds from this instant; the workload
+/// transforms never move t = 0 (`transform_window` drops jobs without shifting the rest,
+/// `arrival_rate_scale` compresses the gaps after the first kept job, so after that job the
+/// run's times no longer map to the trace's calendar one to one).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct TraceStart {
+    /// `YYYY-MM-DDTHH:MM:SSZ` (RFC 3339, UTC) when `utc_offset_known`; else the trace's own
+    /// wall-clock time `YYYY-MM-DDTHH:MM:SS` with no offset (not an instant: its zone and DST
+    /// are whatever `zone` says, or unknown).
+    pub time: String,
+    /// Whether `time` is an instant in UTC (the trace gives epoch seconds or UTC offsets)
+    /// rather than a naive local wall-clock time.
+    pub utc_offset_known: bool,
+    /// The time zone as the trace (SWF `TimeZoneString`) or its documentation (Philly: "US
+    /// Pacific") names it, not applied to `time`; `null` when neither does.
+    pub zone: Option<String>,
+}
+
+impl TraceStart {
+    /// An instant: `epoch_s` seconds since 1970-01-01T00:00:00Z.
+    pub fn utc(epoch_s: i64, zone: Option<String>) -> TraceStart {
+        TraceStart {
+            time: format!("{}Z", timefmt::format_datetime(epoch_s)),
+            utc_offset_known: true,
+            zone,
+        }
+    }
+
+    /// A naive wall-clock time: `naive_s` seconds since 1970-01-01 00:00:00 of the trace's
+    /// own clock.
+    pub fn local(naive_s: i64, zone: Option<String>) -> TraceStart {
+        TraceStart {
+            time: timefmt::format_datetime(naive_s),
+            utc_offset_known: false,
+            zone,
+        }
+    }
+}
+
 /// A stream of jobs in non-decreasing submit order.
 pub trait JobStream: Iterator<Item = Result<JobSpec, TraceError>> + Send {
+    /// The absolute time of the stream's t = 0 as far as the stream has read (a streamed
+    /// trace knows it once its first job is read; see [`TraceStart`]); `None` for traces
+    /// without an absolute clock (synthetic, Alibaba, native) and by default. Wrappers
+    /// forward it.
+    fn trace_start(&self) -> Option<TraceStart> {
+        None
+    }
+
     /// Rows skipped so far, by reason.
     fn skipped(&self) -> Skipped {
         Skipped::new()
@@ -52,6 +100,7 @@ pub struct VecStream {
     jobs: std::vec::IntoIter<JobSpec>,
     skipped: Skipped,
     notes: Skipped,
+    start: Option<TraceStart>,
 }
 
 impl VecStream {
@@ -62,7 +111,14 @@ impl VecStream {
             jobs: jobs.into_iter(),
             skipped,
             notes: Skipped::new(),
+            start: None,
         }
+    }
+
+    /// Attaches the trace's start (see [`JobStream::trace_start`]).
+    pub fn with_start(mut self, start: Option<TraceStart>) -> VecStream {
+        self.start = start;
+        self
     }
 
     /// Attaches the reader's notes (see [`JobStream::notes`]).
@@ -86,6 +142,10 @@ impl JobStream for VecStream {
 
     fn notes(&self) -> Skipped {
         self.notes.clone()
+    }
+
+    fn trace_start(&self) -> Option<TraceStart> {
+        self.start.clone()
     }
 }
 

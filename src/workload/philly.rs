@@ -47,6 +47,10 @@ use fleetsim_policies::{SimDuration, SimTime, TaskShape};
 use super::native::{csv_reader, map_columns, next_record, parse_count, parse_seconds_ms};
 use super::{JobSpec, RecordedKind, Skipped, TraceError, VecStream};
 
+/// The zone of Philly's naive timestamps, as the trace's documentation states it (its
+/// utilization files are stamped PDT/PST); reported, never applied.
+pub const PHILLY_ZONE: &str = "US Pacific";
+
 const COLUMNS: [&str; 5] = ["timestamp", "duration", "num_gpus", "gpu_time", "cluster"];
 const TIMESTAMP: usize = 0;
 const DURATION: usize = 1;
@@ -157,6 +161,9 @@ pub fn open(path: &Path) -> Result<VecStream, TraceError> {
         rows.push(parse_row(path, line?, &cols, &rec)?);
     }
     rows.sort_by_key(|r| (r.at_s, r.line));
+    let start = rows
+        .first()
+        .map(|r| super::TraceStart::local(r.at_s, Some(PHILLY_ZONE.to_string())));
     let origin = rows.first().map(|r| r.at_s).unwrap_or(0);
     let jobs = rows
         .into_iter()
@@ -166,7 +173,7 @@ pub fn open(path: &Path) -> Result<VecStream, TraceError> {
             job
         })
         .collect();
-    Ok(VecStream::new(jobs, Skipped::new()))
+    Ok(VecStream::new(jobs, Skipped::new()).with_start(start))
 }
 
 #[cfg(test)]

@@ -408,7 +408,11 @@ fn read(path: &Path, input: Box<dyn Read + Send>) -> Result<VecStream, TraceErro
         }
         jobs.push(job);
     }
-    Ok(VecStream::new(jobs, skipped).with_notes(notes))
+    let start = (origin != i64::MAX)
+        .then(|| super::TraceStart::local(origin, Some(super::philly::PHILLY_ZONE.to_string())));
+    Ok(VecStream::new(jobs, skipped)
+        .with_notes(notes)
+        .with_start(start))
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use fleetsim_policies::SimTime;
 
-use super::{JobSpec, JobStream, Skipped, TraceError, VecStream};
+use super::{JobSpec, JobStream, Skipped, TraceError, TraceStart, VecStream};
 
 /// What one input row became.
 pub(crate) enum Parsed {
@@ -22,6 +22,11 @@ pub(crate) trait RowSource: Send {
     /// end. `notes` collects observations about kept rows (statuses, censored ends, fields
     /// read but not simulated), by snake_case label.
     fn next_row(&mut self, notes: &mut Skipped) -> Option<Result<(u64, Parsed), TraceError>>;
+
+    /// The absolute time of t = 0 as far as read (see [`JobStream::trace_start`]).
+    fn trace_start(&self) -> Option<TraceStart> {
+        None
+    }
 }
 
 /// Adds one to `label` in a counter map.
@@ -75,7 +80,10 @@ impl TraceStream {
     pub fn into_sorted(mut self) -> Result<VecStream, TraceError> {
         self.check_order = false;
         let jobs = self.by_ref().collect::<Result<Vec<_>, _>>()?;
-        Ok(VecStream::new(jobs, self.skipped).with_notes(self.notes))
+        let start = self.src.trace_start();
+        Ok(VecStream::new(jobs, self.skipped)
+            .with_notes(self.notes)
+            .with_start(start))
     }
 
     fn next_job(&mut self) -> Option<Result<JobSpec, TraceError>> {
@@ -136,5 +144,9 @@ impl JobStream for TraceStream {
 
     fn notes(&self) -> Skipped {
         self.notes.clone()
+    }
+
+    fn trace_start(&self) -> Option<TraceStart> {
+        self.src.trace_start()
     }
 }

@@ -812,6 +812,16 @@ impl SacctRows {
 }
 
 impl RowSource for SacctRows {
+    /// t = 0 (the first, or with sorting the earliest, submit time): UTC for a file of
+    /// absolute times, the cluster's wall clock (zone unknown) for naive ones.
+    fn trace_start(&self) -> Option<super::TraceStart> {
+        let o = self.origin.0?;
+        Some(match self.clock {
+            Some((Clock::Absolute, _, _)) => super::TraceStart::utc(o, None),
+            _ => super::TraceStart::local(o, None),
+        })
+    }
+
     fn next_row(&mut self, notes: &mut Skipped) -> Option<Result<(u64, Parsed), TraceError>> {
         loop {
             let read = match self.stash.take() {

@@ -34,8 +34,11 @@
 //! queues; the numeric headers `UnixStartTime`, `MaxNodes`, `MaxProcs`, `MaxJobs`,
 //! `MaxRecords`, `MaxPartitions`, `MaxQueues` and `TimeZone` are reported as notes
 //! `header.<Key>` (value, not a count) by [`JobStream::notes`](super::JobStream::notes).
-//! Other header lines are ignored. Times stay relative to the log start: the
-//! `UnixStartTime` and `TimeZoneString` headers are never applied (field case B18).
+//! Other header lines are ignored. Times stay relative to the log start (t = 0 = field 2's
+//! zero, no shift): the `UnixStartTime` and `TimeZoneString` headers are never applied to
+//! them (field case B18), but report the log start as
+//! [`JobStream::trace_start`](super::JobStream::trace_start): `UnixStartTime` epoch seconds
+//! as a UTC time, with `TimeZoneString` as its zone (none without `UnixStartTime`).
 //!
 //! # Mapping to [`JobSpec`]
 //!
@@ -132,6 +135,8 @@ struct SwfRows {
     buf: Vec<u8>,
     partitions: BTreeMap<i64, String>,
     queues: BTreeMap<i64, String>,
+    unix_start: Option<i64>,
+    zone: Option<String>,
 }
 
 /// Opens an SWF log (plain or `.gz`) for streaming; see the module docs for every rule.
@@ -147,6 +152,8 @@ pub fn open(path: &Path) -> Result<TraceStream, TraceError> {
         buf: Vec::new(),
         partitions: BTreeMap::new(),
         queues: BTreeMap::new(),
+        unix_start: None,
+        zone: None,
     };
     Ok(TraceStream::new(path, Box::new(src), FIELDS[1]))
 }
@@ -176,8 +183,12 @@ impl SwfRows {
                     self.queues.insert(n, name);
                 }
             }
+            "TimeZoneString" if !value.is_empty() => self.zone = Some(value.to_string()),
             k if NUMERIC_HEADERS.contains(&k) => {
                 if let Ok(v) = value.parse::<i64>() {
+                    if k == "UnixStartTime" {
+                        self.unix_start = Some(v);
+                    }
                     notes.insert(format!("header.{k}"), v.unsigned_abs());
                 }
             }
@@ -319,6 +330,11 @@ impl SwfRows {
 }
 
 impl RowSource for SwfRows {
+    fn trace_start(&self) -> Option<super::TraceStart> {
+        self.unix_start
+            .map(|e| super::TraceStart::utc(e, self.zone.clone()))
+    }
+
     fn next_row(&mut self, notes: &mut Skipped) -> Option<Result<(u64, Parsed), TraceError>> {
         loop {
             self.buf.clear();
@@ -377,6 +393,31 @@ mod tests {
     7  14  -1    10  -1 -1 -1  -1    -1  -1  1  1  2 -1 -1  9 -1 -1
     8  15  -1   0.0005  1 -1 -1  -1    -1  -1 -1 -1 -1 -1 -1 -1 -1 -1
 ";
+
+    #[test]
+    fn unix_start_time_is_the_trace_start() {
+        use crate::workload::TraceStart;
+        let dir = tempfile::tempdir().unwrap();
+        // 749458803 s = 8674 days after 1970-01-01 (1993-10-01) + 25203 s (07:00:03), UTC.
+        let s = open(&write(&dir, "a.swf", LOG))
+            .unwrap()
+            .into_sorted()
+            .unwrap();
+        let want = |zone: Option<&str>| TraceStart {
+            time: "1993-10-01T07:00:03Z".to_string(),
+            utc_offset_known: true,
+            zone: zone.map(str::to_string),
+        };
+        assert_eq!(s.trace_start(), Some(want(None)));
+        let zoned = format!("; TimeZoneString: Europe/Moscow\n{LOG}");
+        let mut s = open(&write(&dir, "b.swf", &zoned)).unwrap();
+        assert_eq!(s.by_ref().count(), 4);
+        assert_eq!(s.trace_start(), Some(want(Some("Europe/Moscow"))));
+        let bare = "    1   0  -1  1451 128 -1 -1  -1    -1  -1  1  1  1 -1 -1 -1 -1 -1\n";
+        let mut s = open(&write(&dir, "c.swf", bare)).unwrap();
+        assert_eq!(s.by_ref().count(), 1);
+        assert_eq!(s.trace_start(), None);
+    }
 
     #[test]
     fn maps_rows_and_counts_skips() {

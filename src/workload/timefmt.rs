@@ -101,3 +101,50 @@ impl Origin {
         abs_s.checked_sub(o)?.checked_mul(1000)
     }
 }
+
+/// The civil date `(y, m, d)` of `days` since 1970-01-01 (proleptic Gregorian; H. Hinnant's
+/// `civil_from_days`, the inverse of [`days_from_civil`]).
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// `YYYY-MM-DDTHH:MM:SS` of `secs` since 1970-01-01 00:00:00 of some clock (the inverse of
+/// [`parse_naive_datetime`] with `b'T'`).
+pub fn format_datetime(secs: i64) -> String {
+    let (days, s) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+        s / 3600,
+        s / 60 % 60,
+        s % 60
+    )
+}
+
+#[cfg(test)]
+mod format_tests {
+    use super::*;
+
+    #[test]
+    fn format_inverts_parse() {
+        assert_eq!(format_datetime(0), "1970-01-01T00:00:00");
+        // 749458803 s = 8674 days (1970-01-01 + 8674 d = 1993-10-01) + 25203 s (7 h 0 min 3 s).
+        assert_eq!(format_datetime(749_458_803), "1993-10-01T07:00:03");
+        for t in [
+            "2017-10-01T00:00:00",
+            "2000-02-29T23:59:59",
+            "1969-12-31T23:59:59",
+        ] {
+            assert_eq!(format_datetime(parse_naive_datetime(t, b'T').unwrap()), t);
+        }
+    }
+}
