@@ -1048,10 +1048,25 @@ mod tests {
                  4|2024-03-01T05:00:30-05|2024-03-01T05:00:30-05|2024-03-01T05:00:40-05||cpu=1|cpu=1|p|a|n|COMPLETED||\n"
             ),
         );
-        let jobs: Vec<JobSpec> = open(&p).unwrap().map(Result::unwrap).collect();
+        let mut s = open(&p).unwrap();
+        let jobs: Vec<JobSpec> = s.by_ref().map(Result::unwrap).collect();
         let submits: Vec<u64> = jobs.iter().map(|j| j.submit.0 / 1000).collect();
         assert_eq!(submits, [0, 10, 20, 30]);
         assert_eq!(jobs[3].runtime, SimDuration::from_secs(10));
+        // t = 0 = 1709287200 s (job 2's 11:00:10+01:00 = 10:00:10Z is 10 s later), UTC.
+        let start = s.trace_start().unwrap();
+        assert_eq!(start.time, "2024-03-01T10:00:00Z");
+        assert!(start.utc_offset_known);
+        let naive = write(
+            &dir,
+            "naive.txt",
+            &format!(
+                "{H}2|2024-03-01T10:00:10|2024-03-01T10:00:10|2024-03-01T10:01:10|60|cpu=1|cpu=1|p|a|n|COMPLETED||\n"
+            ),
+        );
+        let start = read_all_sorted(&naive).unwrap().trace_start().unwrap();
+        assert_eq!(start.time, "2024-03-01T10:00:10");
+        assert!(!start.utc_offset_known);
         let mixed = write(
             &dir,
             "mixed.txt",

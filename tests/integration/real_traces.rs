@@ -66,6 +66,12 @@ fn philly_fifo_counts_match_the_trace() {
     );
     assert_eq!(j.rejected, 0, "every Philly job fits the 2,490-GPU fleet");
     assert_eq!(j.completed, 82_247);
+    // The earliest `timestamp` in the file (`sort` of the column): 2017-09-04 10:30:41,
+    // naive US Pacific wall clock.
+    let start = s.trace_start.as_ref().expect("Philly has a calendar");
+    assert_eq!(start.time, "2017-09-04T10:30:41");
+    assert!(!start.utc_offset_known);
+    assert_eq!(start.zone.as_deref(), Some("US Pacific"));
 }
 
 #[test]
@@ -77,6 +83,12 @@ fn swf_nasa_runs_end_to_end() {
     assert_eq!(s.fleet.gpus, 128);
     assert_eq!(s.jobs.submitted, 18_239);
     assert_eq!(s.jobs.completed, 18_239, "every job fits 128 accelerators");
+    // `; UnixStartTime: 749458803` = 8,674 days after 1970-01-01 (1993-10-01) + 25,203 s
+    // (07:00:03) UTC; `; TimeZoneString: US/Pacific`.
+    let start = s.trace_start.as_ref().expect("the log has UnixStartTime");
+    assert_eq!(start.time, "1993-10-01T07:00:03Z");
+    assert!(start.utc_offset_known);
+    assert_eq!(start.zone.as_deref(), Some("US/Pacific"));
 }
 
 #[test]

@@ -180,3 +180,88 @@ fn formats_without_public_files_here_are_named_in_traces_readme() {
         );
     }
 }
+
+/// `summary.json`'s `trace_start`: the absolute time of t = 0, per reader.
+mod trace_start {
+    use fleetsim::workload::TraceStart;
+
+    use crate::support::run;
+
+    const FLEET: &str = r#"
+[[fleet.cells]]
+name = "a"
+[[fleet.cells.nodes]]
+preset = "hgx-h100"
+count = 2
+"#;
+
+    fn start(time: &str, utc: bool, zone: Option<&str>) -> Option<TraceStart> {
+        Some(TraceStart {
+            time: time.to_string(),
+            utc_offset_known: utc,
+            zone: zone.map(str::to_string),
+        })
+    }
+
+    /// SWF: `UnixStartTime` 1,000,000,000 s = 11,574 days after 1970-01-01 (2001-09-09) +
+    /// 6,400 s (01:46:40), UTC; a `[transforms] window` dropping the first job does not move
+    /// t = 0 (job 2 still submits at 50 s).
+    #[test]
+    fn swf_unix_start_time_is_utc() {
+        let log = "; UnixStartTime: 1000000000\n; TimeZoneString: US/Eastern\n\
+                   1 0 -1 10 1 -1 -1 -1 -1 -1 1 1 1 -1 -1 -1 -1 -1\n\
+                   2 50 -1 10 1 -1 -1 -1 -1 -1 1 1 1 -1 -1 -1 -1 -1\n";
+        let scen = format!(
+            "name = \"s\"\n{FLEET}[workload]\ntrace = {{ format = \"swf\", path = \"l.swf\" }}\n\
+             [transforms]\nwindow = {{ start_s = 20 }}\n"
+        );
+        let out = run(&scen, &[("l.swf", log)]);
+        assert_eq!(
+            out.summary.trace_start,
+            start("2001-09-09T01:46:40Z", true, Some("US/Eastern"))
+        );
+        assert_eq!(out.summary.jobs.submitted, 1);
+        assert_eq!(crate::support::span(&out, "2").0, Some(50));
+        let json = serde_json::to_value(&out.summary).unwrap();
+        assert_eq!(
+            json["trace_start"],
+            serde_json::json!({"time": "2001-09-09T01:46:40Z", "utc_offset_known": true,
+                               "zone": "US/Eastern"})
+        );
+    }
+
+    /// Philly: t = 0 is the earliest timestamp (row 2's, the file is unsorted), naive US
+    /// Pacific wall clock.
+    #[test]
+    fn philly_earliest_submit_is_local() {
+        let csv = "timestamp,duration,num_gpus,gpu_time,cluster\n\
+                   2017-10-03 04:10:00,60,1,60,c\n\
+                   2017-10-03 04:00:00,60,1,60,c\n";
+        let scen = format!(
+            "name = \"p\"\n{FLEET}[workload]\ntrace = {{ format = \"philly\", path = \"p.csv\" }}\n"
+        );
+        let out = run(&scen, &[("p.csv", csv)]);
+        assert_eq!(
+            out.summary.trace_start,
+            start("2017-10-03T04:00:00", false, Some("US Pacific"))
+        );
+    }
+
+    /// A synthetic workload has no calendar: `null`.
+    #[test]
+    fn synthetic_has_none() {
+        let scen = format!(
+            "name = \"y\"\n{FLEET}[workload.synthetic]\nduration_s = 600\n\
+             arrival_rate_per_hour = 60.0\nmax_gpus_per_task = 8\ncpu_milli_per_gpu = 0\n\
+             mem_mib_per_gpu = 0\ntenants = [{{ name = \"t\", weight = 1.0 }}]\n\
+             sizes = [{{ gpus = 1, weight = 1.0 }}]\n\
+             runtime = {{ dist = \"lognormal\", median_s = 60.0, sigma = 1.0, min_s = 1.0, \
+             max_s = 600.0 }}\n"
+        );
+        let out = run(&scen, &[]);
+        assert!(out.summary.jobs.submitted > 0);
+        assert_eq!(out.summary.trace_start, None);
+        let json = serde_json::to_value(&out.summary).unwrap();
+        assert!(json["trace_start"].is_null());
+    }
+}
