@@ -28,7 +28,10 @@ echo "ray installed in $(( $(date +%s) - start )) s"
 export FLEETSIM_REQUIRE_RAY=1
 # tests/test_fleetsim.py compares the tables with the files of the CLI's release binary
 # ($CARGO_TARGET_DIR/release/fleetsim, built by .ci/run before).
-(cd python && "$venv/bin/python" -m pytest tests -q -s -p no:cacheprovider)
+# From the repository root: `python -m pytest` puts the working folder on sys.path (and Ray
+# workers inherit the driver's), and from python/ the source folder `fleetsim/`, which has
+# no built module, would shadow the installed package.
+"$venv/bin/python" -m pytest python/tests -q -s -p no:cacheprovider
 start=$(date +%s)
 "$venv/bin/python" examples/planner_notebook.py --out out/planner-notebook
 echo "planner notebook ran in $(( $(date +%s) - start )) s"
