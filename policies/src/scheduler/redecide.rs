@@ -295,6 +295,25 @@ fn live_running(c: &Core, id: JobId) -> Option<&Running> {
 }
 
 /// Remaining run time at `now` (unknown: last).
+/// Stops running job `id` at `now` by the model's free preemption (every millisecond of
+/// progress kept: checkpoint interval 1 ms): frees its accelerators, its quota usage and its
+/// fair-share charge, and returns it as a pending job. Panics if `id` is not running.
+fn stop_freely(c: &mut Core, fleet: &mut FleetState, id: JobId, now: SimTime) -> PendingJob {
+    let mut run = c
+        .running
+        .as_mut()
+        .and_then(|reg| reg.get_mut(id.index()))
+        .and_then(Option::take)
+        .expect("a running job");
+    run.job.checkpoint_interval = Some(SimDuration(1));
+    release(fleet, &run.allocs);
+    if let (Some(t), Some(f)) = (c.quota.as_mut(), run.flavor) {
+        t.remove_usage(run.job.queue, f, &run.req);
+    }
+    c.uncharge(run.job.queue, run.job.total_gpu_milli(), now);
+    stopped_job(&run, now)
+}
+
 fn remaining(c: &Core, r: &Redecide, id: JobId, now: SimTime) -> u64 {
     match live_running(c, id) {
         Some(run) => run.job.runtime_estimate.map_or(u64::MAX, |e| {
@@ -473,20 +492,7 @@ impl Scheduler {
             _ => PreemptReason::Priority,
         };
         for &id in &stop {
-            let mut run = c
-                .running
-                .as_mut()
-                .and_then(|reg| reg.get_mut(id.index()))
-                .and_then(Option::take)
-                .expect("a running job");
-            // Free preemption: every millisecond of progress is kept.
-            run.job.checkpoint_interval = Some(SimDuration(1));
-            release(fleet, &run.allocs);
-            if let (Some(t), Some(f)) = (c.quota.as_mut(), run.flavor) {
-                t.remove_usage(run.job.queue, f, &run.req);
-            }
-            c.uncharge(run.job.queue, run.job.total_gpu_milli(), now);
-            let job = stopped_job(&run, now);
+            let job = stop_freely(c, fleet, id, now);
             let s = *f.slot(id).expect("an indexed job");
             // The key it had in this pass is the one it keeps while pending.
             debug_assert_eq!(
@@ -652,20 +658,7 @@ impl Scheduler {
             _ => PreemptReason::Priority,
         };
         for &id in &stop {
-            let mut run = c
-                .running
-                .as_mut()
-                .and_then(|reg| reg.get_mut(id.index()))
-                .and_then(Option::take)
-                .expect("a running job");
-            // Free preemption: every millisecond of progress is kept.
-            run.job.checkpoint_interval = Some(SimDuration(1));
-            release(fleet, &run.allocs);
-            if let (Some(t), Some(f)) = (c.quota.as_mut(), run.flavor) {
-                t.remove_usage(run.job.queue, f, &run.req);
-            }
-            c.uncharge(run.job.queue, run.job.total_gpu_milli(), now);
-            r.pending.insert(id, stopped_job(&run, now));
+            r.pending.insert(id, stop_freely(c, fleet, id, now));
             self.pending_len += 1;
             out.push(Decision::Preempt {
                 job: id,
