@@ -484,13 +484,11 @@ impl Simulation {
         }
     }
 
-    /// Running gang `id` lost its members on failed `node` (`gang_recovery =
-    /// "keep_survivors"`): the failure is counted as for a restart, the run stops at its
-    /// last checkpoint (work since then is lost, no grace), the members on `node` are
-    /// released at once (the node is gone: no grace held on it), and the survivors stay
-    /// bound with progress paused ([`JobState::Recovering`]) until
-    /// [`Simulation::recover_gangs`] places the missing members.
-    fn keep_survivors(&mut self, id: JobId, node: NodeId) {
+    /// Counts a node failure against running job `id` (its failures, its tenant's and the
+    /// run's; `lost_at` = now when reliability is reported) and stops its run with no grace,
+    /// booking the progress lost since its last checkpoint as lost to failures (GPU-milli ×
+    /// ms). The job's tasks are not released from their nodes: the caller decides which.
+    fn fail_run(&mut self, id: JobId) {
         let now = self.now;
         let tenant = self.jobs[id.index()].tenant;
         let x = self.jobs[id.index()].extra.get_or_insert_with(Box::default);
@@ -503,6 +501,18 @@ impl Simulation {
         let before = self.lost_gpu_milli_ms;
         self.stop_run(id, SimDuration::ZERO);
         self.rel.lost_to_failures_gpu_milli_ms += self.lost_gpu_milli_ms - before;
+    }
+
+    /// Running gang `id` lost its members on failed `node` (`gang_recovery =
+    /// "keep_survivors"`): the failure is counted as for a restart, the run stops at its
+    /// last checkpoint (work since then is lost, no grace), the members on `node` are
+    /// released at once (the node is gone: no grace held on it), and the survivors stay
+    /// bound with progress paused ([`JobState::Recovering`]) until
+    /// [`Simulation::recover_gangs`] places the missing members.
+    fn keep_survivors(&mut self, id: JobId, node: NodeId) {
+        let now = self.now;
+        let tenant = self.jobs[id.index()].tenant;
+        self.fail_run(id);
         let (gone, kept): (Vec<TaskAlloc>, Vec<TaskAlloc>) = self.jobs[id.index()]
             .allocs
             .as_slice()
@@ -693,17 +703,7 @@ impl Simulation {
         }
         let now = self.now;
         // The failure, counted and accounted as for a requeue (time to recovery 0).
-        let tenant = self.jobs[id.index()].tenant;
-        let x = self.jobs[id.index()].extra.get_or_insert_with(Box::default);
-        x.failures += 1;
-        if self.cfg.reliability {
-            x.lost_at = Some(now);
-        }
-        self.counts.failures += 1;
-        self.tenant_stats[tenant.index()].failures += 1;
-        let before = self.lost_gpu_milli_ms;
-        self.stop_run(id, SimDuration::ZERO);
-        self.rel.lost_to_failures_gpu_milli_ms += self.lost_gpu_milli_ms - before;
+        self.fail_run(id);
         for a in old.iter().filter(|a| a.node == node) {
             self.fleet
                 .release(a)
