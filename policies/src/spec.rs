@@ -361,6 +361,9 @@ impl SchedulerSpec {
             if let Some(v) = c.retry_interval_s {
                 positive("cycle.retry_interval_s", v)?;
             }
+            if let Some(v) = c.round_s {
+                positive("cycle.round_s", v)?;
+            }
             if c.attempt_budget == Some(0) {
                 return Err(SpecError::new("cycle.attempt_budget", "must be at least 1"));
             }
@@ -542,6 +545,15 @@ impl SchedulerSpec {
             .as_ref()
             .and_then(|c| c.retry_interval_s)
             .map(|v| SimDuration(secs_to_ms(v)))
+    }
+
+    /// The round length of a round-based cadence ([`CycleSpec::round_s`]), if any; at
+    /// least 1 ms (a `round_s` below half a millisecond rounds to 1 ms).
+    pub fn round(&self) -> Option<SimDuration> {
+        self.cycle
+            .as_ref()
+            .and_then(|c| c.round_s)
+            .map(|v| SimDuration(secs_to_ms(v).max(1)))
     }
 }
 
@@ -745,6 +757,17 @@ pub struct CycleSpec {
         serde(default, skip_serializing_if = "Option::is_none")
     )]
     pub attempt_budget: Option<u64>,
+    /// Round-based cadence (Gavel's rounds, Xiao et al. OSDI'20 §5; a production
+    /// scheduler's fixed loop period), seconds: scheduling passes (starts, preemptions)
+    /// run only at instants `t = k · round_s`, while arrivals and completions keep their
+    /// exact times. A change between boundaries is acted on at the next boundary; the
+    /// scheduler's own wake-ups and `retry_interval_s` passes are rounded up to a boundary.
+    /// Absent (default): a pass at every instant where something changed.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub round_s: Option<f64>,
 }
 
 /// `[policy.topology]`: a gang topology constraint (see [`crate::topology`]). Levels:

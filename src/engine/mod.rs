@@ -13,7 +13,8 @@
 //! 4. replay mode only: recorded starts at `t`; then periodic passes due at `t`
 //!    ([`EngineConfig::retry_interval`]);
 //! 5. scheduling passes, if anything changed since the last one, until a pass changes
-//!    nothing. A pass tries every pending job once in its order; since a pass only allocates,
+//!    nothing (with a round-based cadence, [`EngineConfig::round`], only at round
+//!    boundaries: a change at another instant is acted on at the next boundary). A pass tries every pending job once in its order; since a pass only allocates,
 //!    a second pass at the same state could start nothing more, except when it preempted:
 //!    victims released at once are requeued and tried again in another pass at `t`. Jobs
 //!    started with zero run time complete at `t` as well, which re-runs steps 1–5 at `t`.
@@ -117,6 +118,13 @@ pub struct EngineConfig {
     /// While jobs are pending, also run a pass this often (a retry cycle: Kueue requeueing,
     /// an HTCondor negotiation cycle), at multiples of it after the first pending pass.
     pub retry_interval: Option<SimDuration>,
+    /// Round-based cadence (`[policy.cycle] round_s`; Gavel's rounds): scheduling passes run
+    /// only at instants that are multiples of it. A change at another instant (an arrival,
+    /// a completion, a node event) marks the scheduler dirty and queues a tick at the next
+    /// boundary `⌈t / round⌉ · round`; the scheduler's wake-ups and the
+    /// [`EngineConfig::retry_interval`] passes are rounded up to a boundary the same way.
+    /// `None` (default): a pass at every instant where something changed.
+    pub round: Option<SimDuration>,
     /// Checkpoint interval of every job: a stopped job keeps its progress up to the last
     /// multiple of it (`None`: it restarts from scratch).
     pub checkpoint_interval: Option<SimDuration>,
@@ -804,6 +812,8 @@ pub struct Simulation {
     next_tick: Option<SimTime>,
     /// The scheduler's own wake-up ([`Scheduler::next_wake`]) pushed as a tick, if any.
     wake_at: Option<SimTime>,
+    /// The next round boundary pushed as a tick ([`EngineConfig::round`]), if any.
+    round_at: Option<SimTime>,
     backfill: bool,
     /// The decision list, reused from pass to pass.
     decisions: Vec<Decision>,
@@ -882,6 +892,7 @@ impl Simulation {
             quota_log: Vec::new(),
             next_tick: None,
             wake_at: None,
+            round_at: None,
             backfill,
             decisions: Vec::new(),
             rel: reliability::ReliabilityStats {
@@ -1239,9 +1250,22 @@ impl Simulation {
                     self.wake_at = None;
                     self.dirty = true;
                 }
+                if self.round_at == Some(t) {
+                    self.round_at = None;
+                }
+            }
+            // Round-based cadence: between boundaries a change waits (still dirty) for the
+            // tick at the next boundary.
+            if self.dirty && !self.on_round(t) {
+                let at = self.round_up(t);
+                if self.round_at != Some(at) {
+                    self.round_at = Some(at);
+                    self.events.push(at, EventKind::Tick);
+                }
+                self.metrics.set_pending(self.sched.pending_len() as u64);
             }
             // (5) scheduling passes until one changes nothing.
-            if self.dirty {
+            if self.dirty && self.on_round(t) {
                 let mut here = 0u32;
                 while self.dirty {
                     self.dirty = false;
@@ -1298,7 +1322,11 @@ impl Simulation {
                 self.sched
                     .count_pending_reasons(|r, n| m.add_pending_reason(r.as_str(), n));
                 // A pass the scheduler asked for (the Tiresias model's demotion wake-up).
-                let wake = self.sched.next_wake().filter(|&w| w > t);
+                let wake = self
+                    .sched
+                    .next_wake()
+                    .filter(|&w| w > t)
+                    .map(|w| self.round_up(w));
                 if wake != self.wake_at {
                     // A tick left from an earlier wake-up finds `wake_at` changed: no pass.
                     self.wake_at = wake;
@@ -1312,7 +1340,7 @@ impl Simulation {
                     // event, which brings its own pass).
                     if self.sched.pending_len() > 0 && self.running > 0 && self.next_tick.is_none()
                     {
-                        let at = t + SimDuration(iv.0.max(1));
+                        let at = self.round_up(t + SimDuration(iv.0.max(1)));
                         self.next_tick = Some(at);
                         self.events.push(at, EventKind::Tick);
                     }
@@ -1354,6 +1382,23 @@ impl Simulation {
         }
         let trace_start = stream.trace_start();
         self.close(stopped_at_horizon, skipped_rows, trace_start, sink)
+    }
+
+    /// Whether passes may run at `t`: always without a round-based cadence, else only at
+    /// multiples of the round ([`EngineConfig::round`]).
+    fn on_round(&self, t: SimTime) -> bool {
+        self.cfg.round.is_none_or(|r| t.0 % r.0.max(1) == 0)
+    }
+
+    /// The first round boundary at or after `t` (`t` itself without a cadence).
+    fn round_up(&self, t: SimTime) -> SimTime {
+        match self.cfg.round {
+            None => t,
+            Some(r) => {
+                let r = r.0.max(1);
+                SimTime(t.0.div_ceil(r).saturating_mul(r))
+            }
+        }
     }
 
     fn arrive(

@@ -26,6 +26,7 @@
 //!
 //! Integrals are exact integers (`u128` GPU-milli·ms); ratios are formed once, at the end.
 
+pub mod slo;
 pub mod stats;
 
 use fleetsim_policies::{FleetState, SimTime, TaskAlloc, TenantId};

@@ -99,6 +99,10 @@ pub struct Summary {
     /// `[startup]`; see [`crate::reliability`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reliability: Option<crate::reliability::ReliabilitySummary>,
+    /// Queueing SLOs by name (present only with `[[metrics.slo]]`; see
+    /// [`crate::metrics::slo`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slo: Option<BTreeMap<String, crate::metrics::slo::SloResult>>,
 }
 
 /// Fleet fragmentation over the window (DESIGN §6; Weng et al., ATC'23): the expected
@@ -451,6 +455,7 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
         tenants,
         transforms: None,
         reliability: None,
+        slo: None,
     }
 }
 

@@ -144,8 +144,21 @@ pub const RELIABILITY_METRICS: &[Metric] = &[
     },
 ];
 
-/// The direction of a metric, when it is one of [`METRICS`] or [`RELIABILITY_METRICS`].
+/// The direction of a metric, when it is one of [`METRICS`] or [`RELIABILITY_METRICS`], or
+/// a queueing-SLO figure (`summary.json` → `slo.<name>.<field>`, see
+/// [`crate::metrics::slo`]): attainment (`attainment`, `interval_attainment`) and met counts
+/// (`met_jobs`, `intervals_met`) are higher-is-better; `violated_jobs` and the observed
+/// `wait_s_at_quantile` lower-is-better.
 pub fn better(name: &str) -> Option<Better> {
+    if let Some(rest) = name.strip_prefix("slo.") {
+        return match rest.rsplit_once('.').map(|(_, f)| f) {
+            Some("attainment" | "interval_attainment" | "met_jobs" | "intervals_met") => {
+                Some(Better::Higher)
+            }
+            Some("violated_jobs" | "wait_s_at_quantile") => Some(Better::Lower),
+            _ => None,
+        };
+    }
     METRICS
         .iter()
         .chain(RELIABILITY_METRICS)

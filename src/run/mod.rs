@@ -231,6 +231,7 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
         queues,
         estimate_oracle: p.runtime_estimate == crate::scenario::EstimateSource::Oracle,
         retry_interval: p.retry_interval(),
+        round: p.round(),
         checkpoint_interval: p.checkpoint_interval(),
         node_changes: Vec::new(),
         record_preemptions: false,
@@ -571,6 +572,13 @@ pub fn run_scenario(
     let gpu_numbering =
         crate::report::batsim::GpuNumbering::new(state.nodes().iter().map(|n| n.gpus));
     let mut sim = Simulation::with_extensions(state, policies, ext, cfg);
+    // Queueing SLOs read the job rows as they are written (none without `[[metrics.slo]]`).
+    let mut slo_tracker = (!loaded.scenario.metrics.slo.is_empty()).then(|| {
+        crate::metrics::slo::SloTracker::new(
+            loaded.scenario.metrics.slo.clone(),
+            crate::scenario::slo_queues(&loaded.scenario),
+        )
+    });
     let (result, jobs) = match &opts.out_dir {
         Some(dir) => {
             // The folder reads as incomplete from here until the marker is written last.
@@ -609,6 +617,9 @@ pub fn run_scenario(
             if let Some(b) = bs.as_mut() {
                 sinks.push(b);
             }
+            if let Some(t) = slo_tracker.as_mut() {
+                sinks.push(t);
+            }
             let r = sim.run(stream.as_mut(), &mut Tee { sinks }, progress)?;
             if let Some(c) = csv {
                 c.commit().map_err(io_err(&csv_path))?;
@@ -623,14 +634,29 @@ pub fn run_scenario(
         }
         None if opts.keep_rows => {
             let mut rows = Vec::new();
-            let r = sim.run(stream.as_mut(), &mut rows, progress)?;
+            let r = match slo_tracker.as_mut() {
+                Some(t) => {
+                    let mut tee = Tee {
+                        sinks: vec![&mut rows, t],
+                    };
+                    sim.run(stream.as_mut(), &mut tee, progress)?
+                }
+                None => sim.run(stream.as_mut(), &mut rows, progress)?,
+            };
             (r, Some(rows))
         }
-        None => (
-            sim.run(stream.as_mut(), &mut crate::engine::DiscardRows, progress)?,
-            None,
-        ),
+        None => match slo_tracker.as_mut() {
+            Some(t) => (sim.run(stream.as_mut(), t, progress)?, None),
+            None => (
+                sim.run(stream.as_mut(), &mut crate::engine::DiscardRows, progress)?,
+                None,
+            ),
+        },
     };
+    let slo_results = slo_tracker
+        .as_ref()
+        .map(|t| t.report(&result.occupancy))
+        .unwrap_or_default();
     let policy = loaded.scenario.policy.describe();
     let mut summary = summary::build(
         summary::SummaryInput {
@@ -651,6 +677,9 @@ pub fn run_scenario(
         },
         &result,
     );
+    if !slo_results.is_empty() {
+        summary.slo = Some(crate::metrics::slo::summary_section(&slo_results));
+    }
     if !loaded.scenario.transforms.is_empty() {
         summary.transforms = Some(loaded.scenario.transforms.echo());
     }
@@ -687,7 +716,9 @@ pub fn run_scenario(
     }
     if let Some(dir) = &opts.out_dir {
         let tenants: Vec<String> = result.tenants.iter().map(|t| t.name.clone()).collect();
-        let series = timeseries::series(&cells, &models_for_series, &tenants, &result.occupancy);
+        let mut series =
+            timeseries::series(&cells, &models_for_series, &tenants, &result.occupancy);
+        crate::metrics::slo::append_columns(&mut series, &slo_results);
         for f in &loaded.scenario.metrics.outputs {
             let path = dir.join(format!("timeseries.{}", f.as_str()));
             match f {

@@ -31,7 +31,7 @@ mod validate;
 
 pub use schema::*;
 pub use validate::{
-    load, merged_table, parse, parse_value, secs_to_ms, Loaded, ScenarioError, TraceDir,
+    load, merged_table, parse, parse_value, secs_to_ms, slo_queues, Loaded, ScenarioError, TraceDir,
 };
 
 /// The embedded default scenario (`scenarios/default.toml`): two cells of different

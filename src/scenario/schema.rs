@@ -584,6 +584,10 @@ pub struct MetricsSpec {
     /// non-empty set, each at most once. Default `["csv"]`.
     #[serde(default = "default_outputs")]
     pub outputs: Vec<OutputFormat>,
+    /// Queueing SLOs (`[[metrics.slo]]`, see [`crate::metrics::slo`]): their attainment goes
+    /// to `summary.json` → `slo` and `timeseries.csv`'s `slo_*` columns; none by default.
+    #[serde(default)]
+    pub slo: Vec<crate::metrics::slo::SloSpec>,
 }
 
 /// A format of the per-job and time-series outputs.
@@ -640,6 +644,7 @@ impl Default for MetricsSpec {
             timeseries_interval_s: default_interval(),
             audit_every_instant: false,
             outputs: default_outputs(),
+            slo: Vec::new(),
         }
     }
 }

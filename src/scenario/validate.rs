@@ -192,6 +192,7 @@ pub fn parse(text: &str, origin: &str, base_dir: PathBuf) -> Result<Loaded, Scen
     let mut scenario = scenario;
     validate(&scenario, origin)?;
     apply_kueue(&mut scenario, origin, &base_dir)?;
+    validate_slo(&scenario, origin)?;
     Ok(Loaded {
         scenario,
         origin: origin.to_string(),
@@ -281,6 +282,7 @@ pub fn parse_value(
     let mut scenario = scenario;
     validate(&scenario, origin)?;
     apply_kueue(&mut scenario, origin, &base_dir)?;
+    validate_slo(&scenario, origin)?;
     Ok(Loaded {
         scenario,
         origin: origin.to_string(),
@@ -615,6 +617,35 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
         c.validate().map_err(|(f, m)| bad(f, &m))?;
     }
     Ok(())
+}
+
+/// The scenario's queues as the SLOs see them (after the Kueue manifests are merged in).
+pub fn slo_queues(s: &Scenario) -> Vec<crate::metrics::slo::SloQueue> {
+    s.queues
+        .iter()
+        .map(|q| crate::metrics::slo::SloQueue {
+            name: q.name.clone(),
+            local_queues: q.local_queues.clone(),
+            tier: q.tier.unwrap_or_default(),
+        })
+        .collect()
+}
+
+/// Checks `[[metrics.slo]]` ([`crate::metrics::slo::validate`]) against the queues, Kueue's
+/// included.
+fn validate_slo(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
+    let bad = |field: String, message: String| ScenarioError::Invalid {
+        origin: origin.to_string(),
+        field,
+        message,
+    };
+    if s.metrics.slo.len() > crate::metrics::slo::MAX_SLOS {
+        return Err(bad(
+            "metrics.slo".into(),
+            format!("at most {} SLOs", crate::metrics::slo::MAX_SLOS),
+        ));
+    }
+    crate::metrics::slo::validate(&s.metrics.slo, &slo_queues(s)).map_err(|(f, m)| bad(f, m))
 }
 
 /// Checks cohorts and queue quotas: names, parents (no cycles), weights, and every quota

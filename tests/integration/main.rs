@@ -28,6 +28,7 @@ mod reliability;
 mod report_render;
 mod schemas;
 mod security;
+mod slo_rounds;
 mod snapshots;
 mod studies;
 mod support;
