@@ -198,3 +198,27 @@ pub fn metric_exists(summary: &Value, name: &str) -> bool {
     }
     v.is_number() || v.is_null()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slo_figures_have_directions_and_read_by_dotted_path() {
+        assert_eq!(better("slo.p95-wait.attainment"), Some(Better::Higher));
+        assert_eq!(
+            better("slo.p95-wait.interval_attainment"),
+            Some(Better::Higher)
+        );
+        assert_eq!(better("slo.p95-wait.violated_jobs"), Some(Better::Lower));
+        assert_eq!(
+            better("slo.p95-wait.wait_s_at_quantile"),
+            Some(Better::Lower)
+        );
+        assert_eq!(better("slo.p95-wait.kind"), None);
+        assert_eq!(better("wait_s.p99"), Some(Better::Lower));
+        let s = serde_json::json!({"slo": {"p95-wait": {"attainment": 0.75}}});
+        assert_eq!(metric_value(&s, "slo.p95-wait.attainment"), Some(0.75));
+        assert!(metric_exists(&s, "slo.p95-wait.attainment"));
+    }
+}

@@ -93,3 +93,59 @@ fn default_scenario_output_digest_is_pinned() {
         .collect();
     insta::assert_snapshot!("default_scenario_digests", digests.join("\n"));
 }
+
+/// The committed SLO scenario under 60 s rounds (`scenarios/philly-slo-rounds.toml`, real
+/// Philly trace; skipped without it), cut at a horizon 3 compressed days after the trace
+/// window opens to keep the debug build quick: two runs write the same bytes, and the SLO
+/// outputs are there (the `slo` section, the `slo_<name>_*` columns).
+#[test]
+fn philly_slo_rounds_is_byte_identical_across_runs() {
+    let traces = crate::support::public_traces();
+    if !traces.join("philly").exists() {
+        eprintln!("skipping: no public traces at {}", traces.display());
+        return;
+    }
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/philly-slo-rounds.toml");
+    let mut loaded = scenario::load(&path).unwrap();
+    loaded.scenario.metrics.horizon_s = Some(2_294_959.0 + 3.0 * 86_400.0);
+    let run = |dir: &std::path::Path| {
+        let opts = RunOptions {
+            seed: None,
+            trace_dir: TraceDir(traces.clone()),
+            out_dir: Some(dir.to_path_buf()),
+            keep_rows: false,
+        };
+        run_scenario(&loaded, &opts, &mut |_, _| {}).unwrap()
+    };
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let out = run(a.path());
+    run(b.path());
+    for f in ["summary.json", "jobs.csv", "timeseries.csv"] {
+        assert_eq!(read(a.path(), f), read(b.path(), f), "{f} differs");
+    }
+    let slo = out.summary.slo.as_ref().expect("slo section");
+    assert_eq!(
+        slo.keys().map(|k| k.as_str()).collect::<Vec<_>>(),
+        ["all-p95-10min", "batch-1h", "small-vcs-5min"]
+    );
+    assert!(slo["all-p95-10min"].jobs > 0);
+    let series = String::from_utf8(read(a.path(), "timeseries.csv")).unwrap();
+    let header = series.lines().next().unwrap();
+    for name in ["all-p95-10min", "small-vcs-5min", "batch-1h"] {
+        for col in ["met_jobs", "violated_jobs", "attainment"] {
+            assert!(header.contains(&format!("slo_{name}_{col}")), "{header}");
+        }
+    }
+    // Per-interval counts add up to the window's (each decided job in one interval).
+    let cols: Vec<&str> = header.split(',').collect();
+    let ix = cols
+        .iter()
+        .position(|c| *c == "slo_all-p95-10min_met_jobs")
+        .unwrap();
+    let met: u64 = series
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(ix).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(met, slo["all-p95-10min"].met_jobs);
+}
