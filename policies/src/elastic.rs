@@ -13,9 +13,11 @@
 //!    Pending jobs, in key order, start in the first cell (lowest index) whose unreserved GPUs
 //!    hold their `min`; a pending job that fits nowhere waits and later jobs are still tried
 //!    (best effort, as Kueue's `BestEffortFIFO`).
-//! 2. *Growth*: the GPUs left unreserved in a cell go to its active jobs in key order, each
-//!    up to its `max` (the first job in key order grows first, so when capacity is needed the
-//!    jobs last in key order shrink first).
+//! 2. *Growth* by water-filling: the GPUs left unreserved in a cell are handed out one per job
+//!    per round, in key order, to the cell's active jobs below their `max`, until none are
+//!    left (so sizes differ by at most one GPU among jobs not capped by `max`, and an odd GPU
+//!    goes to the job first in key order). When capacity is needed, every grown job shrinks
+//!    toward its `min`.
 //!
 //! [`ElasticKind::Fixed`] ("fixed") does the admission pass only: every job runs at its `min`
 //! — the rigid baseline.
@@ -48,6 +50,51 @@ pub struct ElasticJobView {
 /// The elastic key of `j`: `(priority descending, submit ascending, seq ascending)`.
 fn key(j: &ElasticJobView) -> (std::cmp::Reverse<i32>, SimTime, u64) {
     (std::cmp::Reverse(j.priority), j.submit, j.seq)
+}
+
+/// Grows the active jobs of cell `c` by water-filling: rounds over the key order, each round
+/// giving every job below its `max` one more GPU, until the cell's `left` GPUs run out (a
+/// last partial round serves the first jobs in key order). Rounds are batched: `r` rounds at
+/// once when every eligible job can take `r` more and `left` covers them.
+fn water_fill(
+    c: usize,
+    left: &mut u64,
+    jobs: &[ElasticJobView],
+    order: &[usize],
+    out: &mut [Option<(usize, u32)>],
+) {
+    loop {
+        let eligible: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|&i| matches!(out[i], Some((cc, n)) if cc == c && n < jobs[i].max))
+            .collect();
+        let k = eligible.len() as u64;
+        if k == 0 || *left == 0 {
+            return;
+        }
+        if *left >= k {
+            let head = eligible
+                .iter()
+                .map(|&i| u64::from(jobs[i].max - size_of(out, i)))
+                .min()
+                .unwrap_or(0);
+            let r = (*left / k).min(head);
+            for &i in &eligible {
+                out[i] = Some((c, size_of(out, i) + r as u32));
+            }
+            *left -= r * k;
+        } else {
+            for &i in eligible.iter().take(*left as usize) {
+                out[i] = Some((c, size_of(out, i) + 1));
+            }
+            *left = 0;
+        }
+    }
+}
+
+fn size_of(out: &[Option<(usize, u32)>], i: usize) -> u32 {
+    out[i].map_or(0, |(_, n)| n)
 }
 
 /// Each job's `(cell, size)` after one sizing pass, in the order of `jobs`; `None` = pending.
@@ -84,12 +131,8 @@ pub fn plan_sizes(
         }
     }
     if kind == ElasticKind::GrowIdle {
-        for &i in &order {
-            if let Some((c, size)) = out[i] {
-                let extra = u64::from(jobs[i].max - size).min(spare[c]);
-                spare[c] -= extra;
-                out[i] = Some((c, size + extra as u32));
-            }
+        for (c, left) in spare.iter_mut().enumerate() {
+            water_fill(c, left, jobs, &order, &mut out);
         }
     }
     out
@@ -112,24 +155,32 @@ mod tests {
     }
 
     #[test]
-    fn grows_in_key_order_and_shrinks_last_first() {
-        // 8 GPUs; A (1..8) and B (1..8) both pending: A gets 1 + 6 spare = 7, B 1.
+    fn grows_by_water_filling_and_shrinks_for_a_preemptor() {
+        // 8 GPUs; A (1..8) and B (1..8) both pending: 6 spare, 3 rounds → 4 and 4.
         let a = job(0, 0, 0, 1, 8);
         let b = job(1, 0, 10, 1, 8);
         let p = plan_sizes(ElasticKind::GrowIdle, &[8], &[a, b]);
-        assert_eq!(p, vec![Some((0, 7)), Some((0, 1))]);
-        // A rigid job of 4 at higher priority arrives: A shrinks to 3, B stays at 1.
+        assert_eq!(p, vec![Some((0, 4)), Some((0, 4))]);
+        // A rigid job of 4 at higher priority arrives: 8 − 1 − 1 − 4 = 2 spare → A 2, B 2.
         let a = ElasticJobView {
-            running: Some((0, 7)),
+            running: Some((0, 4)),
             ..a
         };
         let b = ElasticJobView {
-            running: Some((0, 1)),
+            running: Some((0, 4)),
             ..b
         };
         let r = job(2, 5, 20, 4, 4);
         let p = plan_sizes(ElasticKind::GrowIdle, &[8], &[a, b, r]);
-        assert_eq!(p, vec![Some((0, 3)), Some((0, 1)), Some((0, 4))]);
+        assert_eq!(p, vec![Some((0, 2)), Some((0, 2)), Some((0, 4))]);
+        // Three 1..8 jobs: 5 spare → one round (2, 2, 2), then the odd 2 GPUs go to the
+        // first two in key order → 3, 3, 2. A job capped by max (C: 1..2) stops early.
+        let js = [job(0, 0, 0, 1, 8), job(1, 0, 1, 1, 8), job(2, 0, 2, 1, 8)];
+        let p = plan_sizes(ElasticKind::GrowIdle, &[8], &js);
+        assert_eq!(p, vec![Some((0, 3)), Some((0, 3)), Some((0, 2))]);
+        let js = [job(0, 0, 0, 1, 8), job(1, 0, 1, 1, 2)];
+        let p = plan_sizes(ElasticKind::GrowIdle, &[8], &js);
+        assert_eq!(p, vec![Some((0, 6)), Some((0, 2))]);
     }
 
     #[test]
