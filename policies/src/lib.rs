@@ -114,6 +114,7 @@ pub mod backfill;
 pub mod bucket_index;
 pub mod cell_select;
 pub mod decision;
+pub mod elastic;
 pub mod fairshare;
 pub mod ids;
 pub mod job;
@@ -145,8 +146,8 @@ pub use preemption::{minimal_victim_set, PreemptionConfig, VictimKey, VictimTria
 pub use queue_order::{OrderCtx, OrderKey, QueueOrder};
 pub use quota::{QuotaError, QuotaSpec, QuotaTree};
 pub use registry::{
-    AdmissionOrder, CellSelectKind, CellSelectSpec, PlacementKind, PlacementSpec, QueueOrderKind,
-    QueueOrderSpec, QueueingStrategy,
+    AdmissionOrder, CellSelectKind, CellSelectSpec, ElasticKind, PlacementKind, PlacementSpec,
+    QueueOrderKind, QueueOrderSpec, QueueingStrategy,
 };
 pub use resources::{ModelSet, TaskShape, WHOLE_GPU_MILLI};
 pub use scheduler::{Extensions, QueueConfig, RedecideOrder, Scheduler, SchedulerConfig};

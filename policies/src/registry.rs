@@ -10,6 +10,17 @@ use crate::placement::{
 use crate::queue_order::{Fifo, Las, Priority, QueueOrder, Sjf, Srtf};
 
 named_enum!(
+    /// An elastic sizing policy by name ([`crate::elastic::plan_sizes`]).
+    ElasticKind {
+        /// Start at `min`, grow into idle GPUs up to `max`, shrink toward `min` for others.
+        #[default]
+        GrowIdle => "grow-idle",
+        /// Start and stay at `min` (the rigid baseline).
+        Fixed => "fixed",
+    }
+);
+
+named_enum!(
     /// A queue-order policy by name.
     QueueOrderKind {
         /// [`Fifo`].

@@ -5,6 +5,7 @@ mod architecture;
 mod batsim;
 mod cli;
 mod determinism;
+mod elastic;
 mod engine_order;
 mod field_cases;
 mod field_cases_contention;
