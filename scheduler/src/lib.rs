@@ -3,4 +3,5 @@
 //! This crate part holds the edges of the service: [`security`] (TLS, tokens, limits,
 //! tenant authorization).
 
+pub mod k8s;
 pub mod security;
