@@ -5,3 +5,4 @@
 
 pub mod k8s;
 pub mod security;
+pub mod shadow;
