@@ -1,0 +1,145 @@
+//! Serving a router over TLS or plain TCP, after the exposure check.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use tokio::net::TcpListener;
+
+use super::layer::SecurityConfig;
+use super::listen::check_listen;
+use super::tls::server_config;
+use super::tokens::Tokens;
+
+/// Time allowed for a TLS handshake or a request's headers.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The command-line side of the security layer.
+#[derive(Clone, Debug, Default)]
+pub struct ListenOptions {
+    /// Address to listen on.
+    pub listen: Option<SocketAddr>,
+    /// PEM certificate chain (with `tls_key`: serve HTTPS).
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key.
+    pub tls_key: Option<PathBuf>,
+    /// Tokens file (TOML, see [`super::tokens`]).
+    pub tokens: Option<PathBuf>,
+    /// Request body limit, bytes (`None` = the default).
+    pub max_body_bytes: Option<usize>,
+    /// Requests per second per token (`None` = the default).
+    pub rate_per_second: Option<f64>,
+}
+
+/// What [`prepare`] hands to [`serve`].
+pub struct Prepared {
+    /// Address to bind.
+    pub listen: SocketAddr,
+    /// TLS configuration, if serving HTTPS.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// The layer's configuration (its resolver still the admin-only default: set it).
+    pub security: SecurityConfig,
+}
+
+/// Checks the options and loads the certificate and tokens: this is where a non-loopback
+/// address without TLS or tokens is refused, before anything binds.
+///
+/// # Errors
+/// A message: only one of `--tls-cert` / `--tls-key`, the exposure rule
+/// ([`super::ListenError`]), an unreadable or bad certificate, key or tokens file.
+pub fn prepare(o: &ListenOptions) -> Result<Prepared, String> {
+    let listen = o
+        .listen
+        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 7400)));
+    let (cert, key) = match (&o.tls_cert, &o.tls_key) {
+        (Some(c), Some(k)) => (Some(c), Some(k)),
+        (None, None) => (None, None),
+        _ => return Err("give both --tls-cert and --tls-key, or neither".into()),
+    };
+    check_listen(listen, cert.is_some(), o.tokens.is_some()).map_err(|e| e.to_string())?;
+    let tls = match (cert, key) {
+        (Some(c), Some(k)) => Some(server_config(c, k)?),
+        _ => None,
+    };
+    let tokens = o.tokens.as_deref().map(Tokens::from_file).transpose()?;
+    let mut security = SecurityConfig {
+        tokens,
+        ..SecurityConfig::default()
+    };
+    if let Some(n) = o.max_body_bytes {
+        security.max_body_bytes = n;
+    }
+    if let Some(r) = o.rate_per_second {
+        if !(r.is_finite() && r > 0.0) {
+            return Err(format!("--rate-per-second {r}: must be > 0"));
+        }
+        security.rate_per_second = r;
+    }
+    Ok(Prepared {
+        listen,
+        tls,
+        security,
+    })
+}
+
+/// Serves `app` on `listener` (HTTPS when `tls` is given) until `shutdown` completes, then
+/// waits up to 10 s for requests in flight. A connection whose TLS handshake fails or takes
+/// longer than [`HANDSHAKE_TIMEOUT`] is dropped.
+///
+/// # Errors
+/// None at present (accept errors are retried after a pause).
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            _ = &mut shutdown => break,
+            r = listener.accept() => match r {
+                Ok((s, _)) => s,
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let svc = hyper_util::service::TowerToHyperService::new(app.clone());
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(HANDSHAKE_TIMEOUT);
+        match &acceptor {
+            None => {
+                let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), svc);
+                let conn = graceful.watch(conn);
+                tokio::spawn(async move {
+                    let _ = conn.await;
+                });
+            }
+            Some(acceptor) => {
+                let acceptor = acceptor.clone();
+                let watcher = graceful.watcher();
+                tokio::spawn(async move {
+                    let Ok(Ok(tls)) =
+                        tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await
+                    else {
+                        return;
+                    };
+                    let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(tls), svc);
+                    let _ = watcher.watch(conn).await;
+                });
+            }
+        }
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(Duration::from_secs(10), graceful.shutdown()).await;
+    Ok(())
+}

@@ -1,0 +1,238 @@
+//! The tokens file: bearer token → principal → tenants (or admin).
+//!
+//! ```toml
+//! [[token]]
+//! token = "0123456789abcdef0123"   # at least 16 characters of A-Z a-z 0-9 . _ ~ -
+//! principal = "team-a-ci"
+//! tenants = ["team-a"]
+//! rate_per_second = 50              # optional; else the service's default
+//! burst = 100                       # optional
+//!
+//! [[token]]
+//! token = "fedcba9876543210fedc"
+//! principal = "cluster-operator"
+//! admin = true
+//! ```
+//!
+//! Unknown keys are refused. Tokens are compared in constant time against every entry.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use axum::http::{header, HeaderMap};
+use serde::Deserialize;
+
+/// Who a request acts as.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Principal {
+    /// Name from the tokens file (for logs and rate-limit keys).
+    pub name: String,
+    /// Tenants whose jobs it may submit, read and cancel.
+    pub tenants: BTreeSet<String>,
+    /// Admin: any tenant, and cluster-wide calls (nodes, decision stream).
+    pub admin: bool,
+    /// Requests per second allowed (token bucket refill), `None` = the service default.
+    pub rate_per_second: Option<f64>,
+    /// Bucket size, `None` = the service default.
+    pub burst: Option<u32>,
+}
+
+impl Principal {
+    /// The principal of every request when the service runs without tokens (loopback only):
+    /// an admin named `local`.
+    pub fn local() -> Principal {
+        Principal {
+            name: "local".into(),
+            tenants: BTreeSet::new(),
+            admin: true,
+            rate_per_second: None,
+            burst: None,
+        }
+    }
+
+    /// Whether it may read or change jobs of `tenant`.
+    pub fn may_act_for(&self, tenant: &str) -> bool {
+        self.admin || self.tenants.contains(tenant)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    token: Vec<Entry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    token: String,
+    principal: String,
+    #[serde(default)]
+    tenants: Vec<String>,
+    #[serde(default)]
+    admin: bool,
+    rate_per_second: Option<f64>,
+    burst: Option<u32>,
+}
+
+/// The loaded tokens file.
+#[derive(Clone, Debug, Default)]
+pub struct Tokens {
+    entries: Vec<(String, Principal)>,
+}
+
+impl Tokens {
+    /// Reads and checks a tokens file (see the module docs for its shape).
+    ///
+    /// # Errors
+    /// A message naming the file and the entry: unreadable file, TOML error or unknown key
+    /// (with toml's line and column), no `[[token]]`, a token shorter than 16 characters or
+    /// with other characters than `A-Z a-z 0-9 . _ ~ -`, a token or principal used twice, an
+    /// entry with neither tenants nor `admin = true`, a rate that is not positive.
+    pub fn from_file(path: &Path) -> Result<Tokens, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("tokens file {}: {e}", path.display()))?;
+        Tokens::parse(&text).map_err(|e| format!("tokens file {}: {e}", path.display()))
+    }
+
+    /// Parses the text of a tokens file; errors as [`Tokens::from_file`] without the path.
+    ///
+    /// # Errors
+    /// See [`Tokens::from_file`].
+    pub fn parse(text: &str) -> Result<Tokens, String> {
+        let file: File = toml::from_str(text).map_err(|e| e.to_string())?;
+        if file.token.is_empty() {
+            return Err("no [[token]] entry".into());
+        }
+        let mut entries: Vec<(String, Principal)> = Vec::new();
+        for (i, e) in file.token.into_iter().enumerate() {
+            let at = format!("[[token]] #{} (principal `{}`)", i + 1, e.principal);
+            let safe = |c: char| c.is_ascii_alphanumeric() || "._~-".contains(c);
+            if e.token.len() < 16 || !e.token.chars().all(safe) {
+                return Err(format!(
+                    "{at}: field `token` must be at least 16 characters of A-Z a-z 0-9 . _ ~ - (e.g. `openssl rand -hex 32`)"
+                ));
+            }
+            if e.principal.is_empty() {
+                return Err(format!("{at}: field `principal` is empty"));
+            }
+            if entries.iter().any(|(t, _)| *t == e.token) {
+                return Err(format!(
+                    "{at}: field `token` repeats an earlier entry's token"
+                ));
+            }
+            if entries.iter().any(|(_, p)| p.name == e.principal) {
+                return Err(format!("{at}: field `principal` is used twice"));
+            }
+            if e.tenants.is_empty() && !e.admin {
+                return Err(format!(
+                    "{at}: give field `tenants` (the tenants it may act for) or `admin = true`"
+                ));
+            }
+            if let Some(r) = e.rate_per_second {
+                if !(r.is_finite() && r > 0.0) {
+                    return Err(format!("{at}: field `rate_per_second` must be > 0"));
+                }
+            }
+            if e.burst == Some(0) {
+                return Err(format!("{at}: field `burst` must be ≥ 1"));
+            }
+            entries.push((
+                e.token,
+                Principal {
+                    name: e.principal,
+                    tenants: e.tenants.into_iter().collect(),
+                    admin: e.admin,
+                    rate_per_second: e.rate_per_second,
+                    burst: e.burst,
+                },
+            ));
+        }
+        Ok(Tokens { entries })
+    }
+
+    /// The principal whose token the `Authorization: Bearer` header carries, if any. Every
+    /// entry is compared, each in constant time, so the time taken tells nothing about which
+    /// prefix matched.
+    pub fn authenticate(&self, headers: &HeaderMap) -> Option<&Principal> {
+        let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+        let (scheme, cred) = value.split_once(' ')?;
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return None;
+        }
+        let cred = cred.trim().as_bytes();
+        let mut found = None;
+        for (t, p) in &self.entries {
+            if constant_time_eq(t.as_bytes(), cred) && found.is_none() {
+                found = Some(p);
+            }
+        }
+        found
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    const FILE: &str = r#"
+[[token]]
+token = "aaaaaaaaaaaaaaaa1"
+principal = "a"
+tenants = ["team-a", "team-c"]
+
+[[token]]
+token = "bbbbbbbbbbbbbbbb2"
+principal = "ops"
+admin = true
+rate_per_second = 2.5
+burst = 3
+"#;
+
+    fn bearer(t: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_str(&format!("Bearer {t}")).unwrap(),
+        );
+        h
+    }
+
+    #[test]
+    fn maps_tokens_to_principals_and_tenants() {
+        let t = Tokens::parse(FILE).unwrap();
+        let a = t.authenticate(&bearer("aaaaaaaaaaaaaaaa1")).unwrap();
+        assert_eq!(a.name, "a");
+        assert!(a.may_act_for("team-a") && a.may_act_for("team-c") && !a.may_act_for("team-b"));
+        let ops = t.authenticate(&bearer("bbbbbbbbbbbbbbbb2")).unwrap();
+        assert!(ops.admin && ops.may_act_for("anyone"));
+        assert_eq!((ops.rate_per_second, ops.burst), (Some(2.5), Some(3)));
+        assert!(t.authenticate(&bearer("aaaaaaaaaaaaaaaa")).is_none());
+        assert!(t.authenticate(&HeaderMap::new()).is_none());
+    }
+
+    #[test]
+    fn bad_files_name_the_entry_and_field() {
+        let e = Tokens::parse("[[token]]\ntoken = \"short\"\nprincipal = \"x\"\ntenants=[\"t\"]\n")
+            .unwrap_err();
+        assert!(e.contains("#1 (principal `x`): field `token`"), "{e}");
+        let e = Tokens::parse("[[token]]\ntoken = \"aaaaaaaaaaaaaaaa1\"\nprincipal = \"x\"\n")
+            .unwrap_err();
+        assert!(e.contains("`tenants`"), "{e}");
+        let e = Tokens::parse(
+            "[[token]]\ntoken = \"aaaaaaaaaaaaaaaa1\"\nprincipal = \"x\"\nadmin = true\nrole = 1\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("unknown field `role`"), "{e}");
+        assert_eq!(Tokens::parse("").unwrap_err(), "no [[token]] entry");
+    }
+}

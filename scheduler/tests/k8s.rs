@@ -1,0 +1,238 @@
+//! The Kubernetes adapter on recorded objects (tests/fixtures/k8s, written in the shape of
+//! `kubectl get nodes,pods -o json`) with the committed Kueue manifests
+//! (scenarios/kueue-manifests.yaml: LocalQueues team-a/research, team-b/product, the
+//! WorkloadPriorityClass `high` = 1000).
+//!
+//! Expected values by hand: time 0 is the earliest creationTimestamp, node gpu-node-a1's
+//! 2026-03-01T08:00:00Z; gpu-node-a2 is 5 s later; pod serve-7d9f 08:05:00 (300 s), the
+//! Kueue group `train` is whole at train-1's 08:10:02 (602 s), the coscheduling group `eval`
+//! at eval-b's 08:20:30 (1,230 s). train's task: 24 + 0.5 = 24.5 cores, 256 GiB + 512 MiB =
+//! 262,656 MiB, 8 GPUs; serve's 8 cores, 64 GiB = 65,536 MiB, 4 GPUs (from limits);
+//! priority 1000 from the class `high`, 100 from spec.priority.
+
+use fleetsim::scenario::kueue::{self, KueueConfig};
+use fleetsim_scheduler::k8s::{
+    bindings, objects, read, ClusterEvent, JobSubmitted, NodeAdded, ObservedStart, TaskBinding,
+};
+use serde_json::{json, Value};
+
+fn fixture(name: &str) -> Vec<Value> {
+    let p = format!("{}/tests/fixtures/k8s/{name}", env!("CARGO_MANIFEST_DIR"));
+    objects(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+fn manifests() -> KueueConfig {
+    kueue::load(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/kueue-manifests.yaml"),
+    )
+    .unwrap()
+}
+
+fn recording() -> Vec<Value> {
+    let mut all = fixture("nodes.json");
+    all.extend(fixture("pods.json"));
+    all
+}
+
+fn node(time_ms: u64, name: &str, cell: &str, domain: &str) -> ClusterEvent {
+    ClusterEvent::NodeAdded(NodeAdded {
+        time_ms,
+        name: name.into(),
+        cell: cell.into(),
+        block: "block-7".into(),
+        domain: domain.into(),
+        model: Some("H100".into()),
+        gpus: 8,
+        cpu_milli: 207_500,
+        mem_mib: 1_838_720,
+    })
+}
+
+#[test]
+fn pods_and_nodes_become_events() {
+    let r = read(&recording(), &manifests()).unwrap();
+    // 2026-03-01T08:00:00Z: 20,513 days after the epoch + 8 h
+    assert_eq!(r.origin, 20_513 * 86_400 + 8 * 3600);
+    let expected = vec![
+        node(0, "gpu-node-a1", "us-central1-a", "gpu-node-a1"),
+        node(5_000, "gpu-node-a2", "hopper", "clique-3"),
+        ClusterEvent::JobSubmitted(JobSubmitted {
+            time_ms: 300_000,
+            job: "team-b/serve-7d9f".into(),
+            tenant: "team-b".into(),
+            queue: "product".into(),
+            priority: 100,
+            tasks: 1,
+            gpu_milli: 4_000,
+            cpu_milli: 8_000,
+            mem_mib: 65_536,
+            model: None,
+            pods: vec!["team-b/serve-7d9f".into()],
+        }),
+        ClusterEvent::JobSubmitted(JobSubmitted {
+            time_ms: 602_000,
+            job: "team-a/train".into(),
+            tenant: "team-a".into(),
+            queue: "research".into(),
+            priority: 1000,
+            tasks: 2,
+            gpu_milli: 8_000,
+            cpu_milli: 24_500,
+            mem_mib: 262_656,
+            model: Some("H100".into()),
+            pods: vec!["team-a/train-0".into(), "team-a/train-1".into()],
+        }),
+        ClusterEvent::JobSubmitted(JobSubmitted {
+            time_ms: 1_230_000,
+            job: "team-b/eval".into(),
+            tenant: "team-b".into(),
+            queue: "product".into(),
+            priority: 0,
+            tasks: 2,
+            gpu_milli: 2_000,
+            cpu_milli: 0,
+            mem_mib: 0,
+            model: None,
+            pods: vec!["team-b/eval-a".into(), "team-b/eval-b".into()],
+        }),
+    ];
+    assert_eq!(r.events, expected);
+    // the one bound pod: started 08:05:03 = 303 s
+    assert_eq!(
+        r.observed,
+        vec![ObservedStart {
+            job: "team-b/serve-7d9f".into(),
+            time_ms: Some(303_000),
+            nodes: vec!["gpu-node-a2".into()],
+        }]
+    );
+}
+
+#[test]
+fn an_admit_becomes_one_binding_per_pod() {
+    let r = read(&recording(), &manifests()).unwrap();
+    let ClusterEvent::JobSubmitted(train) = &r.events[3] else {
+        panic!("{:?}", r.events[3])
+    };
+    let b = bindings(
+        train,
+        &[
+            TaskBinding {
+                node: "gpu-node-a1".into(),
+                gpus: (0..8).collect(),
+            },
+            TaskBinding {
+                node: "gpu-node-a2".into(),
+                gpus: (0..8).collect(),
+            },
+        ],
+    )
+    .unwrap();
+    let one = |pod: &str, node: &str| {
+        json!({
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {
+                "name": pod,
+                "namespace": "team-a",
+                "annotations": { "fleetsim.io/gpu-indices": "0,1,2,3,4,5,6,7" }
+            },
+            "target": { "apiVersion": "v1", "kind": "Node", "name": node }
+        })
+    };
+    assert_eq!(
+        b,
+        vec![one("train-0", "gpu-node-a1"), one("train-1", "gpu-node-a2")]
+    );
+    let e = bindings(
+        train,
+        &[TaskBinding {
+            node: "gpu-node-a1".into(),
+            gpus: vec![0],
+        }],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "job team-a/train: tasks: admit has 1 tasks for 2 pods"
+    );
+}
+
+fn error_after(edit: impl FnOnce(&mut Vec<Value>)) -> String {
+    let mut objs = recording();
+    edit(&mut objs);
+    read(&objs, &manifests()).unwrap_err().to_string()
+}
+
+fn pod<'a>(objs: &'a mut [Value], name: &str) -> &'a mut Value {
+    objs.iter_mut()
+        .find(|o| o["metadata"]["name"] == name)
+        .unwrap()
+}
+
+#[test]
+fn bad_objects_name_the_object_and_field() {
+    let e = error_after(|o| {
+        let c = &mut pod(o, "train-0")["spec"]["containers"][0]["resources"];
+        c["requests"]
+            .as_object_mut()
+            .unwrap()
+            .remove("nvidia.com/gpu");
+        c["limits"]
+            .as_object_mut()
+            .unwrap()
+            .remove("nvidia.com/gpu");
+    });
+    assert_eq!(e, "Pod team-a/train-0: spec.containers[].resources.requests.nvidia.com/gpu: missing: no container requests GPUs");
+
+    let e = error_after(|o| {
+        pod(o, "serve-7d9f")["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = json!("research");
+    });
+    assert_eq!(e, "Pod team-b/serve-7d9f: metadata.labels.kueue.x-k8s.io/queue-name: unknown queue `research`: no LocalQueue `research` in namespace `team-b` in the Kueue manifests");
+
+    let e = error_after(|o| {
+        pod(o, "eval-a")["metadata"]["labels"]
+            .as_object_mut()
+            .unwrap()
+            .remove("kueue.x-k8s.io/queue-name");
+    });
+    assert_eq!(e, "Pod team-b/eval-a: metadata.labels.kueue.x-k8s.io/queue-name: missing: every pod must name its LocalQueue");
+
+    let e = error_after(|o| {
+        pod(o, "train-1")["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = json!("urgent");
+    });
+    assert_eq!(e, "Pod team-a/train-1: metadata.labels.kueue.x-k8s.io/priority-class: unknown WorkloadPriorityClass `urgent`");
+
+    let e = error_after(|o| {
+        pod(o, "train-1")["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] =
+            json!("4");
+    });
+    assert_eq!(e, "Pod team-a/train-1: spec.containers[].resources: differs from pod team-a/train-0 of the same group `team-a/train`");
+
+    let e = error_after(|o| {
+        for n in ["train-0", "train-1"] {
+            pod(o, n)["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-total-count"] =
+                json!("3");
+        }
+    });
+    assert_eq!(e, "Pod team-a/train-0: metadata.annotations.kueue.x-k8s.io/pod-group-total-count: group `team-a/train` declares 3 pods, 2 recorded");
+
+    let e = error_after(|o| {
+        pod(o, "eval-b")["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] =
+            json!("500m");
+    });
+    assert_eq!(e, "Pod team-b/eval-b: spec.containers[0].resources.requests.nvidia.com/gpu: GPUs must be whole (an integer extended resource)");
+
+    let e = error_after(|o| {
+        pod(o, "gpu-node-a2")["status"]["allocatable"]
+            .as_object_mut()
+            .unwrap()
+            .remove("nvidia.com/gpu");
+    });
+    assert_eq!(e, "Node gpu-node-a2: status.allocatable.nvidia.com/gpu: missing (a node without GPUs is not schedulable here)");
+
+    let e = error_after(|o| {
+        pod(o, "gpu-node-a1")["metadata"]["creationTimestamp"] = json!("yesterday");
+    });
+    assert_eq!(e, "Node gpu-node-a1: metadata.creationTimestamp: `yesterday` is not an RFC 3339 UTC time (YYYY-MM-DDTHH:MM:SSZ)");
+}
