@@ -55,6 +55,10 @@ pub(crate) struct Core {
     pub(crate) las: Option<crate::queue_order::Las>,
     /// The last instant a running job was demoted to a lower LAS queue.
     pub(crate) las_demoted_at: Option<SimTime>,
+    /// LAS wake-ups of running jobs, `(instant, job)`, when LAS is on outside the re-decide
+    /// mode ([`super::las`]): each running job's next threshold crossing, plus re-checks at
+    /// the current instant for jobs just started or moved; stale entries are skipped.
+    pub(crate) las_wakes: Option<BTreeSet<(SimTime, JobId)>>,
     /// Preemption contexts of the passes since the last take, when recording is on
     /// ([`Scheduler::record_preemption_contexts`]).
     pub(crate) contexts: Option<Vec<crate::decision::PreemptionContext>>,
@@ -223,6 +227,7 @@ impl Core {
             est_end,
             evicting: None,
         }));
+        self.las_recheck(job.id);
     }
 
     /// Moves a started job into its running record (made by [`Core::admit`] with a copy that

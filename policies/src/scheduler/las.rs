@@ -51,44 +51,138 @@ pub(crate) fn las_victim_key(las: &Las, v: &Running, now: SimTime, key: VictimKe
 }
 
 impl Core {
+    /// Marks running job `id` for a LAS re-check at the next pass: it just started, or its
+    /// run start or service changed (hot swap, recovery), so its queue and next crossing are
+    /// computed afresh then. No-op unless [`Core::las_wakes`] is kept.
+    pub(crate) fn las_recheck(&mut self, id: JobId) {
+        if let Some(w) = self.las_wakes.as_mut() {
+            w.insert((self.now, id));
+        }
+    }
+
+    /// Drops running job `id`'s pending crossing from [`Core::las_wakes`] before its record
+    /// goes (an optimization only: a stale entry is skipped anyway).
+    pub(crate) fn las_forget(&mut self, id: JobId) {
+        let (Some(las), Some(w), Some(reg)) = (
+            self.las.as_ref(),
+            self.las_wakes.as_mut(),
+            self.running.as_ref(),
+        ) else {
+            return;
+        };
+        let Some(r) = reg.get(id.index()).and_then(|r| r.as_deref()) else {
+            return;
+        };
+        if let Some(t) = crossing(las, r, self.now) {
+            w.remove(&(t, id));
+        }
+    }
+
     /// Records, for every running job whose attained service crossed a threshold since it
     /// was last seen, that it entered its new queue at `now`.
+    ///
+    /// With [`Core::las_wakes`] only the jobs with a wake-up at or before `now` are looked
+    /// at (each running job not being evicted has one at its next crossing, or a re-check):
+    /// the same jobs are recorded as by the scan of every running job, which is the
+    /// fallback without it (re-decide mode).
     pub(crate) fn record_demotions(&mut self, now: SimTime) {
         let Some(las) = self.las.as_ref() else { return };
         let Some(reg) = self.running.as_mut() else {
             return;
         };
-        for r in reg.iter_mut().flatten() {
+        let Some(wakes) = self.las_wakes.as_mut() else {
+            for r in reg.iter_mut().flatten() {
+                if r.evicting.is_none() && demote(las, r, now) {
+                    self.las_demoted_at = Some(now);
+                }
+            }
+            return;
+        };
+        while let Some(&(t, id)) = wakes.first() {
+            if t > now {
+                break;
+            }
+            wakes.pop_first();
+            // An entry of a job that ended or is being evicted is dropped (an evicted job
+            // that recovers gets a re-check).
+            let Some(r) = reg.get_mut(id.index()).and_then(|r| r.as_deref_mut()) else {
+                continue;
+            };
             if r.evicting.is_some() {
                 continue;
             }
-            let level = las.level(r.attained_gpu_ms(now));
-            let seen = r.job.las_entered.map_or(0, |e| e.0);
-            if level > seen {
-                r.job.las_entered = Some((level, now));
+            if demote(las, r, now) {
                 self.las_demoted_at = Some(now);
+            }
+            if let Some(next) = crossing(las, r, now) {
+                wakes.insert((next, id));
             }
         }
     }
 
     /// The next instant a running job crosses a LAS threshold, after `now`.
+    ///
+    /// With [`Core::las_wakes`]: its entries at or before `now` (re-checks) count with their
+    /// job's next crossing; after `now`, the first entry that still is its job's next
+    /// crossing ends the walk (entries of ended or moved jobs are skipped).
     pub(crate) fn next_las_crossing(&self, now: SimTime) -> Option<SimTime> {
         let las = self.las.as_ref()?;
         let reg = self.running.as_ref()?;
-        reg.iter()
-            .flatten()
-            .filter(|r| r.evicting.is_none())
-            .filter_map(|r| {
-                las.next_crossing(
-                    r.job.attained_gpu_ms,
-                    r.job.total_gpu_milli(),
-                    r.start,
-                    r.attained_gpu_ms(now),
-                )
-            })
-            .filter(|&t| t > now)
-            .min()
+        let live = |id: JobId| {
+            reg.get(id.index())
+                .and_then(|r| r.as_deref())
+                .filter(|r| r.evicting.is_none())
+        };
+        let Some(wakes) = self.las_wakes.as_ref() else {
+            return reg
+                .iter()
+                .flatten()
+                .filter(|r| r.evicting.is_none())
+                .filter_map(|r| crossing(las, r, now))
+                .filter(|&t| t > now)
+                .min();
+        };
+        let mut best: Option<SimTime> = None;
+        for &(t, id) in wakes {
+            if t > now && best.is_some_and(|b| b <= t) {
+                break;
+            }
+            let Some(next) = live(id).and_then(|r| crossing(las, r, now)) else {
+                continue;
+            };
+            if t > now {
+                if next == t {
+                    best = Some(best.map_or(t, |b| b.min(t)));
+                    break;
+                }
+            } else if next > now {
+                best = Some(best.map_or(next, |b| b.min(next)));
+            }
+        }
+        best
     }
+}
+
+/// Records that running `r` entered its LAS queue at `now` if its attained service put it
+/// below the queue it was last seen in; true when it did.
+fn demote(las: &Las, r: &mut Running, now: SimTime) -> bool {
+    let level = las.level(r.attained_gpu_ms(now));
+    let seen = r.job.las_entered.map_or(0, |e| e.0);
+    if level > seen {
+        r.job.las_entered = Some((level, now));
+        return true;
+    }
+    false
+}
+
+/// Running `r`'s next LAS threshold crossing as seen at `now` ([`Las::next_crossing`]).
+fn crossing(las: &Las, r: &Running, now: SimTime) -> Option<SimTime> {
+    las.next_crossing(
+        r.job.attained_gpu_ms,
+        r.job.total_gpu_milli(),
+        r.start,
+        r.attained_gpu_ms(now),
+    )
 }
 
 #[cfg(test)]
@@ -128,5 +222,222 @@ mod tests {
             Some(SimTime(9_223_372_036_854_775_807))
         );
         assert_eq!(las.next_crossing(0, 0, SimTime::ZERO, 0), None);
+    }
+}
+
+/// The LAS wake-ups ([`Core::las_wakes`]) against the scan of every running job they
+/// replace: on random small workloads (LAS order and LAS preemption, thresholds 3 / 9 GPU-s,
+/// grace 0 or 3 s, with hot swaps and lost jobs), driven by the scheduler's own wake-ups,
+/// both make the same decisions at the same instants and ask for the same next wake-up
+/// after every pass.
+#[cfg(test)]
+mod wakes_vs_scan {
+    use crate::*;
+
+    /// SplitMix64, so the cases are the same on every machine.
+    struct Gen(u64);
+
+    impl Gen {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            (z ^ (z >> 31)) % n
+        }
+    }
+
+    struct Case {
+        nodes: Vec<NodeSpec>,
+        jobs: Vec<(PendingJob, u64)>,
+        grace: SimDuration,
+        /// Seed of the hot swaps and losses.
+        events: u64,
+    }
+
+    fn case(g: &mut Gen, i: u64) -> Case {
+        let nodes = (0..1 + g.below(3) as u32)
+            .map(|i| NodeSpec {
+                name: format!("n{i}"),
+                cell: CellId(0),
+                block: 0,
+                domain: i,
+                model: Some(ModelId(0)),
+                gpus: 8,
+                cpu_milli: 64_000,
+                mem_mib: 512 * 1024,
+            })
+            .collect();
+        let mut t = 0;
+        let jobs = (0..20 + g.below(60))
+            .map(|i| {
+                t += g.below(2500);
+                let (shape, tasks) = match g.below(8) {
+                    0..=3 => (TaskShape::whole_gpus(1), 1),
+                    4 => (TaskShape::whole_gpus(2), 1),
+                    5 => (TaskShape::whole_gpus(4), 1),
+                    6 => (TaskShape::whole_gpus(8), 2),
+                    _ => (
+                        TaskShape {
+                            gpu_milli: 300,
+                            ..TaskShape::whole_gpus(1)
+                        },
+                        1,
+                    ),
+                };
+                let job = PendingJob {
+                    id: JobId(i as u32),
+                    queue: QueueId(0),
+                    submit: SimTime(t),
+                    seq: i,
+                    shape,
+                    tasks,
+                    ..PendingJob::default()
+                };
+                (job, 500 + g.below(30_000))
+            })
+            .collect();
+        Case {
+            nodes,
+            jobs,
+            grace: SimDuration(if i % 2 == 0 { 0 } else { 3000 }),
+            events: g.below(u64::MAX),
+        }
+    }
+
+    /// Runs `c` event by event; the transcript of decisions and wake-ups.
+    fn simulate(c: &Case, indexed: bool) -> String {
+        let mut fleet =
+            FleetState::new(vec!["c".into()], vec!["H100".into()], c.nodes.clone()).unwrap();
+        let config = SchedulerConfig {
+            queue_order: QueueOrderSpec::Las {
+                thresholds_gpu_s: Some(vec![3.0, 9.0]),
+            },
+            ..SchedulerConfig::default()
+        };
+        let queues = vec![QueueConfig {
+            strategy: QueueingStrategy::BestEffortFifo,
+            ..QueueConfig::default()
+        }];
+        let mut s = Scheduler::new(config, queues).with(Extensions {
+            preemption: Some(PreemptionConfig {
+                las: Some(queue_order::Las {
+                    thresholds_gpu_ms: vec![3_000, 9_000],
+                }),
+                grace: c.grace,
+                ..PreemptionConfig::default()
+            }),
+            ..Extensions::default()
+        });
+        assert!(s.core.las_wakes.is_some());
+        if !indexed {
+            s.core.las_wakes = None;
+        }
+        let mut g = Gen(c.events);
+        let mut out = String::new();
+        // (end, job, bindings).
+        let mut running: Vec<(u64, JobId, Vec<TaskAlloc>)> = Vec::new();
+        let mut evicting: Vec<(u64, JobId, Vec<TaskAlloc>)> = Vec::new();
+        let mut next = 0;
+        let mut t = 0;
+        for _ in 0..20_000 {
+            evicting.sort_by_key(|e| (e.0, e.1));
+            while evicting.first().is_some_and(|e| e.0 <= t) {
+                let (_, id, allocs) = evicting.remove(0);
+                for a in &allocs {
+                    fleet.release(a).unwrap();
+                }
+                s.on_released(id, SimTime(t));
+            }
+            running.sort_by_key(|r| (r.0, r.1));
+            while running.first().is_some_and(|r| r.0 <= t) {
+                let (_, id, allocs) = running.remove(0);
+                let milli = c.jobs[id.index()].0.total_gpu_milli();
+                for a in &allocs {
+                    fleet.release(a).unwrap();
+                }
+                s.on_job_end(id, QueueId(0), milli, SimTime(t));
+            }
+            // Now and then a running job moves to a hot spare (same bindings, progress kept)
+            // or is lost (released 2 s later).
+            if !running.is_empty() {
+                match g.below(16) {
+                    0 => {
+                        let i = g.below(running.len() as u64) as usize;
+                        let r = &running[i];
+                        s.on_hot_swap(r.1, &r.2.clone(), SimTime(t), SimDuration::ZERO);
+                    }
+                    1 => {
+                        let i = g.below(running.len() as u64) as usize;
+                        let (_, id, allocs) = running.remove(i);
+                        s.mark_lost(id, SimTime(t), SimTime(t + 2000));
+                        evicting.push((t + 2000, id, allocs));
+                    }
+                    _ => {}
+                }
+            }
+            while next < c.jobs.len() && c.jobs[next].0.submit.0 <= t {
+                let _ = s.submit_at(&mut fleet, c.jobs[next].0.clone(), SimTime(t));
+                next += 1;
+            }
+            for d in s.schedule_at(&mut fleet, SimTime(t)) {
+                out.push_str(&format!("{t} {d:?}\n"));
+                match d {
+                    Decision::Start { job, tasks, .. } => {
+                        running.push((t + c.jobs[job.index()].1, job, tasks));
+                    }
+                    Decision::Preempt { job, grace, .. } => {
+                        let i = running.iter().position(|r| r.1 == job).unwrap();
+                        let (_, id, allocs) = running.remove(i);
+                        if grace > SimDuration::ZERO {
+                            evicting.push((t + grace.0, id, allocs));
+                        }
+                    }
+                    Decision::Reject { .. } => {}
+                }
+            }
+            let wake = s.next_wake();
+            out.push_str(&format!("{t} wake {wake:?}\n"));
+            let events = [
+                c.jobs.get(next).map(|j| j.0.submit.0),
+                running.iter().map(|r| r.0).min(),
+                evicting.iter().map(|e| e.0).min(),
+                wake.map(|w| w.0),
+            ];
+            match events.iter().flatten().min() {
+                Some(&n) => t = n.max(t + 1),
+                None => break,
+            }
+        }
+        assert!(
+            s.pending_len() == 0 && running.is_empty(),
+            "the case drained"
+        );
+        out
+    }
+
+    #[test]
+    fn wakes_make_the_same_decisions_as_the_scan() {
+        let mut g = Gen(18);
+        let (mut demotions, mut preempts) = (0, 0);
+        for i in 0..120 {
+            let c = case(&mut g, i);
+            let indexed = simulate(&c, true);
+            let plain = simulate(&c, false);
+            if let Some((n, (a, b))) = indexed
+                .lines()
+                .zip(plain.lines())
+                .enumerate()
+                .find(|(_, (a, b))| a != b)
+            {
+                panic!("case {i}, line {n}: wake-ups `{a}`, scan `{b}`");
+            }
+            assert_eq!(indexed, plain, "case {i}");
+            preempts += indexed.matches("Preempt {").count();
+            demotions += indexed.matches("wake Some").count();
+        }
+        // The cases do preempt and wake up for crossings (exact counts would be brittle).
+        assert!(preempts > 200, "{preempts} preemptions");
+        assert!(demotions > 800, "{demotions} wake-ups");
     }
 }

@@ -156,6 +156,7 @@ impl Scheduler {
                     _ => None,
                 },
                 las_demoted_at: None,
+                las_wakes: None,
                 contexts: None,
             },
             pending: Vec::new(),
@@ -198,6 +199,9 @@ impl Scheduler {
         c.budget = ext.attempt_budget;
         c.running = track.then(Vec::new);
         self.redecide = ext.redecide.map(|o| Box::new(Redecide::new(o)));
+        let c = &mut self.core;
+        c.las_wakes =
+            (self.redecide.is_none() && c.las.is_some() && c.running.is_some()).then(BTreeSet::new);
         self
     }
 
@@ -532,6 +536,7 @@ impl Scheduler {
         }
         let c = &mut self.core;
         c.uncharge(queue, gpu_milli, now);
+        c.las_forget(job);
         if let Some(reg) = c.running.as_mut() {
             let r = reg
                 .get_mut(job.index())
@@ -579,6 +584,7 @@ impl Scheduler {
         r.job.done = done;
         r.start = now;
         r.allocs = allocs.to_vec();
+        self.core.las_recheck(job);
     }
 
     /// The caller lost a running job at `now` (its node failed): it makes no more progress,
