@@ -284,7 +284,7 @@ impl SloTracker {
                 let mut per = vec![(0u64, 0u64); bounds.len()];
                 // Waits of decided jobs; `None`: violated without a start (infinite).
                 let mut waits: Vec<u64> = Vec::new();
-                for j in self.jobs.iter().filter(|j| j.slos >> i & 1 == 1) {
+                for j in self.jobs.iter().filter(|j| (j.slos >> i) & 1 == 1) {
                     let deadline = j.submit.saturating_add(thr);
                     let (d, ok) = match j.start {
                         Some(st) if st <= deadline => (st, true),
