@@ -28,6 +28,10 @@ pub(crate) struct Core {
     pub(crate) budget: Option<u64>,
     /// Running jobs by [`JobId`], when kept.
     pub(crate) running: Option<Vec<Option<Box<Running>>>>,
+    /// The ids whose slot in [`Core::running`] is filled, ascending (may hold ids whose slot
+    /// was emptied since: readers skip those). Scans of the running set walk this instead of
+    /// every slot, which would cost every job ever started (issue #18).
+    pub(crate) running_ids: BTreeSet<JobId>,
     pub(crate) nominated: Vec<Nomination>,
     /// Jobs preempted at `.0` (the current instant): never preempted twice at one instant, so
     /// a victim that restarts elsewhere at once is not thrashed.
@@ -94,6 +98,15 @@ impl Core {
             && self.backfill.is_none()
             && self.budget.is_none()
             && self.quota.as_ref().is_none_or(|t| !t.has_queue(q))
+    }
+
+    /// The running jobs (evicting ones included) in ascending [`JobId`] order, the order of a
+    /// walk over every slot of [`Core::running`], in time proportional to the running set.
+    pub(crate) fn running_jobs(&self) -> impl Iterator<Item = &Running> {
+        let reg = self.running.as_deref().unwrap_or(&[]);
+        self.running_ids
+            .iter()
+            .filter_map(move |id| reg.get(id.index()).and_then(|r| r.as_deref()))
     }
 
     pub(crate) fn queue(&self, q: QueueId) -> QueueConfig {
@@ -218,6 +231,7 @@ impl Core {
             reg.resize_with(i + 1, || None);
         }
         let est_end = job.runtime_estimate.map_or(SimTime::MAX, |e| now + e);
+        self.running_ids.insert(job.id);
         reg[i] = Some(Box::new(Running {
             job: job.clone_without_cells(),
             flavor: charged,

@@ -138,6 +138,7 @@ impl Scheduler {
                 backfill: None,
                 budget: None,
                 running: None,
+                running_ids: BTreeSet::new(),
                 nominated: Vec::new(),
                 preempted_now: (SimTime::ZERO, BTreeSet::new()),
                 preempted_by: BTreeMap::new(),
@@ -542,6 +543,7 @@ impl Scheduler {
                 .get_mut(job.index())
                 .and_then(Option::take)
                 .expect("a tracked running job ended");
+            c.running_ids.remove(&job);
             if let (Some(t), Some(f)) = (c.quota.as_mut(), r.flavor) {
                 t.remove_usage(queue, f, &r.req);
             }
@@ -730,6 +732,7 @@ impl Scheduler {
             .and_then(|reg| reg.get_mut(job.index()))
             .and_then(Option::take)
             .expect("a released job must be a tracked running job");
+        c.running_ids.remove(&job);
         let ev = r.evicting.expect("a released job must be evicting");
         let total = r.job.total_gpu_milli();
         c.uncharge(r.job.queue, total, now);
@@ -1004,6 +1007,37 @@ mod tests {
         assert!(
             s.take_wait_profile(JobId(0)).is_none(),
             "job 0 never waited"
+        );
+    }
+
+    #[test]
+    fn running_jobs_walks_only_live_ids_in_id_order() {
+        // Four 1-GPU jobs start on a 4-GPU node; jobs 1 and 3 end. The running set then
+        // holds jobs 0 and 2, in ascending id order, and only those two ids are indexed.
+        let mut f = fleet(&[4]);
+        let be = QueueConfig {
+            strategy: QueueingStrategy::BestEffortFifo,
+            ..QueueConfig::default()
+        };
+        let ext = Extensions {
+            track_running: true,
+            ..Extensions::default()
+        };
+        let mut s = Scheduler::new(SchedulerConfig::default(), vec![be]).with(ext);
+        for i in [3, 1, 0, 2] {
+            s.submit(&mut f, job(i, 0, u64::from(i), 1, 1)).unwrap();
+        }
+        assert_eq!(
+            started(&s.schedule_at(&mut f, SimTime(10))),
+            vec![0, 1, 2, 3]
+        );
+        s.on_job_end(JobId(1), QueueId(0), 1000, SimTime(20));
+        s.on_job_end(JobId(3), QueueId(0), 1000, SimTime(30));
+        let ids: Vec<u32> = s.core.running_jobs().map(|r| r.job.id.0).collect();
+        assert_eq!(ids, vec![0, 2]);
+        assert_eq!(
+            s.core.running_ids.iter().map(|j| j.0).collect::<Vec<_>>(),
+            vec![0, 2]
         );
     }
 }

@@ -133,8 +133,7 @@ pub(crate) struct RunSummary {
 
 pub(crate) fn summary(c: &Core, cfg: &PreemptionConfig) -> RunSummary {
     let mut s = RunSummary::default();
-    let Some(reg) = &c.running else { return s };
-    for r in reg.iter().flatten().filter(|r| r.evicting.is_none()) {
+    for r in c.running_jobs().filter(|r| r.evicting.is_none()) {
         let q = r.job.queue.index();
         if q >= s.min_prio.len() {
             s.min_prio.resize(q + 1, None);
@@ -218,9 +217,9 @@ pub(crate) fn candidates(
     job: &PendingJob,
     flavor: Option<u16>,
 ) -> Vec<Candidate> {
-    let Some(reg) = &c.running else {
+    if c.running.is_none() {
         return Vec::new();
-    };
+    }
     let now = c.now;
     let quota = c.quota.as_ref();
     let req = request(job);
@@ -261,7 +260,7 @@ pub(crate) fn candidates(
         }
     };
     let mut out = Vec::new();
-    for r in reg.iter().flatten() {
+    for r in c.running_jobs() {
         let v = &r.job;
         if r.evicting.is_some() || v.id == job.id {
             continue;
@@ -700,6 +699,7 @@ pub(crate) fn apply(
                 .and_then(|reg| reg.get_mut(v.id.index()))
                 .and_then(Option::take)
                 .expect("a victim is tracked");
+            c.running_ids.remove(&v.id);
             c.uncharge(r.job.queue, r.job.total_gpu_milli(), now);
             requeue_in_pass(pass, stopped_job(&r, now));
             for n in &mut c.nominated {

@@ -18,18 +18,12 @@ pub(crate) fn reserve(
     let now = c.now;
     if pass.ends.is_none() {
         let mut ends: Vec<(SimTime, JobId)> = c
-            .running
-            .as_ref()
-            .map(|reg| {
-                reg.iter()
-                    .flatten()
-                    .map(|r| {
-                        let end = r.evicting.map_or(r.est_end, |e| e.release_at);
-                        (end, r.job.id)
-                    })
-                    .collect()
+            .running_jobs()
+            .map(|r| {
+                let end = r.evicting.map_or(r.est_end, |e| e.release_at);
+                (end, r.job.id)
             })
-            .unwrap_or_default();
+            .collect();
         ends.sort_unstable();
         pass.ends = Some(ends);
     }
