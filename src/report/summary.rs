@@ -99,6 +99,11 @@ pub struct Summary {
     /// `[startup]`; see [`crate::reliability`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reliability: Option<crate::reliability::ReliabilitySummary>,
+    /// Cost, GPU-hours provisioned vs allocated and time pending for capacity of the
+    /// autoscaled node groups (present only with `[[fleet.cells.autoscaling]]`; see
+    /// [`crate::engine::autoscale`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub autoscaling: Option<crate::engine::autoscale::AutoscaleStats>,
 }
 
 /// Fleet fragmentation over the window (DESIGN §6; Weng et al., ATC'23): the expected
@@ -451,6 +456,7 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
         tenants,
         transforms: None,
         reliability: None,
+        autoscaling: r.autoscaling.clone(),
     }
 }
 
