@@ -110,6 +110,7 @@
 #[macro_use]
 mod macros;
 
+pub mod autoscale;
 pub mod backfill;
 pub mod bucket_index;
 pub mod cell_select;
@@ -130,6 +131,7 @@ pub mod state;
 pub mod time;
 pub mod topology;
 
+pub use autoscale::{Expander, ScaleOption};
 pub use backfill::{BackfillConfig, BackfillKind, Reservation};
 pub use cell_select::CellSelect;
 pub use decision::{
@@ -146,8 +148,8 @@ pub use preemption::{minimal_victim_set, PreemptionConfig, VictimKey, VictimTria
 pub use queue_order::{OrderCtx, OrderKey, QueueOrder};
 pub use quota::{QuotaError, QuotaSpec, QuotaTree};
 pub use registry::{
-    AdmissionOrder, CellSelectKind, CellSelectSpec, ElasticKind, PlacementKind, PlacementSpec,
-    QueueOrderKind, QueueOrderSpec, QueueingStrategy,
+    AdmissionOrder, CellSelectKind, CellSelectSpec, ElasticKind, ExpanderKind, PlacementKind,
+    PlacementSpec, QueueOrderKind, QueueOrderSpec, QueueingStrategy,
 };
 pub use resources::{ModelSet, TaskShape, WHOLE_GPU_MILLI};
 pub use scheduler::{Extensions, QueueConfig, RedecideOrder, Scheduler, SchedulerConfig};

@@ -114,6 +114,20 @@ named_enum!(
     }
 );
 
+named_enum!(
+    /// An autoscaler expander by name ([`crate::autoscale`]): which node group a scale-up
+    /// takes its nodes from.
+    ExpanderKind {
+        /// [`LeastWaste`](crate::autoscale::LeastWaste).
+        #[default]
+        LeastWaste => "least-waste",
+        /// [`Cheapest`](crate::autoscale::Cheapest).
+        Price => "price",
+        /// [`ByPriority`](crate::autoscale::ByPriority).
+        Priority => "priority",
+    }
+);
+
 impl PlacementKind {
     /// True for the policies that read per-node task classes ([`FleetState::task_classes`](crate::FleetState::task_classes)):
     /// a fleet placed by any other can stop keeping them

@@ -67,8 +67,8 @@ use crate::queue_order::Las;
 pub use crate::queue_order::MultifactorParams;
 use crate::quota::{Fungibility, QuotaTree};
 use crate::registry::{
-    AdmissionOrder, CellSelectKind, CellSelectSpec, PlacementKind, PlacementSpec, QueueOrderKind,
-    QueueOrderSpec, QueueingStrategy,
+    AdmissionOrder, CellSelectKind, CellSelectSpec, ExpanderKind, PlacementKind, PlacementSpec,
+    QueueOrderKind, QueueOrderSpec, QueueingStrategy,
 };
 use crate::scheduler::{Extensions, QueueConfig, Scheduler, SchedulerConfig};
 use crate::time::SimDuration;
@@ -119,6 +119,11 @@ named_enum!(
         KeepSurvivors => "keep_survivors",
     }
 );
+
+#[cfg(feature = "serde")]
+fn is_least_waste(e: &ExpanderKind) -> bool {
+    *e == ExpanderKind::LeastWaste
+}
 
 #[cfg(feature = "serde")]
 fn is_restart(g: &GangRecovery) -> bool {
@@ -227,6 +232,13 @@ pub struct SchedulerSpec {
     /// [`GangRecovery`]: `restart` (default) or `keep_survivors`.
     #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "is_restart"))]
     pub gang_recovery: GangRecovery,
+    /// The autoscaler's expander ([`crate::autoscale`]): `least-waste` (default), `price` or
+    /// `priority`; read only when a cell has `[[fleet.cells.autoscaling]]` groups.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "is_least_waste")
+    )]
+    pub autoscaler_expander: ExpanderKind,
 }
 
 /// A stage key of [`SchedulerSpec`] that takes a policy name, with the names it accepts.
@@ -276,6 +288,10 @@ impl SchedulerSpec {
         Stage {
             field: "gang_recovery",
             names: GangRecovery::NAMES,
+        },
+        Stage {
+            field: "autoscaler_expander",
+            names: ExpanderKind::NAMES,
         },
     ];
 

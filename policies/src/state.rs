@@ -842,8 +842,9 @@ impl FleetState {
         self.cells[cell.index()].gpu_index.keys().copied()
     }
 
-    /// The most tasks of `shape` one empty node of this capacity class can hold.
-    fn tasks_per_empty_node(shape: &TaskShape, gpus: u32, cpu: u64, mem: u64) -> u64 {
+    /// The most tasks of `shape` one empty node of `gpus` accelerators, `cpu` milli-cores and
+    /// `mem` MiB can hold (`u64::MAX` for a shape that asks for nothing).
+    pub fn tasks_per_empty_node(shape: &TaskShape, gpus: u32, cpu: u64, mem: u64) -> u64 {
         let mut k = u64::MAX;
         if shape.num_gpu > 0 {
             let per_gpu = if shape.is_fractional() {

@@ -66,6 +66,11 @@ pub enum EventKind {
     Node(u32),
     /// Node failure or repair number `u32` of [`super::EngineConfig::node_changes`].
     NodeChange(u32),
+    /// Autoscaler scale-up request `u32` ([`super::autoscale`]): its nodes join the fleet.
+    Provisioned(u32),
+    /// Autoscaler idle check of node record `u32` ([`super::autoscale`]): scale it down if
+    /// it is still idle.
+    IdleCheck(u32),
     /// A periodic pass.
     Tick,
 }
@@ -74,7 +79,9 @@ impl EventKind {
     fn class(&self) -> EventClass {
         match self {
             EventKind::Finish(..) | EventKind::Release(..) => EventClass::Finish,
-            EventKind::NodeChange(_) => EventClass::Node,
+            EventKind::NodeChange(_) | EventKind::Provisioned(_) | EventKind::IdleCheck(_) => {
+                EventClass::Node
+            }
             EventKind::ForcedStart(_) => EventClass::ForcedStart,
             EventKind::Node(_) => EventClass::Node,
             EventKind::Tick => EventClass::Tick,
@@ -89,6 +96,8 @@ impl EventKind {
             EventKind::ForcedStart(j) => (j.0 as u64) << 32,
             EventKind::Node(i) => i as u64,
             EventKind::NodeChange(i) => 1 << 62 | i as u64,
+            EventKind::Provisioned(i) => 1 << 61 | i as u64,
+            EventKind::IdleCheck(i) => 1 << 60 | i as u64,
             EventKind::Tick => 0,
         }
     }
@@ -98,6 +107,8 @@ impl EventKind {
         match class {
             EventClass::ForcedStart => EventKind::ForcedStart(job),
             EventClass::Node if p >> 62 & 1 == 1 => EventKind::NodeChange(p as u32),
+            EventClass::Node if p >> 61 & 1 == 1 => EventKind::Provisioned(p as u32),
+            EventClass::Node if p >> 60 & 1 == 1 => EventKind::IdleCheck(p as u32),
             EventClass::Node => EventKind::Node(p as u32),
             EventClass::Tick => EventKind::Tick,
             _ if p >> 63 == 1 => EventKind::Release(job, p as u32),

@@ -49,6 +49,7 @@
 //! No wall clock, no hash-map iteration, no unseeded randomness: the same scenario and seed
 //! give the same event sequence on any machine and thread count.
 
+pub mod autoscale;
 pub mod events;
 pub mod reliability;
 
@@ -167,6 +168,8 @@ pub struct EngineConfig {
     /// Batsim dialect of the jobs table ([`crate::report::batsim`]); off by default (rows
     /// then carry no runs and the engine stores none).
     pub record_runs: bool,
+    /// Autoscaled node groups ([`autoscale`]); `None`: a fixed fleet.
+    pub autoscaling: Option<autoscale::AutoscaleConfig>,
 }
 
 /// One run of a job: from its start to the release of its resources (the end of a
@@ -619,6 +622,8 @@ pub struct RunResult {
     pub quota_log: Vec<QuotaSample>,
     /// The goodput account, when [`EngineConfig::reliability`] is on.
     pub reliability: Option<reliability::ReliabilityStats>,
+    /// The autoscaling account, with [`EngineConfig::autoscaling`].
+    pub autoscaling: Option<autoscale::AutoscaleStats>,
 }
 
 /// A job's record while it is in flight (pending, awaiting a recorded start, or running).
@@ -826,6 +831,8 @@ pub struct Simulation {
     known_queues: u32,
     /// Gangs in [`JobState::Recovering`].
     recovering: BTreeSet<JobId>,
+    /// The autoscaler, with [`EngineConfig::autoscaling`].
+    auto: Option<autoscale::Autoscaler>,
 }
 
 impl Simulation {
@@ -859,6 +866,10 @@ impl Simulation {
         for &n in &cfg.spares {
             fleet.set_schedulable(n, false);
         }
+        let auto = cfg
+            .autoscaling
+            .clone()
+            .map(|a| autoscale::Autoscaler::new(a, &mut fleet));
         let metrics = Collector::new(&fleet, cfg.warmup_ms, cfg.interval_ms);
         let mut sim = Simulation {
             fleet,
@@ -903,6 +914,7 @@ impl Simulation {
             dispatching: BTreeSet::new(),
             known_queues: 0,
             recovering: BTreeSet::new(),
+            auto,
             cfg,
         };
         for q in sim.cfg.queues.clone() {
@@ -1159,6 +1171,9 @@ impl Simulation {
                 if t > h {
                     stopped_at_horizon = Some(h);
                     self.sample_fragmentation(|b| b < h);
+                    if let Some(a) = &mut self.auto {
+                        a.advance(h, &self.fleet);
+                    }
                     self.metrics.advance(h);
                     self.now = h;
                     break;
@@ -1177,6 +1192,9 @@ impl Simulation {
             }
             // Interval starts before `t` see the state left by the previous instant.
             self.sample_fragmentation(|b| b < t);
+            if let Some(a) = &mut self.auto {
+                a.advance(t, &self.fleet);
+            }
             self.metrics.advance(t);
             self.now = t;
             // (1) completions, (2) node events: everything in the heap ranked before arrivals.
@@ -1192,6 +1210,20 @@ impl Simulation {
                     EventKind::Release(id, run) => self.release(id, run)?,
                     EventKind::Node(i) => self.node_event(i as usize),
                     EventKind::NodeChange(i) => self.node_change(i as usize)?,
+                    EventKind::Provisioned(r) => {
+                        if let Some(a) = &mut self.auto {
+                            a.provisioned(r, &mut self.fleet);
+                            self.metrics.refresh_capacity(&self.fleet);
+                            self.dirty = true;
+                        }
+                    }
+                    EventKind::IdleCheck(n) => {
+                        if let Some(a) = &mut self.auto {
+                            if a.idle_check(n, t, &mut self.fleet) {
+                                self.metrics.refresh_capacity(&self.fleet);
+                            }
+                        }
+                    }
                     EventKind::ForcedStart(_) | EventKind::Tick => {}
                 }
             }
@@ -1314,6 +1346,15 @@ impl Simulation {
                                 .first_reservation
                                 .get_or_insert(r.start);
                         }
+                    }
+                }
+                if let Some(a) = &mut self.auto {
+                    let (checks, joins) = a.after_passes(t, &self.fleet, &self.sched);
+                    for (at, n) in checks {
+                        self.events.push(at, EventKind::IdleCheck(n));
+                    }
+                    for (at, r) in joins {
+                        self.events.push(at, EventKind::Provisioned(r));
                     }
                 }
                 self.metrics.set_pending(self.sched.pending_len() as u64);
@@ -2206,6 +2247,7 @@ impl Simulation {
             preemption_log: std::mem::take(&mut self.preemption_log),
             preemption_plans: std::mem::take(&mut self.preemption_plans),
             quota_log: std::mem::take(&mut self.quota_log),
+            autoscaling: self.auto.as_mut().map(|a| a.finish(self.now, &self.fleet)),
             reliability: self.cfg.reliability.then(|| {
                 let mut r = std::mem::take(&mut self.rel);
                 r.lost_gpu_milli_ms = self.lost_gpu_milli_ms;

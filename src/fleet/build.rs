@@ -7,11 +7,14 @@
 
 use std::collections::BTreeMap;
 
-use fleetsim_policies::{CellId, FleetState, ModelId, NodeSpec};
+use fleetsim_policies::{CellId, FleetState, ModelId, NodeId, NodeSpec, SimDuration};
 
 use super::catalog;
 use super::machine_list::{self, MachineRow, PhillyMachineAssumptions};
-use crate::scenario::{Loaded, MachineListFormat, NodeGroupSpec, ScenarioError, TraceDir};
+use crate::engine::autoscale::Delay;
+use crate::scenario::{
+    DelaySpec, Loaded, MachineListFormat, NodeGroupSpec, ScenarioError, TraceDir,
+};
 use crate::workload::TraceError;
 
 /// Errors from building a fleet.
@@ -124,8 +127,12 @@ pub const MAX_NODES: usize = 1 << 22;
 pub struct BuiltFleet {
     /// The live state policies read.
     pub state: FleetState,
-    /// Accelerators per model name (ascending name), whole GPUs.
+    /// Accelerators per model name (ascending name), whole GPUs (static nodes only: not
+    /// the autoscaled groups').
     pub gpus_by_model: BTreeMap<String, u64>,
+    /// Autoscaled node groups (`[[fleet.cells.autoscaling]]`), their `max_nodes` nodes
+    /// built after every static node (so static node ids do not move).
+    pub autoscaling: Vec<crate::engine::autoscale::GroupConfig>,
 }
 
 struct Builder {
@@ -330,6 +337,59 @@ pub fn build_fleet(loaded: &Loaded, trace_dir: &TraceDir) -> Result<BuiltFleet, 
             );
         }
     }
+    let statics = b.nodes.len();
+    let mut groups = Vec::new();
+    for (ci, cell) in spec.cells.iter().enumerate() {
+        for (gi, g) in cell.autoscaling.iter().enumerate() {
+            let field = format!("fleet.cells[{ci}].autoscaling[{gi}].node");
+            let shape = NodeGroupSpec {
+                count: Some(g.max_nodes),
+                name_prefix: Some(
+                    g.node
+                        .name_prefix
+                        .clone()
+                        .unwrap_or_else(|| format!("{}-{}", cell.name, g.name)),
+                ),
+                ..g.node.clone()
+            };
+            let (rows, npd, dpb) = group_rows(loaded, &cell.name, &field, &shape)?;
+            if b.nodes.len() + rows.len() > MAX_NODES {
+                return Err(BuildError::Scenario(ScenarioError::Invalid {
+                    origin: loaded.origin.clone(),
+                    field: format!("fleet.cells[{ci}].autoscaling[{gi}].max_nodes"),
+                    message: format!(
+                        "the fleet would have {} nodes: at most {MAX_NODES}",
+                        b.nodes.len() + rows.len()
+                    ),
+                }));
+            }
+            let first = b.nodes.len() as u32;
+            let (gpus, cpu_milli, mem_mib) = (rows[0].gpus, rows[0].cpu_milli, rows[0].mem_mib);
+            let model = rows[0].model.as_deref().map(|m| b.model_id(m));
+            b.add(CellId(ci as u16), rows, npd, dpb);
+            let d = |s: f64| SimDuration(fleetsim_policies::spec::secs_to_ms(s));
+            groups.push(crate::engine::autoscale::GroupConfig {
+                name: format!("{}/{}", cell.name, g.name),
+                cell: CellId(ci as u16),
+                model,
+                gpus,
+                cpu_milli,
+                mem_mib,
+                nodes: (first..first + g.max_nodes).map(NodeId).collect(),
+                min_nodes: g.min_nodes,
+                delay: match g.provisioning_delay {
+                    DelaySpec::Fixed { s } => Delay::Fixed(d(s)),
+                    DelaySpec::Uniform { min_s, max_s } => Delay::Uniform(d(min_s), d(max_s)),
+                    DelaySpec::Lognormal { median_s, sigma } => {
+                        Delay::Lognormal { median_s, sigma }
+                    }
+                },
+                price_per_node_hour: g.price_per_node_hour,
+                priority: g.priority,
+                scale_down_idle: d(g.scale_down_idle_s),
+            });
+        }
+    }
     let mut seen = std::collections::BTreeSet::new();
     for n in &b.nodes {
         if !seen.insert(n.name.as_str()) {
@@ -350,7 +410,7 @@ pub fn build_fleet(loaded: &Loaded, trace_dir: &TraceDir) -> Result<BuiltFleet, 
         .into());
     }
     let mut gpus_by_model = BTreeMap::new();
-    for n in &b.nodes {
+    for n in &b.nodes[..statics] {
         if let Some(m) = n.model {
             *gpus_by_model
                 .entry(b.models[m.index()].clone())
@@ -366,5 +426,6 @@ pub fn build_fleet(loaded: &Loaded, trace_dir: &TraceDir) -> Result<BuiltFleet, 
     Ok(BuiltFleet {
         state,
         gpus_by_model,
+        autoscaling: groups,
     })
 }

@@ -103,6 +103,11 @@ pub struct Summary {
     /// [`crate::metrics::slo`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slo: Option<BTreeMap<String, crate::metrics::slo::SloResult>>,
+    /// Cost, GPU-hours provisioned vs allocated and time pending for capacity of the
+    /// autoscaled node groups (present only with `[[fleet.cells.autoscaling]]`; see
+    /// [`crate::engine::autoscale`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub autoscaling: Option<crate::engine::autoscale::AutoscaleStats>,
 }
 
 /// Fleet fragmentation over the window (DESIGN §6; Weng et al., ATC'23): the expected
@@ -456,6 +461,7 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
         transforms: None,
         reliability: None,
         slo: None,
+        autoscaling: r.autoscaling.clone(),
     }
 }
 

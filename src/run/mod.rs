@@ -244,6 +244,7 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
         spares: Vec::new(),
         gang_recovery: p.gang_recovery,
         record_runs: s.metrics.outputs.contains(&OutputFormat::Batsim),
+        autoscaling: None,
     };
     (policies, cfg)
 }
@@ -505,13 +506,21 @@ pub fn run_scenario(
         _ => loaded,
     };
     let crate::whatif::fleet::TransformedFleet {
-        built: BuiltFleet {
-            state,
-            gpus_by_model,
-        },
+        built:
+            BuiltFleet {
+                state,
+                gpus_by_model,
+                autoscaling,
+            },
         events: node_events,
     } = crate::whatif::fleet::build(loaded, &opts.trace_dir)?;
     let (policies, mut cfg) = engine_config(loaded);
+    cfg.autoscaling =
+        (!autoscaling.is_empty()).then_some(crate::engine::autoscale::AutoscaleConfig {
+            groups: autoscaling,
+            expander: loaded.scenario.policy.autoscaler_expander,
+            seed,
+        });
     let ext = crate::scenario::policies::extensions(loaded, &state)?;
     cfg.node_changes = crate::scenario::policies::node_changes(loaded, &state)?;
     let scenario_changes = cfg.node_changes.clone();

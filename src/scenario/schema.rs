@@ -245,6 +245,72 @@ pub struct CellSpec {
     /// A machine list file whose rows become this cell's nodes (after the groups).
     #[serde(default)]
     pub machine_list: Option<MachineListSpec>,
+    /// Autoscaled node groups (`[[fleet.cells.autoscaling]]`): nodes provisioned for
+    /// pending work and returned when idle (see [`crate::engine::autoscale`]).
+    #[serde(default)]
+    pub autoscaling: Vec<AutoscalingGroupSpec>,
+}
+
+/// An autoscaled node group of a cell: between `min_nodes` and `max_nodes` nodes of one
+/// shape, added for pending work after a provisioning delay and removed after
+/// `scale_down_idle_s` idle (Cluster Autoscaler node groups; Karpenter NodePools).
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AutoscalingGroupSpec {
+    /// Group name, unique in its cell; nodes are named `<cell>-<name>-nNNNNN`.
+    pub name: String,
+    /// Nodes up from the start and never scaled below (default 0).
+    #[serde(default)]
+    pub min_nodes: u32,
+    /// Most nodes up or being provisioned at once (≥ 1).
+    pub max_nodes: u32,
+    /// The node shape: the fields of a `[[fleet.cells.nodes]]` group (`preset`,
+    /// `accelerator`, `gpus`, `cpu_milli`, `mem_mib`, `nodes_per_domain`), without `count`,
+    /// `racks` or `names`.
+    pub node: NodeGroupSpec,
+    /// Time from a scale-up to the nodes joining the fleet, drawn once per scale-up from the
+    /// group's own seeded stream (`autoscaling/<cell>/<group>`).
+    pub provisioning_delay: DelaySpec,
+    /// Price of one node for one hour it is provisioned (from its scale-up to its removal),
+    /// in any currency unit (default 0).
+    #[serde(default)]
+    pub price_per_node_hour: f64,
+    /// Priority for the `priority` expander (higher first; default 0).
+    #[serde(default)]
+    pub priority: i32,
+    /// A node idle (no task) this long is removed, unless the group is at `min_nodes`,
+    /// seconds (default 600, the Cluster Autoscaler's `--scale-down-unneeded-time`).
+    #[serde(default = "default_scale_down_idle_s")]
+    pub scale_down_idle_s: f64,
+}
+
+fn default_scale_down_idle_s() -> f64 {
+    600.0
+}
+
+/// A distribution of a delay, seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "distribution", rename_all = "lowercase", deny_unknown_fields)]
+pub enum DelaySpec {
+    /// Always `s` seconds.
+    Fixed {
+        /// Seconds.
+        s: f64,
+    },
+    /// Uniform on `[min_s, max_s]`.
+    Uniform {
+        /// Lower bound, seconds.
+        min_s: f64,
+        /// Upper bound, seconds.
+        max_s: f64,
+    },
+    /// Log-normal with median `median_s` seconds and log-scale `sigma`.
+    Lognormal {
+        /// Median, seconds (> 0).
+        median_s: f64,
+        /// Standard deviation of the logarithm (≥ 0).
+        sigma: f64,
+    },
 }
 
 /// A group of identical nodes.

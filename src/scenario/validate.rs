@@ -377,6 +377,110 @@ fn merge_tables(base: &mut toml::Table, over: toml::Table) {
     }
 }
 
+/// Checks a cell's `[[fleet.cells.autoscaling]]` groups (`f`: the cell's field path).
+fn validate_autoscaling(
+    groups: &[crate::scenario::schema::AutoscalingGroupSpec],
+    f: &str,
+    origin: &str,
+) -> Result<(), ScenarioError> {
+    use crate::scenario::schema::DelaySpec;
+    let bad = |field: String, message: String| ScenarioError::Invalid {
+        origin: origin.to_string(),
+        field,
+        message,
+    };
+    let mut names = BTreeSet::new();
+    for (i, g) in groups.iter().enumerate() {
+        let f = format!("{f}.autoscaling[{i}]");
+        if g.name.trim().is_empty() {
+            return Err(bad(format!("{f}.name"), "must not be empty".into()));
+        }
+        if !names.insert(g.name.as_str()) {
+            return Err(bad(
+                format!("{f}.name"),
+                format!("duplicate autoscaling group `{}` in this cell", g.name),
+            ));
+        }
+        if g.max_nodes == 0 {
+            return Err(bad(
+                format!("{f}.max_nodes"),
+                "must be ≥ 1 (a group that can never have a node)".into(),
+            ));
+        }
+        if g.min_nodes > g.max_nodes {
+            return Err(bad(
+                format!("{f}.min_nodes"),
+                format!("{} is above max_nodes = {}", g.min_nodes, g.max_nodes),
+            ));
+        }
+        if g.node.count.is_some() || g.node.racks.is_some() || g.node.names.is_some() {
+            return Err(bad(
+                format!("{f}.node"),
+                "a node shape takes no `count`, `racks` or `names` (use min_nodes/max_nodes)"
+                    .into(),
+            ));
+        }
+        if g.node.nodes_per_domain == Some(0) || g.node.domains_per_block == Some(0) {
+            return Err(bad(
+                format!("{f}.node"),
+                "`nodes_per_domain` and `domains_per_block` must be ≥ 1".into(),
+            ));
+        }
+        if !finite_nonneg(g.price_per_node_hour) {
+            return Err(bad(
+                format!("{f}.price_per_node_hour"),
+                format!("must be a number ≥ 0, not {}", g.price_per_node_hour),
+            ));
+        }
+        if !finite_nonneg(g.scale_down_idle_s) {
+            return Err(bad(
+                format!("{f}.scale_down_idle_s"),
+                format!(
+                    "must be a number of seconds ≥ 0, not {}",
+                    g.scale_down_idle_s
+                ),
+            ));
+        }
+        let d = format!("{f}.provisioning_delay");
+        let check = |key: &str, v: f64| {
+            if finite_nonneg(v) {
+                Ok(())
+            } else {
+                Err(bad(
+                    format!("{d}.{key}"),
+                    format!("must be a number of seconds ≥ 0, not {v}"),
+                ))
+            }
+        };
+        match g.provisioning_delay {
+            DelaySpec::Fixed { s } => check("s", s)?,
+            DelaySpec::Uniform { min_s, max_s } => {
+                check("min_s", min_s)?;
+                check("max_s", max_s)?;
+                if min_s > max_s {
+                    return Err(bad(
+                        format!("{d}.min_s"),
+                        format!("{min_s} is above max_s = {max_s}"),
+                    ));
+                }
+            }
+            DelaySpec::Lognormal { median_s, sigma } => {
+                check("median_s", median_s)?;
+                if median_s == 0.0 {
+                    return Err(bad(format!("{d}.median_s"), "must be > 0".into()));
+                }
+                if !finite_nonneg(sigma) {
+                    return Err(bad(
+                        format!("{d}.sigma"),
+                        format!("must be a number ≥ 0, not {sigma}"),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 fn finite_nonneg(v: f64) -> bool {
     v.is_finite() && v >= 0.0
 }
@@ -408,9 +512,13 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
                 &format!("duplicate cell name `{}`", c.name),
             ));
         }
-        if c.nodes.is_empty() && c.machine_list.is_none() {
-            return Err(bad(f, "a cell needs `nodes` groups or a `machine_list`"));
+        if c.nodes.is_empty() && c.machine_list.is_none() && c.autoscaling.is_empty() {
+            return Err(bad(
+                f,
+                "a cell needs `nodes` groups, a `machine_list` or `autoscaling` groups",
+            ));
         }
+        validate_autoscaling(&c.autoscaling, &f, origin)?;
         for (g, grp) in c.nodes.iter().enumerate() {
             let f = format!("{f}.nodes[{g}]");
             let given = [

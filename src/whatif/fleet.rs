@@ -57,6 +57,15 @@ pub fn build(loaded: &Loaded, trace_dir: &TraceDir) -> Result<TransformedFleet, 
             message,
         })
     };
+    if !base.autoscaling.is_empty() {
+        // The transforms renumber nodes; the groups own fixed node ids.
+        return Err(invalid(
+            "transforms".into(),
+            "fleet transforms (scale, add_nodes, remove_nodes) cannot be combined with \
+             `[[fleet.cells.autoscaling]]` groups"
+                .into(),
+        ));
+    }
     let st = &base.state;
     let mut cells: Vec<String> = st.cells().iter().map(|c| c.name.clone()).collect();
     let mut models: Vec<String> = st.models().to_vec();
@@ -192,6 +201,7 @@ pub fn build(loaded: &Loaded, trace_dir: &TraceDir) -> Result<TransformedFleet, 
                 name: add.cell.clone(),
                 nodes: groups,
                 machine_list: None,
+                autoscaling: Vec::new(),
             }],
         };
         let added = build_fleet(&mini, trace_dir)?;
@@ -309,6 +319,7 @@ pub fn build(loaded: &Loaded, trace_dir: &TraceDir) -> Result<TransformedFleet, 
         built: BuiltFleet {
             state,
             gpus_by_model,
+            autoscaling: Vec::new(),
         },
         events,
     })

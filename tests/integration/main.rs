@@ -2,6 +2,7 @@
 
 mod accounting;
 mod architecture;
+mod autoscaling;
 mod batsim;
 mod cli;
 mod determinism;

@@ -439,6 +439,23 @@ impl Scheduler {
             .flat_map(|q| q.jobs.values().map(|e| &e.job))
     }
 
+    /// Every pending job with why it could not start in the last pass, queue by queue in
+    /// queue order: the reasons of [`Scheduler::pending_reasons`], without building a map.
+    pub fn pending_with_reasons(&self) -> impl Iterator<Item = (&PendingJob, PendingReason)> {
+        self.pending.iter().enumerate().flat_map(move |(q, jobs)| {
+            let strict =
+                self.core.queue(QueueId(q as u32)).strategy == QueueingStrategy::StrictFifo;
+            jobs.jobs.values().enumerate().map(move |(i, e)| {
+                let r = if strict && i > 0 {
+                    PendingReason::StrictFifoHead
+                } else {
+                    e.reason.unwrap_or(PendingReason::NotTried)
+                };
+                (&e.job, r)
+            })
+        })
+    }
+
     /// Why each pending job could not start in the last pass: a strict-FIFO queue's head gives
     /// its own reason and every job behind it [`PendingReason::StrictFifoHead`]; in a
     /// best-effort queue each job gives its own (jobs not tried yet:

@@ -1,0 +1,576 @@
+//! Autoscaled node groups: nodes provisioned for pending work, returned when idle.
+//!
+//! A group (`[[fleet.cells.autoscaling]]`) owns `max_nodes` nodes built into the fleet
+//! after every static node (so static node ids are unchanged); all but the first
+//! `min_nodes` start out of the fleet (unschedulable, not counted as capacity).
+//!
+//! # Scale-up
+//! After the scheduling passes of an instant settle, the pending jobs that could not start
+//! for want of capacity (pending reason `no_capacity`, `fragmentation` or `gang`; at most
+//! [`MAX_SCAN`] pending jobs are looked at, queue by queue in queue order) are taken in
+//! that order. Each first claims room on nodes already being provisioned (greedy, task by
+//! task, in request order then node order; a gang only as a whole), so capacity on its way
+//! is never provisioned twice. A job that finds no such room asks the expander
+//! ([`fleetsim_policies::autoscale`]) to choose among the groups of its allowed cells and
+//! models that can still add all the nodes the whole gang needs (`⌈tasks / tasks per
+//! node⌉`, all-or-nothing: Cluster Autoscaler atomic scale-up, Kueue ProvisioningRequest);
+//! the chosen group provisions them in one request, its lowest-numbered free nodes, which
+//! join the fleet together after one delay drawn from the group's stream. The rest of the
+//! new nodes' room can be claimed by later jobs. Room is counted per node in GPU-milli,
+//! milli-cores and MiB (a fractional task is not packed per accelerator: an approximation).
+//!
+//! # Scale-down
+//! A node of a group with no task is idle from the first instant it is seen so (after the
+//! passes of an instant); one still idle `scale_down_idle_s` later leaves the fleet, unless
+//! its group has only `min_nodes` nodes up or being provisioned.
+//!
+//! # Account
+//! Billing runs from a node's scale-up request (or t = 0 for the `min_nodes`) to its removal
+//! or the end of the run: cost = node-hours × price. Provisioned GPU-hours count a node's
+//! accelerators while it is in the fleet; allocated GPU-hours the GPU-milli bound on it.
+//! Time pending for capacity is the integral of the number of jobs waiting for a scale-up
+//! (claiming room on nodes being provisioned), job-seconds.
+
+use fleetsim_policies::{
+    CellId, Expander, ExpanderKind, FleetState, ModelId, NodeId, PendingJob, PendingReason,
+    ScaleOption, Scheduler, SimDuration, SimTime,
+};
+use rand::Rng as _;
+use rand_distr::{Distribution, LogNormal};
+
+/// Most pending jobs one scale-up scan looks at.
+pub const MAX_SCAN: usize = 4096;
+
+/// A provisioning delay distribution (milliseconds once drawn).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Delay {
+    /// Always this long.
+    Fixed(SimDuration),
+    /// Uniform on `[min, max]`, whole milliseconds.
+    Uniform(SimDuration, SimDuration),
+    /// Log-normal with this median, seconds, and log-scale `sigma`.
+    Lognormal {
+        /// Median, seconds (> 0).
+        median_s: f64,
+        /// Standard deviation of the logarithm (≥ 0).
+        sigma: f64,
+    },
+}
+
+impl Delay {
+    /// One draw, rounded to the millisecond.
+    pub fn sample(&self, rng: &mut crate::rng::Rng) -> SimDuration {
+        match *self {
+            Delay::Fixed(d) => d,
+            Delay::Uniform(a, b) => SimDuration(rng.random_range(a.0..=b.0)),
+            Delay::Lognormal { median_s, sigma } => {
+                let x: f64 = LogNormal::new(median_s.ln(), sigma)
+                    .expect("validated: sigma ≥ 0")
+                    .sample(rng);
+                SimDuration((x * 1000.0).round().clamp(0.0, 1e15) as u64)
+            }
+        }
+    }
+}
+
+/// One group, as built from the scenario.
+#[derive(Clone, Debug)]
+pub struct GroupConfig {
+    /// `<cell>/<group>`.
+    pub name: String,
+    /// Its cell.
+    pub cell: CellId,
+    /// Accelerator model of its nodes.
+    pub model: Option<ModelId>,
+    /// Accelerators per node.
+    pub gpus: u32,
+    /// CPU per node, milli-cores.
+    pub cpu_milli: u64,
+    /// Memory per node, MiB.
+    pub mem_mib: u64,
+    /// Its `max_nodes` nodes, in order (the first `min_nodes` start up).
+    pub nodes: Vec<NodeId>,
+    /// Nodes up from the start and never scaled below.
+    pub min_nodes: u32,
+    /// Provisioning delay.
+    pub delay: Delay,
+    /// Price per node-hour.
+    pub price_per_node_hour: f64,
+    /// Priority for the `priority` expander.
+    pub priority: i32,
+    /// Idle time before a node is removed.
+    pub scale_down_idle: SimDuration,
+}
+
+/// Every group and the expander.
+#[derive(Clone, Debug, Default)]
+pub struct AutoscaleConfig {
+    /// Groups, in scenario order (cells in order, groups in order within a cell).
+    pub groups: Vec<GroupConfig>,
+    /// The expander.
+    pub expander: ExpanderKind,
+    /// Scenario seed (each group draws from stream `autoscaling/<cell>/<group>`).
+    pub seed: u64,
+}
+
+/// One group's account.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, schemars::JsonSchema)]
+pub struct GroupStats {
+    /// `<cell>/<group>`.
+    pub name: String,
+    /// Scale-up requests.
+    pub scale_ups: u64,
+    /// Nodes requested by scale-ups.
+    pub nodes_provisioned: u64,
+    /// Nodes removed after idling.
+    pub nodes_removed: u64,
+    /// Most nodes up or being provisioned at once.
+    pub peak_nodes: u32,
+    /// Node-hours billed.
+    pub node_hours: f64,
+    /// `node_hours × price_per_node_hour`.
+    pub cost: f64,
+    /// Accelerator-hours of its nodes while in the fleet.
+    pub gpu_hours_provisioned: f64,
+    /// Accelerator-hours bound on its nodes.
+    pub gpu_hours_allocated: f64,
+}
+
+/// The autoscaling account of a run (`summary.json` section `autoscaling`).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, schemars::JsonSchema)]
+pub struct AutoscaleStats {
+    /// The expander's name.
+    pub expander: String,
+    /// Sum of the groups' costs.
+    pub cost: f64,
+    /// Sum of the groups' billed node-hours.
+    pub node_hours: f64,
+    /// Accelerator-hours of autoscaled nodes while in the fleet.
+    pub gpu_hours_provisioned: f64,
+    /// Accelerator-hours bound on autoscaled nodes.
+    pub gpu_hours_allocated: f64,
+    /// Time jobs waited for a scale-up (summed over jobs), seconds.
+    pub pending_for_capacity_job_s: f64,
+    /// Scale-up requests.
+    pub scale_ups: u64,
+    /// Nodes removed after idling.
+    pub scale_downs: u64,
+    /// Per group, in scenario order.
+    pub groups: Vec<GroupStats>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Off,
+    Provisioning,
+    Up,
+}
+
+#[derive(Clone, Debug)]
+struct NodeRec {
+    id: NodeId,
+    group: u32,
+    state: State,
+    idle_since: Option<SimTime>,
+}
+
+#[derive(Clone, Debug)]
+struct Request {
+    nodes: Vec<u32>,
+}
+
+/// Room left on a node being provisioned, in one scan.
+#[derive(Clone, Copy, Debug)]
+struct Room {
+    group: u32,
+    gpu_milli: u64,
+    cpu_milli: u64,
+    mem_mib: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Integrals {
+    billed_ms: u128,
+    up_gpu_ms: u128,
+    alloc_gpu_milli_ms: u128,
+}
+
+/// The autoscaler's state in a run.
+pub struct Autoscaler {
+    cfg: AutoscaleConfig,
+    expander: Box<dyn Expander>,
+    rngs: Vec<crate::rng::Rng>,
+    nodes: Vec<NodeRec>,
+    /// Per group, its node records (indices into `nodes`).
+    group_nodes: Vec<Vec<u32>>,
+    requests: Vec<Request>,
+    last_t: SimTime,
+    /// Jobs waiting for a scale-up since the last scan.
+    waiting: u64,
+    waiting_ms: u128,
+    integrals: Vec<Integrals>,
+    stats: Vec<GroupStats>,
+}
+
+/// What the engine must queue after a scan: request `u32` joins at the time.
+pub type Joins = Vec<(SimTime, u32)>;
+
+fn hours(ms: u128) -> f64 {
+    ms as f64 / 3_600_000.0
+}
+
+impl Autoscaler {
+    /// The autoscaler of `cfg`; takes every group node above `min_nodes` out of `fleet`.
+    pub fn new(cfg: AutoscaleConfig, fleet: &mut FleetState) -> Autoscaler {
+        let mut nodes = Vec::new();
+        let mut group_nodes = Vec::new();
+        let mut rngs = Vec::new();
+        let mut stats = Vec::new();
+        for (gi, g) in cfg.groups.iter().enumerate() {
+            let mut mine = Vec::new();
+            for (i, &id) in g.nodes.iter().enumerate() {
+                let up = (i as u32) < g.min_nodes;
+                if !up {
+                    fleet.set_schedulable(id, false);
+                }
+                mine.push(nodes.len() as u32);
+                nodes.push(NodeRec {
+                    id,
+                    group: gi as u32,
+                    state: if up { State::Up } else { State::Off },
+                    idle_since: None,
+                });
+            }
+            group_nodes.push(mine);
+            rngs.push(crate::rng::stream(
+                cfg.seed,
+                &format!("autoscaling/{}", g.name),
+            ));
+            stats.push(GroupStats {
+                name: g.name.clone(),
+                peak_nodes: g.min_nodes,
+                ..GroupStats::default()
+            });
+        }
+        Autoscaler {
+            expander: cfg.expander.build(),
+            integrals: vec![Integrals::default(); cfg.groups.len()],
+            cfg,
+            rngs,
+            nodes,
+            group_nodes,
+            requests: Vec::new(),
+            last_t: SimTime::ZERO,
+            waiting: 0,
+            waiting_ms: 0,
+            stats,
+        }
+    }
+
+    fn active(&self, g: usize) -> u32 {
+        self.group_nodes[g]
+            .iter()
+            .filter(|&&n| self.nodes[n as usize].state != State::Off)
+            .count() as u32
+    }
+
+    /// Integrates the account up to `t` (call before anything changes at `t`).
+    pub fn advance(&mut self, t: SimTime, fleet: &FleetState) {
+        let dt = u128::from(t.0.saturating_sub(self.last_t.0));
+        if dt == 0 {
+            return;
+        }
+        self.last_t = t;
+        self.waiting_ms += u128::from(self.waiting) * dt;
+        for n in &self.nodes {
+            let acc = &mut self.integrals[n.group as usize];
+            match n.state {
+                State::Off => {}
+                State::Provisioning => acc.billed_ms += dt,
+                State::Up => {
+                    let s = fleet.node(n.id);
+                    acc.billed_ms += dt;
+                    acc.up_gpu_ms += u128::from(s.gpus) * dt;
+                    let used = u128::from(s.gpus * 1000 - s.free_gpu_milli.min(s.gpus * 1000));
+                    acc.alloc_gpu_milli_ms += used * dt;
+                }
+            }
+        }
+    }
+
+    /// Request `r`'s nodes join the fleet now.
+    pub fn provisioned(&mut self, r: u32, fleet: &mut FleetState) {
+        for &n in &self.requests[r as usize].nodes {
+            let rec = &mut self.nodes[n as usize];
+            rec.state = State::Up;
+            rec.idle_since = None;
+            fleet.set_schedulable(rec.id, true);
+        }
+    }
+
+    /// Node record `n`'s idle check at `t`: removes it when idle since `scale_down_idle`
+    /// ago and its group is above `min_nodes`. True when it left the fleet.
+    pub fn idle_check(&mut self, n: u32, t: SimTime, fleet: &mut FleetState) -> bool {
+        let rec = &self.nodes[n as usize];
+        let g = rec.group as usize;
+        let due = rec
+            .idle_since
+            .is_some_and(|s| s + self.cfg.groups[g].scale_down_idle <= t);
+        if rec.state != State::Up || !due || busy(fleet, rec.id) {
+            return false;
+        }
+        if self.active(g) <= self.cfg.groups[g].min_nodes {
+            return false;
+        }
+        let rec = &mut self.nodes[n as usize];
+        rec.state = State::Off;
+        rec.idle_since = None;
+        fleet.set_schedulable(rec.id, false);
+        self.stats[g].nodes_removed += 1;
+        true
+    }
+
+    /// After the passes of instant `t`: marks idle nodes (returning the idle checks to
+    /// queue: node record, time) and scales up for pending work (returning the joins).
+    pub fn after_passes(
+        &mut self,
+        t: SimTime,
+        fleet: &FleetState,
+        sched: &Scheduler,
+    ) -> (Vec<(SimTime, u32)>, Joins) {
+        let mut checks = Vec::new();
+        for (i, rec) in self.nodes.iter_mut().enumerate() {
+            if rec.state != State::Up {
+                continue;
+            }
+            if busy(fleet, rec.id) {
+                rec.idle_since = None;
+            } else if rec.idle_since.is_none() {
+                rec.idle_since = Some(t);
+                let idle = self.cfg.groups[rec.group as usize].scale_down_idle;
+                checks.push((t + idle, i as u32));
+            }
+        }
+        let joins = self.scale_up(t, sched);
+        (checks, joins)
+    }
+
+    fn scale_up(&mut self, t: SimTime, sched: &Scheduler) -> Joins {
+        let mut room: Vec<Room> = Vec::new();
+        for r in &self.requests {
+            for &n in &r.nodes {
+                let rec = &self.nodes[n as usize];
+                if rec.state == State::Provisioning {
+                    let g = &self.cfg.groups[rec.group as usize];
+                    room.push(Room {
+                        group: rec.group,
+                        gpu_milli: u64::from(g.gpus) * 1000,
+                        cpu_milli: g.cpu_milli,
+                        mem_mib: g.mem_mib,
+                    });
+                }
+            }
+        }
+        let mut joins = Vec::new();
+        let mut waiting = 0u64;
+        let blocked = sched
+            .pending_with_reasons()
+            .take(MAX_SCAN)
+            .filter(|(_, r)| {
+                matches!(
+                    r,
+                    PendingReason::NoCapacity | PendingReason::Fragmentation | PendingReason::Gang
+                )
+            });
+        let jobs: Vec<&PendingJob> = blocked.map(|(j, _)| j).collect();
+        for job in jobs {
+            let eligible = |g: &GroupConfig| {
+                job.allows_cell(g.cell)
+                    && (job.shape.num_gpu == 0 || g.model.is_some_and(|m| job.models.allows(m)))
+            };
+            if let Some(r) = claim(&room, job, |g| eligible(&self.cfg.groups[g as usize])) {
+                room = r;
+                waiting += 1;
+                continue;
+            }
+            let mut options = Vec::new();
+            for (gi, g) in self.cfg.groups.iter().enumerate() {
+                if !eligible(g) {
+                    continue;
+                }
+                let k =
+                    FleetState::tasks_per_empty_node(&job.shape, g.gpus, g.cpu_milli, g.mem_mib);
+                if k == 0 {
+                    continue;
+                }
+                let need = u64::from(job.tasks).div_ceil(k);
+                let free = u64::from(g.nodes.len() as u32 - self.active(gi));
+                if need > free {
+                    continue;
+                }
+                let tasks = u64::from(job.tasks);
+                options.push(ScaleOption {
+                    group: gi as u32,
+                    nodes: need as u32,
+                    waste_gpu_milli: (need * u64::from(g.gpus) * 1000)
+                        .saturating_sub(tasks * job.shape.total_gpu_milli()),
+                    waste_cpu_milli: (need * g.cpu_milli)
+                        .saturating_sub(tasks * job.shape.cpu_milli),
+                    price_micro_per_hour: (need as f64 * g.price_per_node_hour * 1e6).round()
+                        as u64,
+                    priority: g.priority,
+                });
+            }
+            let Some(pick) = self.expander.choose(&options) else {
+                continue;
+            };
+            let o = options[pick];
+            let gi = o.group as usize;
+            let g = &self.cfg.groups[gi];
+            let picked: Vec<u32> = self.group_nodes[gi]
+                .iter()
+                .copied()
+                .filter(|&n| self.nodes[n as usize].state == State::Off)
+                .take(o.nodes as usize)
+                .collect();
+            let delay = g.delay.sample(&mut self.rngs[gi]);
+            let mut fresh: Vec<Room> = picked
+                .iter()
+                .map(|_| Room {
+                    group: o.group,
+                    gpu_milli: u64::from(g.gpus) * 1000,
+                    cpu_milli: g.cpu_milli,
+                    mem_mib: g.mem_mib,
+                })
+                .collect();
+            for &n in &picked {
+                self.nodes[n as usize].state = State::Provisioning;
+            }
+            let id = self.requests.len() as u32;
+            self.requests.push(Request { nodes: picked });
+            joins.push((t + delay, id));
+            let active = self.active(gi);
+            let s = &mut self.stats[gi];
+            s.scale_ups += 1;
+            s.nodes_provisioned += u64::from(o.nodes);
+            s.peak_nodes = s.peak_nodes.max(active);
+            // The gang's own tasks take their room on the new nodes; the rest is claimable.
+            if let Some(r) = claim(&fresh, job, |_| true) {
+                fresh = r;
+            }
+            room.extend(fresh);
+            waiting += 1;
+        }
+        self.waiting = waiting;
+        joins
+    }
+
+    /// The account at the end of the run (`t`: its end).
+    pub fn finish(&mut self, t: SimTime, fleet: &FleetState) -> AutoscaleStats {
+        self.advance(t, fleet);
+        let mut out = AutoscaleStats {
+            expander: self.cfg.expander.as_str().to_string(),
+            pending_for_capacity_job_s: self.waiting_ms as f64 / 1000.0,
+            ..AutoscaleStats::default()
+        };
+        for (gi, s) in self.stats.iter_mut().enumerate() {
+            let acc = &self.integrals[gi];
+            s.node_hours = hours(acc.billed_ms);
+            s.cost = s.node_hours * self.cfg.groups[gi].price_per_node_hour;
+            s.gpu_hours_provisioned = hours(acc.up_gpu_ms);
+            s.gpu_hours_allocated = hours(acc.alloc_gpu_milli_ms) / 1000.0;
+            out.cost += s.cost;
+            out.node_hours += s.node_hours;
+            out.gpu_hours_provisioned += s.gpu_hours_provisioned;
+            out.gpu_hours_allocated += s.gpu_hours_allocated;
+            out.scale_ups += s.scale_ups;
+            out.scale_downs += s.nodes_removed;
+            out.groups.push(s.clone());
+        }
+        out
+    }
+}
+
+fn busy(fleet: &FleetState, id: NodeId) -> bool {
+    let s = fleet.node(id);
+    s.free_gpu_milli < s.gpus * 1000 || s.free_cpu_milli < s.cpu_milli || s.free_mem_mib < s.mem_mib
+}
+
+/// Places every task of `job` on `room` (first node with space, in order, among groups
+/// `ok`), returning the room left, or `None` when the whole gang does not fit.
+fn claim(room: &[Room], job: &PendingJob, ok: impl Fn(u32) -> bool) -> Option<Vec<Room>> {
+    if room.is_empty() {
+        return None;
+    }
+    let mut left = room.to_vec();
+    let g = job.shape.total_gpu_milli();
+    let (c, m) = (job.shape.cpu_milli, job.shape.mem_mib);
+    let mut at = 0usize;
+    for _ in 0..job.tasks {
+        loop {
+            let r = left.get_mut(at)?;
+            if ok(r.group) && r.gpu_milli >= g && r.cpu_milli >= c && r.mem_mib >= m {
+                r.gpu_milli -= g;
+                r.cpu_milli -= c;
+                r.mem_mib -= m;
+                break;
+            }
+            at += 1;
+        }
+    }
+    Some(left)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fleetsim_policies::{JobId, TaskShape};
+
+    fn job(tasks: u32, gpus: u32) -> PendingJob {
+        PendingJob {
+            id: JobId(0),
+            tasks,
+            shape: TaskShape::whole_gpus(gpus),
+            ..PendingJob::default()
+        }
+    }
+
+    fn room(gpus: u64) -> Room {
+        Room {
+            group: 0,
+            gpu_milli: gpus * 1000,
+            cpu_milli: 0,
+            mem_mib: 0,
+        }
+    }
+
+    #[test]
+    fn a_gang_claims_room_whole_or_not_at_all() {
+        let r = [room(8), room(4)];
+        // 3 × 4 GPUs: two on the first node, one on the second.
+        let left = claim(&r, &job(3, 4), |_| true).unwrap();
+        assert_eq!(left.iter().map(|r| r.gpu_milli).collect::<Vec<_>>(), [0, 0]);
+        // 4 × 4 GPUs do not fit in 12: nothing is claimed.
+        assert!(claim(&r, &job(4, 4), |_| true).is_none());
+        // A group filter leaves no room.
+        assert!(claim(&r, &job(1, 1), |_| false).is_none());
+    }
+
+    #[test]
+    fn delays_draw_within_their_bounds_and_repeat_per_seed() {
+        let mut a = crate::rng::stream(7, "autoscaling/c/g");
+        let mut b = crate::rng::stream(7, "autoscaling/c/g");
+        let u = Delay::Uniform(SimDuration(1000), SimDuration(2000));
+        for _ in 0..100 {
+            let x = u.sample(&mut a);
+            assert!((1000..=2000).contains(&x.0));
+            assert_eq!(x, u.sample(&mut b));
+        }
+        assert_eq!(Delay::Fixed(SimDuration(5)).sample(&mut a), SimDuration(5));
+        let ln = Delay::Lognormal {
+            median_s: 60.0,
+            sigma: 0.0,
+        };
+        assert_eq!(ln.sample(&mut a), SimDuration(60_000));
+    }
+}

@@ -1,0 +1,239 @@
+//! Autoscaled node groups (issue 22 item 1): an exact end-to-end case worked out by hand,
+//! the expander's choice, and bad input refused naming the field.
+
+use fleetsim::scenario;
+
+use crate::support::{job, run, span, wait_s};
+
+/// One static 4-GPU node `n1` and a group `burst` of up to 3 × 4-GPU nodes, none at the
+/// start, fixed 60 s provisioning, 2.0 per node-hour, removed after 120 s idle.
+fn tiny(expander_and_groups: &str) -> String {
+    format!(
+        r#"name = "autoscale-tiny"
+[policy]
+queueing_strategy = "best-effort-fifo"
+{expander_and_groups}
+[workload]
+trace = {{ format = "native", path = "jobs.csv" }}
+queues = "single"
+"#
+    )
+}
+
+const BURST: &str = r#"
+[[fleet.cells]]
+name = "c"
+[[fleet.cells.nodes]]
+names = ["n1"]
+accelerator = "H100"
+gpus = 4
+[[fleet.cells.autoscaling]]
+name = "burst"
+min_nodes = 0
+max_nodes = 3
+node = { accelerator = "H100", gpus = 4 }
+provisioning_delay = { distribution = "fixed", s = 60 }
+price_per_node_hour = 2.0
+scale_down_idle_s = 120
+"#;
+
+/// J1: 1 × 4 GPUs at 0 for 100 s; J2: a gang of 2 × 4 GPUs at 10 for 300 s; J3: 1 × 4 GPUs
+/// at 20 for 50 s.
+const JOBS: &str = "id,submit_s,tenant,num_gpu,tasks,runtime_s
+J1,0,a,4,1,100
+J2,10,a,4,2,300
+J3,20,a,4,1,50
+";
+
+/// By hand (best-effort FIFO, best-fit):
+/// - t=0: J1 starts on n1 (its 4 GPUs), ends at 100.
+/// - t=10: J2 (2 × 4 GPUs) cannot start: n1 is full. One burst node holds one task, so the
+///   whole gang needs ⌈2/1⌉ = 2 nodes: one request for burst-0 and burst-1, joining at
+///   10 + 60 = 70 (all-or-nothing: both or neither).
+/// - t=20: J3 (4 GPUs) cannot start; the room on its way (burst-0/1) is all claimed by J2, so
+///   J3 asks for one more node: burst-2, joining at 80 (no double provisioning: J2 does not
+///   ask again).
+/// - t=70: burst-0/1 join; J2 starts on them, ends at 370. J3 now claims burst-2's room.
+/// - t=80: burst-2 joins; J3 starts, ends at 130.
+/// - t=130: burst-2 idle; still idle at 130 + 120 = 250: removed (3 nodes > min 0).
+/// - t=370: J2 ends; the run ends (burst-0/1 are still billed to here).
+///
+/// Waits 0, 60, 60. Billed: burst-0/1 10→370 = 2 × 360 s, burst-2 20→250 = 230 s: 950
+/// node-s = 950/3600 node-h, cost × 2.0 = 1900/3600. Provisioned GPU-s: 2 × 4 × (370 − 70)
+/// plus 4 × (250 − 80), i.e. 2400 + 680 = 3080; allocated: J2 8 × 300 + J3 4 × 50 = 2600.
+/// Pending for capacity: 1 job over 10–20, 2 over 20–70 (J2, J3), 1 over 70–80 (J3), i.e.
+/// 10 + 100 + 10 = 120 job-s.
+#[test]
+fn a_gang_and_a_job_scale_up_together_and_an_idle_node_scales_down() {
+    let out = run(&tiny(BURST), &[("jobs.csv", JOBS)]);
+    assert_eq!(span(&out, "J1"), (Some(0), Some(100)));
+    assert_eq!(span(&out, "J2"), (Some(70), Some(370)));
+    assert_eq!(span(&out, "J3"), (Some(80), Some(130)));
+    assert_eq!(
+        (wait_s(&out, "J1"), wait_s(&out, "J2"), wait_s(&out, "J3")),
+        (Some(0), Some(60), Some(60))
+    );
+    let mut j2 = job(&out, "J2").nodes.clone();
+    j2.sort();
+    assert_eq!(j2, ["c-burst-n00000", "c-burst-n00001"]);
+    assert_eq!(job(&out, "J3").nodes, ["c-burst-n00002"]);
+    let a = out
+        .summary
+        .autoscaling
+        .as_ref()
+        .expect("autoscaling section");
+    assert_eq!(a.expander, "least-waste");
+    assert_eq!((a.scale_ups, a.scale_downs), (2, 1));
+    let g = &a.groups[0];
+    assert_eq!(g.name, "c/burst");
+    assert_eq!(
+        (g.nodes_provisioned, g.nodes_removed, g.peak_nodes),
+        (3, 1, 3)
+    );
+    assert_eq!(a.node_hours, 950.0 / 3600.0);
+    assert_eq!(a.cost, 950.0 / 3600.0 * 2.0);
+    assert_eq!(a.gpu_hours_provisioned, 3080.0 / 3600.0);
+    assert_eq!(a.gpu_hours_allocated, 2600.0 / 3600.0);
+    assert_eq!(a.pending_for_capacity_job_s, 120.0);
+}
+
+/// Three groups for a 1 × 8-GPU job: `small` (4-GPU nodes) can hold no task of 8 GPUs, so
+/// it is no option; `big` (one 8-GPU node, 10.0 per hour) wastes nothing; `wide` (one
+/// 16-GPU node, 3.0 per hour) wastes 8 GPUs. `least-waste` takes `big`, `price` takes
+/// `wide`, `priority` the group of highest priority (`wide`: 5). The node joins at 30.
+#[test]
+fn the_expander_chooses_the_group() {
+    let groups = r#"
+[[fleet.cells]]
+name = "c"
+[[fleet.cells.autoscaling]]
+name = "small"
+max_nodes = 4
+node = { accelerator = "H100", gpus = 4 }
+provisioning_delay = { distribution = "fixed", s = 30 }
+price_per_node_hour = 1.0
+[[fleet.cells.autoscaling]]
+name = "big"
+max_nodes = 2
+node = { accelerator = "H100", gpus = 8 }
+provisioning_delay = { distribution = "fixed", s = 30 }
+price_per_node_hour = 10.0
+[[fleet.cells.autoscaling]]
+name = "wide"
+max_nodes = 2
+priority = 5
+node = { accelerator = "H100", gpus = 16 }
+provisioning_delay = { distribution = "uniform", min_s = 30, max_s = 30 }
+price_per_node_hour = 3.0
+"#;
+    let jobs = "id,submit_s,tenant,num_gpu,tasks,runtime_s\nJ,0,a,8,1,100\n";
+    for (expander, node) in [
+        ("least-waste", "c-big-n00000"),
+        ("price", "c-wide-n00000"),
+        ("priority", "c-wide-n00000"),
+    ] {
+        let toml = tiny(&format!("autoscaler_expander = \"{expander}\"\n{groups}"));
+        let out = run(&toml, &[("jobs.csv", jobs)]);
+        assert_eq!(span(&out, "J"), (Some(30), Some(130)), "{expander}");
+        assert_eq!(job(&out, "J").nodes, [node], "{expander}");
+        assert_eq!(out.summary.autoscaling.as_ref().unwrap().expander, expander);
+    }
+}
+
+/// Without autoscaling groups the summary has no `autoscaling` section.
+#[test]
+fn no_groups_no_section() {
+    let toml = tiny(
+        "[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.nodes]]\nnames = [\"n1\"]\naccelerator = \"H100\"\ngpus = 4\n",
+    );
+    let out = run(
+        &toml,
+        &[(
+            "jobs.csv",
+            "id,submit_s,tenant,num_gpu,runtime_s\nJ,0,a,4,10\n",
+        )],
+    );
+    assert!(out.summary.autoscaling.is_none());
+    let json = serde_json::to_string(&out.summary).unwrap();
+    assert!(!json.contains("autoscaling"), "{json}");
+}
+
+fn load_err(group: &str, policy: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "name = \"bad\"\n[policy]\n{policy}\n[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.autoscaling]]\n{group}\n[workload]\ntrace = {{ format = \"native\", path = \"jobs.csv\" }}\n"
+    );
+    let path = dir.path().join("scenario.toml");
+    std::fs::write(&path, toml).unwrap();
+    scenario::load(&path).unwrap_err().to_string()
+}
+
+const OK: &str = "name = \"g\"\nnode = { accelerator = \"H100\", gpus = 8 }\nprovisioning_delay = { distribution = \"fixed\", s = 60 }";
+
+#[test]
+fn bad_groups_are_refused_naming_the_field() {
+    let cases = [
+        (
+            format!("{OK}\nmin_nodes = 3\nmax_nodes = 2"),
+            "",
+            "fleet.cells[0].autoscaling[0].min_nodes",
+        ),
+        (
+            format!("{OK}\nmax_nodes = 0"),
+            "",
+            "fleet.cells[0].autoscaling[0].max_nodes",
+        ),
+        (
+            format!("{OK}\nmax_nodes = 2\nprice_per_node_hour = -1.0"),
+            "",
+            "fleet.cells[0].autoscaling[0].price_per_node_hour",
+        ),
+        (
+            format!("{OK}\nmax_nodes = 2\nscale_down_idle_s = -5"),
+            "",
+            "fleet.cells[0].autoscaling[0].scale_down_idle_s",
+        ),
+        (
+            "name = \"g\"\nmax_nodes = 2\nnode = { accelerator = \"H100\", gpus = 8 }\nprovisioning_delay = { distribution = \"fixed\", s = -1 }".to_string(),
+            "",
+            "fleet.cells[0].autoscaling[0].provisioning_delay.s",
+        ),
+        (
+            "name = \"g\"\nmax_nodes = 2\nnode = { accelerator = \"H100\", gpus = 8 }\nprovisioning_delay = { distribution = \"uniform\", min_s = 90, max_s = 30 }".to_string(),
+            "",
+            "fleet.cells[0].autoscaling[0].provisioning_delay.min_s",
+        ),
+        (
+            "name = \"g\"\nmax_nodes = 2\nnode = { accelerator = \"H100\", gpus = 8 }\nprovisioning_delay = { distribution = \"lognormal\", median_s = 60, sigma = -1 }".to_string(),
+            "",
+            "fleet.cells[0].autoscaling[0].provisioning_delay.sigma",
+        ),
+        (
+            "name = \"g\"\nmax_nodes = 2\nnode = { accelerator = \"H100\", gpus = 8, count = 4 }\nprovisioning_delay = { distribution = \"fixed\", s = 60 }".to_string(),
+            "",
+            "fleet.cells[0].autoscaling[0].node",
+        ),
+    ];
+    for (group, policy, field) in cases {
+        let e = load_err(&group, policy);
+        assert!(e.contains(&format!("`{field}`")), "{field}: {e}");
+    }
+    // An unknown expander: the error shows the line with the key and the valid names.
+    let e = load_err(
+        &format!("{OK}\nmax_nodes = 2"),
+        "autoscaler_expander = \"cheapest\"",
+    );
+    assert!(e.contains("autoscaler_expander = \"cheapest\""), "{e}");
+    assert!(e.contains("`least-waste`, `price`, `priority`"), "{e}");
+    // An unknown key in a group is refused.
+    let e = load_err(&format!("{OK}\nmax_nodes = 2\nmax_node = 3"), "");
+    assert!(e.contains("max_node"), "{e}");
+    // A top-level `[autoscaling]` table is still unknown: groups live in the cells.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.toml");
+    std::fs::write(&path, "name = \"x\"\n[autoscaling]\n[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.nodes]]\ncount = 1\ngpus = 1\naccelerator = \"H100\"\n[workload]\ntrace = { format = \"native\", path = \"j.csv\" }\n").unwrap();
+    assert!(scenario::load(&path)
+        .unwrap_err()
+        .to_string()
+        .contains("autoscaling"));
+}
