@@ -117,6 +117,8 @@ pub mod decision;
 pub mod fairshare;
 pub mod ids;
 pub mod job;
+#[cfg(feature = "serde")]
+pub mod live;
 pub mod placement;
 pub mod preemption;
 pub mod queue_order;
