@@ -7,5 +7,7 @@
 //! Behind the `serde` feature.
 
 pub mod event;
+pub mod state;
 
 pub use event::{Binding, Decision, Event, JobSpec};
+pub use state::{LiveError, LiveState, Phase};
