@@ -88,13 +88,13 @@ async fn replay(name: &str) -> (u64, Vec<String>, usize) {
 async fn service_decides_as_the_simulator() {
     let mut total = 0;
     let mut all_bad = Vec::new();
-    for name in [
-        "philly-quota",
-        "philly-quota-fair-share",
-        "kueue-cohorts",
-        "nvl72-topology",
-        "philly-multicell",
-    ] {
+    let default =
+        "philly-quota,philly-quota-fair-share,kueue-cohorts,nvl72-topology,philly-multicell";
+    // FLEETSIM_LIVE_SCENARIOS=a,b narrows the run (for a quick look); the 10,000 bound is
+    // for the full list.
+    let names = std::env::var("FLEETSIM_LIVE_SCENARIOS").unwrap_or_else(|_| default.into());
+    let full = names == default;
+    for name in names.split(',') {
         let (matched, bad, events) = replay(name).await;
         println!(
             "{name}: {events} events, {matched} decisions matched, {} mismatches",
@@ -108,7 +108,7 @@ async fn service_decides_as_the_simulator() {
         all_bad.len()
     );
     assert!(all_bad.is_empty(), "{all_bad:#?}");
-    assert!(total >= 10_000, "only {total} decisions compared");
+    assert!(!full || total >= 10_000, "only {total} decisions compared");
 }
 
 #[test]
