@@ -119,6 +119,8 @@ pub mod elastic;
 pub mod fairshare;
 pub mod ids;
 pub mod job;
+#[cfg(feature = "serde")]
+pub mod live;
 pub mod placement;
 pub mod preemption;
 pub mod queue_order;

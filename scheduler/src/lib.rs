@@ -1,8 +1,9 @@
 //! fleetsim-scheduler: the live scheduling service on the policy crate (issue 21).
 //!
-//! This crate part holds the edges of the service: [`security`] (TLS, tokens, limits,
-//! tenant authorization).
+//! [`service`]: the HTTP+JSON API over the policy crate's `live::LiveState`; [`security`]
+//! (TLS, tokens, limits, tenant authorization) wraps its router.
 
 pub mod k8s;
 pub mod security;
+pub mod service;
 pub mod shadow;

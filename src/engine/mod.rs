@@ -55,6 +55,7 @@ pub mod reliability;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use fleetsim_policies::live;
 use fleetsim_policies::{
     kept_progress, longest_reason, CellId, Decision, Extensions, FleetState, JobId, ModelSet,
     NodeId, PendingJob, PendingReason, PreemptReason, QueueConfig, QueueId, RejectReason,
@@ -136,6 +137,10 @@ pub struct EngineConfig {
     /// saw in [`RunResult::preemption_plans`] and, with `audit_every_instant`, every change
     /// of quota usage in [`RunResult::quota_log`] (for tests and checkers; off by default).
     pub record_preemptions: bool,
+    /// Record, at every call into the scheduler, the live service's event stream and the
+    /// decisions the scheduler answered ([`RunResult::live`]; issue 21's equivalence test).
+    /// Off by default: no output changes.
+    pub record_live: bool,
     /// Scheduled node changes (what-if transforms), applied as node events (class 2 of the
     /// ordering guarantees) in this order at equal times.
     pub node_events: Vec<NodeEvent>,
@@ -624,6 +629,23 @@ pub struct RunResult {
     pub reliability: Option<reliability::ReliabilityStats>,
     /// The autoscaling account, with [`EngineConfig::autoscaling`].
     pub autoscaling: Option<autoscale::AutoscaleStats>,
+    /// The live event stream and its decisions, when [`EngineConfig::record_live`] is on.
+    pub live: Option<LiveRecord>,
+}
+
+/// What [`EngineConfig::record_live`] records: every scheduler-facing event of the run as
+/// the live service's [`live::Event`], and every decision the scheduler made, in order.
+/// Replaying `events` through a [`live::LiveState`] built like the run's scheduler must give
+/// exactly `decisions`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LiveRecord {
+    /// The events, in the order the engine applied them.
+    pub events: Vec<live::Event>,
+    /// The decisions, in the order the scheduler made them.
+    pub decisions: Vec<live::Decision>,
+    /// Set when the run used a transition the live events cannot express yet (hot spares,
+    /// keep-survivors gang recovery): the record is then incomplete.
+    pub unsupported: Option<String>,
 }
 
 /// A job's record while it is in flight (pending, awaiting a recorded start, or running).
@@ -813,6 +835,7 @@ pub struct Simulation {
     lost_gpu_milli_ms: u128,
     preemption_log: Vec<PreemptionEvent>,
     preemption_plans: Vec<PreemptionPlan>,
+    live: Option<Box<LiveRecord>>,
     quota_log: Vec<QuotaSample>,
     next_tick: Option<SimTime>,
     /// The scheduler's own wake-up ([`Scheduler::next_wake`]) pushed as a tick, if any.
@@ -900,6 +923,7 @@ impl Simulation {
             lost_gpu_milli_ms: 0,
             preemption_log: Vec::new(),
             preemption_plans: Vec::new(),
+            live: cfg.record_live.then(Box::default),
             quota_log: Vec::new(),
             next_tick: None,
             wake_at: None,
@@ -1318,6 +1342,14 @@ impl Simulation {
                     }
                     let mut decisions = std::mem::take(&mut self.decisions);
                     self.sched.schedule_into(&mut self.fleet, t, &mut decisions);
+                    if let Some(l) = self.live.as_mut() {
+                        l.events.push(live::Event::Pass { t: t.0 });
+                        l.decisions.extend(
+                            decisions
+                                .iter()
+                                .map(|d| live::Decision::from_policy(d, t.0)),
+                        );
+                    }
                     if self.cfg.record_preemptions {
                         // Before the decisions are applied: their job ids are still live.
                         for c in self.sched.take_preemption_contexts() {
@@ -1619,16 +1651,29 @@ impl Simulation {
             Some(at) => {
                 if let Err(reason) = self.sched.check_resolvable(&self.fleet, &job) {
                     self.dispatching.remove(&id);
+                    self.record_submit(&job, t, Some(&reason), false);
                     return self.reject(id, reason, sink);
                 }
                 self.awaiting_replay.insert(id, job);
                 self.jobs[id.index()].state = JobState::Awaiting;
                 self.events.push(at, EventKind::ForcedStart(id));
             }
-            None => match self.sched.submit_at(&mut self.fleet, job, t) {
-                Ok(()) => self.dirty = true,
-                Err(reason) => return self.reject(id, reason, sink),
-            },
+            None => {
+                self.record_submit(&job, t, None, false);
+                match self.sched.submit_at(&mut self.fleet, job, t) {
+                    Ok(()) => self.dirty = true,
+                    Err(reason) => {
+                        if let Some(l) = self.live.as_mut() {
+                            l.decisions.push(live::Decision::Reject {
+                                t: t.0,
+                                job: id.0,
+                                reason: reason.clone(),
+                            });
+                        }
+                        return self.reject(id, reason, sink);
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -1642,6 +1687,7 @@ impl Simulation {
         };
         if self.dispatching.remove(&id) {
             // Dispatched: it joins the queues now, like a submission.
+            self.record_submit(&job, self.now, None, false);
             self.jobs[id.index()].state = JobState::Pending;
             self.sched
                 .submit_at(&mut self.fleet, job, self.now)
@@ -1652,8 +1698,15 @@ impl Simulation {
             self.dirty = true;
             return Ok(());
         }
+        self.record_submit(&job, self.now, None, true);
         match self.sched.place_now(&mut self.fleet, &job) {
-            Some(d) => self.apply(d),
+            Some(d) => {
+                if let Some(l) = self.live.as_mut() {
+                    l.decisions
+                        .push(live::Decision::from_policy(&d, self.now.0));
+                }
+                self.apply(d)
+            }
             None => {
                 self.counts.replay_conflicts += 1;
                 self.jobs[id.index()].state = JobState::Pending;
@@ -1667,6 +1720,46 @@ impl Simulation {
                 self.dirty = true;
                 Ok(())
             }
+        }
+    }
+
+    /// Records a submission (`started`: a start decided outside the queues) for
+    /// [`EngineConfig::record_live`], with the rejection it gets, if any.
+    fn record_submit(
+        &mut self,
+        job: &PendingJob,
+        t: SimTime,
+        rejected: Option<&RejectReason>,
+        started: bool,
+    ) {
+        let Some(l) = self.live.as_mut() else { return };
+        let spec = live::JobSpec::from_pending(job);
+        l.events.push(if started {
+            live::Event::JobStarted { t: t.0, job: spec }
+        } else {
+            live::Event::JobSubmitted { t: t.0, job: spec }
+        });
+        if let Some(reason) = rejected {
+            l.decisions.push(live::Decision::Reject {
+                t: t.0,
+                job: job.id.0,
+                reason: reason.clone(),
+            });
+        }
+    }
+
+    /// Records `ev` for [`EngineConfig::record_live`].
+    fn record_live(&mut self, ev: impl FnOnce(u64) -> live::Event) {
+        let t = self.now.0;
+        if let Some(l) = self.live.as_mut() {
+            l.events.push(ev(t));
+        }
+    }
+
+    /// Marks the live record incomplete ([`LiveRecord::unsupported`]).
+    fn live_unsupported(&mut self, what: &str) {
+        if let Some(l) = self.live.as_mut() {
+            l.unsupported.get_or_insert_with(|| what.to_string());
         }
     }
 
@@ -1888,6 +1981,7 @@ impl Simulation {
                 .release(a)
                 .map_err(|e| self.invariant(e.to_string()))?;
         }
+        self.record_live(|t| live::Event::VictimReleased { t, job: id.0 });
         self.unbind(id);
         self.sched.on_released(id, self.now);
         self.dirty = true;
@@ -1910,6 +2004,14 @@ impl Simulation {
             }
             return Ok(());
         }
+        let node = change.node.0;
+        self.record_live(|t| match change.kind {
+            NodeChangeKind::Repair => live::Event::NodeRecovered { t, node },
+            NodeChangeKind::Fail { .. } => live::Event::NodeFailed { t, node },
+            NodeChangeKind::Drain | NodeChangeKind::Evict { .. } => {
+                live::Event::NodeDrained { t, node }
+            }
+        });
         match change.kind {
             NodeChangeKind::Repair => {
                 self.fleet.set_schedulable(change.node, true);
@@ -1964,6 +2066,13 @@ impl Simulation {
             .on_allocs(&self.fleet, rec.allocs.as_slice(), false);
         let total = rec.shape.total_gpu_milli() * rec.tasks as u64;
         self.metrics.on_tenant_alloc(rec.tenant, total, false);
+        if let Some(l) = self.live.as_mut() {
+            l.events.push(live::Event::JobFinished {
+                t: now.0,
+                job: id.0,
+            });
+        }
+        let rec = &self.jobs[id.index()];
         self.sched.on_job_end(id, rec.queue, total, now);
         let pre = rec.kind == RecordedKind::PreExisting || !rec.measured;
         self.metrics.on_finish(rec.submit, now, rec.runtime.0, pre);
@@ -1995,6 +2104,10 @@ impl Simulation {
     fn node_event(&mut self, i: usize) {
         let e = self.cfg.node_events[i].clone();
         for &n in &e.nodes {
+            self.record_live(|t| match e.up {
+                true => live::Event::NodeRecovered { t, node: n.0 },
+                false => live::Event::NodeDrained { t, node: n.0 },
+            });
             if e.up {
                 if self.draining.remove(&n) {
                     self.metrics.add_draining(&self.fleet, n, false);
@@ -2253,6 +2366,7 @@ impl Simulation {
                 r.lost_gpu_milli_ms = self.lost_gpu_milli_ms;
                 r
             }),
+            live: self.live.take().map(|b| *b),
         })
     }
 

@@ -424,6 +424,12 @@ impl Simulation {
             } else {
                 self.rel.lost_to_failures_gpu_milli_ms += lost;
             }
+            let release_at = Some((self.now + grace).0);
+            self.record_live(|t| fleetsim_policies::live::Event::JobLost {
+                t,
+                job: id.0,
+                release_at,
+            });
             self.sched.mark_lost(id, self.now, self.now + grace);
             self.terminate(id, grace);
         }
@@ -510,6 +516,7 @@ impl Simulation {
     /// bound with progress paused ([`JobState::Recovering`]) until
     /// [`Simulation::recover_gangs`] places the missing members.
     fn keep_survivors(&mut self, id: JobId, node: NodeId) {
+        self.live_unsupported("keep-survivors gang recovery");
         let now = self.now;
         let tenant = self.jobs[id.index()].tenant;
         self.fail_run(id);
@@ -664,6 +671,7 @@ impl Simulation {
     /// spare becomes a regular node and `node` a (down) spare. Returns `false`, changing
     /// nothing, when no spare is free or the tasks do not fit on it.
     fn hot_swap(&mut self, id: JobId, node: NodeId) -> bool {
+        self.live_unsupported("hot spares");
         let (cell, model) = {
             let n = self.fleet.node(node);
             (n.cell, n.model)

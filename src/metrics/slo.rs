@@ -535,7 +535,7 @@ mod tests {
             assert_eq!(err.0, field, "{text}: {}", err.1);
         }
         let ok = spec("name = \"a\"\nkind = \"start_within\"\nwithin_s = 5\ntarget_fraction = 1\nqueues = [\"prod-lq\", \"dev\"]");
-        validate(&[ok.clone()], &queues()).expect("valid");
+        validate(std::slice::from_ref(&ok), &queues()).expect("valid");
         let err = validate(&[ok.clone(), ok], &queues()).expect_err("twice");
         assert_eq!(err.0, "metrics.slo[1].name");
         // Unknown keys are refused by the parser.

@@ -235,6 +235,7 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
         checkpoint_interval: p.checkpoint_interval(),
         node_changes: Vec::new(),
         record_preemptions: false,
+        record_live: false,
         node_events: Vec::new(),
         startup: None,
         model_speed_permille: Vec::new(),
@@ -489,6 +490,30 @@ pub fn run_scenario(
     opts: &RunOptions,
     progress: &mut dyn FnMut(u64, SimTime),
 ) -> Result<RunOutput, RunError> {
+    run_inner(loaded, opts, progress, false).map(|(o, _)| o)
+}
+
+/// Runs a loaded scenario with [`EngineConfig::record_live`] on, and returns with it a
+/// [`fleetsim_policies::live::LiveState`] built exactly as the run's scheduler and fleet
+/// were before the first event (the same spec, queues, quota tree, spares held out):
+/// replaying [`RunResult::live`]'s events through it must give its decisions (issue 21).
+///
+/// # Errors
+/// As [`run_scenario`].
+pub fn run_scenario_live(
+    loaded: &Loaded,
+    opts: &RunOptions,
+) -> Result<(RunOutput, fleetsim_policies::live::LiveState), RunError> {
+    let (out, twin) = run_inner(loaded, opts, &mut |_, _| {}, true)?;
+    Ok((out, twin.expect("a live run builds its twin")))
+}
+
+fn run_inner(
+    loaded: &Loaded,
+    opts: &RunOptions,
+    progress: &mut dyn FnMut(u64, SimTime),
+    live: bool,
+) -> Result<(RunOutput, Option<fleetsim_policies::live::LiveState>), RunError> {
     let seed = opts.seed.unwrap_or(loaded.scenario.seed);
     prepare_out_dir(loaded, opts)?;
     // Quota flexibility off: every queue only within its own nominal quota (no cohorts).
@@ -521,7 +546,13 @@ pub fn run_scenario(
             expander: loaded.scenario.policy.autoscaler_expander,
             seed,
         });
+    cfg.record_live = live;
     let ext = crate::scenario::policies::extensions(loaded, &state)?;
+    // The live twin's stages, built the same way (Extensions holds boxed policies: no clone).
+    let twin_ext = match live {
+        true => Some(crate::scenario::policies::extensions(loaded, &state)?),
+        false => None,
+    };
     cfg.node_changes = crate::scenario::policies::node_changes(loaded, &state)?;
     let scenario_changes = cfg.node_changes.clone();
     let limit_counts = std::sync::Arc::new([
@@ -580,6 +611,26 @@ pub fn run_scenario(
     }
     let gpu_numbering =
         crate::report::batsim::GpuNumbering::new(state.nodes().iter().map(|n| n.gpus));
+    let twin = twin_ext.map(|mut e| {
+        // As Simulation::with_extensions sets up its scheduler and fleet.
+        e.track_running |= cfg.node_changes.iter().any(|c| {
+            matches!(
+                c.kind,
+                crate::engine::NodeChangeKind::Fail { .. }
+                    | crate::engine::NodeChangeKind::Evict { .. }
+            )
+        });
+        let mut fleet = state.clone();
+        if !policies.placement.kind().reads_task_classes() {
+            fleet.stop_task_class_tracking();
+        }
+        for &n in &cfg.spares {
+            fleet.set_schedulable(n, false);
+        }
+        let queues: Vec<QueueConfig> = cfg.queues.iter().map(|q| q.config).collect();
+        let sched = fleetsim_policies::Scheduler::new(policies.clone(), queues).with(e);
+        fleetsim_policies::live::LiveState::new(sched, fleet)
+    });
     let mut sim = Simulation::with_extensions(state, policies, ext, cfg);
     // Queueing SLOs read the job rows as they are written (none without `[[metrics.slo]]`).
     let mut slo_tracker = (!loaded.scenario.metrics.slo.is_empty()).then(|| {
@@ -754,14 +805,17 @@ pub fn run_scenario(
     )
     .into_iter()
     .collect();
-    Ok(RunOutput {
-        summary,
-        result,
-        jobs,
-        cells,
-        models: models_for_series,
-        warnings,
-    })
+    Ok((
+        RunOutput {
+            summary,
+            result,
+            jobs,
+            cells,
+            models: models_for_series,
+            warnings,
+        },
+        twin,
+    ))
 }
 
 /// Writes the run's [`crate::report::outset::MARKER`] last, listing its output files.

@@ -1,0 +1,323 @@
+//! [`LiveState`]: the scheduler, the fleet and the jobs holding resources, advanced by one
+//! [`Event`] at a time exactly as the simulator's engine drives the same [`Scheduler`].
+
+use std::collections::BTreeMap;
+
+use crate::decision::Decision as PolicyDecision;
+use crate::decision::PendingReason;
+use crate::ids::{JobId, NodeId, QueueId};
+use crate::scheduler::Scheduler;
+use crate::state::{FleetState, TaskAlloc};
+use crate::time::SimTime;
+
+use super::event::{Decision, Event, JobSpec};
+
+/// Why an event was refused. A refused event changes nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LiveError {
+    /// The event's `t` is before an earlier accepted event's.
+    TimeWentBackwards {
+        /// The event's time, ms.
+        t: u64,
+        /// The latest accepted time, ms.
+        now: u64,
+    },
+    /// A node index beyond the fleet.
+    UnknownNode(u32),
+    /// A job id the state does not know (or not in the phase the event needs).
+    UnknownJob(u32),
+    /// A job id already in use by a job that has not ended.
+    DuplicateJob(u32),
+    /// The event does not fit the job's phase (e.g. finishing a pending job).
+    WrongPhase {
+        /// The job.
+        job: u32,
+        /// What the event needed, e.g. "running".
+        needs: &'static str,
+    },
+    /// The job description is invalid.
+    InvalidJob(String),
+    /// A transition the live state cannot make yet.
+    Unsupported(&'static str),
+}
+
+impl std::fmt::Display for LiveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LiveError::TimeWentBackwards { t, now } => {
+                write!(f, "event time {t} ms is before the current time {now} ms")
+            }
+            LiveError::UnknownNode(n) => write!(f, "unknown node {n}"),
+            LiveError::UnknownJob(j) => write!(f, "unknown job {j}"),
+            LiveError::DuplicateJob(j) => write!(f, "job {j} already exists and has not ended"),
+            LiveError::WrongPhase { job, needs } => write!(f, "job {job} is not {needs}"),
+            LiveError::InvalidJob(m) => write!(f, "invalid job: {m}"),
+            LiveError::Unsupported(m) => write!(f, "unsupported: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for LiveError {}
+
+/// Where a job known to the live state is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// In a queue (or awaiting requeue inside the scheduler).
+    Pending,
+    /// Holding these bindings.
+    Running(Vec<TaskAlloc>),
+    /// Stopped, still holding its bindings until `victim_released`.
+    Evicting(Vec<TaskAlloc>),
+}
+
+#[derive(Clone, Debug)]
+struct Known {
+    queue: QueueId,
+    gpu_milli: u64,
+    phase: Phase,
+}
+
+/// The live scheduler: a [`Scheduler`] on a [`FleetState`] plus the jobs it knows. Apply
+/// events in order with [`LiveState::apply`]; decisions come out in the scheduler's order.
+pub struct LiveState {
+    sched: Scheduler,
+    fleet: FleetState,
+    jobs: BTreeMap<u32, Known>,
+    now: u64,
+    buf: Vec<PolicyDecision>,
+}
+
+impl LiveState {
+    /// A live state on a scheduler and fleet built as the simulator builds them (e.g.
+    /// [`crate::SchedulerSpec::build`] and [`FleetState::new`]).
+    pub fn new(sched: Scheduler, fleet: FleetState) -> LiveState {
+        LiveState {
+            sched,
+            fleet,
+            jobs: BTreeMap::new(),
+            now: 0,
+            buf: Vec::new(),
+        }
+    }
+
+    /// The latest accepted event time, ms.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// The fleet.
+    pub fn fleet(&self) -> &FleetState {
+        &self.fleet
+    }
+
+    /// The scheduler.
+    pub fn scheduler(&self) -> &Scheduler {
+        &self.sched
+    }
+
+    /// The phase of job `id`, if known.
+    pub fn phase(&self, id: u32) -> Option<&Phase> {
+        self.jobs.get(&id).map(|k| &k.phase)
+    }
+
+    /// Why each pending job waits, as of the last pass (jobs not yet tried: none).
+    pub fn pending_reasons(&self) -> BTreeMap<u32, PendingReason> {
+        self.sched
+            .pending_reasons()
+            .iter()
+            .map(|(j, r)| (j.0, *r))
+            .collect()
+    }
+
+    /// The scheduler's own next wake-up, ms (a pass the policy asks for).
+    pub fn next_wake(&self) -> Option<u64> {
+        self.sched.next_wake().map(|t| t.0)
+    }
+
+    fn node(&self, n: u32) -> Result<NodeId, LiveError> {
+        if (n as usize) < self.fleet.nodes().len() {
+            Ok(NodeId(n))
+        } else {
+            Err(LiveError::UnknownNode(n))
+        }
+    }
+
+    fn fresh(&self, job: &JobSpec, t: u64) -> Result<crate::job::PendingJob, LiveError> {
+        if self.jobs.contains_key(&job.id) {
+            return Err(LiveError::DuplicateJob(job.id));
+        }
+        job.to_pending(t).map_err(LiveError::InvalidJob)
+    }
+
+    fn known(&mut self, id: u32) -> Result<&mut Known, LiveError> {
+        self.jobs.get_mut(&id).ok_or(LiveError::UnknownJob(id))
+    }
+
+    /// Applies one event at its time `t` and returns the decisions it caused, in order.
+    ///
+    /// # Errors
+    /// A [`LiveError`]; the state is unchanged then.
+    pub fn apply(&mut self, ev: &Event) -> Result<Vec<Decision>, LiveError> {
+        let t = ev.t();
+        if t < self.now {
+            return Err(LiveError::TimeWentBackwards { t, now: self.now });
+        }
+        let now = SimTime(t);
+        let mut out = Vec::new();
+        match ev {
+            Event::NodeAdded { node, .. } | Event::NodeRecovered { node, .. } => {
+                let n = self.node(*node)?;
+                self.fleet.set_schedulable(n, true);
+            }
+            Event::NodeRemoved { node, .. }
+            | Event::NodeFailed { node, .. }
+            | Event::NodeDrained { node, .. } => {
+                let n = self.node(*node)?;
+                self.fleet.set_schedulable(n, false);
+            }
+            Event::JobSubmitted { job, .. } => {
+                let p = self.fresh(job, t)?;
+                let (queue, gpu_milli) = (p.queue, p.total_gpu_milli());
+                match self.sched.submit_at(&mut self.fleet, p, now) {
+                    Ok(()) => {
+                        self.jobs.insert(
+                            job.id,
+                            Known {
+                                queue,
+                                gpu_milli,
+                                phase: Phase::Pending,
+                            },
+                        );
+                    }
+                    Err(reason) => out.push(Decision::Reject {
+                        t,
+                        job: job.id,
+                        reason,
+                    }),
+                }
+            }
+            Event::JobStarted { job, .. } => {
+                let p = self.fresh(job, t)?;
+                if let Err(reason) = self.sched.check_resolvable(&self.fleet, &p) {
+                    out.push(Decision::Reject {
+                        t,
+                        job: job.id,
+                        reason,
+                    });
+                } else {
+                    let (queue, gpu_milli) = (p.queue, p.total_gpu_milli());
+                    self.jobs.insert(
+                        job.id,
+                        Known {
+                            queue,
+                            gpu_milli,
+                            phase: Phase::Pending,
+                        },
+                    );
+                    match self.sched.place_now(&mut self.fleet, &p) {
+                        Some(d) => self.take(&d, t, &mut out),
+                        None => {
+                            if let Err(reason) = self.sched.submit_at(&mut self.fleet, p, now) {
+                                self.jobs.remove(&job.id);
+                                out.push(Decision::Reject {
+                                    t,
+                                    job: job.id,
+                                    reason,
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+            Event::JobFinished { job, .. } | Event::JobCancelled { job, .. } => {
+                let k = self.known(*job)?;
+                let Phase::Running(allocs) = &k.phase else {
+                    return Err(match k.phase {
+                        Phase::Pending if matches!(ev, Event::JobCancelled { .. }) => {
+                            LiveError::Unsupported(
+                                "cancelling a pending job (the scheduler has no withdraw yet)",
+                            )
+                        }
+                        _ => LiveError::WrongPhase {
+                            job: *job,
+                            needs: "running",
+                        },
+                    });
+                };
+                let (queue, gpu) = (k.queue, k.gpu_milli);
+                for a in allocs.clone() {
+                    self.fleet
+                        .release(&a)
+                        .map_err(|e| LiveError::InvalidJob(e.to_string()))?;
+                }
+                self.jobs.remove(job);
+                self.sched.on_job_end(JobId(*job), queue, gpu, now);
+            }
+            Event::JobLost {
+                job, release_at, ..
+            } => {
+                let k = self.known(*job)?;
+                let Phase::Running(allocs) = &k.phase else {
+                    return Err(LiveError::WrongPhase {
+                        job: *job,
+                        needs: "running",
+                    });
+                };
+                k.phase = Phase::Evicting(allocs.clone());
+                let until = release_at.map_or(SimTime::MAX, SimTime);
+                self.sched.mark_lost(JobId(*job), now, until);
+            }
+            Event::VictimReleased { job, .. } => {
+                let k = self.known(*job)?;
+                let Phase::Evicting(allocs) = &k.phase else {
+                    return Err(LiveError::WrongPhase {
+                        job: *job,
+                        needs: "being evicted",
+                    });
+                };
+                let allocs = allocs.clone();
+                k.phase = Phase::Pending;
+                for a in &allocs {
+                    self.fleet
+                        .release(a)
+                        .map_err(|e| LiveError::InvalidJob(e.to_string()))?;
+                }
+                self.sched.on_released(JobId(*job), now);
+            }
+            Event::Pass { .. } => {
+                let mut buf = std::mem::take(&mut self.buf);
+                self.sched.schedule_into(&mut self.fleet, now, &mut buf);
+                for d in buf.drain(..) {
+                    self.take(&d, t, &mut out);
+                }
+                self.buf = buf;
+            }
+        }
+        self.now = t;
+        Ok(out)
+    }
+
+    /// Books policy decision `d` (made at `t`) into the job table and appends its wire form.
+    fn take(&mut self, d: &PolicyDecision, t: u64, out: &mut Vec<Decision>) {
+        match d {
+            PolicyDecision::Start { job, tasks, .. } => {
+                if let Some(k) = self.jobs.get_mut(&job.0) {
+                    k.phase = Phase::Running(tasks.clone());
+                }
+                // Waiting-time accounting is the simulator's; drop it to keep memory flat.
+                drop(self.sched.take_wait_profile(*job));
+            }
+            PolicyDecision::Preempt { job, grace, .. } => {
+                if let Some(k) = self.jobs.get_mut(&job.0) {
+                    k.phase = match std::mem::replace(&mut k.phase, Phase::Pending) {
+                        Phase::Running(a) if grace.0 > 0 => Phase::Evicting(a),
+                        // Zero grace: the policy released the bindings and requeued it.
+                        _ => Phase::Pending,
+                    };
+                }
+            }
+            PolicyDecision::Reject { .. } => {}
+        }
+        out.push(Decision::from_policy(d, t));
+    }
+}
