@@ -100,11 +100,12 @@ fn peak_rss_mib() -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
-/// Runs one workload in this process and returns its measurement.
+/// Runs one workload in this process on `nodes` 8-GPU nodes (`None`: the workload's own
+/// fleet size, [`benchmarks::WORKLOADS`]) and returns its measurement.
 ///
 /// # Errors
 /// An unknown workload name, or a failed run.
-pub fn measure(workload: &str, jobs: u64, nodes: u32) -> Result<Measurement> {
+pub fn measure(workload: &str, jobs: u64, nodes: Option<u32>) -> Result<Measurement> {
     if let Some(m) = measure_fgd(workload)? {
         return Ok(m);
     }
@@ -112,7 +113,7 @@ pub fn measure(workload: &str, jobs: u64, nodes: u32) -> Result<Measurement> {
         return measure_sweep(threads.parse().context("sweep_8:<threads>")?, jobs);
     }
     let known: Vec<&str> = benchmarks::WORKLOADS.iter().map(|(n, _)| *n).collect();
-    let Some(w) = benchmarks::bench_workload(workload, jobs, Some(nodes)) else {
+    let Some(w) = benchmarks::bench_workload(workload, jobs, nodes) else {
         bail!(
             "unknown bench workload `{workload}`; known: {}, sweep_8:<threads>, openb_fgd_inflation, peer_replay:<FGD|BestFit>:<on|off>",
             known.join(", ")
@@ -424,7 +425,7 @@ fn off_nominal(m: &Measurement) -> Option<String> {
 ///
 /// # Errors
 /// A failed child run.
-pub fn main(child: Option<String>, jobs: u64, nodes: u32, quick: bool) -> Result<()> {
+pub fn main(child: Option<String>, jobs: u64, nodes: Option<u32>, quick: bool) -> Result<()> {
     if let Some(w) = child {
         let m = measure(&w, jobs, nodes)?;
         outln!("{}", serde_json::to_string(&m)?);

@@ -81,9 +81,9 @@ pub enum Command {
         /// Internal: jobs for --child.
         #[arg(long, hide = true, default_value_t = 1_000_000)]
         jobs: u64,
-        /// Internal: nodes for --child.
-        #[arg(long, hide = true, default_value_t = 16_384)]
-        nodes: u32,
+        /// Internal: nodes for --child (default: the workload's own fleet size).
+        #[arg(long, hide = true)]
+        nodes: Option<u32>,
     },
     /// Run the cartesian product of a scenario's sweep axes and seeds in parallel (or one
     /// shard of it) and write one row per run to DIR/runs.csv.
