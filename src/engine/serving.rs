@@ -13,7 +13,7 @@
 //! (the scheduler has no withdrawal yet); it starts when room is found and completes at
 //! once (a zero-length run).
 //!
-//! # Account (over `[0, min(end_s, end of run))`)
+//! # Account (over `[start_s, min(end_s, end of run))`)
 //! * shortfall: `∫ max(0, desired(t) − running(t)) dt`, replica-seconds, where `running`
 //!   counts replicas holding resources outside a grace period;
 //! * SLO attainment: the fraction of the window with `running(t) ≥ desired(t)`;
@@ -130,7 +130,7 @@ impl Serving {
             .map(|s| Svc {
                 desired: s.desired.clone(),
                 running: 0,
-                since: SimTime::ZERO,
+                since: plan.start,
                 desired_ms: 0,
                 running_ms: 0,
                 short_ms: 0,
@@ -278,7 +278,7 @@ impl Serving {
         occupancy: (u128, u128, u128),
     ) -> ServingStats {
         self.advance(end);
-        let window = end.min(self.plan.end).0 as u128;
+        let window = end.min(self.plan.end).saturating_since(self.plan.start).0 as u128;
         let services = self
             .plan
             .services

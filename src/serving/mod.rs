@@ -37,6 +37,10 @@ pub use demand::{DemandSpec, StepFn};
 #[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServingSpec {
+    /// Start of the demand series, seconds (default 0): no demand before it, and the
+    /// serving window starts there.
+    #[serde(default)]
+    pub start_s: i64,
     /// End of the demand series, seconds: no replica exists from then on (and the metrics'
     /// serving window ends there, or at the end of the run if that is earlier).
     pub end_s: i64,
@@ -130,8 +134,11 @@ pub type FieldError = (String, String);
 /// The field path and a message.
 pub fn validate(s: &ServingSpec, max_node_gpus: u32) -> Result<(), FieldError> {
     let e = |f: String, m: &str| Err((f, m.to_string()));
-    if s.end_s <= 0 {
-        return e("serving.end_s".into(), "must be > 0 seconds");
+    if s.start_s < 0 {
+        return e("serving.start_s".into(), "must be ≥ 0 seconds");
+    }
+    if s.end_s <= s.start_s {
+        return e("serving.end_s".into(), "must be after start_s");
     }
     if s.services.is_empty() {
         return e("serving.services".into(), "give at least one service");
@@ -286,6 +293,8 @@ pub struct ServicePlan {
 /// Every service of a run, and the end of the serving window.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ServingPlan {
+    /// Start of the demand series and of the serving window.
+    pub start: SimTime,
     /// End of the demand series.
     pub end: SimTime,
     /// The services, in scenario order.
@@ -307,7 +316,14 @@ pub fn plan(
         let f = format!("serving.services[{i}].demand");
         let d = svc.demand.as_ref().expect("validated");
         let a = &svc.autoscaler;
-        let desired = d.desired(end, a.target_utilization, &f, trace_path)?;
+        let start = SimTime::from_secs(s.start_s as u64);
+        let full = d.desired(end, a.target_utilization, &f, trace_path)?;
+        let mut desired = StepFn::default();
+        desired.push(SimTime::ZERO, 0);
+        desired.push(start, full.at(start));
+        for &(t, v) in full.points.iter().filter(|p| p.0 > start) {
+            desired.push(t, v);
+        }
         let ms = |x: f64| (x * 1000.0).round() as u64;
         let tgt = target(
             &desired,
@@ -331,7 +347,11 @@ pub fn plan(
             desired,
         });
     }
-    Ok(ServingPlan { end, services })
+    Ok(ServingPlan {
+        start: SimTime::from_secs(s.start_s as u64),
+        end,
+        services,
+    })
 }
 
 #[cfg(test)]
