@@ -51,6 +51,7 @@ T,0,train,4,2,1000
 ///   10 s grace × 8 GPUs = 80 GPU-s: 240 GPU-s lost to serving.
 /// - t=130: T releases (grace over) and is requeued; r0 and r1 start, one per node.
 /// - t=450: the replicas are removed; T restarts with 1000 − 100 = 900 s left, ends 1350.
+///
 /// Shortfall: 2 replicas × [100, 130) = 60 replica-s; attainment: the window [0, 600) is
 /// short over [100, 130) only: 570 / 600 = 0.95. Desired 2 × 300 = 600 replica-s; running
 /// 2 × (450 − 130) = 640 replica-s (the 50 s of scale-down delay included). Serving holds
@@ -152,10 +153,10 @@ fn load_err(service: &str) -> String {
                 out_dir: None,
                 keep_rows: false,
             };
-            fleetsim::run::run_scenario(&loaded, &opts, &mut |_, _| {})
-                .err()
-                .expect("refused")
-                .to_string()
+            match fleetsim::run::run_scenario(&loaded, &opts, &mut |_, _| {}) {
+                Err(e) => e.to_string(),
+                Ok(_) => panic!("not refused: {service}"),
+            }
         }
     }
 }
