@@ -210,3 +210,51 @@ fn bad_services_are_refused_naming_the_field() {
     ));
     assert!(e.contains("gpu"), "{e}");
 }
+
+/// A demand series from the Alibaba DLRM 2025 trace (skipped without it): `app_80` has three
+/// GPU instances — A alive from the trace start to 325,822 s, B from the start on, C from
+/// 325,366 s on. With `offset_s = 325000` (the trace's 325,000 s is t = 0), one replica per
+/// instance, no delays: desired 2 over [0, 366), 3 over [366, 822), 2 over [822, 1000) —
+/// 2 × 366 + 3 × 456 + 2 × 178 = 2456 replica-s; replicas r0, r1 over [0, 1000) and r2 over
+/// [366, 822). Three empty 4-GPU nodes hold them at once: no shortfall, attainment 1.
+#[test]
+fn a_trace_demand_follows_the_instances_creations_and_deletions() {
+    let traces = crate::support::public_traces();
+    if !traces.join("alibaba-dlrm-2025").exists() {
+        eprintln!("skipping: no public traces at {}", traces.display());
+        return;
+    }
+    let toml = r#"name = "serving-trace"
+[[fleet.cells]]
+name = "c"
+[[fleet.cells.nodes]]
+count = 3
+accelerator = "H100"
+gpus = 4
+[workload]
+trace = { format = "native", path = "jobs.csv" }
+queues = "single"
+[serving]
+end_s = 1000
+[[serving.services]]
+name = "dlrm"
+replica = { gpus = 4 }
+demand = { kind = "trace", format = "alibaba-dlrm", public_path = "alibaba-dlrm-2025/disaggregated_DLRM_trace.csv", app = "app_80", replicas_per_instance = 1.0, offset_s = 325000 }
+"#;
+    let out = run(
+        toml,
+        &[(
+            "jobs.csv",
+            "id,submit_s,tenant,num_gpu,tasks,runtime_s\nT,900,train,4,1,10\n",
+        )],
+    );
+    let s = out.summary.serving.as_ref().expect("serving section");
+    let c = &s.services[0];
+    assert_eq!((c.replicas_added, c.peak_desired), (3, 3));
+    assert_eq!(c.desired_replica_s, 2456.0);
+    assert_eq!(c.running_replica_s, 2456.0);
+    assert_eq!(c.shortfall_replica_s, 0.0);
+    assert_eq!(c.slo_attainment, 1.0);
+    assert_eq!(span(&out, "dlrm/r2#2"), (Some(366), Some(822)));
+    assert_eq!(span(&out, "T"), (Some(900), Some(910)));
+}
