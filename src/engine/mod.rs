@@ -10,6 +10,8 @@
 //! 2. node events at `t` ([`NodeChange`]: a failure stops the jobs on the node, which release
 //!    everything by `t + grace`; a repair brings the node back);
 //! 3. all arrivals at `t`, in trace order (the trace's order is the sequence number);
+//!    with `[serving]`, the replicas the autoscaler adds at `t` come first, in service
+//!    order then replica index ([`serving`]);
 //! 4. replay mode only: recorded starts at `t`; then periodic passes due at `t`
 //!    ([`EngineConfig::retry_interval`]);
 //! 5. scheduling passes, if anything changed since the last one, until a pass changes

@@ -56,7 +56,7 @@ pub struct ServingStats {
     pub window_s: f64,
     /// Per service, in scenario order.
     pub services: Vec<ServiceStats>,
-    /// Accelerator-seconds held by replicas (whole run).
+    /// Accelerator-seconds of replicas running (outside grace periods), whole run.
     pub serving_gpu_s: f64,
     /// Accelerator-seconds allocated to training jobs (every other tenant) over the
     /// metrics window, grace periods included.
