@@ -28,6 +28,7 @@ pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod schemas;
+pub mod serving;
 pub mod study;
 pub mod sweep;
 pub mod whatif;

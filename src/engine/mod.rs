@@ -10,6 +10,8 @@
 //! 2. node events at `t` ([`NodeChange`]: a failure stops the jobs on the node, which release
 //!    everything by `t + grace`; a repair brings the node back);
 //! 3. all arrivals at `t`, in trace order (the trace's order is the sequence number);
+//!    with `[serving]`, the replicas the autoscaler adds at `t` come first, in service
+//!    order then replica index ([`serving`]);
 //! 4. replay mode only: recorded starts at `t`; then periodic passes due at `t`
 //!    ([`EngineConfig::retry_interval`]);
 //! 5. scheduling passes, if anything changed since the last one, until a pass changes
@@ -52,6 +54,7 @@
 pub mod autoscale;
 pub mod events;
 pub mod reliability;
+pub mod serving;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -175,6 +178,8 @@ pub struct EngineConfig {
     pub record_runs: bool,
     /// Autoscaled node groups ([`autoscale`]); `None`: a fixed fleet.
     pub autoscaling: Option<autoscale::AutoscaleConfig>,
+    /// Inference services beside training ([`serving`]); `None`: none.
+    pub serving: Option<crate::serving::ServingPlan>,
 }
 
 /// One run of a job: from its start to the release of its resources (the end of a
@@ -629,6 +634,8 @@ pub struct RunResult {
     pub reliability: Option<reliability::ReliabilityStats>,
     /// The autoscaling account, with [`EngineConfig::autoscaling`].
     pub autoscaling: Option<autoscale::AutoscaleStats>,
+    /// The serving account, with [`EngineConfig::serving`].
+    pub serving: Option<serving::ServingStats>,
     /// The live event stream and its decisions, when [`EngineConfig::record_live`] is on.
     pub live: Option<LiveRecord>,
 }
@@ -856,6 +863,8 @@ pub struct Simulation {
     recovering: BTreeSet<JobId>,
     /// The autoscaler, with [`EngineConfig::autoscaling`].
     auto: Option<autoscale::Autoscaler>,
+    /// The inference services, with [`EngineConfig::serving`].
+    serve: Option<serving::Serving>,
 }
 
 impl Simulation {
@@ -939,6 +948,7 @@ impl Simulation {
             known_queues: 0,
             recovering: BTreeSet::new(),
             auto,
+            serve: cfg.serving.clone().map(serving::Serving::new),
             cfg,
         };
         for q in sim.cfg.queues.clone() {
@@ -1180,10 +1190,14 @@ impl Simulation {
             // grace period. What remains in the heap (node events, periodic passes) cannot
             // change any job or the window, which ends at the last completion; stopping here
             // keeps a far-future node event from stretching the run.
-            if next.is_none() && self.jobs.len() == self.free_slots.len() {
+            let t_replica = self.serve.as_ref().and_then(|s| s.next_arrival());
+            if next.is_none() && t_replica.is_none() && self.jobs.len() == self.free_slots.len() {
                 break;
             }
-            let t_arrival = next.as_ref().map(|j| j.submit);
+            let t_arrival = match (next.as_ref().map(|j| j.submit), t_replica) {
+                (Some(a), Some(r)) => Some(a.min(r)),
+                (a, r) => a.or(r),
+            };
             let t_event = self.events.peek().map(|k| k.time);
             let t = match (t_arrival, t_event) {
                 (None, None) => break,
@@ -1197,6 +1211,9 @@ impl Simulation {
                     self.sample_fragmentation(|b| b < h);
                     if let Some(a) = &mut self.auto {
                         a.advance(h, &self.fleet);
+                    }
+                    if let Some(s) = &mut self.serve {
+                        s.advance(h);
                     }
                     self.metrics.advance(h);
                     self.now = h;
@@ -1218,6 +1235,9 @@ impl Simulation {
             self.sample_fragmentation(|b| b < t);
             if let Some(a) = &mut self.auto {
                 a.advance(t, &self.fleet);
+            }
+            if let Some(s) = &mut self.serve {
+                s.advance(t);
             }
             self.metrics.advance(t);
             self.now = t;
@@ -1251,7 +1271,27 @@ impl Simulation {
                     EventKind::ForcedStart(_) | EventKind::Tick => {}
                 }
             }
-            // (3) arrivals in trace order.
+            // (3) arrivals: serving replicas first (service order, replica index), then the
+            // trace's in trace order.
+            while let Some((spec, service, stop)) = self.serve.as_mut().and_then(|s| s.take_due(t))
+            {
+                let seq = self.next_seq;
+                let id = JobId(
+                    self.free_slots
+                        .last()
+                        .copied()
+                        .unwrap_or(self.jobs.len() as u32),
+                );
+                self.event_count += 1;
+                self.arrive(spec, sink)?;
+                let rec = self.jobs.get(id.index());
+                if rec.is_some_and(|r| r.live && r.seq == seq) {
+                    if let Some(s) = &mut self.serve {
+                        s.register(id, service, stop);
+                    }
+                }
+            }
+            // The trace's arrivals in trace order.
             while next.as_ref().is_some_and(|j| j.submit == t) {
                 let spec = next.take().expect("checked");
                 if spec.submit < last_submit {
@@ -1809,6 +1849,14 @@ impl Simulation {
                 if self.cfg.reliability {
                     remaining = self.start_account(job, remaining, first);
                 }
+                if let Some(s) = &mut self.serve {
+                    // A replica runs until the autoscaler removes it.
+                    if let Some(stop) = s.stop_of(job) {
+                        remaining = stop.saturating_since(now);
+                        let rec = &self.jobs[job.index()];
+                        s.on_start(job, rec.shape.num_gpu as u64 * rec.tasks as u64);
+                    }
+                }
                 let rec = &self.jobs[job.index()];
                 let (submit, pre, tenant, gpu) = (
                     rec.submit,
@@ -1876,7 +1924,13 @@ impl Simulation {
                     .extra
                     .get_or_insert_with(Box::default)
                     .preemptions += 1;
+                let lost_before = self.lost_gpu_milli_ms;
                 self.stop_run(job, grace);
+                if let Some(s) = &mut self.serve {
+                    if s.is_replica(preemptor) && !s.is_replica(job) {
+                        s.on_preempted_by_serving(self.lost_gpu_milli_ms - lost_before);
+                    }
+                }
                 if grace == SimDuration::ZERO {
                     // The policy released the victim's bindings and requeued it already.
                     self.unbind(job);
@@ -1921,6 +1975,10 @@ impl Simulation {
             .saturating_add(lost.min(u64::MAX as u128) as u64);
         self.tenant_stats[rec.tenant.index()].lost_gpu_milli_ms += lost;
         self.lost_gpu_milli_ms += lost;
+        if let Some(s) = &mut self.serve {
+            let gpus = rec.shape.num_gpu as u64 * rec.tasks as u64;
+            s.on_stop(id, gpus, false);
+        }
     }
 
     /// A stopped job keeps its bindings until `now + grace`, then [`Simulation::release`].
@@ -2084,6 +2142,10 @@ impl Simulation {
         };
         self.counts.completed += 1;
         self.running -= 1;
+        if let Some(s) = &mut self.serve {
+            let rec = &self.jobs[id.index()];
+            s.on_stop(id, rec.shape.num_gpu as u64 * rec.tasks as u64, true);
+        }
         self.end_run_account(id, true);
         emit(sink, || self.row(id, state, Some(now), None))?;
         if !self.draining.is_empty() {
@@ -2331,6 +2393,28 @@ impl Simulation {
             (Some(a), Some(b)) => Some((b - a).0),
             _ => None,
         };
+        let serving = self.serve.as_mut().map(|sv| {
+            // Training = every tenant that is no service's.
+            let is_serving = |name: &str| sv.tenants.iter().any(|t| t == name);
+            let (mut train_alloc, mut serve_alloc, mut train_lost) = (0u128, 0u128, 0u128);
+            for (i, ts) in self.tenant_stats.iter().enumerate() {
+                let alloc = occupancy.allocated_tenant.get(i).copied().unwrap_or(0);
+                if is_serving(&ts.name) {
+                    serve_alloc += alloc;
+                } else {
+                    train_alloc += alloc;
+                    train_lost += ts.lost_gpu_milli_ms;
+                }
+            }
+            let allocated: u128 = occupancy.allocated_cell.iter().sum();
+            let available: u128 = occupancy.available_cell.iter().sum();
+            sv.finish(
+                self.now,
+                train_alloc,
+                train_lost,
+                (allocated, available, serve_alloc),
+            )
+        });
         Ok(RunResult {
             counts: self.counts.clone(),
             skipped_rows,
@@ -2361,6 +2445,7 @@ impl Simulation {
             preemption_plans: std::mem::take(&mut self.preemption_plans),
             quota_log: std::mem::take(&mut self.quota_log),
             autoscaling: self.auto.as_mut().map(|a| a.finish(self.now, &self.fleet)),
+            serving,
             reliability: self.cfg.reliability.then(|| {
                 let mut r = std::mem::take(&mut self.rel);
                 r.lost_gpu_milli_ms = self.lost_gpu_milli_ms;

@@ -108,6 +108,11 @@ pub struct Summary {
     /// [`crate::engine::autoscale`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub autoscaling: Option<crate::engine::autoscale::AutoscaleStats>,
+    /// Inference services beside training: replica shortfall and SLO attainment per
+    /// service, training goodput, fleet occupancy (present only with `[serving]`; see
+    /// [`crate::engine::serving`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub serving: Option<crate::engine::serving::ServingStats>,
 }
 
 /// Fleet fragmentation over the window (DESIGN §6; Weng et al., ATC'23): the expected
@@ -462,6 +467,7 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
         reliability: None,
         slo: None,
         autoscaling: r.autoscaling.clone(),
+        serving: r.serving.clone(),
     }
 }
 

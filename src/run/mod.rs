@@ -246,6 +246,7 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
         gang_recovery: p.gang_recovery,
         record_runs: s.metrics.outputs.contains(&OutputFormat::Batsim),
         autoscaling: None,
+        serving: None,
     };
     (policies, cfg)
 }
@@ -547,6 +548,29 @@ fn run_inner(
             seed,
         });
     cfg.record_live = live;
+    if let Some(sv) = &loaded.scenario.serving {
+        let invalid = |(field, message): crate::serving::FieldError| {
+            crate::scenario::ScenarioError::Invalid {
+                origin: loaded.origin.clone(),
+                field,
+                message,
+            }
+        };
+        let max_gpus = state.nodes().iter().map(|n| n.gpus).max().unwrap_or(0);
+        crate::serving::validate(sv, max_gpus).map_err(invalid)?;
+        let plan = crate::serving::plan(sv, &mut |field, p| {
+            loaded
+                .resolve_path(
+                    field.trim_end_matches(".public_path"),
+                    &None,
+                    &Some(p.to_string()),
+                    &opts.trace_dir,
+                )
+                .map_err(|e| (field.to_string(), e.to_string()))
+        })
+        .map_err(invalid)?;
+        cfg.serving = Some(plan);
+    }
     let ext = crate::scenario::policies::extensions(loaded, &state)?;
     // The live twin's stages, built the same way (Extensions holds boxed policies: no clone).
     let twin_ext = match live {

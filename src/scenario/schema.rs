@@ -80,6 +80,9 @@ pub struct Scenario {
     /// The FGD inflation experiment (`mode = "inflation"` only).
     #[serde(default)]
     pub inflation: Option<InflationSpec>,
+    /// Inference services beside training (see [`crate::serving`]); none when absent.
+    #[serde(default)]
+    pub serving: Option<crate::serving::ServingSpec>,
 }
 
 /// `[inflation]`: the FGD paper's workload-inflation experiment (Weng et al., ATC'23, §6;

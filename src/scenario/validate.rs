@@ -497,6 +497,16 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
     if s.fleet.cells.is_empty() {
         return Err(bad("fleet.cells".into(), "at least one cell is required"));
     }
+    if let Some(sv) = &s.serving {
+        // The replica-fits-a-node check runs again against the built fleet (run time).
+        crate::serving::validate(sv, u32::MAX).map_err(|(field, message)| {
+            ScenarioError::Invalid {
+                origin: origin.to_string(),
+                field,
+                message,
+            }
+        })?;
+    }
     if s.fleet.cells.len() > u16::MAX as usize {
         return Err(bad("fleet.cells".into(), "too many cells"));
     }

@@ -149,3 +149,37 @@ fn philly_slo_rounds_is_byte_identical_across_runs() {
         .sum();
     assert_eq!(met, slo["all-p95-10min"].met_jobs);
 }
+
+/// The committed serving scenario (`scenarios/philly-serving.toml`, real Philly trace;
+/// skipped without it), cut 12 h after the trace window opens: two runs write the same
+/// bytes, replicas preempt training, and the `serving` section is there.
+#[test]
+fn philly_serving_is_byte_identical_across_runs() {
+    let traces = crate::support::public_traces();
+    if !traces.join("philly").exists() {
+        eprintln!("skipping: no public traces at {}", traces.display());
+        return;
+    }
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/philly-serving.toml");
+    let mut loaded = scenario::load(&path).unwrap();
+    loaded.scenario.metrics.horizon_s = Some(2_294_959.0 + 12.0 * 3_600.0);
+    let run = |dir: &std::path::Path| {
+        let opts = RunOptions {
+            seed: None,
+            trace_dir: TraceDir(traces.clone()),
+            out_dir: Some(dir.to_path_buf()),
+            keep_rows: false,
+        };
+        run_scenario(&loaded, &opts, &mut |_, _| {}).unwrap()
+    };
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let out = run(a.path());
+    run(b.path());
+    for f in ["summary.json", "jobs.csv", "timeseries.csv"] {
+        assert_eq!(read(a.path(), f), read(b.path(), f), "{f} differs");
+    }
+    let s = out.summary.serving.as_ref().expect("serving section");
+    assert_eq!(s.window_s, 12.0 * 3_600.0);
+    assert!(s.services[0].replicas_added > 0);
+    assert!(s.training_allocated_gpu_s > 0.0);
+}

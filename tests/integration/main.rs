@@ -30,6 +30,7 @@ mod reliability;
 mod report_render;
 mod schemas;
 mod security;
+mod serving;
 mod slo_rounds;
 mod snapshots;
 mod studies;
