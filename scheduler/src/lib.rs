@@ -5,5 +5,7 @@
 
 pub mod k8s;
 pub mod security;
+pub mod serve;
 pub mod service;
 pub mod shadow;
+pub mod wal;

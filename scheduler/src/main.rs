@@ -1,5 +1,5 @@
-//! `fleetsim-scheduler`: the live scheduling service's command line. This part has the
-//! `shadow` subcommand (see [`fleetsim_scheduler::shadow`]).
+//! `fleetsim-scheduler`: the live scheduling service's command line: `serve` (see
+//! [`fleetsim_scheduler::serve`]) and `shadow` (see [`fleetsim_scheduler::shadow`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,6 +18,38 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Serve the live scheduler on a scenario's fleet and policy, with a write-ahead log.
+    Serve {
+        /// Scenario file giving the fleet and the policy (the spec a study compares).
+        #[arg(long)]
+        spec: PathBuf,
+        /// Write-ahead log (created if absent; replayed on start if present).
+        #[arg(long)]
+        wal: PathBuf,
+        /// Address to listen on (default 127.0.0.1:7400; port 0 = any free port). A
+        /// non-loopback address needs --tls-cert, --tls-key and --tokens.
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
+        /// PEM certificate chain (serve HTTPS).
+        #[arg(long)]
+        tls_cert: Option<PathBuf>,
+        /// PEM private key.
+        #[arg(long)]
+        tls_key: Option<PathBuf>,
+        /// Bearer tokens file (TOML).
+        #[arg(long)]
+        tokens: Option<PathBuf>,
+        /// Event times: `event` (each event's `t`, deterministic) or `wall` (the service
+        /// stamps each accepted event with ms since start, never going backwards).
+        #[arg(long, default_value = "event", value_parser = ["event", "wall"])]
+        clock: String,
+        /// Decisions kept for GET /v1/decisions (older ones answer 410).
+        #[arg(long, default_value_t = fleetsim_scheduler::service::DEFAULT_RETAIN_DECISIONS)]
+        retain_decisions: usize,
+        /// Directory of public traces (for a scenario's fleet file under it).
+        #[arg(long)]
+        trace_dir: Option<PathBuf>,
+    },
     /// Replay another scheduler's recorded jobs.csv through the policy and report, per job,
     /// where its decision would have differed (start, nodes, victim).
     Shadow {
@@ -38,6 +70,53 @@ enum Command {
 
 fn main() -> ExitCode {
     match Cli::parse().command {
+        Command::Serve {
+            spec,
+            wal,
+            listen,
+            tls_cert,
+            tls_key,
+            tokens,
+            clock,
+            retain_decisions,
+            trace_dir,
+        } => {
+            let o = fleetsim_scheduler::serve::ServeOptions {
+                spec,
+                wal,
+                trace_dir: fleetsim::scenario::TraceDir::resolve(trace_dir),
+                listen: fleetsim_scheduler::security::serve::ListenOptions {
+                    listen,
+                    tls_cert,
+                    tls_key,
+                    tokens,
+                    ..Default::default()
+                },
+                clock: match clock.as_str() {
+                    "wall" => fleetsim_scheduler::service::Clock::Wall,
+                    _ => fleetsim_scheduler::service::Clock::Event,
+                },
+                retain_decisions,
+            };
+            let rt = match tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("error: tokio runtime: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            match rt.block_on(fleetsim_scheduler::serve::run(o)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Shadow {
             spec,
             events,
