@@ -58,7 +58,7 @@ pub const DEFAULT_DECISIONS_LIMIT: usize = 1_000;
 pub const MAX_DECISIONS_LIMIT: usize = 10_000;
 
 /// One batch of events.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Batch {
     /// The client's batch sequence number (strictly increasing), if it numbers batches.
@@ -69,7 +69,7 @@ pub struct Batch {
 }
 
 /// The answer to an accepted batch.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BatchReply {
     /// Sequence number of the first decision below (0-based over the service's life).
     pub first_seq: u64,
@@ -382,17 +382,8 @@ struct DecisionsQuery {
     limit: Option<usize>,
 }
 
-/// One decision with its sequence number, as the decision endpoints give it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Numbered {
-    /// Sequence number (0-based over the service's life).
-    pub seq: u64,
-    /// The decision.
-    pub decision: Decision,
-}
-
 /// The answer of `GET /v1/decisions`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DecisionsPage {
     /// Sequence number of the first decision below (= the query's `from`).
     pub first_seq: u64,

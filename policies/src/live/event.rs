@@ -20,6 +20,7 @@ use crate::time::{SimDuration, SimTime};
 use crate::topology::TopologySpec;
 
 /// A job as submitted: everything a [`PendingJob`] needs.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JobSpec {
@@ -139,6 +140,7 @@ impl JobSpec {
 
 /// A cluster event. `t` is cluster time in milliseconds; events must come in
 /// non-decreasing `t`.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Event {
@@ -275,6 +277,7 @@ impl Event {
 }
 
 /// One task's binding in an admit decision.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Binding {
@@ -316,6 +319,7 @@ impl Binding {
 }
 
 /// What the service decided, stamped with the `t` of the event that caused it.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Decision {
