@@ -4,6 +4,7 @@
 //! (TLS, tokens, limits, tenant authorization) wraps its router.
 
 pub mod k8s;
+pub mod loadtest;
 pub mod openapi;
 pub mod security;
 pub mod serve;

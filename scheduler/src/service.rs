@@ -561,3 +561,77 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .with_state(state)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn empty_live() -> LiveState {
+        let fleet =
+            fleetsim_policies::FleetState::new(vec!["c".into()], vec!["G".into()], vec![]).unwrap();
+        let sched = fleetsim_policies::Scheduler::new(Default::default(), vec![]);
+        LiveState::new(sched, fleet)
+    }
+
+    fn pass(batch: u64, t: u64) -> Batch {
+        Batch {
+            batch: Some(batch),
+            events: vec![Event::Pass { t }],
+        }
+    }
+
+    #[test]
+    fn wall_clock_stamps_events_and_the_log_keeps_the_stamps() {
+        let dir = tempfile::tempdir().unwrap();
+        let wal = dir.path().join("wal");
+        let wall = Options {
+            clock: Clock::Wall,
+            ..Options::default()
+        };
+        let (s, rec) = Service::with_wal(empty_live(), &wal, wall.clone()).unwrap();
+        assert_eq!((rec.batches, rec.tail_defect), (0, None));
+        let now = {
+            let mut svc = s.lock().unwrap();
+            // The event's own t (10^12 ms) is replaced by ms since start (this test runs in
+            // well under a minute), and a later t = 0 is not "time going backwards".
+            svc.accept(pass(0, 1_000_000_000_000)).unwrap();
+            let first = svc.live().now();
+            assert!(first < 60_000, "{first}");
+            std::thread::sleep(Duration::from_millis(5));
+            svc.accept(pass(1, 0)).unwrap();
+            let second = svc.live().now();
+            assert!(second >= first + 5, "{first} then {second}");
+            // A duplicate batch number is refused before anything is logged or applied.
+            assert!(matches!(
+                svc.accept(pass(1, 0)),
+                Err(Refused::Duplicate { batch: 1, last: 1 })
+            ));
+            assert_eq!(svc.wal.as_ref().unwrap().records(), 2);
+            second
+        };
+        drop(s);
+        // Replayed in event mode: the logged (stamped) times give the same state.
+        let (s, rec) = Service::with_wal(empty_live(), &wal, Options::default()).unwrap();
+        assert_eq!((rec.batches, rec.events), (2, 2));
+        let svc = s.lock().unwrap();
+        assert_eq!(svc.live().now(), now);
+        assert_eq!(svc.last_batch(), Some(1));
+    }
+
+    #[test]
+    fn retention_drops_the_oldest_decisions() {
+        let s = Service::new(empty_live());
+        let mut svc = s.lock().unwrap();
+        svc.options.retain_decisions = 2;
+        let d = |t| Decision::Reject {
+            t,
+            job: 1,
+            reason: fleetsim_policies::RejectReason::EmptyGang,
+        };
+        svc.record(&[d(1), d(2), d(3)]);
+        assert_eq!(svc.total_decisions(), 3);
+        assert_eq!(svc.decisions_from(0, 10), None);
+        assert_eq!(svc.decisions_from(1, 10), Some(vec![d(2), d(3)]));
+        assert_eq!(svc.decisions_from(3, 10), Some(vec![]));
+    }
+}
