@@ -4,6 +4,10 @@
 //! (TLS, tokens, limits, tenant authorization) wraps its router.
 
 pub mod k8s;
+pub mod loadtest;
+pub mod openapi;
 pub mod security;
+pub mod serve;
 pub mod service;
 pub mod shadow;
+pub mod wal;

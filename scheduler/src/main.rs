@@ -1,5 +1,5 @@
-//! `fleetsim-scheduler`: the live scheduling service's command line. This part has the
-//! `shadow` subcommand (see [`fleetsim_scheduler::shadow`]).
+//! `fleetsim-scheduler`: the live scheduling service's command line: `serve` (see
+//! [`fleetsim_scheduler::serve`]) and `shadow` (see [`fleetsim_scheduler::shadow`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,6 +18,66 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Drive the service over loopback at a target event rate; print events/s, batch
+    /// latency, RSS over time and restart time (see fleetsim_scheduler::loadtest).
+    Loadtest {
+        /// Bench workload (quota, DRF and preemption: saturated_quota_preempt).
+        #[arg(long, default_value = "saturated_quota_preempt")]
+        workload: String,
+        /// Jobs in the generated workload.
+        #[arg(long, default_value_t = 100_000)]
+        jobs: u64,
+        /// 8-GPU nodes.
+        #[arg(long, default_value_t = 1000)]
+        nodes: u32,
+        /// Target rate, events per second.
+        #[arg(long, default_value_t = 5000.0)]
+        rate: f64,
+        /// Events per batch.
+        #[arg(long, default_value_t = 50)]
+        batch: usize,
+        /// Longest run, seconds.
+        #[arg(long, default_value_t = 60.0)]
+        duration_s: f64,
+        /// Directory for the write-ahead logs (removed after).
+        #[arg(long, default_value = "out/loadtest")]
+        dir: PathBuf,
+        /// Also time a restart from a log of this many events (0 = skip).
+        #[arg(long, default_value_t = 0)]
+        restart_events: usize,
+    },
+    /// Serve the live scheduler on a scenario's fleet and policy, with a write-ahead log.
+    Serve {
+        /// Scenario file giving the fleet and the policy (the spec a study compares).
+        #[arg(long)]
+        spec: PathBuf,
+        /// Write-ahead log (created if absent; replayed on start if present).
+        #[arg(long)]
+        wal: PathBuf,
+        /// Address to listen on (default 127.0.0.1:7400; port 0 = any free port). A
+        /// non-loopback address needs --tls-cert, --tls-key and --tokens.
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
+        /// PEM certificate chain (serve HTTPS).
+        #[arg(long)]
+        tls_cert: Option<PathBuf>,
+        /// PEM private key.
+        #[arg(long)]
+        tls_key: Option<PathBuf>,
+        /// Bearer tokens file (TOML).
+        #[arg(long)]
+        tokens: Option<PathBuf>,
+        /// Event times: `event` (each event's `t`, deterministic) or `wall` (the service
+        /// stamps each accepted event with ms since start, never going backwards).
+        #[arg(long, default_value = "event", value_parser = ["event", "wall"])]
+        clock: String,
+        /// Decisions kept for GET /v1/decisions (older ones answer 410).
+        #[arg(long, default_value_t = fleetsim_scheduler::service::DEFAULT_RETAIN_DECISIONS)]
+        retain_decisions: usize,
+        /// Directory of public traces (for a scenario's fleet file under it).
+        #[arg(long)]
+        trace_dir: Option<PathBuf>,
+    },
     /// Replay another scheduler's recorded jobs.csv through the policy and report, per job,
     /// where its decision would have differed (start, nodes, victim).
     Shadow {
@@ -36,8 +96,83 @@ enum Command {
     },
 }
 
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("tokio runtime: {e}"))
+}
+
 fn main() -> ExitCode {
     match Cli::parse().command {
+        Command::Loadtest {
+            workload,
+            jobs,
+            nodes,
+            rate,
+            batch,
+            duration_s,
+            dir,
+            restart_events,
+        } => {
+            let o = fleetsim_scheduler::loadtest::LoadOptions {
+                workload,
+                jobs,
+                nodes,
+                rate,
+                batch,
+                duration_s,
+                dir,
+                restart_events,
+            };
+            match runtime().and_then(|rt| rt.block_on(fleetsim_scheduler::loadtest::run(o))) {
+                Ok(text) => {
+                    print!("{text}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Serve {
+            spec,
+            wal,
+            listen,
+            tls_cert,
+            tls_key,
+            tokens,
+            clock,
+            retain_decisions,
+            trace_dir,
+        } => {
+            let o = fleetsim_scheduler::serve::ServeOptions {
+                spec,
+                wal,
+                trace_dir: fleetsim::scenario::TraceDir::resolve(trace_dir),
+                listen: fleetsim_scheduler::security::serve::ListenOptions {
+                    listen,
+                    tls_cert,
+                    tls_key,
+                    tokens,
+                    ..Default::default()
+                },
+                clock: match clock.as_str() {
+                    "wall" => fleetsim_scheduler::service::Clock::Wall,
+                    _ => fleetsim_scheduler::service::Clock::Event,
+                },
+                retain_decisions,
+            };
+            match runtime().and_then(|rt| rt.block_on(fleetsim_scheduler::serve::run(o))) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Shadow {
             spec,
             events,

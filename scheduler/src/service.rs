@@ -1,30 +1,64 @@
-//! The HTTP+JSON API over a [`LiveState`] (issue 21 item 1).
+//! The HTTP+JSON API over a [`LiveState`] (issue 21 item 1). The routes are described in
+//! `scheduler/openapi.json` (served at `GET /v1/openapi.json`).
 //!
 //! * `POST /v1/events` — a batch `{"batch": N?, "events": [...]}` applied in order; answers
 //!   `{"first_seq": S, "decisions": [...]}`, the decisions in order with sequence numbers
 //!   from `S`. A refused event stops the batch: `422` with `{"error", "index", "first_seq",
 //!   "decisions"}` (the events before `index` are applied, their decisions given). A batch
 //!   number at or below the last accepted one is answered `409` without applying anything
-//!   (a client re-sending an acknowledged batch).
+//!   (a client re-sending an acknowledged batch). With a write-ahead log ([`crate::wal`]),
+//!   the batch is appended and synced *before* it is applied and answered; a log write
+//!   failure is `500` and applies nothing.
+//! * `GET /v1/decisions?from=N&limit=M` — decisions `N..N+M` (`limit` default 1,000, at most
+//!   10,000) as `{"first_seq", "next", "total", "decisions"}`; `410` when `N` is older than
+//!   the retained window.
+//! * `GET /v1/decisions/stream?from=N` — the same as server-sent events (`event: decision`,
+//!   `id:` the sequence number, `data:` the decision's JSON), live as new decisions come.
 //! * `GET /v1/jobs/{id}` — a job's phase and pending reason.
 //! * `GET /v1/pending` — every pending job's reason as of the last pass.
-//! * `GET /healthz` — `{"ok": true, "now": T, "decisions": N}`.
+//! * `GET /v1/openapi.json` — the OpenAPI 3.1 description.
+//! * `GET /healthz` — `{"ok", "now", "decisions", "last_batch", "clock", "wal"}`; `wal`
+//!   carries the log's path, records, bytes, the batches replayed on start and the tail
+//!   defect found then (`null` when the log was clean).
 //!
-//! Decisions use the events' `t`, never the wall clock. [`router`] builds the routes only,
-//! so a security layer ([`crate::security::secure`]) can wrap them.
+//! Time: with [`Clock::Event`] (the default) decisions use the events' `t`, never the wall
+//! clock, so a replay is deterministic. With [`Clock::Wall`] the service overwrites each
+//! accepted event's `t` with the milliseconds since it started (offset by the state's time at
+//! start, so a restart continues where the log ended), never going backwards; the stamped
+//! events are what the log holds, so a restart replays them to the same state.
+//!
+//! [`router`] builds the routes only, so a security layer ([`crate::security::secure`]) can
+//! wrap them.
 
+use std::collections::VecDeque;
+use std::path::Path as FsPath;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use fleetsim_policies::live::{Decision, Event, LiveState, Phase};
 use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+
+use crate::wal::{TailDefect, Wal};
+
+/// The OpenAPI 3.1 description of [`router`]'s routes (`scheduler/openapi.json`).
+pub const OPENAPI_JSON: &str = include_str!("../openapi.json");
+
+/// Default number of decisions kept for `GET /v1/decisions` and the stream.
+pub const DEFAULT_RETAIN_DECISIONS: usize = 1_000_000;
+/// Default / largest `limit` of `GET /v1/decisions`.
+pub const DEFAULT_DECISIONS_LIMIT: usize = 1_000;
+/// Largest `limit` of `GET /v1/decisions`.
+pub const MAX_DECISIONS_LIMIT: usize = 10_000;
 
 /// One batch of events.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Batch {
     /// The client's batch sequence number (strictly increasing), if it numbers batches.
@@ -35,7 +69,7 @@ pub struct Batch {
 }
 
 /// The answer to an accepted batch.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BatchReply {
     /// Sequence number of the first decision below (0-based over the service's life).
     pub first_seq: u64,
@@ -43,38 +77,214 @@ pub struct BatchReply {
     pub decisions: Vec<Decision>,
 }
 
-/// The service's state: the live scheduler and the decisions made so far.
+/// Where event times come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    /// Each event's own `t` (deterministic replay).
+    Event,
+    /// The service's wall clock: ms since start, offset by the state's time at start.
+    Wall,
+}
+
+/// How a [`Service`] is set up.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Where event times come from.
+    pub clock: Clock,
+    /// Decisions kept for `GET /v1/decisions` (older ones answer `410`). Keeps memory
+    /// bounded on a long-running service.
+    pub retain_decisions: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            clock: Clock::Event,
+            retain_decisions: DEFAULT_RETAIN_DECISIONS,
+        }
+    }
+}
+
+/// What replaying the write-ahead log on start did.
+#[derive(Clone, Debug, Serialize)]
+pub struct Recovery {
+    /// Batches (log records) replayed.
+    pub batches: u64,
+    /// Events in them.
+    pub events: u64,
+    /// Decisions they produced.
+    pub decisions: u64,
+    /// The defect that cut the log's tail, if any.
+    pub tail_defect: Option<TailDefect>,
+    /// Time taken to read and replay the log, seconds.
+    pub seconds: f64,
+}
+
+/// The service's state: the live scheduler, the retained decisions and the log.
 pub struct Service {
     live: LiveState,
-    decisions: Vec<Decision>,
+    decisions: VecDeque<Decision>,
+    /// Sequence number of `decisions[0]`.
+    first_retained: u64,
     last_batch: Option<u64>,
+    wal: Option<Wal>,
+    recovery: Option<Recovery>,
+    options: Options,
+    started: Instant,
+    /// State time when the service started, ms (the wall clock's offset).
+    wall_base: u64,
+    notify: watch::Sender<u64>,
 }
 
 /// Shared handle to the service state.
 pub type AppState = Arc<Mutex<Service>>;
 
+/// Why a batch was not accepted.
+#[derive(Debug)]
+pub enum Refused {
+    /// Its batch number is not above the last accepted one (nothing applied).
+    Duplicate {
+        /// The batch's number.
+        batch: u64,
+        /// The last accepted batch number.
+        last: u64,
+    },
+    /// The log write failed (nothing applied).
+    Log(std::io::Error),
+    /// Event `index` was refused; the events before it were applied.
+    Event {
+        /// The refused event's index in the batch.
+        index: usize,
+        /// Why.
+        error: String,
+        /// The decisions of the events before it.
+        reply: BatchReply,
+    },
+}
+
 impl Service {
-    /// A service on `live`.
+    /// A service on `live`, with no log and event time.
     pub fn new(live: LiveState) -> AppState {
-        Arc::new(Mutex::new(Service {
-            live,
-            decisions: Vec::new(),
-            last_batch: None,
-        }))
+        Arc::new(Mutex::new(Service::bare(live, Options::default())))
     }
 
-    /// Applies `batch`; `Err((index, message, reply))` when event `index` was refused.
+    fn bare(live: LiveState, options: Options) -> Service {
+        let wall_base = live.now();
+        Service {
+            live,
+            decisions: VecDeque::new(),
+            first_retained: 0,
+            last_batch: None,
+            wal: None,
+            recovery: None,
+            options,
+            started: Instant::now(),
+            wall_base,
+            notify: watch::channel(0).0,
+        }
+    }
+
+    /// A service on `live` with the write-ahead log at `wal` (created if absent): its
+    /// records are replayed first, reaching the state, decision sequence numbers and last
+    /// batch number the service had when it wrote them; a bad tail is cut (see
+    /// [`crate::wal`]) and reported in the returned [`Recovery`] and in `/healthz`.
+    ///
+    /// # Errors
+    /// A message naming the log: I/O errors, or a record whose checksum is good but whose
+    /// JSON is not a batch (a log from another program or version).
+    pub fn with_wal(
+        live: LiveState,
+        wal: &FsPath,
+        options: Options,
+    ) -> Result<(AppState, Recovery), String> {
+        let t0 = Instant::now();
+        let opened = crate::wal::Wal::open(wal)
+            .map_err(|e| format!("write-ahead log {}: {e}", wal.display()))?;
+        let mut svc = Service::bare(live, options);
+        let mut events = 0u64;
+        for (i, rec) in opened.records.iter().enumerate() {
+            let batch: Batch = serde_json::from_slice(rec).map_err(|e| {
+                format!(
+                    "write-ahead log {}: record {i} is not a batch: {e}",
+                    wal.display()
+                )
+            })?;
+            events += batch.events.len() as u64;
+            // A refused event was refused the same way when the batch was first accepted.
+            let _ = svc.apply(&batch);
+        }
+        let recovery = Recovery {
+            batches: opened.records.len() as u64,
+            events,
+            decisions: svc.total_decisions(),
+            tail_defect: opened.defect,
+            seconds: t0.elapsed().as_secs_f64(),
+        };
+        svc.wal = Some(opened.wal);
+        svc.recovery = Some(recovery.clone());
+        svc.wall_base = svc.live.now();
+        svc.started = Instant::now();
+        svc.notify.send_replace(svc.total_decisions());
+        Ok((Arc::new(Mutex::new(svc)), recovery))
+    }
+
+    /// Decisions made over the service's life (the next decision's sequence number).
+    pub fn total_decisions(&self) -> u64 {
+        self.first_retained + self.decisions.len() as u64
+    }
+
+    /// The live state.
+    pub fn live(&self) -> &LiveState {
+        &self.live
+    }
+
+    /// The last accepted batch number.
+    pub fn last_batch(&self) -> Option<u64> {
+        self.last_batch
+    }
+
+    /// Retained decisions from sequence number `from`, at most `limit`; `None` when `from`
+    /// is older than the retained window.
+    pub fn decisions_from(&self, from: u64, limit: usize) -> Option<Vec<Decision>> {
+        if from < self.first_retained {
+            return None;
+        }
+        let skip = (from - self.first_retained) as usize;
+        Some(
+            self.decisions
+                .iter()
+                .skip(skip)
+                .take(limit)
+                .cloned()
+                .collect(),
+        )
+    }
+
+    fn record(&mut self, ds: &[Decision]) {
+        self.decisions.extend(ds.iter().cloned());
+        let over = self
+            .decisions
+            .len()
+            .saturating_sub(self.options.retain_decisions);
+        if over > 0 {
+            self.decisions.drain(..over);
+            self.first_retained += over as u64;
+        }
+    }
+
+    /// Applies `batch` to the state (no log, no duplicate check); `Err((index, message,
+    /// reply))` when event `index` was refused.
     ///
     /// # Errors
     /// The refused event's index and error, with the decisions of the events before it.
     pub fn apply(&mut self, batch: &Batch) -> Result<BatchReply, (usize, String, BatchReply)> {
-        let first_seq = self.decisions.len() as u64;
+        let first_seq = self.total_decisions();
         let mut out = Vec::new();
         for (i, e) in batch.events.iter().enumerate() {
             match self.live.apply(e) {
                 Ok(d) => out.extend(d),
                 Err(err) => {
-                    self.decisions.extend(out.iter().cloned());
+                    self.record(&out);
                     let reply = BatchReply {
                         first_seq,
                         decisions: out,
@@ -83,13 +293,44 @@ impl Service {
                 }
             }
         }
-        self.decisions.extend(out.iter().cloned());
+        self.record(&out);
         if batch.batch.is_some() {
             self.last_batch = batch.batch;
         }
         Ok(BatchReply {
             first_seq,
             decisions: out,
+        })
+    }
+
+    /// Accepts a batch as `POST /v1/events` does: duplicate check, wall-clock stamping,
+    /// log append + sync, apply, notify the decision streams.
+    ///
+    /// # Errors
+    /// [`Refused`].
+    pub fn accept(&mut self, mut batch: Batch) -> Result<BatchReply, Refused> {
+        if let (Some(b), Some(last)) = (batch.batch, self.last_batch) {
+            if b <= last {
+                return Err(Refused::Duplicate { batch: b, last });
+            }
+        }
+        if self.options.clock == Clock::Wall {
+            let wall = self.wall_base + self.started.elapsed().as_millis() as u64;
+            let t = wall.max(self.live.now());
+            for e in &mut batch.events {
+                e.set_t(t);
+            }
+        }
+        if let Some(wal) = &mut self.wal {
+            let payload = serde_json::to_vec(&batch).expect("a batch serializes");
+            wal.append(&payload).map_err(Refused::Log)?;
+        }
+        let r = self.apply(&batch);
+        self.notify.send_replace(self.total_decisions());
+        r.map_err(|(index, error, reply)| Refused::Event {
+            index,
+            error,
+            reply,
         })
     }
 }
@@ -100,40 +341,164 @@ fn lock(s: &AppState) -> std::sync::MutexGuard<'_, Service> {
     s.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+fn error(code: StatusCode, v: serde_json::Value) -> Response {
+    (code, Json(v)).into_response()
+}
+
 async fn post_events(State(s): State<AppState>, Json(batch): Json<Batch>) -> Response {
     let mut svc = lock(&s);
-    if let (Some(b), Some(last)) = (batch.batch, svc.last_batch) {
-        if b <= last {
-            return (
-                StatusCode::CONFLICT,
-                Json(serde_json::json!({"error": format!("batch {b} already accepted (last {last})"), "last_batch": last})),
-            )
-                .into_response();
-        }
-    }
-    match svc.apply(&batch) {
+    match svc.accept(batch) {
         Ok(reply) => Json(reply).into_response(),
-        Err((index, error, reply)) => (
+        Err(Refused::Duplicate { batch, last }) => error(
+            StatusCode::CONFLICT,
+            serde_json::json!({"error": format!("batch {batch} already accepted (last {last})"), "last_batch": last}),
+        ),
+        Err(Refused::Log(e)) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            serde_json::json!({"error": format!("write-ahead log: {e}; batch not applied")}),
+        ),
+        Err(Refused::Event {
+            index,
+            error: msg,
+            reply,
+        }) => error(
             StatusCode::UNPROCESSABLE_ENTITY,
-            Json(serde_json::json!({
-                "error": error,
+            serde_json::json!({
+                "error": msg,
                 "index": index,
                 "first_seq": reply.first_seq,
                 "decisions": reply.decisions,
-            })),
-        )
-            .into_response(),
+            }),
+        ),
     }
+}
+
+/// Query of `GET /v1/decisions` and its stream.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DecisionsQuery {
+    #[serde(default)]
+    from: u64,
+    limit: Option<usize>,
+}
+
+/// The answer of `GET /v1/decisions`.
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecisionsPage {
+    /// Sequence number of the first decision below (= the query's `from`).
+    pub first_seq: u64,
+    /// The `from` of the next page.
+    pub next: u64,
+    /// Decisions made so far.
+    pub total: u64,
+    /// The decisions, in order.
+    pub decisions: Vec<Decision>,
+}
+
+fn gone(from: u64, first: u64) -> Response {
+    error(
+        StatusCode::GONE,
+        serde_json::json!({"error": format!("decision {from} is no longer retained (oldest {first})"), "oldest": first}),
+    )
+}
+
+async fn get_decisions(State(s): State<AppState>, Query(q): Query<DecisionsQuery>) -> Response {
+    let limit = q.limit.unwrap_or(DEFAULT_DECISIONS_LIMIT);
+    if limit == 0 || limit > MAX_DECISIONS_LIMIT {
+        return error(
+            StatusCode::BAD_REQUEST,
+            serde_json::json!({"error": format!("limit {limit}: must be 1..={MAX_DECISIONS_LIMIT}")}),
+        );
+    }
+    let svc = lock(&s);
+    let Some(ds) = svc.decisions_from(q.from, limit) else {
+        return gone(q.from, svc.first_retained);
+    };
+    Json(DecisionsPage {
+        first_seq: q.from,
+        next: q.from + ds.len() as u64,
+        total: svc.total_decisions(),
+        decisions: ds,
+    })
+    .into_response()
+}
+
+struct StreamState {
+    app: AppState,
+    rx: watch::Receiver<u64>,
+    next: u64,
+    buf: VecDeque<Decision>,
+    done: bool,
+}
+
+async fn stream_step(mut st: StreamState) -> Option<(Result<SseEvent, axum::Error>, StreamState)> {
+    if st.done {
+        return None;
+    }
+    loop {
+        if let Some(d) = st.buf.pop_front() {
+            let seq = st.next;
+            st.next += 1;
+            let ev = SseEvent::default()
+                .event("decision")
+                .id(seq.to_string())
+                .json_data(&d);
+            return Some((ev, st));
+        }
+        // Mark the current value seen before reading, so a change after the read wakes us.
+        st.rx.borrow_and_update();
+        let got = {
+            let svc = lock(&st.app);
+            svc.decisions_from(st.next, DEFAULT_DECISIONS_LIMIT)
+                .ok_or(svc.first_retained)
+        };
+        match got {
+            Ok(ds) if !ds.is_empty() => st.buf.extend(ds),
+            Ok(_) => {
+                if st.rx.changed().await.is_err() {
+                    return None;
+                }
+            }
+            Err(oldest) => {
+                st.done = true;
+                let ev = SseEvent::default().event("gone").data(format!(
+                    "decision {} is no longer retained (oldest {oldest})",
+                    st.next
+                ));
+                return Some((Ok(ev), st));
+            }
+        }
+    }
+}
+
+async fn stream_decisions(State(s): State<AppState>, Query(q): Query<DecisionsQuery>) -> Response {
+    if q.limit.is_some() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            serde_json::json!({"error": "the stream takes no `limit`"}),
+        );
+    }
+    let rx = lock(&s).notify.subscribe();
+    let st = StreamState {
+        app: s,
+        rx,
+        next: q.from,
+        buf: VecDeque::new(),
+        done: false,
+    };
+    let stream = futures_util::stream::unfold(st, stream_step);
+    Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
 }
 
 async fn get_job(State(s): State<AppState>, Path(id): Path<u32>) -> Response {
     let svc = lock(&s);
     let Some(phase) = svc.live.phase(id) else {
-        return (
+        return error(
             StatusCode::NOT_FOUND,
-            Json(serde_json::json!({"error": format!("unknown job {id}")})),
-        )
-            .into_response();
+            serde_json::json!({"error": format!("unknown job {id}")}),
+        );
     };
     let (state, nodes) = match phase {
         Phase::Pending => ("pending", Vec::new()),
@@ -156,18 +521,117 @@ async fn get_pending(State(s): State<AppState>) -> Response {
     Json(serde_json::json!({ "jobs": jobs })).into_response()
 }
 
-async fn healthz(State(s): State<AppState>) -> Response {
-    let svc = lock(&s);
-    Json(serde_json::json!({"ok": true, "now": svc.live.now(), "decisions": svc.decisions.len()}))
-        .into_response()
+async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI_JSON).into_response()
 }
 
-/// The service's routes (no security layer: wrap with [`crate::security::secure`]).
+async fn healthz(State(s): State<AppState>) -> Response {
+    let svc = lock(&s);
+    let wal = svc.wal.as_ref().map(|w| {
+        let r = svc.recovery.as_ref();
+        serde_json::json!({
+            "path": w.path().display().to_string(),
+            "records": w.records(),
+            "bytes": w.bytes(),
+            "replayed_batches": r.map_or(0, |r| r.batches),
+            "tail_defect": r.and_then(|r| r.tail_defect.as_ref()),
+        })
+    });
+    Json(serde_json::json!({
+        "ok": true,
+        "now": svc.live.now(),
+        "decisions": svc.total_decisions(),
+        "last_batch": svc.last_batch,
+        "clock": match svc.options.clock { Clock::Event => "event", Clock::Wall => "wall" },
+        "wal": wal,
+    }))
+    .into_response()
+}
+
+/// The service's routes (no security layer: wrap with [`crate::security::secure`]). Every
+/// route here is in [`OPENAPI_JSON`] (checked by `tests/openapi.rs`).
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/v1/events", post(post_events))
+        .route("/v1/decisions", get(get_decisions))
+        .route("/v1/decisions/stream", get(stream_decisions))
         .route("/v1/jobs/{id}", get(get_job))
         .route("/v1/pending", get(get_pending))
+        .route("/v1/openapi.json", get(openapi))
         .route("/healthz", get(healthz))
         .with_state(state)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn empty_live() -> LiveState {
+        let fleet =
+            fleetsim_policies::FleetState::new(vec!["c".into()], vec!["G".into()], vec![]).unwrap();
+        let sched = fleetsim_policies::Scheduler::new(Default::default(), vec![]);
+        LiveState::new(sched, fleet)
+    }
+
+    fn pass(batch: u64, t: u64) -> Batch {
+        Batch {
+            batch: Some(batch),
+            events: vec![Event::Pass { t }],
+        }
+    }
+
+    #[test]
+    fn wall_clock_stamps_events_and_the_log_keeps_the_stamps() {
+        let dir = tempfile::tempdir().unwrap();
+        let wal = dir.path().join("wal");
+        let wall = Options {
+            clock: Clock::Wall,
+            ..Options::default()
+        };
+        let (s, rec) = Service::with_wal(empty_live(), &wal, wall.clone()).unwrap();
+        assert_eq!((rec.batches, rec.tail_defect), (0, None));
+        let now = {
+            let mut svc = s.lock().unwrap();
+            // The event's own t (10^12 ms) is replaced by ms since start (this test runs in
+            // well under a minute), and a later t = 0 is not "time going backwards".
+            svc.accept(pass(0, 1_000_000_000_000)).unwrap();
+            let first = svc.live().now();
+            assert!(first < 60_000, "{first}");
+            std::thread::sleep(Duration::from_millis(5));
+            svc.accept(pass(1, 0)).unwrap();
+            let second = svc.live().now();
+            assert!(second >= first + 5, "{first} then {second}");
+            // A duplicate batch number is refused before anything is logged or applied.
+            assert!(matches!(
+                svc.accept(pass(1, 0)),
+                Err(Refused::Duplicate { batch: 1, last: 1 })
+            ));
+            assert_eq!(svc.wal.as_ref().unwrap().records(), 2);
+            second
+        };
+        drop(s);
+        // Replayed in event mode: the logged (stamped) times give the same state.
+        let (s, rec) = Service::with_wal(empty_live(), &wal, Options::default()).unwrap();
+        assert_eq!((rec.batches, rec.events), (2, 2));
+        let svc = s.lock().unwrap();
+        assert_eq!(svc.live().now(), now);
+        assert_eq!(svc.last_batch(), Some(1));
+    }
+
+    #[test]
+    fn retention_drops_the_oldest_decisions() {
+        let s = Service::new(empty_live());
+        let mut svc = s.lock().unwrap();
+        svc.options.retain_decisions = 2;
+        let d = |t| Decision::Reject {
+            t,
+            job: 1,
+            reason: fleetsim_policies::RejectReason::EmptyGang,
+        };
+        svc.record(&[d(1), d(2), d(3)]);
+        assert_eq!(svc.total_decisions(), 3);
+        assert_eq!(svc.decisions_from(0, 10), None);
+        assert_eq!(svc.decisions_from(1, 10), Some(vec![d(2), d(3)]));
+        assert_eq!(svc.decisions_from(3, 10), Some(vec![]));
+    }
 }

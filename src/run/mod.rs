@@ -491,7 +491,10 @@ pub fn run_scenario(
     opts: &RunOptions,
     progress: &mut dyn FnMut(u64, SimTime),
 ) -> Result<RunOutput, RunError> {
-    run_inner(loaded, opts, progress, false).map(|(o, _)| o)
+    match run_inner(loaded, opts, progress, Live::Off)? {
+        Ran::Output(o, _) => Ok(o),
+        Ran::Twin(_) => unreachable!("Live::Off runs the scenario"),
+    }
 }
 
 /// Runs a loaded scenario with [`EngineConfig::record_live`] on, and returns with it a
@@ -505,16 +508,54 @@ pub fn run_scenario_live(
     loaded: &Loaded,
     opts: &RunOptions,
 ) -> Result<(RunOutput, fleetsim_policies::live::LiveState), RunError> {
-    let (out, twin) = run_inner(loaded, opts, &mut |_, _| {}, true)?;
-    Ok((out, twin.expect("a live run builds its twin")))
+    match run_inner(loaded, opts, &mut |_, _| {}, Live::Record)? {
+        Ran::Output(out, Some(twin)) => Ok((out, twin)),
+        _ => unreachable!("a live run builds its twin"),
+    }
+}
+
+/// The [`fleetsim_policies::live::LiveState`] of [`run_scenario_live`] without running the
+/// scenario: the scheduler and fleet as they are before the first event. This is what the
+/// live service (`fleetsim-scheduler serve`) starts from, so that its decisions equal the
+/// simulator's on the same spec file.
+///
+/// # Errors
+/// As [`run_scenario`] (a scenario, fleet or workload that does not load).
+pub fn live_twin(
+    loaded: &Loaded,
+    opts: &RunOptions,
+) -> Result<fleetsim_policies::live::LiveState, RunError> {
+    match run_inner(loaded, opts, &mut |_, _| {}, Live::TwinOnly)? {
+        Ran::Twin(twin) => Ok(twin),
+        Ran::Output(..) => unreachable!("Live::TwinOnly stops before running"),
+    }
+}
+
+/// What [`run_inner`] does about the live twin (issue 21).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Live {
+    /// No recorder, no twin.
+    Off,
+    /// Record the event stream and build the twin.
+    Record,
+    /// Build the twin and stop before running.
+    TwinOnly,
+}
+
+// Built once per run and matched at once: the size difference does not matter.
+#[allow(clippy::large_enum_variant)]
+enum Ran {
+    Output(RunOutput, Option<fleetsim_policies::live::LiveState>),
+    Twin(fleetsim_policies::live::LiveState),
 }
 
 fn run_inner(
     loaded: &Loaded,
     opts: &RunOptions,
     progress: &mut dyn FnMut(u64, SimTime),
-    live: bool,
-) -> Result<(RunOutput, Option<fleetsim_policies::live::LiveState>), RunError> {
+    mode: Live,
+) -> Result<Ran, RunError> {
+    let live = mode != Live::Off;
     let seed = opts.seed.unwrap_or(loaded.scenario.seed);
     prepare_out_dir(loaded, opts)?;
     // Quota flexibility off: every queue only within its own nominal quota (no cohorts).
@@ -655,6 +696,9 @@ fn run_inner(
         let sched = fleetsim_policies::Scheduler::new(policies.clone(), queues).with(e);
         fleetsim_policies::live::LiveState::new(sched, fleet)
     });
+    if mode == Live::TwinOnly {
+        return Ok(Ran::Twin(twin.expect("a live mode builds its twin")));
+    }
     let mut sim = Simulation::with_extensions(state, policies, ext, cfg);
     // Queueing SLOs read the job rows as they are written (none without `[[metrics.slo]]`).
     let mut slo_tracker = (!loaded.scenario.metrics.slo.is_empty()).then(|| {
@@ -829,7 +873,7 @@ fn run_inner(
     )
     .into_iter()
     .collect();
-    Ok((
+    Ok(Ran::Output(
         RunOutput {
             summary,
             result,

@@ -20,6 +20,7 @@ use crate::time::{SimDuration, SimTime};
 use crate::topology::TopologySpec;
 
 /// A job as submitted: everything a [`PendingJob`] needs.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JobSpec {
@@ -139,6 +140,7 @@ impl JobSpec {
 
 /// A cluster event. `t` is cluster time in milliseconds; events must come in
 /// non-decreasing `t`.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Event {
@@ -253,9 +255,29 @@ impl Event {
             | Event::Pass { t } => *t,
         }
     }
+
+    /// Sets the event's cluster time to `at`, ms (the service's `--clock wall` stamps
+    /// events with it).
+    pub fn set_t(&mut self, at: u64) {
+        match self {
+            Event::NodeAdded { t, .. }
+            | Event::NodeRemoved { t, .. }
+            | Event::NodeFailed { t, .. }
+            | Event::NodeRecovered { t, .. }
+            | Event::NodeDrained { t, .. }
+            | Event::JobSubmitted { t, .. }
+            | Event::JobStarted { t, .. }
+            | Event::JobFinished { t, .. }
+            | Event::JobCancelled { t, .. }
+            | Event::JobLost { t, .. }
+            | Event::VictimReleased { t, .. }
+            | Event::Pass { t } => *t = at,
+        }
+    }
 }
 
 /// One task's binding in an admit decision.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Binding {
@@ -297,6 +319,7 @@ impl Binding {
 }
 
 /// What the service decided, stamped with the `t` of the event that caused it.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Decision {
@@ -393,6 +416,9 @@ mod tests {
         let p: Event = serde_json::from_str(r#"{"type":"pass","t":9}"#).unwrap();
         assert_eq!(p, Event::Pass { t: 9 });
         assert_eq!(p.t(), 9);
+        let mut q = p.clone();
+        q.set_t(12);
+        assert_eq!(q, Event::Pass { t: 12 });
         let err = serde_json::from_str::<Event>(r#"{"type":"pass","t":9,"x":1}"#).unwrap_err();
         assert!(err.to_string().contains("unknown field"), "{err}");
     }

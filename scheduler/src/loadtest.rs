@@ -1,0 +1,234 @@
+//! `fleetsim-scheduler loadtest`: drives the service over loopback HTTP at a target event
+//! rate and measures it (issue 21 targets).
+//!
+//! The event stream is a fleetsim bench workload (`saturated_quota_preempt` by default: a
+//! queue per tenant in one cohort with nominal quota and borrowing, DRF, EASY backfill,
+//! reclaim and fair-sharing preemption, topology-aware gangs, node failures) on `nodes`
+//! 8-GPU nodes, recorded by the simulator ([`fleetsim::run::run_scenario_live`]). The
+//! service runs in this process with its write-ahead log (fsync per batch) on a loopback
+//! port; one client sends numbered batches of `batch` events paced to `rate` events/s (one
+//! request in flight). Printed: events/s achieved, per-batch latency p50 / p99 / max (POST to
+//! reply, ms), the process's resident memory (VmRSS) sampled every second, and the time to
+//! restart (open + replay) from the log it wrote. `--restart-events N` also writes a log of
+//! the first N events in process (no HTTP) and times a restart from it.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use fleetsim::run::{live_twin, run_scenario_live, RunOptions};
+use fleetsim::scenario::TraceDir;
+use fleetsim_policies::live::Event;
+
+use crate::service::{router, Batch, Options, Service};
+
+/// What `loadtest` is given.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    /// Bench workload name (see `fleetsim::benchmarks::WORKLOADS`).
+    pub workload: String,
+    /// Jobs in the generated workload.
+    pub jobs: u64,
+    /// 8-GPU nodes.
+    pub nodes: u32,
+    /// Target rate, events per second.
+    pub rate: f64,
+    /// Events per batch.
+    pub batch: usize,
+    /// Longest run, seconds (stops earlier when the stream ends).
+    pub duration_s: f64,
+    /// Directory for the write-ahead logs.
+    pub dir: PathBuf,
+    /// Events for the separate restart measurement (0 = skip it).
+    pub restart_events: usize,
+}
+
+fn rss_mib() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i]
+}
+
+fn batches(events: &[Event], size: usize) -> Vec<Batch> {
+    events
+        .chunks(size)
+        .enumerate()
+        .map(|(i, c)| Batch {
+            batch: Some(i as u64),
+            events: c.to_vec(),
+        })
+        .collect()
+}
+
+/// Times opening and replaying the log at `wal` on a fresh twin; returns (seconds, events,
+/// decisions).
+fn time_restart(
+    loaded: &fleetsim::scenario::Loaded,
+    opts: &RunOptions,
+    wal: &Path,
+) -> Result<(f64, u64, u64), String> {
+    let twin = live_twin(loaded, opts).map_err(|e| e.to_string())?;
+    let t0 = Instant::now();
+    let (_state, rec) = Service::with_wal(twin, wal, Options::default())?;
+    Ok((t0.elapsed().as_secs_f64(), rec.events, rec.decisions))
+}
+
+/// Runs the load test; returns the report text.
+///
+/// # Errors
+/// A message: unknown workload, a run that fails or records incompletely, I/O, HTTP.
+pub async fn run(o: LoadOptions) -> Result<String, String> {
+    let w = fleetsim::benchmarks::bench_workload(&o.workload, o.jobs, Some(o.nodes))
+        .ok_or_else(|| format!("unknown workload `{}`", o.workload))?;
+    let loaded = w.loaded;
+    let opts = RunOptions {
+        seed: None,
+        trace_dir: TraceDir(PathBuf::from(".")),
+        out_dir: None,
+        keep_rows: false,
+    };
+    let mut report = String::new();
+    let t0 = Instant::now();
+    let (l2, o2) = (loaded.clone(), opts.clone());
+    let (out, twin) = tokio::task::spawn_blocking(move || run_scenario_live(&l2, &o2))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    let rec = out.result.live.ok_or("recorder off")?;
+    if let Some(u) = rec.unsupported {
+        return Err(format!("the record is incomplete: {u}"));
+    }
+    let events = rec.events;
+    report += &format!(
+        "workload {} ({} jobs, {} nodes): {} events, {} decisions recorded in {:.1} s\n",
+        o.workload,
+        o.jobs,
+        o.nodes,
+        events.len(),
+        rec.decisions.len(),
+        t0.elapsed().as_secs_f64()
+    );
+    std::fs::create_dir_all(&o.dir).map_err(|e| format!("{}: {e}", o.dir.display()))?;
+    let wal = o.dir.join("load.wal");
+    let _ = std::fs::remove_file(&wal);
+    let (state, _) = Service::with_wal(twin, &wal, Options::default())?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| e.to_string())?;
+    let base = format!(
+        "http://{}",
+        listener.local_addr().map_err(|e| e.to_string())?
+    );
+    let app = router(state);
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let sampler_stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = sampler_stop.clone();
+    let sampler = tokio::spawn(async move {
+        let start = Instant::now();
+        let mut samples = Vec::new();
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            samples.push((start.elapsed().as_secs_f64(), rss_mib().unwrap_or(f64::NAN)));
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        samples
+    });
+    let client = reqwest::Client::new();
+    let all = batches(&events, o.batch);
+    let interval = Duration::from_secs_f64(o.batch as f64 / o.rate);
+    let start = tokio::time::Instant::now();
+    let mut lat = Vec::new();
+    let mut sent = 0usize;
+    let mut decisions = 0usize;
+    for (i, b) in all.iter().enumerate() {
+        if start.elapsed().as_secs_f64() >= o.duration_s {
+            break;
+        }
+        tokio::time::sleep_until(start + interval * i as u32).await;
+        let t = Instant::now();
+        let r = client
+            .post(format!("{base}/v1/events"))
+            .json(b)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let status = r.status();
+        let reply: serde_json::Value = r.json().await.map_err(|e| e.to_string())?;
+        lat.push(t.elapsed().as_secs_f64() * 1000.0);
+        if !status.is_success() {
+            return Err(format!("batch {i}: {status} {reply}"));
+        }
+        decisions += reply["decisions"].as_array().map_or(0, Vec::len);
+        sent += b.events.len();
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    sampler_stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let samples = sampler.await.map_err(|e| e.to_string())?;
+    server.abort();
+    lat.sort_by(f64::total_cmp);
+    report += &format!(
+        "sent {sent} events in {} batches of {} over {elapsed:.1} s: {:.0} events/s (target {:.0}), {decisions} decisions\n",
+        lat.len(),
+        o.batch,
+        sent as f64 / elapsed,
+        o.rate
+    );
+    report += &format!(
+        "batch latency (POST to reply, fsync included): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms\n",
+        percentile(&lat, 0.5),
+        percentile(&lat, 0.99),
+        lat.last().copied().unwrap_or(f64::NAN)
+    );
+    let rss: Vec<String> = samples
+        .iter()
+        .step_by((samples.len() / 12).max(1))
+        .map(|(t, m)| format!("{t:.0}s {m:.0}"))
+        .collect();
+    report += &format!("RSS MiB over time: {}\n", rss.join(", "));
+    let (l3, o3, w3) = (loaded.clone(), opts.clone(), wal.clone());
+    let (secs, ev, ds) = tokio::task::spawn_blocking(move || time_restart(&l3, &o3, &w3))
+        .await
+        .map_err(|e| e.to_string())??;
+    report += &format!(
+        "restart from this log ({} bytes): {ev} events, {ds} decisions replayed in {secs:.2} s\n",
+        std::fs::metadata(&wal).map_or(0, |m| m.len())
+    );
+    let _ = std::fs::remove_file(&wal);
+    if o.restart_events > 0 {
+        let n = o.restart_events.min(events.len());
+        let big = o.dir.join("restart.wal");
+        let _ = std::fs::remove_file(&big);
+        let (l4, o4, b4) = (loaded.clone(), opts.clone(), big.clone());
+        let bs = batches(&events[..n], 500);
+        let line = tokio::task::spawn_blocking(move || -> Result<String, String> {
+            let twin = live_twin(&l4, &o4).map_err(|e| e.to_string())?;
+            let (state, _) = Service::with_wal(twin, &b4, Options::default())?;
+            let t = Instant::now();
+            {
+                let mut svc = state.lock().map_err(|e| e.to_string())?;
+                for b in bs {
+                    svc.accept(b).map_err(|e| format!("{e:?}"))?;
+                }
+            }
+            let write_s = t.elapsed().as_secs_f64();
+            drop(state);
+            let (secs, ev, ds) = time_restart(&l4, &o4, &b4)?;
+            Ok(format!(
+                "restart from a {n}-event log ({} bytes, written in process in {write_s:.1} s): {ev} events, {ds} decisions replayed in {secs:.2} s\n",
+                std::fs::metadata(&b4).map_or(0, |m| m.len())
+            ))
+        })
+        .await
+        .map_err(|e| e.to_string())??;
+        report += &line;
+        let _ = std::fs::remove_file(&big);
+    }
+    Ok(report)
+}

@@ -1,0 +1,146 @@
+//! The service's OpenAPI 3.1 description (issue 21 item 1), committed as
+//! `scheduler/openapi.json` and served at `GET /v1/openapi.json`.
+//!
+//! The paths are written here; the component schemas (events, decisions, batches) are
+//! generated from the wire types with schemars (JSON Schema 2020-12, which OpenAPI 3.1
+//! uses), so they follow the types. `tests/openapi.rs` requires the committed file to equal
+//! [`document`] (regenerate with `FLEETSIM_UPDATE_SCHEMAS=1`) and every route of
+//! [`crate::service::router`] to be in it.
+
+use fleetsim_policies::live::{Decision, Event};
+use schemars::generate::SchemaSettings;
+use serde_json::{json, Value};
+
+use crate::service::{Batch, BatchReply, DecisionsPage};
+
+fn error_response(description: &str) -> Value {
+    json!({"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}})
+}
+
+fn ok_json(description: &str, schema: Value) -> Value {
+    json!({"description": description, "content": {"application/json": {"schema": schema}}})
+}
+
+fn r(name: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+
+/// The OpenAPI document.
+pub fn document() -> Value {
+    let mut g = SchemaSettings::draft2020_12()
+        .with(|s| s.definitions_path = "/components/schemas".into())
+        .into_generator();
+    let mut schemas = serde_json::Map::new();
+    // Each adds its definition (and those it refers to) to the generator; the `$ref`s it
+    // returns are the `r(...)` below.
+    g.subschema_for::<Batch>();
+    g.subschema_for::<BatchReply>();
+    g.subschema_for::<DecisionsPage>();
+    g.subschema_for::<Event>();
+    g.subschema_for::<Decision>();
+    for (k, v) in g.take_definitions(true) {
+        schemas.insert(k, v);
+    }
+    schemas.insert(
+        "Error".into(),
+        json!({"type": "object", "required": ["error"], "properties": {"error": {"type": "string", "description": "What was wrong."}}}),
+    );
+    schemas.insert(
+        "Health".into(),
+        json!({"type": "object", "required": ["ok", "now", "decisions", "last_batch", "clock", "wal"], "properties": {
+            "ok": {"type": "boolean"},
+            "now": {"type": "integer", "minimum": 0, "description": "Latest accepted event time, ms."},
+            "decisions": {"type": "integer", "minimum": 0, "description": "Decisions made so far (the next sequence number)."},
+            "last_batch": {"type": ["integer", "null"], "description": "Last accepted batch number."},
+            "clock": {"enum": ["event", "wall"]},
+            "wal": {"type": ["object", "null"], "description": "The write-ahead log (null without one).", "properties": {
+                "path": {"type": "string"},
+                "records": {"type": "integer"},
+                "bytes": {"type": "integer"},
+                "replayed_batches": {"type": "integer", "description": "Records replayed on start."},
+                "tail_defect": {"type": ["object", "null"], "description": "The bad tail cut on start (null: the log was clean).", "properties": {
+                    "offset": {"type": "integer"}, "file_bytes": {"type": "integer"},
+                    "records_kept": {"type": "integer"}, "reason": {"type": "string"}}}
+            }}
+        }}),
+    );
+    schemas.insert(
+        "JobStatus".into(),
+        json!({"type": "object", "required": ["job", "state", "nodes", "pending_reason"], "properties": {
+            "job": {"type": "integer", "minimum": 0},
+            "state": {"enum": ["pending", "running", "evicting"]},
+            "nodes": {"type": "array", "items": {"type": "integer"}, "description": "Nodes it is bound to (one per task)."},
+            "pending_reason": {"type": ["string", "null"], "description": "Why it waits, as of the last pass."}
+        }}),
+    );
+    schemas.insert(
+        "Pending".into(),
+        json!({"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": {
+            "type": "object", "required": ["job", "pending_reason"], "properties": {
+                "job": {"type": "integer"}, "pending_reason": {"type": "string"}}}}}}),
+    );
+    let from = json!({"name": "from", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 0, "default": 0}, "description": "First decision sequence number."});
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "fleetsim-scheduler",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Live scheduling service on fleetsim's policy crate: cluster events in, scheduling decisions out, in the simulator's order. Times are cluster milliseconds. Every route but /healthz needs `Authorization: Bearer <token>` when the service runs with a tokens file; cluster-wide routes are for admin principals (403 otherwise), and any route may answer 401, 403, 413 or 429 from the security layer."
+        },
+        "paths": {
+            "/v1/events": {"post": {
+                "summary": "Apply a batch of events in order; logged (fsync) before it is applied and answered.",
+                "requestBody": {"required": true, "content": {"application/json": {"schema": r("Batch")}}},
+                "responses": {
+                    "200": ok_json("The batch's decisions, in order.", r("BatchReply")),
+                    "409": error_response("Batch number at or below the last accepted one: nothing applied (a resend of a logged batch)."),
+                    "422": error_response("Event `index` refused; the events before it applied (body also has `index`, `first_seq`, `decisions`)."),
+                    "500": error_response("The write-ahead log write failed: nothing applied.")
+                }
+            }},
+            "/v1/decisions": {"get": {
+                "summary": "Decisions from sequence number `from`.",
+                "parameters": [from, {"name": "limit", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 1, "maximum": crate::service::MAX_DECISIONS_LIMIT, "default": crate::service::DEFAULT_DECISIONS_LIMIT}}],
+                "responses": {
+                    "200": ok_json("A page of decisions.", r("DecisionsPage")),
+                    "400": error_response("`limit` out of range."),
+                    "410": error_response("`from` is older than the retained window.")
+                }
+            }},
+            "/v1/decisions/stream": {"get": {
+                "summary": "Decisions from `from` on as server-sent events: `event: decision`, `id:` the sequence number, `data:` a Decision as JSON; live as new ones are made. `event: gone` then end when `from` is no longer retained.",
+                "parameters": [from],
+                "responses": {
+                    "200": {"description": "An event stream.", "content": {"text/event-stream": {"schema": {"type": "string"}, "itemSchema": r("Decision")}}},
+                    "400": error_response("A `limit` was given.")
+                }
+            }},
+            "/v1/jobs/{id}": {"get": {
+                "summary": "A job's phase, nodes and pending reason.",
+                "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer", "minimum": 0}}],
+                "responses": {
+                    "200": ok_json("The job.", r("JobStatus")),
+                    "404": error_response("Unknown job.")
+                }
+            }},
+            "/v1/pending": {"get": {
+                "summary": "Every pending job's reason as of the last pass.",
+                "responses": {"200": ok_json("Pending jobs.", r("Pending"))}
+            }},
+            "/v1/openapi.json": {"get": {
+                "summary": "This document.",
+                "responses": {"200": {"description": "OpenAPI 3.1.", "content": {"application/json": {"schema": {"type": "object"}}}}}
+            }},
+            "/healthz": {"get": {
+                "summary": "Liveness, time, decision count and the write-ahead log's state (open: no token needed).",
+                "security": [],
+                "responses": {"200": ok_json("Healthy.", r("Health"))}
+            }}
+        },
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}
+        },
+        "security": [{"bearer": []}]
+    })
+}

@@ -1,0 +1,282 @@
+//! Crash safety (issue 21 item 4): the real `fleetsim-scheduler serve` binary on its
+//! write-ahead log is SIGKILLed at seeded random points while a client replays an event
+//! stream to it, restarted on the same log, and the client resends from its first
+//! unacknowledged batch (`409` = already logged: skip it). The full decision sequence
+//! (`GET /v1/decisions`) must equal an uninterrupted run's. A second test cuts the log's
+//! tail after a clean SIGTERM shutdown and requires it to be reported and recovered from.
+//!
+//! The stream: the first 3,000 events kueue-cohorts records (cohorts, borrowing, DRF and
+//! preemption), in batches of 50. The uninterrupted run is the same batches applied in
+//! process to the scenario's twin; it is itself checked against the simulator's decisions
+//! (a prefix of the event stream gives a prefix of the decision list).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use fleetsim::run::{run_scenario_live, RunOptions};
+use fleetsim::scenario::{self, TraceDir};
+use fleetsim_policies::live::{Decision, Event};
+use fleetsim_scheduler::service::{Batch, BatchReply, DecisionsPage, Service};
+
+const EVENTS: usize = 3_000;
+const BATCH: usize = 50;
+
+fn spec() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/kueue-cohorts.toml")
+}
+
+struct Stream {
+    batches: Vec<Batch>,
+    reference: Vec<Decision>,
+}
+
+fn stream() -> &'static Stream {
+    static S: OnceLock<Stream> = OnceLock::new();
+    S.get_or_init(|| {
+        let loaded = scenario::load(&spec()).expect("scenario loads");
+        let opts = RunOptions {
+            seed: None,
+            trace_dir: TraceDir(PathBuf::from("/nonexistent")),
+            out_dir: None,
+            keep_rows: false,
+        };
+        let (out, twin) = run_scenario_live(&loaded, &opts).expect("scenario runs");
+        let rec = out.result.live.expect("recorder on");
+        let events: Vec<Event> = rec.events.into_iter().take(EVENTS).collect();
+        assert_eq!(events.len(), EVENTS);
+        let batches: Vec<Batch> = events
+            .chunks(BATCH)
+            .enumerate()
+            .map(|(i, c)| Batch {
+                batch: Some(i as u64),
+                events: c.to_vec(),
+            })
+            .collect();
+        let svc = Service::new(twin);
+        let mut svc = svc.lock().unwrap();
+        let mut reference = Vec::new();
+        for b in &batches {
+            reference.extend(svc.apply(b).expect("recorded events apply").decisions);
+        }
+        assert!(reference.len() > 500, "only {} decisions", reference.len());
+        assert_eq!(reference[..], rec.decisions[..reference.len()]);
+        Stream { batches, reference }
+    })
+}
+
+/// A running `serve`, its base URL and its stderr file.
+struct Server {
+    child: Child,
+    base: String,
+    stderr: PathBuf,
+}
+
+fn start(wal: &Path, stderr: PathBuf) -> Server {
+    let err = std::fs::File::create(&stderr).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fleetsim-scheduler"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--spec"])
+        .arg(spec())
+        .arg("--wal")
+        .arg(wal)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(err))
+        .spawn()
+        .expect("spawn serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| {
+            let e = std::fs::read_to_string(&stderr).unwrap_or_default();
+            panic!("serve did not start: {line:?}; stderr: {e}")
+        })
+        .to_string();
+    Server {
+        child,
+        base,
+        stderr,
+    }
+}
+
+/// splitmix64: the test's seeded random numbers.
+fn next(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+async fn send(c: &reqwest::Client, base: &str, b: &Batch) -> reqwest::Result<(u16, String)> {
+    let r = c.post(format!("{base}/v1/events")).json(b).send().await?;
+    let status = r.status().as_u16();
+    Ok((status, r.text().await?))
+}
+
+async fn all_decisions(c: &reqwest::Client, base: &str) -> Vec<Decision> {
+    let mut out = Vec::new();
+    loop {
+        let page: DecisionsPage = c
+            .get(format!(
+                "{base}/v1/decisions?from={}&limit=10000",
+                out.len()
+            ))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(page.first_seq, out.len() as u64);
+        if page.decisions.is_empty() {
+            assert_eq!(page.total, out.len() as u64);
+            return out;
+        }
+        out.extend(page.decisions);
+    }
+}
+
+/// Checks an accepted reply against the reference at its sequence numbers.
+fn check_reply(reference: &[Decision], text: &str) {
+    let r: BatchReply = serde_json::from_str(text).unwrap();
+    let at = r.first_seq as usize;
+    assert_eq!(r.decisions[..], reference[at..at + r.decisions.len()]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_at_random_points_loses_nothing() {
+    let s = tokio::task::spawn_blocking(stream).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let wal = dir.path().join("wal");
+    let client = reqwest::Client::new();
+    // 24 kill points: a batch index (distinct, sorted) and a delay after its POST starts,
+    // 0..4 ms, so some kills land before the log write, some after it but before the reply,
+    // some after the reply.
+    let mut seed = 21;
+    let mut points: Vec<(usize, u64)> = Vec::new();
+    while points.len() < 24 {
+        let b = (next(&mut seed) % s.batches.len() as u64) as usize;
+        if !points.iter().any(|p| p.0 == b) {
+            points.push((b, next(&mut seed) % 4_000));
+        }
+    }
+    points.sort_unstable();
+    let mut server = start(&wal, dir.path().join("stderr-0"));
+    let (mut kills, mut skipped, mut acked_before_kill) = (0, 0, 0);
+    let mut i = 0;
+    let mut p = 0;
+    while i < s.batches.len() {
+        if p < points.len() && points[p].0 == i {
+            let (b, delay) = points[p];
+            p += 1;
+            let (c, base, batch) = (client.clone(), server.base.clone(), s.batches[b].clone());
+            let req = tokio::spawn(async move { send(&c, &base, &batch).await });
+            tokio::time::sleep(Duration::from_micros(delay)).await;
+            server.child.kill().unwrap(); // SIGKILL
+            server.child.wait().unwrap();
+            kills += 1;
+            if let Ok(Ok((200, text))) = req.await {
+                check_reply(&s.reference, &text);
+                acked_before_kill += 1;
+                i += 1;
+            }
+            server = start(&wal, dir.path().join(format!("stderr-{kills}")));
+            continue;
+        }
+        let (status, text) = send(&client, &server.base, &s.batches[i]).await.unwrap();
+        match status {
+            200 => check_reply(&s.reference, &text),
+            // Logged before the kill but not acknowledged: the client's signal to skip.
+            409 => skipped += 1,
+            _ => panic!("batch {i}: {status} {text}"),
+        }
+        i += 1;
+    }
+    let got = all_decisions(&client, &server.base).await;
+    let log = std::fs::read_to_string(&server.stderr).unwrap();
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    println!(
+        "{kills} kills: {acked_before_kill} replies arrived before the kill, {skipped} batches \
+         logged but unacknowledged (409), {} decisions",
+        got.len()
+    );
+    assert!(kills >= 20);
+    assert!(log.contains("replayed "), "{log}");
+    assert_eq!(got.len(), s.reference.len());
+    assert!(got == s.reference, "decision sequence differs");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn truncated_tail_is_reported_and_recovered() {
+    let s = tokio::task::spawn_blocking(stream).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let wal = dir.path().join("wal");
+    let client = reqwest::Client::new();
+    let mut server = start(&wal, dir.path().join("stderr-0"));
+    for b in &s.batches[..10] {
+        let (status, text) = send(&client, &server.base, b).await.unwrap();
+        assert_eq!(status, 200, "{text}");
+    }
+    // Clean shutdown on SIGTERM.
+    let pid = server.child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    assert!(server.child.wait().unwrap().success());
+    assert!(std::fs::read_to_string(&server.stderr)
+        .unwrap()
+        .contains("shut down"));
+    // Cut 5 bytes off the last (10th) record.
+    let len = std::fs::metadata(&wal).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&wal)
+        .unwrap()
+        .set_len(len - 5)
+        .unwrap();
+    let mut server = start(&wal, dir.path().join("stderr-1"));
+    let health: serde_json::Value = client
+        .get(format!("{}/healthz", server.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    // Nine records kept: last batch 8, the tail defect at the 10th record's offset.
+    assert_eq!(health["last_batch"], 8, "{health}");
+    let d = &health["wal"]["tail_defect"];
+    assert_eq!(d["records_kept"], 9, "{health}");
+    assert_eq!(d["file_bytes"].as_u64(), Some(len - 5), "{health}");
+    assert!(d["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("payload cut short"));
+    assert_eq!(health["wal"]["bytes"], d["offset"], "{health}");
+    let log = std::fs::read_to_string(&server.stderr).unwrap();
+    assert!(
+        log.contains("WARNING: write-ahead log") && log.contains("kept the 9 records"),
+        "{log}"
+    );
+    // Batch 8 is logged (409); batch 9 was lost with the tail and is accepted again.
+    let (status, _) = send(&client, &server.base, &s.batches[8]).await.unwrap();
+    assert_eq!(status, 409);
+    for b in &s.batches[9..] {
+        let (status, text) = send(&client, &server.base, b).await.unwrap();
+        assert_eq!(status, 200, "{text}");
+        check_reply(&s.reference, &text);
+    }
+    let got = all_decisions(&client, &server.base).await;
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    assert!(got == s.reference, "decision sequence differs");
+}
