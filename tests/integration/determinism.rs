@@ -100,29 +100,9 @@ fn default_scenario_output_digest_is_pinned() {
 /// outputs are there (the `slo` section, the `slo_<name>_*` columns).
 #[test]
 fn philly_slo_rounds_is_byte_identical_across_runs() {
-    let traces = crate::support::public_traces();
-    if !traces.join("philly").exists() {
-        eprintln!("skipping: no public traces at {}", traces.display());
+    let Some((out, a)) = run_twice_identical("philly-slo-rounds.toml", 3.0 * 86_400.0) else {
         return;
-    }
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/philly-slo-rounds.toml");
-    let mut loaded = scenario::load(&path).unwrap();
-    loaded.scenario.metrics.horizon_s = Some(2_294_959.0 + 3.0 * 86_400.0);
-    let run = |dir: &std::path::Path| {
-        let opts = RunOptions {
-            seed: None,
-            trace_dir: TraceDir(traces.clone()),
-            out_dir: Some(dir.to_path_buf()),
-            keep_rows: false,
-        };
-        run_scenario(&loaded, &opts, &mut |_, _| {}).unwrap()
     };
-    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let out = run(a.path());
-    run(b.path());
-    for f in ["summary.json", "jobs.csv", "timeseries.csv"] {
-        assert_eq!(read(a.path(), f), read(b.path(), f), "{f} differs");
-    }
     let slo = out.summary.slo.as_ref().expect("slo section");
     assert_eq!(
         slo.keys().map(|k| k.as_str()).collect::<Vec<_>>(),
@@ -155,14 +135,33 @@ fn philly_slo_rounds_is_byte_identical_across_runs() {
 /// bytes, replicas preempt training, and the `serving` section is there.
 #[test]
 fn philly_serving_is_byte_identical_across_runs() {
+    let Some((out, _)) = run_twice_identical("philly-serving.toml", 12.0 * 3_600.0) else {
+        return;
+    };
+    let s = out.summary.serving.as_ref().expect("serving section");
+    assert_eq!(s.window_s, 12.0 * 3_600.0);
+    assert!(s.services[0].replicas_added > 0);
+    assert!(s.training_allocated_gpu_s > 0.0);
+}
+
+/// Runs the committed Philly scenario `file` (under scenarios/) twice, cut `after_s` seconds
+/// after the trace window opens (2,294,959 s) to keep the debug build quick, and asserts that
+/// both runs write the same summary.json, jobs.csv and timeseries.csv. Returns the first
+/// run's result and output directory; `None` (skipped) without the public traces.
+fn run_twice_identical(
+    file: &str,
+    after_s: f64,
+) -> Option<(fleetsim::run::RunOutput, tempfile::TempDir)> {
     let traces = crate::support::public_traces();
     if !traces.join("philly").exists() {
         eprintln!("skipping: no public traces at {}", traces.display());
-        return;
+        return None;
     }
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/philly-serving.toml");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join(file);
     let mut loaded = scenario::load(&path).unwrap();
-    loaded.scenario.metrics.horizon_s = Some(2_294_959.0 + 12.0 * 3_600.0);
+    loaded.scenario.metrics.horizon_s = Some(2_294_959.0 + after_s);
     let run = |dir: &std::path::Path| {
         let opts = RunOptions {
             seed: None,
@@ -176,10 +175,7 @@ fn philly_serving_is_byte_identical_across_runs() {
     let out = run(a.path());
     run(b.path());
     for f in ["summary.json", "jobs.csv", "timeseries.csv"] {
-        assert_eq!(read(a.path(), f), read(b.path(), f), "{f} differs");
+        assert_eq!(read(a.path(), f), read(b.path(), f), "{file}: {f} differs");
     }
-    let s = out.summary.serving.as_ref().expect("serving section");
-    assert_eq!(s.window_s, 12.0 * 3_600.0);
-    assert!(s.services[0].replicas_added > 0);
-    assert!(s.training_allocated_gpu_s > 0.0);
+    Some((out, a))
 }
