@@ -4,7 +4,7 @@
 //! accelerator models), a demand series (its load, in replicas' worth at 100 % utilisation,
 //! over time) and an autoscaler (target utilisation, scale-up and scale-down delay). The
 //! demand is exogenous, so the replica count the autoscaler asks for is known before the run
-//! ([`replica_plan`]); the engine ([`crate::engine::serving`]) submits each replica as a job
+//! ([`plan`]); the engine ([`crate::engine::serving`]) submits each replica as a job
 //! of the service's queue (a high tier: it preempts training through the scheduler's own
 //! preemption path when the scenario's policy lets that tier preempt) and ends it when the
 //! autoscaler removes it.
