@@ -32,6 +32,9 @@ pub(crate) struct Core {
     /// was emptied since: readers skip those). Scans of the running set walk this instead of
     /// every slot, which would cost every job ever started (issue #18).
     pub(crate) running_ids: BTreeSet<JobId>,
+    /// GPU-milli of every job ever entered into the running set (wrapping): a pass reads
+    /// how much started since an instant as a difference ([`super::preempt::RunSummary`]).
+    pub(crate) started_gpu_milli: u64,
     pub(crate) nominated: Vec<Nomination>,
     /// Jobs preempted at `.0` (the current instant): never preempted twice at one instant, so
     /// a victim that restarts elsewhere at once is not thrashed.
@@ -232,6 +235,7 @@ impl Core {
         }
         let est_end = job.runtime_estimate.map_or(SimTime::MAX, |e| now + e);
         self.running_ids.insert(job.id);
+        self.started_gpu_milli = self.started_gpu_milli.wrapping_add(total);
         reg[i] = Some(Box::new(Running {
             job: job.clone_without_cells(),
             flavor: charged,

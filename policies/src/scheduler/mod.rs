@@ -139,6 +139,7 @@ impl Scheduler {
                 budget: None,
                 running: None,
                 running_ids: BTreeSet::new(),
+                started_gpu_milli: 0,
                 nominated: Vec::new(),
                 preempted_now: (SimTime::ZERO, BTreeSet::new()),
                 preempted_by: BTreeMap::new(),

@@ -62,6 +62,15 @@ pub(crate) fn preempt_for(
         if !could_preempt(c, pass, &cfg, job, flavor) {
             continue;
         }
+        // Under LAS alone, too few accelerators held by jobs it outranks: every plan below
+        // would fail its capacity check (`SimTrial::fits`), so the running set is not scanned.
+        let bound = pass
+            .run_summary
+            .as_ref()
+            .and_then(|s| las_only_bound(c, s, &cfg, job));
+        if bound.is_some_and(|b| c.free_for(fleet, job, models) + b < job.total_gpu_milli()) {
+            continue;
+        }
         let cands = candidates(c, &cfg, job, flavor);
         if cands.is_empty() {
             continue;
@@ -129,10 +138,19 @@ pub(crate) struct RunSummary {
     pub(crate) tiers: [u64; 3],
     /// Highest LAS queue of a running job.
     pub(crate) max_level: usize,
+    /// Per LAS queue (with LAS preemption and the order's LAS queues equal): GPU-milli of the
+    /// running jobs in it, and of those among them that entered it at this instant.
+    pub(crate) level_gpu_milli: Vec<(u64, u64)>,
+    /// [`Core::started_gpu_milli`] when the summary was taken.
+    pub(crate) started_at: u64,
 }
 
 pub(crate) fn summary(c: &Core, cfg: &PreemptionConfig) -> RunSummary {
-    let mut s = RunSummary::default();
+    let mut s = RunSummary {
+        started_at: c.started_gpu_milli,
+        ..RunSummary::default()
+    };
+    let same_las = cfg.las.is_some() && c.las == cfg.las;
     for r in c.running_jobs().filter(|r| r.evicting.is_none()) {
         let q = r.job.queue.index();
         if q >= s.min_prio.len() {
@@ -143,10 +161,64 @@ pub(crate) fn summary(c: &Core, cfg: &PreemptionConfig) -> RunSummary {
         s.min_prio_all = Some(s.min_prio_all.map_or(p, |m: i32| m.min(p)));
         s.tiers[r.job.tier as usize] += 1;
         if let Some(l) = &cfg.las {
-            s.max_level = s.max_level.max(l.level(r.attained_gpu_ms(c.now)));
+            let level = l.level(r.attained_gpu_ms(c.now));
+            s.max_level = s.max_level.max(level);
+            if same_las {
+                if level >= s.level_gpu_milli.len() {
+                    s.level_gpu_milli.resize(level + 1, (0, 0));
+                }
+                let gpu = r.job.total_gpu_milli();
+                let slot = &mut s.level_gpu_milli[level];
+                slot.0 += gpu;
+                if las_place(l, r, c.now).1 == c.now {
+                    slot.1 += gpu;
+                }
+            }
         }
     }
     s
+}
+
+/// An upper bound, GPU-milli, on what [`candidates`] could offer `job` when the LAS rule is
+/// the only one that can give it a victim; `None` when another rule might. Under LAS alone a
+/// victim is a running job in a higher LAS queue than the job's, or in the same queue having
+/// entered it at this instant ([`super::las::las_outranks`]); the summary counts both as of
+/// its making, and every job started since is added (the summary does not see them, and any
+/// rule might take them).
+pub(crate) fn las_only_bound(
+    c: &Core,
+    s: &RunSummary,
+    cfg: &PreemptionConfig,
+    job: &PendingJob,
+) -> Option<u64> {
+    let las = cfg.las.as_ref()?;
+    if c.quota.is_some() || c.las.as_ref() != Some(las) {
+        return None;
+    }
+    if cfg.tiers && s.tiers[..job.tier as usize].iter().any(|&n| n > 0) {
+        return None;
+    }
+    let queue_min = s.min_prio.get(job.queue.index()).copied().flatten();
+    let within = match cfg.within_queue {
+        WithinQueue::Never => false,
+        WithinQueue::LowerPriority => queue_min.is_some_and(|m| m < job.priority),
+        WithinQueue::LowerOrNewerEqualPriority => queue_min.is_some_and(|m| m <= job.priority),
+    };
+    if within
+        || (cfg.capacity == CapacityPreemption::LowerPriority
+            && s.min_prio_all.is_some_and(|m| m < job.priority))
+    {
+        return None;
+    }
+    let level = las.level(job.attained_gpu_ms);
+    let same = s.level_gpu_milli.get(level).map_or(0, |&(_, now)| now);
+    let above: u64 = s
+        .level_gpu_milli
+        .iter()
+        .skip(level + 1)
+        .map(|&(all, _)| all)
+        .sum();
+    Some(same + above + c.started_gpu_milli.wrapping_sub(s.started_at))
 }
 
 /// Could any rule give `job` a victim in `flavor`? A cheap necessary condition: per rule,
