@@ -198,12 +198,7 @@ pub(crate) fn las_only_bound(
     if cfg.tiers && s.tiers[..job.tier as usize].iter().any(|&n| n > 0) {
         return None;
     }
-    let queue_min = s.min_prio.get(job.queue.index()).copied().flatten();
-    let within = match cfg.within_queue {
-        WithinQueue::Never => false,
-        WithinQueue::LowerPriority => queue_min.is_some_and(|m| m < job.priority),
-        WithinQueue::LowerOrNewerEqualPriority => queue_min.is_some_and(|m| m <= job.priority),
-    };
+    let within = within_queue_possible(s, cfg, job);
     if within
         || (cfg.capacity == CapacityPreemption::LowerPriority
             && s.min_prio_all.is_some_and(|m| m < job.priority))
@@ -219,6 +214,16 @@ pub(crate) fn las_only_bound(
         .map(|&(all, _)| all)
         .sum();
     Some(same + above + c.started_gpu_milli.wrapping_sub(s.started_at))
+}
+
+/// Could the within-queue rule give `job` a victim among the summary's running jobs?
+fn within_queue_possible(s: &RunSummary, cfg: &PreemptionConfig, job: &PendingJob) -> bool {
+    let queue_min = s.min_prio.get(job.queue.index()).copied().flatten();
+    match cfg.within_queue {
+        WithinQueue::Never => false,
+        WithinQueue::LowerPriority => queue_min.is_some_and(|m| m < job.priority),
+        WithinQueue::LowerOrNewerEqualPriority => queue_min.is_some_and(|m| m <= job.priority),
+    }
 }
 
 /// Could any rule give `job` a victim in `flavor`? A cheap necessary condition: per rule,
@@ -237,12 +242,7 @@ pub(crate) fn could_preempt(
     if cfg.tiers && s.tiers[..job.tier as usize].iter().any(|&n| n > 0) {
         return true;
     }
-    let queue_min = s.min_prio.get(job.queue.index()).copied().flatten();
-    let within = match cfg.within_queue {
-        WithinQueue::Never => false,
-        WithinQueue::LowerPriority => queue_min.is_some_and(|m| m < job.priority),
-        WithinQueue::LowerOrNewerEqualPriority => queue_min.is_some_and(|m| m <= job.priority),
-    };
+    let within = within_queue_possible(s, cfg, job);
     if within {
         return true;
     }
