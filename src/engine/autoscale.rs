@@ -157,6 +157,22 @@ pub struct AutoscaleStats {
     pub scale_downs: u64,
     /// Per group, in scenario order.
     pub groups: Vec<GroupStats>,
+    /// Levels over the run, summed over groups, for `timeseries.csv` (not in the summary).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub levels: AutoscaleLevels,
+}
+
+/// The autoscaling levels over a run, summed over groups: the `autoscaling_*` columns of
+/// `timeseries.csv` are their interval means.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AutoscaleLevels {
+    /// Autoscaled nodes in the fleet (up, `min_nodes` included).
+    pub nodes_up: crate::metrics::steps::StepLog,
+    /// Autoscaled nodes requested and not yet up (being provisioned).
+    pub nodes_provisioning: crate::metrics::steps::StepLog,
+    /// Jobs waiting for a scale-up (the integrand of `pending_for_capacity_job_s`).
+    pub pending_for_capacity: crate::metrics::steps::StepLog,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -210,6 +226,7 @@ pub struct Autoscaler {
     waiting_ms: u128,
     integrals: Vec<Integrals>,
     stats: Vec<GroupStats>,
+    levels: AutoscaleLevels,
 }
 
 /// What the engine must queue after a scan: request `u32` joins at the time.
@@ -264,6 +281,7 @@ impl Autoscaler {
             waiting: 0,
             waiting_ms: 0,
             stats,
+            levels: AutoscaleLevels::default(),
         }
     }
 
@@ -280,6 +298,7 @@ impl Autoscaler {
         if dt == 0 {
             return;
         }
+        self.record_levels();
         self.last_t = t;
         self.waiting_ms += u128::from(self.waiting) * dt;
         for n in &self.nodes {
@@ -296,6 +315,22 @@ impl Autoscaler {
                 }
             }
         }
+    }
+
+    /// Records the levels in force from `last_t` (the state since the last change).
+    fn record_levels(&mut self) {
+        let (mut up, mut prov) = (0u64, 0u64);
+        for n in &self.nodes {
+            match n.state {
+                State::Off => {}
+                State::Provisioning => prov += 1,
+                State::Up => up += 1,
+            }
+        }
+        let t = self.last_t;
+        self.levels.nodes_up.set(t, up);
+        self.levels.nodes_provisioning.set(t, prov);
+        self.levels.pending_for_capacity.set(t, self.waiting);
     }
 
     /// Request `r`'s nodes join the fleet now.
@@ -468,6 +503,7 @@ impl Autoscaler {
     /// The account at the end of the run (`t`: its end).
     pub fn finish(&mut self, t: SimTime, fleet: &FleetState) -> AutoscaleStats {
         self.advance(t, fleet);
+        self.record_levels();
         let mut out = AutoscaleStats {
             expander: self.cfg.expander.as_str().to_string(),
             pending_for_capacity_job_s: self.waiting_ms as f64 / 1000.0,
@@ -487,6 +523,7 @@ impl Autoscaler {
             out.scale_downs += s.nodes_removed;
             out.groups.push(s.clone());
         }
+        out.levels = std::mem::take(&mut self.levels);
         out
     }
 }

@@ -47,6 +47,16 @@ pub struct ServiceStats {
     pub slo_attainment: f64,
     /// Times its replicas were preempted or lost.
     pub replica_stops: u64,
+    /// Desired replicas over the serving window (0 outside it), for `timeseries.csv`
+    /// (not in the summary).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub desired_levels: crate::metrics::steps::StepLog,
+    /// Running replicas (holding resources outside a grace period) over the run, for
+    /// `timeseries.csv` (not in the summary).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub running_levels: crate::metrics::steps::StepLog,
 }
 
 /// The serving account of a run (`summary.json` section `serving`).
@@ -88,6 +98,7 @@ struct Svc {
     ok_ms: u128,
     added: u64,
     stops: u64,
+    running_log: crate::metrics::steps::StepLog,
 }
 
 /// Replica arrivals in submit order: (start, service, replica index, stop).
@@ -137,6 +148,7 @@ impl Serving {
                 ok_ms: 0,
                 added: 0,
                 stops: 0,
+                running_log: crate::metrics::steps::StepLog::default(),
             })
             .collect();
         Serving {
@@ -237,7 +249,9 @@ impl Serving {
     pub fn on_start(&mut self, id: JobId, gpus: u64) {
         if let Some(j) = self.jobs.get_mut(&id) {
             j.2 = true;
-            self.svcs[j.0 as usize].running += 1;
+            let s = &mut self.svcs[j.0 as usize];
+            s.running += 1;
+            s.running_log.set(self.held_since, u64::from(s.running));
             self.held_gpus += gpus;
         }
     }
@@ -251,6 +265,7 @@ impl Serving {
             j.2 = false;
             let s = &mut self.svcs[j.0 as usize];
             s.running -= 1;
+            s.running_log.set(self.held_since, u64::from(s.running));
             if !end {
                 s.stops += 1;
             }
@@ -297,6 +312,17 @@ impl Serving {
                     s.ok_ms as f64 / window as f64
                 },
                 replica_stops: s.stops,
+                desired_levels: {
+                    let mut d = crate::metrics::steps::StepLog::default();
+                    for &(t, v) in &s.desired.points {
+                        if t < self.plan.end {
+                            d.set(t.max(self.plan.start), u64::from(v));
+                        }
+                    }
+                    d.set(self.plan.end, 0);
+                    d
+                },
+                running_levels: s.running_log.clone(),
             })
             .collect();
         let milli_s = |v: u128| v as f64 / 1e6;

@@ -28,6 +28,7 @@
 
 pub mod slo;
 pub mod stats;
+pub mod steps;
 
 use fleetsim_policies::{FleetState, SimTime, TaskAlloc, TenantId};
 

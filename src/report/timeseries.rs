@@ -169,6 +169,59 @@ pub fn series(cells: &[String], models: &[String], tenants: &[String], o: &Occup
     }
 }
 
+/// Appends one column per `(name, level)`: the level's time-mean over each row's interval
+/// (three decimals, never empty), rows in the order of `o.series`.
+pub fn append_levels(
+    series: &mut Series,
+    o: &Occupancy,
+    columns: &[(String, &crate::metrics::steps::StepLog)],
+) {
+    for (name, level) in columns {
+        series.header.push(name.clone());
+        series.nullable.push(false);
+        for (rec, row) in series.rows.iter_mut().zip(&o.series) {
+            rec.push(Value::Milli(level.mean_milli(row.start, row.len_ms)));
+        }
+    }
+}
+
+/// The `autoscaling_*` columns (nodes up, nodes being provisioned, jobs pending for a
+/// scale-up; interval means summed over groups) and the `serving_<service>_*` columns
+/// (desired and running replicas, interval means) of a run; none without autoscaled groups
+/// or `[serving]`.
+pub fn append_autoscaling_and_serving(
+    series: &mut Series,
+    o: &Occupancy,
+    autoscaling: Option<&crate::engine::autoscale::AutoscaleStats>,
+    serving: Option<&crate::engine::serving::ServingStats>,
+) {
+    let mut cols: Vec<(String, &crate::metrics::steps::StepLog)> = Vec::new();
+    if let Some(a) = autoscaling {
+        cols.push(("autoscaling_nodes_up".into(), &a.levels.nodes_up));
+        cols.push((
+            "autoscaling_nodes_provisioning".into(),
+            &a.levels.nodes_provisioning,
+        ));
+        cols.push((
+            "autoscaling_pending_for_capacity_jobs".into(),
+            &a.levels.pending_for_capacity,
+        ));
+    }
+    if let Some(s) = serving {
+        for svc in &s.services {
+            cols.push((
+                format!("serving_{}_desired_replicas", svc.name),
+                &svc.desired_levels,
+            ));
+            cols.push((
+                format!("serving_{}_running_replicas", svc.name),
+                &svc.running_levels,
+            ));
+        }
+    }
+    append_levels(series, o, &cols);
+}
+
 /// Writes `timeseries.csv` for cells named `cells`, accelerator models named `models` and
 /// tenants named `tenants` (by tenant id).
 ///

@@ -148,8 +148,12 @@ pub const RELIABILITY_METRICS: &[Metric] = &[
 /// a queueing-SLO figure (`summary.json` → `slo.<name>.<field>`, see
 /// [`crate::metrics::slo`]): attainment (`attainment`, `interval_attainment`) and met counts
 /// (`met_jobs`, `intervals_met`) are higher-is-better; `violated_jobs` and the observed
-/// `wait_s_at_quantile` lower-is-better.
+/// `wait_s_at_quantile` lower-is-better; or an autoscaling or serving figure (see
+/// [`autoscaling_or_serving`]).
 pub fn better(name: &str) -> Option<Better> {
+    if let Some(b) = autoscaling_or_serving(name) {
+        return b;
+    }
     if let Some(rest) = name.strip_prefix("slo.") {
         return match rest.rsplit_once('.').map(|(_, f)| f) {
             Some("attainment" | "interval_attainment" | "met_jobs" | "intervals_met") => {
@@ -166,9 +170,60 @@ pub fn better(name: &str) -> Option<Better> {
         .map(|m| m.better)
 }
 
+/// The direction of an autoscaling figure (`summary.json` → `autoscaling.<field>`, or
+/// `autoscaling.groups.<cell/group>.<field>`) or a serving figure (`serving.<field>`, or
+/// `serving.services.<service>.<field>`): `Some(direction)` for a name under `autoscaling.`
+/// or `serving.` (`Some(None)`: no known direction), `None` for any other name.
+///
+/// Lower is better for cost, node-hours, provisioned GPU-hours, job-seconds pending for
+/// capacity, replica shortfall, replica stops, training GPU-s lost and training preemptions
+/// by serving; higher for service SLO attainment, training allocated GPU-s and goodput, and
+/// fleet occupancy.
+pub fn autoscaling_or_serving(name: &str) -> Option<Option<Better>> {
+    let field = |rest: &str| rest.rsplit('.').next().unwrap_or(rest).to_string();
+    if let Some(rest) = name.strip_prefix("autoscaling.") {
+        return Some(match field(rest).as_str() {
+            "cost" | "node_hours" | "gpu_hours_provisioned" | "pending_for_capacity_job_s" => {
+                Some(Better::Lower)
+            }
+            _ => None,
+        });
+    }
+    if let Some(rest) = name.strip_prefix("serving.") {
+        return Some(match field(rest).as_str() {
+            "slo_attainment"
+            | "training_allocated_gpu_s"
+            | "training_goodput_gpu_s"
+            | "fleet_occupancy" => Some(Better::Higher),
+            "shortfall_replica_s"
+            | "replica_stops"
+            | "training_lost_to_serving_gpu_s"
+            | "training_lost_gpu_s"
+            | "training_preemptions_by_serving" => Some(Better::Lower),
+            _ => None,
+        });
+    }
+    None
+}
+
+/// One step of a dotted path: an object's key, or in an array the element whose `name` is
+/// `key` (`serving.services.chat`, `autoscaling.groups.philly/burst`), else the element at
+/// index `key` (`serving.services.0`).
+fn step<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+    match v {
+        Value::Object(o) => o.get(key),
+        Value::Array(a) => a
+            .iter()
+            .find(|x| x.get("name").and_then(Value::as_str) == Some(key))
+            .or_else(|| key.parse::<usize>().ok().and_then(|i| a.get(i))),
+        _ => None,
+    }
+}
+
 /// Reads a metric from a `summary.json` value: `censored_pct` is
 /// `100 × jobs.censored / jobs.submitted`; any other name is a dotted path to a number
-/// (`occupancy`, `wait_s.p99`, `occupancy_by_cell.hopper`, `jobs.completed`). `None` when the
+/// (`occupancy`, `wait_s.p99`, `occupancy_by_cell.hopper`, `jobs.completed`; an array
+/// element by its `name` or index: `serving.services.chat.slo_attainment`). `None` when the
 /// path is missing, not a number, or `null` (an empty sample).
 pub fn metric_value(summary: &Value, name: &str) -> Option<f64> {
     if name == "censored_pct" {
@@ -178,7 +233,7 @@ pub fn metric_value(summary: &Value, name: &str) -> Option<f64> {
     }
     let mut v = summary;
     for key in name.split('.') {
-        v = v.as_object()?.get(key)?;
+        v = step(v, key)?;
     }
     v.as_f64()
 }
@@ -191,7 +246,7 @@ pub fn metric_exists(summary: &Value, name: &str) -> bool {
     }
     let mut v = summary;
     for key in name.split('.') {
-        match v.as_object().and_then(|o| o.get(key)) {
+        match step(v, key) {
             Some(x) => v = x,
             None => return false,
         }
@@ -220,5 +275,57 @@ mod tests {
         let s = serde_json::json!({"slo": {"p95-wait": {"attainment": 0.75}}});
         assert_eq!(metric_value(&s, "slo.p95-wait.attainment"), Some(0.75));
         assert!(metric_exists(&s, "slo.p95-wait.attainment"));
+    }
+
+    #[test]
+    fn autoscaling_and_serving_figures_have_directions_and_read_by_name() {
+        assert_eq!(better("autoscaling.cost"), Some(Better::Lower));
+        assert_eq!(
+            better("autoscaling.groups.philly/burst.node_hours"),
+            Some(Better::Lower)
+        );
+        assert_eq!(
+            better("autoscaling.pending_for_capacity_job_s"),
+            Some(Better::Lower)
+        );
+        assert_eq!(better("autoscaling.scale_ups"), None);
+        assert_eq!(
+            better("serving.services.chat.slo_attainment"),
+            Some(Better::Higher)
+        );
+        assert_eq!(
+            better("serving.services.chat.shortfall_replica_s"),
+            Some(Better::Lower)
+        );
+        assert_eq!(
+            better("serving.training_goodput_gpu_s"),
+            Some(Better::Higher)
+        );
+        assert_eq!(better("serving.window_s"), None);
+        let s = serde_json::json!({
+            "autoscaling": {"cost": 2.5, "groups": [{"name": "c/burst", "cost": 2.5}]},
+            "serving": {"services": [
+                {"name": "chat", "slo_attainment": 0.95},
+                {"name": "rank", "slo_attainment": 0.5}
+            ]}
+        });
+        assert_eq!(
+            metric_value(&s, "autoscaling.groups.c/burst.cost"),
+            Some(2.5)
+        );
+        assert_eq!(
+            metric_value(&s, "serving.services.rank.slo_attainment"),
+            Some(0.5)
+        );
+        assert_eq!(
+            metric_value(&s, "serving.services.0.slo_attainment"),
+            Some(0.95)
+        );
+        assert_eq!(
+            metric_value(&s, "serving.services.nope.slo_attainment"),
+            None
+        );
+        assert!(metric_exists(&s, "serving.services.chat.slo_attainment"));
+        assert!(!metric_exists(&s, "serving.services.2.slo_attainment"));
     }
 }

@@ -847,6 +847,12 @@ fn run_inner(
         let mut series =
             timeseries::series(&cells, &models_for_series, &tenants, &result.occupancy);
         crate::metrics::slo::append_columns(&mut series, &slo_results);
+        timeseries::append_autoscaling_and_serving(
+            &mut series,
+            &result.occupancy,
+            result.autoscaling.as_ref(),
+            result.serving.as_ref(),
+        );
         for f in &loaded.scenario.metrics.outputs {
             let path = dir.join(format!("timeseries.{}", f.as_str()));
             match f {

@@ -3,7 +3,7 @@
 
 use fleetsim::scenario;
 
-use crate::support::{job, run, span, wait_s};
+use crate::support::{csv_column, job, run, run_series, span, wait_s};
 
 /// One static 4-GPU node `n1` and a group `burst` of up to 3 × 4-GPU nodes, none at the
 /// start, fixed 60 s provisioning, 2.0 per node-hour, removed after 120 s idle.
@@ -95,6 +95,82 @@ fn a_gang_and_a_job_scale_up_together_and_an_idle_node_scales_down() {
     assert_eq!(a.gpu_hours_provisioned, 3080.0 / 3600.0);
     assert_eq!(a.gpu_hours_allocated, 2600.0 / 3600.0);
     assert_eq!(a.pending_for_capacity_job_s, 120.0);
+}
+
+/// The same case's `timeseries.csv` with 100 s intervals over the window [0, 370): rows
+/// [0, 100), [100, 200), [200, 300), [300, 370). By hand from the timeline above:
+/// - nodes up: 2 over [70, 80), 3 over [80, 250), 2 over [250, 370): 20 + 60 = 80 in the
+///   first row (0.800), then 3.000, (150 + 100) / 100 = 2.500, 2.000;
+/// - nodes being provisioned: 2 over [10, 20) (burst-0/1), 3 over [20, 70) (burst-2 too), 1
+///   over [70, 80) (burst-2): 20 + 150 + 10 = 180 → 1.800, then 0;
+/// - jobs pending for capacity: 1 over [10, 20), 2 over [20, 70), 1 over [70, 80):
+///   10 + 100 + 10 = 120 → 1.200 (the summary's 120 job-s), then 0.
+///
+/// Without groups the columns are absent.
+#[test]
+fn timeseries_has_the_autoscaling_levels() {
+    let toml = format!(
+        "{}
+[metrics]
+timeseries_interval_s = 100
+",
+        tiny(BURST)
+    );
+    let (_, series) = run_series(&toml, &[("jobs.csv", JOBS)]);
+    assert_eq!(
+        csv_column(&series, "time_s"),
+        ["0.000", "100.000", "200.000", "300.000"]
+    );
+    assert_eq!(
+        csv_column(&series, "autoscaling_nodes_up"),
+        ["0.800", "3.000", "2.500", "2.000"]
+    );
+    assert_eq!(
+        csv_column(&series, "autoscaling_nodes_provisioning"),
+        ["1.800", "0.000", "0.000", "0.000"]
+    );
+    assert_eq!(
+        csv_column(&series, "autoscaling_pending_for_capacity_jobs"),
+        ["1.200", "0.000", "0.000", "0.000"]
+    );
+    let fixed = tiny(
+        "[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.nodes]]\nnames = [\"n1\"]\naccelerator = \"H100\"\ngpus = 4\n",
+    );
+    let (_, series) = run_series(&fixed, &[("jobs.csv", JOBS)]);
+    assert!(!series.contains("autoscaling_"), "{series}");
+}
+
+/// Autoscaling figures in `check` and `compact` goals: the hand-computed case costs
+/// 950/3600 × 2.0 ≈ 0.528, so `autoscaling.cost<=0.6` holds and `<=0.5` does not; the
+/// group's figure reads by its name, and a cost rise is a regression (lower is better).
+#[test]
+fn autoscaling_figures_gate_check_and_compact_goals() {
+    use fleetsim::check::{baseline_of, compare, CheckSpec, Status};
+    use fleetsim::compact::Goal;
+    let out = run(&tiny(BURST), &[("jobs.csv", JOBS)]);
+    let s = serde_json::to_value(&out.summary).unwrap();
+    assert!(Goal::parse("autoscaling.cost<=0.6").unwrap().met(&s));
+    assert!(!Goal::parse("autoscaling.cost<=0.5").unwrap().met(&s));
+    assert!(Goal::parse("autoscaling.groups.c/burst.node_hours<=0.264")
+        .unwrap()
+        .met(&s));
+    let spec: CheckSpec = toml::from_str(
+        "metrics = [\"autoscaling.cost\", \"autoscaling.pending_for_capacity_job_s\"]",
+    )
+    .unwrap();
+    let mut base = baseline_of(&spec, &s).unwrap();
+    assert_eq!(
+        base.metrics.values().copied().collect::<Vec<_>>(),
+        [Some(950.0 / 3600.0 * 2.0), Some(120.0)]
+    );
+    // A baseline that cost less and waited more: now the cost rose (regression), the
+    // pending time fell (better).
+    base.metrics.insert("autoscaling.cost".into(), Some(0.5));
+    base.metrics
+        .insert("autoscaling.pending_for_capacity_job_s".into(), Some(200.0));
+    let lines = compare(&spec, &base, &s).unwrap();
+    assert_eq!(lines[0].status, Status::Regressed);
+    assert_eq!(lines[1].status, Status::Better);
 }
 
 /// Three groups for a 1 × 8-GPU job: `small` (4-GPU nodes) can hold no task of 8 GPUs, so

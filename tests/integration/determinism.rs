@@ -179,3 +179,86 @@ fn run_twice_identical(
     }
     Some((out, a))
 }
+
+/// The committed autoscaling scenario (`scenarios/philly-autoscale.toml`, real Philly trace;
+/// skipped without it), cut at a horizon of 20 days (the burst group first scales up in
+/// the third week) to keep the debug build quick, run by
+/// the `fleetsim` binary under 1 and 2 worker threads and two time zones (`TZ=UTC`,
+/// `TZ=Asia/Kolkata`): every output file is byte-identical, the burst group scaled up, and
+/// the `autoscaling_*` columns are there.
+#[test]
+fn philly_autoscale_is_byte_identical_across_threads_and_time_zones() {
+    let traces = crate::support::public_traces();
+    if !traces.join("philly").exists() {
+        eprintln!("skipping: no public traces at {}", traces.display());
+        return;
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("scenarios/philly-autoscale.toml")).unwrap();
+    assert!(text.contains("\n[metrics]\n"));
+    let text = text.replace("\n[metrics]\n", "\n[metrics]\nhorizon_s = 1728000\n");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("philly-autoscale-10d.toml");
+    std::fs::write(&path, text).unwrap();
+    let run = |threads: &str, tz: &str, out: &str| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_fleetsim"))
+            .env("RAYON_NUM_THREADS", threads)
+            .env("TZ", tz)
+            .args(["run", "--quiet", "--trace-dir"])
+            .arg(&traces)
+            .arg("--out")
+            .arg(dir.path().join(out))
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        dir.path().join(out)
+    };
+    let a = run("1", "UTC", "a");
+    let b = run("2", "Asia/Kolkata", "b");
+    for f in ["summary.json", "jobs.csv", "timeseries.csv"] {
+        assert_eq!(read(&a, f), read(&b, f), "philly-autoscale: {f} differs");
+    }
+    let summary: serde_json::Value = serde_json::from_slice(&read(&a, "summary.json")).unwrap();
+    assert!(summary["autoscaling"]["scale_ups"].as_u64().unwrap() > 0);
+    let series = String::from_utf8(read(&a, "timeseries.csv")).unwrap();
+    assert!(series.lines().next().unwrap().ends_with(
+        "autoscaling_nodes_up,autoscaling_nodes_provisioning,autoscaling_pending_for_capacity_jobs"
+    ));
+}
+
+/// The committed elastic scenario (`scenarios/elastic/pollux-load1-elastic.toml`, Pollux
+/// workload 1; skipped without it): the elastic simulator (single-threaded, no wall clock)
+/// gives the same outcome for every job, field by field, on the test thread and on a fresh
+/// thread, and the same summary JSON bytes.
+#[test]
+fn pollux_elastic_is_identical_across_runs_and_threads() {
+    let traces = crate::support::public_traces();
+    if !traces
+        .join("pollux-workloads/load-1.0/workload-1.csv")
+        .is_file()
+    {
+        eprintln!("skipping: no pollux-workloads under {}", traces.display());
+        return;
+    }
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios/elastic/pollux-load1-elastic.toml");
+    let run = {
+        let traces = traces.clone();
+        move || {
+            let (cfg, jobs) =
+                fleetsim::elastic::scenario::load(&path, &TraceDir(traces.clone())).unwrap();
+            let out = fleetsim::elastic::simulate(&cfg, &jobs).unwrap();
+            let json = serde_json::to_string(&fleetsim::elastic::summarize(&out)).unwrap();
+            (out, json)
+        }
+    };
+    let a = run();
+    let b = run();
+    let c = std::thread::spawn(run.clone()).join().unwrap();
+    assert_eq!(a.0.len(), 160);
+    // Jobs were resized (the elastic policy acted), so the resize order is covered.
+    assert!(a.0.iter().map(|o| u64::from(o.resizes)).sum::<u64>() > 0);
+    assert_eq!(a, b);
+    assert_eq!(a, c);
+}

@@ -3,7 +3,7 @@
 
 use fleetsim::scenario;
 
-use crate::support::{job, last_span, run, span};
+use crate::support::{csv_column, job, last_span, run, run_series, span};
 
 /// Two 4-GPU nodes; one service `chat` of 4-GPU replicas whose load is 0, then 2 replicas
 /// (8 GPUs) over [100 s, 400 s), then 0; target utilisation 1, scale-up delay 20 s,
@@ -105,6 +105,45 @@ fn serving_preempts_training_and_training_fills_what_serving_leaves() {
     assert_eq!(s.serving_occupancy, 2560.0 / 10800.0);
 }
 
+/// The same case's `timeseries.csv` with 100 s intervals over the window [0, 1350) (14 rows,
+/// the last [1300, 1350)). By hand: desired replicas are 2 over [100, 400): 0, 2, 2, 2, then
+/// 0; running replicas are 2 over [130, 450): [100, 200) holds 2 × 70 = 140 → 1.400, then
+/// 2.000, 2.000, [400, 500) 2 × 50 → 1.000, then 0. Without `[serving]` the columns are
+/// absent.
+#[test]
+fn timeseries_has_desired_and_running_replicas() {
+    let toml = format!(
+        "{}
+[metrics]
+timeseries_interval_s = 100
+",
+        scenario("capacity = \"lower-priority\"\ngrace_s = 10\ncheckpoint_interval_s = 50")
+    );
+    let (_, series) = run_series(&toml, &[("jobs.csv", JOBS)]);
+    let zeros = |n: usize| vec!["0.000".to_string(); n];
+    let mut desired = vec!["0.000", "2.000", "2.000", "2.000"]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>();
+    desired.extend(zeros(10));
+    assert_eq!(
+        csv_column(&series, "serving_chat_desired_replicas"),
+        desired
+    );
+    let mut running = vec!["0.000", "1.400", "2.000", "2.000", "1.000"]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>();
+    running.extend(zeros(9));
+    assert_eq!(
+        csv_column(&series, "serving_chat_running_replicas"),
+        running
+    );
+    let plain = scenario("").replace(&scenario("")[scenario("").find("[serving]").unwrap()..], "");
+    let (_, series) = run_series(&plain, &[("jobs.csv", JOBS)]);
+    assert!(!series.contains("serving_"), "{series}");
+}
+
 /// Serving only takes free capacity (no preemption rule). By hand: T holds the whole fleet
 /// over [0, 1000); r0 and r1 (submitted at 120, removed at 450) never get room before their
 /// stop, so they start at 1000 and end at once (zero-length runs: the documented limitation
@@ -124,6 +163,42 @@ fn serving_without_preemption_waits_for_free_capacity() {
     assert_eq!(s.training_goodput_gpu_s, 8000.0);
     assert_eq!(s.training_lost_to_serving_gpu_s, 0.0);
     assert_eq!(s.serving_gpu_s, 0.0);
+}
+
+/// Serving figures in `check` and `compact` goals: the preempting run's service attainment
+/// (0.95) and training goodput (8000 GPU-s) are the baseline; the free-capacity run's
+/// attainment (0.5) fell, which is a regression (higher is better), while its goodput (8000)
+/// is unchanged. The goal `attainment >= 0.9` holds for the first run only.
+#[test]
+fn serving_figures_gate_check_and_compact_goals() {
+    use fleetsim::check::{baseline_of, compare, CheckSpec, Status};
+    use fleetsim::compact::Goal;
+    let preempting = run(
+        &scenario("capacity = \"lower-priority\"\ngrace_s = 10\ncheckpoint_interval_s = 50"),
+        &[("jobs.csv", JOBS)],
+    );
+    let free = run(&scenario(""), &[("jobs.csv", JOBS)]);
+    let a = serde_json::to_value(&preempting.summary).unwrap();
+    let b = serde_json::to_value(&free.summary).unwrap();
+    let spec: CheckSpec = toml::from_str(
+        "metrics = [\"serving.services.chat.slo_attainment\", \"serving.training_goodput_gpu_s\"]",
+    )
+    .unwrap();
+    let base = baseline_of(&spec, &a).unwrap();
+    assert_eq!(
+        base.metrics.values().copied().collect::<Vec<_>>(),
+        [Some(0.95), Some(8000.0)]
+    );
+    let lines = compare(&spec, &base, &b).unwrap();
+    assert_eq!(lines[0].now, Some(0.5));
+    assert_eq!(lines[0].status, Status::Regressed);
+    assert_eq!(lines[1].status, Status::Ok);
+    let goal = Goal::parse("serving.services.chat.slo_attainment>=0.9").unwrap();
+    assert!(goal.met(&a));
+    assert!(!goal.met(&b));
+    let bad: CheckSpec =
+        toml::from_str("metrics = [\"serving.services.nope.slo_attainment\"]").unwrap();
+    assert!(baseline_of(&bad, &a).is_err());
 }
 
 /// Without `[serving]` there is no section and no replica job.

@@ -26,6 +26,41 @@ pub fn run(scenario_toml: &str, files: &[(&str, &str)]) -> RunOutput {
     run_scenario(&loaded, &opts, &mut |_, _| {}).unwrap()
 }
 
+/// [`run`], writing the outputs to a fresh directory; returns the run and the text of its
+/// `timeseries.csv`.
+pub fn run_series(scenario_toml: &str, files: &[(&str, &str)]) -> (RunOutput, String) {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let path = dir.path().join("scenario.toml");
+    std::fs::write(&path, scenario_toml).unwrap();
+    let loaded = scenario::load(&path).unwrap();
+    let out_dir = dir.path().join("out");
+    let opts = RunOptions {
+        seed: None,
+        trace_dir: TraceDir(public_traces()),
+        out_dir: Some(out_dir.clone()),
+        keep_rows: true,
+    };
+    let out = run_scenario(&loaded, &opts, &mut |_, _| {}).unwrap();
+    let series = std::fs::read_to_string(out_dir.join("timeseries.csv")).unwrap();
+    (out, series)
+}
+
+/// Column `name` of a CSV text, one value per row (panics naming the column when absent).
+pub fn csv_column(text: &str, name: &str) -> Vec<String> {
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let ix = header
+        .iter()
+        .position(|c| *c == name)
+        .unwrap_or_else(|| panic!("no column {name} in {header:?}"));
+    lines
+        .map(|l| l.split(',').nth(ix).unwrap().to_string())
+        .collect()
+}
+
 /// The public traces beside the checkout (`../shared/traces`).
 pub fn public_traces() -> PathBuf {
     std::env::var_os("FLEETSIM_TRACE_DIR")
