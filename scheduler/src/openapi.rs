@@ -3,7 +3,7 @@
 //!
 //! The paths are written here; the component schemas (events, decisions, batches) are
 //! generated from the wire types with schemars (JSON Schema 2020-12, which OpenAPI 3.1
-//! uses), so they follow the types. `tests/openapi.rs` requires the committed file to equal
+//! uses), so they follow the types. `tests/api.rs` requires the committed file to equal
 //! [`document`] (regenerate with `FLEETSIM_UPDATE_SCHEMAS=1`) and every route of
 //! [`crate::service::router`] to be in it.
 
@@ -85,7 +85,7 @@ pub fn document() -> Value {
         "info": {
             "title": "fleetsim-scheduler",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "Live scheduling service on fleetsim's policy crate: cluster events in, scheduling decisions out, in the simulator's order. Times are cluster milliseconds. Every route but /healthz needs `Authorization: Bearer <token>` when the service runs with a tokens file; cluster-wide routes are for admin principals (403 otherwise), and any route may answer 401, 403, 413 or 429 from the security layer."
+            "description": "Live scheduling service on fleetsim's policy crate: cluster events in, scheduling decisions out, in the simulator's order. Times are cluster milliseconds. Every route but /healthz needs `Authorization: Bearer <token>` when the service runs with a tokens file, and any route may answer 401, 413 or 429 from the security layer. Per tenant (the tokens file's [tenants] table names the tenant numbers of job events): a tenant principal may submit jobs of its tenants and cancel their jobs, read only their jobs and pending list, and gets 403 for anything else; cluster-wide events and the decision log and stream are for admin principals. A job of another tenant and an unknown id get the same 403 body, so a tenant cannot tell which ids others use."
         },
         "paths": {
             "/v1/events": {"post": {
@@ -93,38 +93,42 @@ pub fn document() -> Value {
                 "requestBody": {"required": true, "content": {"application/json": {"schema": r("Batch")}}},
                 "responses": {
                     "200": ok_json("The batch's decisions, in order.", r("BatchReply")),
+                    "403": error_response("Event `index` is not the principal's to send: a submit for a tenant it is not listed for, a cancel of a job that is not its tenants' (or unknown), or a cluster-wide event from a non-admin. The whole batch is refused: nothing logged or applied (body also has `index`)."),
                     "409": error_response("Batch number at or below the last accepted one: nothing applied (a resend of a logged batch)."),
                     "422": error_response("Event `index` refused; the events before it applied (body also has `index`, `first_seq`, `decisions`)."),
                     "500": error_response("The write-ahead log write failed: nothing applied.")
                 }
             }},
             "/v1/decisions": {"get": {
-                "summary": "Decisions from sequence number `from`.",
+                "summary": "Decisions from sequence number `from` (admins only: every tenant's decisions).",
                 "parameters": [from, {"name": "limit", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 1, "maximum": crate::service::MAX_DECISIONS_LIMIT, "default": crate::service::DEFAULT_DECISIONS_LIMIT}}],
                 "responses": {
                     "200": ok_json("A page of decisions.", r("DecisionsPage")),
                     "400": error_response("`limit` out of range."),
+                    "403": error_response("Not an admin."),
                     "410": error_response("`from` is older than the retained window.")
                 }
             }},
             "/v1/decisions/stream": {"get": {
-                "summary": "Decisions from `from` on as server-sent events: `event: decision`, `id:` the sequence number, `data:` a Decision as JSON; live as new ones are made. `event: gone` then end when `from` is no longer retained.",
+                "summary": "Decisions from `from` on as server-sent events: `event: decision`, `id:` the sequence number, `data:` a Decision as JSON; live as new ones are made. `event: gone` then end when `from` is no longer retained. Admins only.",
                 "parameters": [from],
                 "responses": {
                     "200": {"description": "An event stream.", "content": {"text/event-stream": {"schema": {"type": "string"}, "itemSchema": r("Decision")}}},
-                    "400": error_response("A `limit` was given.")
+                    "400": error_response("A `limit` was given."),
+                    "403": error_response("Not an admin.")
                 }
             }},
             "/v1/jobs/{id}": {"get": {
-                "summary": "A job's phase, nodes and pending reason.",
+                "summary": "A job's phase, nodes and pending reason (a tenant principal: its tenants' jobs only).",
                 "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer", "minimum": 0}}],
                 "responses": {
                     "200": ok_json("The job.", r("JobStatus")),
-                    "404": error_response("Unknown job.")
+                    "403": error_response("A tenant principal asked for a job that is not its tenants' or does not exist (the same body either way)."),
+                    "404": error_response("Unknown job (admins).")
                 }
             }},
             "/v1/pending": {"get": {
-                "summary": "Every pending job's reason as of the last pass.",
+                "summary": "Every pending job's reason as of the last pass; for a tenant principal, its tenants' jobs only.",
                 "responses": {"200": ok_json("Pending jobs.", r("Pending"))}
             }},
             "/v1/openapi.json": {"get": {

@@ -9,8 +9,9 @@ use fleetsim::scenario::{self, TraceDir};
 use fleetsim_policies::live::LiveState;
 
 use crate::security::serve::{prepare, serve, ListenOptions};
-use crate::security::{secure, Access};
+use crate::security::{secure, Access, Tokens};
 use crate::service::{router, Clock, Options, Service};
+use crate::tenancy::Tenancy;
 
 /// What `serve` is given on the command line.
 #[derive(Clone, Debug)]
@@ -45,12 +46,23 @@ pub fn twin(spec: &Path, trace_dir: TraceDir) -> Result<LiveState, String> {
     live_twin(&loaded, &opts).map_err(|e| format!("{}: {e}", spec.display()))
 }
 
-/// Which requests need what: the OpenAPI description is open to any authenticated
-/// principal; everything else is cluster-wide (the event stream carries every tenant's
-/// jobs and nodes, the decision log every tenant's decisions), so admins only.
+/// Which requests need what in the security layer: the OpenAPI description is open to any
+/// authenticated principal; `POST /v1/events`, `GET /v1/jobs/{id}` and `GET /v1/pending`
+/// are passed on to their handlers, which apply the per-tenant rule of [`crate::tenancy`]
+/// under the service's lock (a job's owner is live state); everything else — the decision
+/// log and its stream, which carry every tenant's admits and preemptions — and any path not
+/// named here is admins only.
 pub fn resolver() -> crate::security::AccessResolver {
     std::sync::Arc::new(|m: &Method, path: &str, _body: &[u8]| {
-        if m == Method::GET && path == "/v1/openapi.json" {
+        let job_path = path
+            .strip_prefix("/v1/jobs/")
+            .is_some_and(|id| !id.is_empty() && !id.contains('/'));
+        let open = match *m {
+            Method::GET => path == "/v1/openapi.json" || path == "/v1/pending" || job_path,
+            Method::POST => path == "/v1/events",
+            _ => false,
+        };
+        if open {
             Access::Open
         } else {
             Access::Admin
@@ -58,14 +70,51 @@ pub fn resolver() -> crate::security::AccessResolver {
     })
 }
 
-/// Runs the service until SIGTERM or ctrl-c. Prints `listening on ADDR` (stdout) once
-/// bound, and log lines (stderr) for the log replay and a cut tail.
+/// The tenant table of the tokens file, checked: a tokens file with a tenant principal
+/// must have a `[tenants]` table (the names its tokens list → the tenant numbers events
+/// carry).
 ///
 /// # Errors
-/// A message: the exposure rule, certificate or tokens, the spec, the log, binding.
-pub async fn run(o: ServeOptions) -> Result<(), String> {
+/// A message naming the principal when the table is missing.
+pub fn tenancy(tokens: Option<&Tokens>) -> Result<Tenancy, String> {
+    let Some(t) = tokens else {
+        return Ok(Tenancy::default());
+    };
+    if t.tenant_ids().is_empty() {
+        if let Some(p) = t.first_tenant_principal() {
+            return Err(format!(
+                "tokens file: principal `{}` lists tenants, but the file has no [tenants] table giving each tenant name its tenant number (the `tenant` of job events), e.g. [tenants] {} = 0",
+                p.name,
+                p.tenants.iter().next().map_or("team-a", |s| s.as_str())
+            ));
+        }
+    }
+    Ok(Tenancy::new(t.tenant_ids()))
+}
+
+/// A service set up by [`start`], bound and ready to be served.
+pub struct Started {
+    /// The bound listener.
+    pub listener: tokio::net::TcpListener,
+    /// The address it is bound to (the port chosen when `--listen` gave port 0).
+    pub addr: std::net::SocketAddr,
+    /// The routes behind the security layer.
+    pub app: axum::Router,
+    /// TLS, when serving HTTPS.
+    pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+}
+
+/// Everything [`run`] does before serving: the exposure check, certificate and tokens, the
+/// tenant table, the twin of the spec, the log replay (reported on stderr), the router
+/// behind the security layer, binding. Tests serve the result themselves.
+///
+/// # Errors
+/// A message: the exposure rule, certificate or tokens (or a tenant principal without a
+/// `[tenants]` table), the spec, the log, binding.
+pub async fn start(o: ServeOptions) -> Result<Started, String> {
     let mut prepared = prepare(&o.listen)?;
     prepared.security.resolver = resolver();
+    let tenants = tenancy(prepared.security.tokens.as_ref())?;
     let (spec, dir) = (o.spec.clone(), o.trace_dir.clone());
     let live = tokio::task::spawn_blocking(move || twin(&spec, dir))
         .await
@@ -92,20 +141,33 @@ pub async fn run(o: ServeOptions) -> Result<(), String> {
             o.wal.display()
         );
     }
+    crate::service::lock(&state).set_tenancy(tenants);
     let app = secure(router(state), prepared.security);
     let listener = tokio::net::TcpListener::bind(prepared.listen)
         .await
         .map_err(|e| format!("bind {}: {e}", prepared.listen))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    Ok(Started {
+        listener,
+        addr,
+        app,
+        tls: prepared.tls,
+    })
+}
+
+/// Runs the service until SIGTERM or ctrl-c. Prints `listening on ADDR` (stdout) once
+/// bound, and log lines (stderr) for the log replay and a cut tail.
+///
+/// # Errors
+/// As [`start`].
+pub async fn run(o: ServeOptions) -> Result<(), String> {
+    let st = start(o).await?;
     println!(
-        "listening on {}://{addr}",
-        if prepared.tls.is_some() {
-            "https"
-        } else {
-            "http"
-        }
+        "listening on {}://{}",
+        if st.tls.is_some() { "https" } else { "http" },
+        st.addr
     );
-    serve(listener, app, prepared.tls, shutdown_signal())
+    serve(st.listener, st.app, st.tls, shutdown_signal())
         .await
         .map_err(|e| e.to_string())?;
     eprintln!("fleetsim-scheduler: shut down");

@@ -15,7 +15,12 @@
 //! * `GET /v1/decisions/stream?from=N` — the same as server-sent events (`event: decision`,
 //!   `id:` the sequence number, `data:` the decision's JSON), live as new decisions come.
 //! * `GET /v1/jobs/{id}` — a job's phase and pending reason.
-//! * `GET /v1/pending` — every pending job's reason as of the last pass.
+//! * `GET /v1/pending` — every pending job's reason as of the last pass (a tenant principal:
+//!   its tenants' jobs only).
+//!
+//! Who may do what per tenant is [`crate::tenancy`]'s rule: a tenant principal submits and
+//! cancels its tenants' jobs (`403` for anything else in a batch, nothing applied) and reads
+//! only them.
 //! * `GET /v1/openapi.json` — the OpenAPI 3.1 description.
 //! * `GET /healthz` — `{"ok", "now", "decisions", "last_batch", "clock", "wal"}`; `wal`
 //!   carries the log's path, records, bytes, the batches replayed on start and the tail
@@ -35,7 +40,7 @@ use std::path::Path as FsPath;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -45,6 +50,8 @@ use fleetsim_policies::live::{Decision, Event, LiveState, Phase};
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
+use crate::security::Principal;
+use crate::tenancy::Tenancy;
 use crate::wal::{TailDefect, Wal};
 
 /// The OpenAPI 3.1 description of [`router`]'s routes (`scheduler/openapi.json`).
@@ -134,6 +141,7 @@ pub struct Service {
     /// State time when the service started, ms (the wall clock's offset).
     wall_base: u64,
     notify: watch::Sender<u64>,
+    tenancy: Tenancy,
 }
 
 /// Shared handle to the service state.
@@ -148,6 +156,13 @@ pub enum Refused {
         batch: u64,
         /// The last accepted batch number.
         last: u64,
+    },
+    /// The principal may not send event `index` (nothing logged or applied).
+    Forbidden {
+        /// The refused event's index in the batch.
+        index: usize,
+        /// Why (the `403` body).
+        error: String,
     },
     /// The log write failed (nothing applied).
     Log(std::io::Error),
@@ -181,6 +196,7 @@ impl Service {
             started: Instant::now(),
             wall_base,
             notify: watch::channel(0).0,
+            tenancy: Tenancy::default(),
         }
     }
 
@@ -236,6 +252,11 @@ impl Service {
     /// The live state.
     pub fn live(&self) -> &LiveState {
         &self.live
+    }
+
+    /// Sets the tenant names the job routes authorize by (see [`crate::tenancy`]).
+    pub fn set_tenancy(&mut self, tenancy: Tenancy) {
+        self.tenancy = tenancy;
     }
 
     /// The last accepted batch number.
@@ -303,17 +324,34 @@ impl Service {
         })
     }
 
-    /// Accepts a batch as `POST /v1/events` does: duplicate check, wall-clock stamping,
-    /// log append + sync, apply, notify the decision streams.
+    /// Accepts a batch from an admin ([`Principal::local`]); see [`Service::accept_as`].
     ///
     /// # Errors
     /// [`Refused`].
-    pub fn accept(&mut self, mut batch: Batch) -> Result<BatchReply, Refused> {
+    pub fn accept(&mut self, batch: Batch) -> Result<BatchReply, Refused> {
+        self.accept_as(&Principal::local(), batch)
+    }
+
+    /// Accepts a batch from `principal` as `POST /v1/events` does: duplicate check, the
+    /// tenant rule ([`crate::tenancy`]; after the duplicate check, so that a resend of a
+    /// logged batch is `409` even when its jobs have ended since), wall-clock stamping, log
+    /// append + sync, apply, notify the decision streams.
+    ///
+    /// # Errors
+    /// [`Refused`].
+    pub fn accept_as(
+        &mut self,
+        principal: &Principal,
+        mut batch: Batch,
+    ) -> Result<BatchReply, Refused> {
         if let (Some(b), Some(last)) = (batch.batch, self.last_batch) {
             if b <= last {
                 return Err(Refused::Duplicate { batch: b, last });
             }
         }
+        self.tenancy
+            .check_batch(principal, &self.live, &batch.events)
+            .map_err(|(index, error)| Refused::Forbidden { index, error })?;
         if self.options.clock == Clock::Wall {
             let wall = self.wall_base + self.started.elapsed().as_millis() as u64;
             let t = wall.max(self.live.now());
@@ -335,7 +373,8 @@ impl Service {
     }
 }
 
-fn lock(s: &AppState) -> std::sync::MutexGuard<'_, Service> {
+/// The service behind `s` (a poisoned lock is taken over: see the comment inside).
+pub fn lock(s: &AppState) -> std::sync::MutexGuard<'_, Service> {
     // A panic while holding the lock cannot leave the state half-applied in a way a poison
     // flag would help with; keep serving.
     s.lock().unwrap_or_else(|p| p.into_inner())
@@ -345,13 +384,27 @@ fn error(code: StatusCode, v: serde_json::Value) -> Response {
     (code, Json(v)).into_response()
 }
 
-async fn post_events(State(s): State<AppState>, Json(batch): Json<Batch>) -> Response {
+/// The request's principal: the security layer's, else (no layer) the local admin.
+fn principal(p: Option<Extension<Principal>>) -> Principal {
+    p.map_or_else(Principal::local, |Extension(p)| p)
+}
+
+async fn post_events(
+    State(s): State<AppState>,
+    p: Option<Extension<Principal>>,
+    Json(batch): Json<Batch>,
+) -> Response {
+    let p = principal(p);
     let mut svc = lock(&s);
-    match svc.accept(batch) {
+    match svc.accept_as(&p, batch) {
         Ok(reply) => Json(reply).into_response(),
         Err(Refused::Duplicate { batch, last }) => error(
             StatusCode::CONFLICT,
             serde_json::json!({"error": format!("batch {batch} already accepted (last {last})"), "last_batch": last}),
+        ),
+        Err(Refused::Forbidden { index, error: msg }) => error(
+            StatusCode::FORBIDDEN,
+            serde_json::json!({"error": msg, "index": index}),
         ),
         Err(Refused::Log(e)) => error(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -492,8 +545,24 @@ async fn stream_decisions(State(s): State<AppState>, Query(q): Query<DecisionsQu
         .into_response()
 }
 
-async fn get_job(State(s): State<AppState>, Path(id): Path<u32>) -> Response {
+async fn get_job(
+    State(s): State<AppState>,
+    p: Option<Extension<Principal>>,
+    Path(id): Path<u32>,
+) -> Response {
+    let p = principal(p);
     let svc = lock(&s);
+    if !p.admin
+        && !svc
+            .live
+            .tenant_of(id)
+            .is_some_and(|t| svc.tenancy.may(&p, t))
+    {
+        return error(
+            StatusCode::FORBIDDEN,
+            serde_json::json!({"error": Tenancy::not_yours(&p, id)}),
+        );
+    }
     let Some(phase) = svc.live.phase(id) else {
         return error(
             StatusCode::NOT_FOUND,
@@ -510,12 +579,20 @@ async fn get_job(State(s): State<AppState>, Path(id): Path<u32>) -> Response {
         .into_response()
 }
 
-async fn get_pending(State(s): State<AppState>) -> Response {
+async fn get_pending(State(s): State<AppState>, p: Option<Extension<Principal>>) -> Response {
+    let p = principal(p);
     let svc = lock(&s);
     let jobs: Vec<_> = svc
         .live
         .pending_reasons()
         .into_iter()
+        .filter(|(j, _)| {
+            p.admin
+                || svc
+                    .live
+                    .tenant_of(*j)
+                    .is_some_and(|t| svc.tenancy.may(&p, t))
+        })
         .map(|(j, r)| serde_json::json!({"job": j, "pending_reason": r.as_str()}))
         .collect();
     Json(serde_json::json!({ "jobs": jobs })).into_response()
@@ -549,7 +626,7 @@ async fn healthz(State(s): State<AppState>) -> Response {
 }
 
 /// The service's routes (no security layer: wrap with [`crate::security::secure`]). Every
-/// route here is in [`OPENAPI_JSON`] (checked by `tests/openapi.rs`).
+/// route here is in [`OPENAPI_JSON`] (checked by `tests/api.rs`).
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/v1/events", post(post_events))

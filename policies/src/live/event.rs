@@ -204,7 +204,9 @@ pub enum Event {
         /// The job.
         job: u32,
     },
-    /// A running job was cancelled by its owner; its resources are free (as a finish).
+    /// A job was cancelled by its owner: a running one's resources are free (as a finish);
+    /// a pending one leaves its queue and never starts (no decision either way). A job
+    /// being evicted cannot be cancelled (send `victim_released` first).
     JobCancelled {
         /// Cluster time, ms.
         t: u64,

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::decision::Decision as PolicyDecision;
 use crate::decision::PendingReason;
-use crate::ids::{JobId, NodeId, QueueId};
+use crate::ids::{JobId, NodeId, QueueId, TenantId};
 use crate::scheduler::Scheduler;
 use crate::state::{FleetState, TaskAlloc};
 use crate::time::SimTime;
@@ -72,6 +72,7 @@ pub enum Phase {
 
 #[derive(Clone, Debug)]
 struct Known {
+    tenant: TenantId,
     queue: QueueId,
     gpu_milli: u64,
     phase: Phase,
@@ -118,6 +119,11 @@ impl LiveState {
     /// The phase of job `id`, if known.
     pub fn phase(&self, id: u32) -> Option<&Phase> {
         self.jobs.get(&id).map(|k| &k.phase)
+    }
+
+    /// The owning tenant (the submit's `tenant`) of job `id`, if known.
+    pub fn tenant_of(&self, id: u32) -> Option<u32> {
+        self.jobs.get(&id).map(|k| k.tenant.0)
     }
 
     /// Why each pending job waits, as of the last pass (jobs not yet tried: none).
@@ -177,12 +183,13 @@ impl LiveState {
             }
             Event::JobSubmitted { job, .. } => {
                 let p = self.fresh(job, t)?;
-                let (queue, gpu_milli) = (p.queue, p.total_gpu_milli());
+                let (tenant, queue, gpu_milli) = (p.tenant, p.queue, p.total_gpu_milli());
                 match self.sched.submit_at(&mut self.fleet, p, now) {
                     Ok(()) => {
                         self.jobs.insert(
                             job.id,
                             Known {
+                                tenant,
                                 queue,
                                 gpu_milli,
                                 phase: Phase::Pending,
@@ -205,10 +212,11 @@ impl LiveState {
                         reason,
                     });
                 } else {
-                    let (queue, gpu_milli) = (p.queue, p.total_gpu_milli());
+                    let (tenant, queue, gpu_milli) = (p.tenant, p.queue, p.total_gpu_milli());
                     self.jobs.insert(
                         job.id,
                         Known {
+                            tenant,
                             queue,
                             gpu_milli,
                             phase: Phase::Pending,
@@ -231,16 +239,24 @@ impl LiveState {
             }
             Event::JobFinished { job, .. } | Event::JobCancelled { job, .. } => {
                 let k = self.known(*job)?;
+                if let (Phase::Pending, Event::JobCancelled { .. }) = (&k.phase, ev) {
+                    let queue = k.queue;
+                    if !self.sched.withdraw(JobId(*job), queue) {
+                        return Err(LiveError::Unsupported(
+                            "cancelling a job the scheduler holds outside its queues",
+                        ));
+                    }
+                    self.jobs.remove(job);
+                    self.now = t;
+                    return Ok(out);
+                }
                 let Phase::Running(allocs) = &k.phase else {
-                    return Err(match k.phase {
-                        Phase::Pending if matches!(ev, Event::JobCancelled { .. }) => {
-                            LiveError::Unsupported(
-                                "cancelling a pending job (the scheduler has no withdraw yet)",
-                            )
-                        }
-                        _ => LiveError::WrongPhase {
-                            job: *job,
-                            needs: "running",
+                    return Err(LiveError::WrongPhase {
+                        job: *job,
+                        needs: if matches!(ev, Event::JobCancelled { .. }) {
+                            "running or pending"
+                        } else {
+                            "running"
                         },
                     });
                 };

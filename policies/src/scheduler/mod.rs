@@ -74,6 +74,7 @@ mod preempt;
 mod redecide;
 mod reserve;
 mod running;
+mod withdraw;
 
 use self::core::*;
 pub use config::{Extensions, PendingReasons, QueueConfig, SchedulerConfig};

@@ -119,6 +119,11 @@ impl Redecide {
         self.arrivals.retain(|&x| x != id);
     }
 
+    /// The input sequence number of `id` when it is waiting (not running).
+    pub(crate) fn pending_seq(&self, id: JobId) -> Option<u64> {
+        self.pending.get(&id).map(|j| j.seq)
+    }
+
     pub(crate) fn wake(&self) -> Option<SimTime> {
         self.wake
     }

@@ -12,11 +12,17 @@
 //! token = "fedcba9876543210fedc"
 //! principal = "cluster-operator"
 //! admin = true
+//!
+//! # Tenant names → the tenant numbers events carry (`JobSpec.tenant`); `serve` needs an
+//! # entry for every tenant a token lists.
+//! [tenants]
+//! team-a = 0
+//! team-b = 1
 //! ```
 //!
 //! Unknown keys are refused. Tokens are compared in constant time against every entry.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use axum::http::{header, HeaderMap};
@@ -61,6 +67,8 @@ impl Principal {
 struct File {
     #[serde(default)]
     token: Vec<Entry>,
+    #[serde(default)]
+    tenants: BTreeMap<String, u32>,
 }
 
 #[derive(Deserialize)]
@@ -80,6 +88,7 @@ struct Entry {
 #[derive(Clone, Debug, Default)]
 pub struct Tokens {
     entries: Vec<(String, Principal)>,
+    tenant_ids: BTreeMap<String, u32>,
 }
 
 impl Tokens {
@@ -89,7 +98,9 @@ impl Tokens {
     /// A message naming the file and the entry: unreadable file, TOML error or unknown key
     /// (with toml's line and column), no `[[token]]`, a token shorter than 16 characters or
     /// with other characters than `A-Z a-z 0-9 . _ ~ -`, a token or principal used twice, an
-    /// entry with neither tenants nor `admin = true`, a rate that is not positive.
+    /// entry with neither tenants nor `admin = true`, a rate that is not positive; with a
+    /// `[tenants]` table, a tenant number given to two names or a token's tenant missing
+    /// from it.
     pub fn from_file(path: &Path) -> Result<Tokens, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("tokens file {}: {e}", path.display()))?;
@@ -149,7 +160,44 @@ impl Tokens {
                 },
             ));
         }
-        Ok(Tokens { entries })
+        let mut seen: BTreeMap<u32, &str> = BTreeMap::new();
+        for (name, id) in &file.tenants {
+            if let Some(other) = seen.insert(*id, name) {
+                return Err(format!(
+                    "[tenants]: tenant number {id} is given to both `{other}` and `{name}`"
+                ));
+            }
+        }
+        if !file.tenants.is_empty() {
+            for (i, (_, p)) in entries.iter().enumerate() {
+                if let Some(t) = p.tenants.iter().find(|t| !file.tenants.contains_key(*t)) {
+                    return Err(format!(
+                        "[[token]] #{} (principal `{}`): field `tenants`: `{t}` is not in the [tenants] table",
+                        i + 1,
+                        p.name
+                    ));
+                }
+            }
+        }
+        Ok(Tokens {
+            entries,
+            tenant_ids: file.tenants,
+        })
+    }
+
+    /// The `[tenants]` table: tenant name → the tenant number events carry
+    /// (`JobSpec.tenant`); empty when the file has none.
+    pub fn tenant_ids(&self) -> &BTreeMap<String, u32> {
+        &self.tenant_ids
+    }
+
+    /// The first principal (in file order) that lists tenants, if any: `serve` needs the
+    /// `[tenants]` table then.
+    pub fn first_tenant_principal(&self) -> Option<&Principal> {
+        self.entries
+            .iter()
+            .map(|(_, p)| p)
+            .find(|p| !p.admin && !p.tenants.is_empty())
     }
 
     /// The principal whose token the `Authorization: Bearer` header carries, if any. Every
@@ -234,5 +282,21 @@ burst = 3
         .unwrap_err();
         assert!(e.contains("unknown field `role`"), "{e}");
         assert_eq!(Tokens::parse("").unwrap_err(), "no [[token]] entry");
+        let with = |table: &str| Tokens::parse(&format!("{FILE}\n[tenants]\n{table}"));
+        assert_eq!(
+            with("team-a = 0\nteam-c = 0\n").unwrap_err(),
+            "[tenants]: tenant number 0 is given to both `team-a` and `team-c`"
+        );
+        assert_eq!(
+            with("team-a = 0\n").unwrap_err(),
+            "[[token]] #1 (principal `a`): field `tenants`: `team-c` is not in the [tenants] table"
+        );
+        let t = with("team-a = 0\nteam-c = 2\n").unwrap();
+        assert_eq!(
+            t.tenant_ids(),
+            &BTreeMap::from([("team-a".to_string(), 0), ("team-c".to_string(), 2)])
+        );
+        assert_eq!(t.first_tenant_principal().unwrap().name, "a");
+        assert!(Tokens::parse(FILE).unwrap().tenant_ids().is_empty());
     }
 }
