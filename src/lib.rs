@@ -7,6 +7,23 @@
 // The one exception is the cache prefetch hint in `engine/prefetch.rs`.
 #![deny(unsafe_code)]
 
+/// `eprintln!` that never panics: a closed or failing standard error (a reader that went
+/// away, `2>&1 | head`) loses the message instead of ending the run with a panic, so the
+/// run's exit status stays its own.
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::write_stderr(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// Writes to standard error, ignoring write errors (`errln!`'s target; the binary's
+/// final error line uses it too).
+pub fn write_stderr(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_fmt(args).and_then(|()| err.flush());
+}
+
 pub mod fleet;
 pub mod input_cap;
 pub mod rng;

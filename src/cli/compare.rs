@@ -103,7 +103,7 @@ pub fn compare(a: CompareArgs) -> Result<()> {
     let c = compare::run(&source, &extra, &variants, &opts)?;
     out!("{}", compare::render(&c));
     let files = outdir::finish(prepared)?;
-    eprintln!("wrote {}/: {}", out.display(), outdir::describe(&files));
+    errln!("wrote {}/: {}", out.display(), outdir::describe(&files));
     Ok(())
 }
 
@@ -146,7 +146,7 @@ pub fn compact(a: CompactArgs) -> Result<()> {
     out!("{}", compact::render(&c));
     if let (Some(p), Some(out)) = (prepared, &opts.out) {
         let files = outdir::finish(p)?;
-        eprintln!("wrote {}/: {}", out.display(), outdir::describe(&files));
+        errln!("wrote {}/: {}", out.display(), outdir::describe(&files));
     }
     Ok(())
 }

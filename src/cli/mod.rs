@@ -232,7 +232,7 @@ pub fn main(cli: Cli) -> Result<()> {
                     .filter(|n| !n.starts_with('.') && out.join(n).exists())
                     .collect::<Vec<_>>()
                     .join(",");
-                eprintln!(
+                errln!(
                     "wrote {}/{{{files}}} in {:.2} s",
                     out.display(),
                     started.elapsed().as_secs_f64()
@@ -254,17 +254,17 @@ pub fn main(cli: Cli) -> Result<()> {
                 out!("{}", crate::report::table::render(&output.summary));
             }
             for w in &output.warnings {
-                eprintln!("warning: {w}");
+                errln!("warning: {w}");
             }
             if output.summary.jobs.submitted == 0 {
-                eprintln!("warning: the workload has no job: the trace has no rows, or every row was skipped (see summary.json skipped_rows)");
+                errln!("warning: the workload has no job: the trace has no rows, or every row was skipped (see summary.json skipped_rows)");
             }
             let files = crate::run::output_files(&loaded, opts.seed)
                 .into_iter()
                 .filter(|n| !n.ends_with(".tmp") && out.join(n).exists())
                 .collect::<Vec<_>>()
                 .join(",");
-            eprintln!(
+            errln!(
                 "wrote {}/{{{files}}} in {:.2} s",
                 out.display(),
                 started.elapsed().as_secs_f64()
@@ -284,7 +284,7 @@ pub fn main(cli: Cli) -> Result<()> {
         Command::Check(a) => check::check(a),
         Command::Schema { kind } => {
             let k = crate::schemas::Kind::parse(&kind).map_err(crate::study::BadInput)?;
-            print!("{}", crate::schemas::schema_text(k));
+            out!("{}", crate::schemas::schema_text(k));
             Ok(())
         }
         Command::Validate {

@@ -80,7 +80,7 @@ pub fn sweep(a: SweepArgs) -> Result<()> {
     };
     let o = sweep::run(&source, &extra, &plan, &opts)?;
     let files = outdir::finish(prepared)?;
-    eprintln!(
+    errln!(
         "sweep `{}`: shard {}/{}: {} of {} runs ({} already complete); wrote {}/: {}",
         plan.manifest.scenario,
         shard.index,
@@ -115,7 +115,7 @@ pub fn merge(a: MergeArgs) -> Result<()> {
         }
     }
     let o = sweep::merge::merge(&a.dirs, &a.out, a.png)?;
-    eprintln!(
+    errln!(
         "merged {} directories: {} runs; wrote {}/runs.csv and report.html",
         o.inputs,
         o.runs,

@@ -150,7 +150,7 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
             }
             w.finish()?.commit()?;
             let skipped = stream.skipped();
-            eprintln!(
+            errln!(
                 "wrote {} to {}{}",
                 crate::report::table::count(n, "job"),
                 out.display(),

@@ -456,7 +456,7 @@ pub fn run(
         points[v].push(p);
     }
     if opts.resume {
-        eprintln!("{resumed} of {} runs already complete", tasks.len());
+        errln!("{resumed} of {} runs already complete", tasks.len());
     }
     let scenario = points[0][0].summary["scenario"]
         .as_str()

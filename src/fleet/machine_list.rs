@@ -343,7 +343,7 @@ mod tests {
         if p.exists() {
             Some(p)
         } else {
-            eprintln!("skipping: {} not found", p.display());
+            errln!("skipping: {} not found", p.display());
             None
         }
     }

@@ -832,7 +832,7 @@ pub fn run(
                 rows.push(row(p, &s));
             }
             Err(e) => {
-                eprintln!("run {} ({}) failed: {e:#}", p.index, p.id);
+                errln!("run {} ({}) failed: {e:#}", p.index, p.id);
                 first_err.get_or_insert(e);
             }
         }

@@ -366,7 +366,7 @@ i6,CN,app_1,8,8,0,0,0,0,40,40,1,1,-1,,,0
         let p = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../shared/traces/alibaba-dlrm-2025/disaggregated_DLRM_trace.csv");
         if !p.exists() {
-            eprintln!("skipping: {} not found", p.display());
+            errln!("skipping: {} not found", p.display());
             return;
         }
         let mut s = open(&p).unwrap();

@@ -564,7 +564,7 @@ p3,4000,2048,8,1000,,Burstable,Failed,20,40,25
         if p.exists() {
             Some(p)
         } else {
-            eprintln!("skipping: {} not found", p.display());
+            errln!("skipping: {} not found", p.display());
             None
         }
     }

@@ -1260,7 +1260,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = write(&dir, name, text);
         let e = all(&p).expect_err("must fail").to_string();
-        eprintln!("{e}");
+        errln!("{e}");
         assert!(e.contains(name), "{e}");
         assert!(e.contains(&format!("line {line}:")), "{e}");
         if let Some(f) = field {

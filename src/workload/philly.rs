@@ -329,7 +329,7 @@ mod tests {
         let p = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../shared/traces/philly/philly_jobs_pollux.csv");
         if !p.exists() {
-            eprintln!("skipping: {} not found", p.display());
+            errln!("skipping: {} not found", p.display());
             return;
         }
         let s = open(&p).unwrap();

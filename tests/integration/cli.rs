@@ -421,6 +421,38 @@ fn a_reader_closing_the_pipe_early_is_not_a_crash() {
     assert_eq!(status.code(), Some(0), "{err}");
 }
 
+/// `schema` into a closed pipe (`fleetsim schema scenario | head -1`) ends quietly with 0, and
+/// an error written to a closed standard error keeps its exit code (2 for bad input) instead
+/// of a panic (101).
+#[test]
+fn closed_pipes_keep_the_exit_code() {
+    use std::process::Stdio;
+    let mut child = fleetsim()
+        .args(["schema", "scenario"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "name = \"x\"\nbogus = 1\n").unwrap();
+    let mut child = fleetsim()
+        .arg("validate")
+        .arg(&bad)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    assert_eq!(child.wait().unwrap().code(), Some(2));
+}
+
 /// `validate` checks `[failures]` against the fleet as `run` does: hot spares that would
 /// hold out a whole cell, spares where nothing ever fails, a negative count, and a
 /// maintenance drain of an unknown cell are bad input naming the field (exit code 2).
