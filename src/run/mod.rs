@@ -589,29 +589,7 @@ fn run_inner(
             seed,
         });
     cfg.record_live = live;
-    if let Some(sv) = &loaded.scenario.serving {
-        let invalid = |(field, message): crate::serving::FieldError| {
-            crate::scenario::ScenarioError::Invalid {
-                origin: loaded.origin.clone(),
-                field,
-                message,
-            }
-        };
-        let max_gpus = state.nodes().iter().map(|n| n.gpus).max().unwrap_or(0);
-        crate::serving::validate(sv, max_gpus).map_err(invalid)?;
-        let plan = crate::serving::plan(sv, &mut |field, p| {
-            loaded
-                .resolve_path(
-                    field.trim_end_matches(".public_path"),
-                    &None,
-                    &Some(p.to_string()),
-                    &opts.trace_dir,
-                )
-                .map_err(|e| (field.to_string(), e.to_string()))
-        })
-        .map_err(invalid)?;
-        cfg.serving = Some(plan);
-    }
+    cfg.serving = serving_plan(loaded, &state, &opts.trace_dir)?;
     let ext = crate::scenario::policies::extensions(loaded, &state)?;
     // The live twin's stages, built the same way (Extensions holds boxed policies: no clone).
     let twin_ext = match live {
@@ -965,4 +943,41 @@ pub fn run_inflation(
         complete_set(dir, loaded, opts.seed)?;
     }
     Ok(summary)
+}
+
+/// The plan of the scenario's `[serving]` (`None` without one), checked against the fleet
+/// (`state`): replica shapes, demand series (a `kind = "trace"` demand's file read from the
+/// trace directory), at most [`crate::serving::MAX_REPLICAS`] replicas desired at once.
+/// `fleetsim run` and `fleetsim validate` both call it.
+///
+/// # Errors
+/// [`crate::scenario::ScenarioError::Invalid`] naming the `serving…` field.
+pub fn serving_plan(
+    loaded: &Loaded,
+    state: &fleetsim_policies::FleetState,
+    trace_dir: &TraceDir,
+) -> Result<Option<crate::serving::ServingPlan>, crate::scenario::ScenarioError> {
+    use crate::scenario::ScenarioError;
+    let Some(sv) = &loaded.scenario.serving else {
+        return Ok(None);
+    };
+    let invalid = |(field, message): crate::serving::FieldError| ScenarioError::Invalid {
+        origin: loaded.origin.clone(),
+        field,
+        message,
+    };
+    let max_gpus = state.nodes().iter().map(|n| n.gpus).max().unwrap_or(0);
+    crate::serving::validate(sv, max_gpus).map_err(invalid)?;
+    let plan = crate::serving::plan(sv, &mut |field, p| {
+        let field = field.trim_end_matches(".public_path");
+        loaded
+            .resolve_path(field, &None, &Some(p.to_string()), trace_dir)
+            .map_err(|e| match e {
+                // Named once, by the caller's `invalid`.
+                ScenarioError::Invalid { field, message, .. } => (field, message),
+                other => (field.to_string(), other.to_string()),
+            })
+    })
+    .map_err(invalid)?;
+    Ok(Some(plan))
 }

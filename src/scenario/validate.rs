@@ -76,7 +76,8 @@ impl Loaded {
     /// before the file is opened, so nothing outside the trace directory is ever read.
     ///
     /// # Errors
-    /// [`ScenarioError::Invalid`] when neither or both are given; for a `public_path` that is
+    /// [`ScenarioError::Invalid`] when neither or both are given; for a `path` that does not
+    /// exist; for a `public_path` that is
     /// absolute, contains `..`, does not exist, or resolves (through a symbolic link) outside
     /// the trace directory. The message names the path, never the file's content.
     pub fn resolve_path(
@@ -87,7 +88,21 @@ impl Loaded {
         trace_dir: &TraceDir,
     ) -> Result<PathBuf, ScenarioError> {
         match (path, public_path) {
-            (Some(p), None) => Ok(self.base_dir.join(p)),
+            (Some(p), None) => {
+                let full = self.base_dir.join(p);
+                if full.exists() {
+                    Ok(full)
+                } else {
+                    Err(ScenarioError::Invalid {
+                        origin: self.origin.clone(),
+                        field: format!("{field}.path"),
+                        message: format!(
+                            "`{}` does not exist (a `path` is relative to the scenario file's directory; `public_path` reads from the trace directory)",
+                            std::path::absolute(&full).unwrap_or(full).display()
+                        ),
+                    })
+                }
+            }
             (None, Some(p)) => self.resolve_public(field, p, trace_dir),
             _ => Err(ScenarioError::Invalid {
                 origin: self.origin.clone(),

@@ -301,11 +301,17 @@ pub struct ServingPlan {
     pub services: Vec<ServicePlan>,
 }
 
+/// Most replicas one service may desire at once: 2^20, about the accelerators of the
+/// largest fleets (a demand beyond it is a unit mistake, and its replica jobs would not fit
+/// in memory).
+pub const MAX_REPLICAS: u32 = 1 << 20;
+
 /// Builds the plan of a validated `[serving]`; `trace_path` resolves a `kind = "trace"`
 /// demand's file (field, public path) to a path under the trace directory.
 ///
 /// # Errors
-/// The field and message of an unreadable or empty trace demand.
+/// The field and message of an unreadable or empty trace demand, or of a demand above
+/// [`MAX_REPLICAS`].
 pub fn plan(
     s: &ServingSpec,
     trace_path: &mut dyn FnMut(&str, &str) -> Result<std::path::PathBuf, FieldError>,
@@ -323,6 +329,16 @@ pub fn plan(
         desired.push(start, full.at(start));
         for &(t, v) in full.points.iter().filter(|p| p.0 > start) {
             desired.push(t, v);
+        }
+        if let Some(&(t, v)) = desired.points.iter().find(|p| p.1 > MAX_REPLICAS) {
+            return Err((
+                f,
+                format!(
+                    "the demand asks for {}{v} replicas at {} s (load / target utilization); at most {MAX_REPLICAS} replicas per service",
+                    if v == u32::MAX { "at least " } else { "" },
+                    t.0 / 1000
+                ),
+            ));
         }
         let ms = |x: f64| (x * 1000.0).round() as u64;
         let tgt = target(

@@ -421,6 +421,62 @@ fn a_reader_closing_the_pipe_early_is_not_a_crash() {
     assert_eq!(status.code(), Some(0), "{err}");
 }
 
+/// `validate` reads what `run` reads: a missing local trace names the field and the
+/// resolved path; a `[serving]` trace demand whose file is missing, and a demand of more
+/// replicas than a service may desire, are refused by `validate` as by `run` (exit code 2,
+/// the field named once).
+#[test]
+fn validate_checks_local_traces_and_serving_demand() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = format!("name = \"v\"\n{OK_FLEET}");
+    std::fs::write(
+        dir.path().join("jobs.csv"),
+        "id,submit_s,num_gpu,runtime_s\nj,0,1,10\n",
+    )
+    .unwrap();
+    let with_jobs =
+        format!("{base}[workload]\ntrace = {{ format = \"native\", path = \"jobs.csv\" }}\n");
+    let cases = [
+        (
+            format!("{base}[workload]\ntrace = {{ format = \"native\", path = \"nope.csv\" }}\n"),
+            "`workload.trace.path`",
+            "nope.csv` does not exist",
+        ),
+        (
+            format!(
+                "{with_jobs}[serving]\nend_s = 600\n[[serving.services]]\nname = \"chat\"\nreplica = {{ gpus = 1 }}\n\
+                 demand = {{ kind = \"trace\", format = \"alibaba-dlrm\", public_path = \"nope.csv\", app = \"a\", replicas_per_instance = 1.0 }}\n\
+                 autoscaler = {{ target_utilization = 1.0, scale_up_delay_s = 0, scale_down_delay_s = 0 }}\n"
+            ),
+            "`serving.services[0].demand.public_path`",
+            "nope.csv` does not exist",
+        ),
+        (
+            format!(
+                "{with_jobs}[serving]\nend_s = 600\n[[serving.services]]\nname = \"chat\"\nreplica = {{ gpus = 1 }}\n\
+                 demand = {{ kind = \"table\", points = [[0, 1e12]] }}\n\
+                 autoscaler = {{ target_utilization = 1.0, scale_up_delay_s = 0, scale_down_delay_s = 0 }}\n"
+            ),
+            "`serving.services[0].demand`",
+            "at least 4294967295 replicas at 0 s (load / target utilization); at most 1048576 replicas per service",
+        ),
+    ];
+    for (i, (text, field, message)) in cases.iter().enumerate() {
+        let p = dir.path().join(format!("s{i}.toml"));
+        std::fs::write(&p, text).unwrap();
+        let o = fleetsim()
+            .arg("validate")
+            .arg(&p)
+            .env("FLEETSIM_TRACE_DIR", dir.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(field) && err.contains(message), "{err}");
+        assert_eq!(err.matches(field).count(), 1, "{err}");
+    }
+}
+
 /// `schema` into a closed pipe (`fleetsim schema scenario | head -1`) ends quietly with 0, and
 /// an error written to a closed standard error keeps its exit code (2 for bad input) instead
 /// of a panic (101).
