@@ -333,6 +333,7 @@ pub fn main(cli: Cli) -> Result<()> {
             let mut jobs = 0u64;
             let mut with_limit = 0u64;
             let mut previous = fleetsim_policies::SimTime::ZERO;
+            let mut first: Option<fleetsim_policies::SimTime> = None;
             let topology = loaded
                 .scenario
                 .policy
@@ -357,7 +358,24 @@ pub fn main(cli: Cli) -> Result<()> {
                     .into());
                 }
                 previous = j.submit;
+                first.get_or_insert(j.submit);
                 jobs += 1;
+            }
+            // The run's time series spans at least first to last submit: refuse now what the
+            // engine would refuse once it got there (`MAX_SERIES_INTERVALS`).
+            let interval_ms =
+                crate::scenario::secs_to_ms(loaded.scenario.metrics.timeseries_interval_s).max(1);
+            let intervals = first.map_or(0, |f| previous.0.saturating_sub(f.0) / interval_ms);
+            if intervals > crate::engine::MAX_SERIES_INTERVALS {
+                return Err(crate::scenario::ScenarioError::Invalid {
+                    origin: loaded.origin.clone(),
+                    field: "metrics.timeseries_interval_s".into(),
+                    message: format!(
+                        "the submits span {intervals} intervals of {interval_ms} ms (at most {} time-series intervals are kept): raise it",
+                        crate::engine::MAX_SERIES_INTERVALS
+                    ),
+                }
+                .into());
             }
             let skipped = stream.skipped();
             use crate::report::table::count;

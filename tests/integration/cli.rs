@@ -423,15 +423,21 @@ fn a_reader_closing_the_pipe_early_is_not_a_crash() {
 
 /// `validate` reads what `run` reads: a missing local trace names the field and the
 /// resolved path; a `[serving]` trace demand whose file is missing, and a demand of more
-/// replicas than a service may desire, are refused by `validate` as by `run` (exit code 2,
-/// the field named once).
+/// replicas than a service may desire, are refused by `validate` as by `run`, and so is a
+/// time series whose submits alone span more intervals than a run keeps (exit code 2, the
+/// field named once).
 #[test]
 fn validate_checks_local_traces_and_serving_demand() {
     let dir = tempfile::tempdir().unwrap();
     let base = format!("name = \"v\"\n{OK_FLEET}");
     std::fs::write(
         dir.path().join("jobs.csv"),
-        "id,submit_s,num_gpu,runtime_s\nj,0,1,10\n",
+        "id,submit_s,tenant,num_gpu,runtime_s\nj,0,t,1,10\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("late.csv"),
+        "id,submit_s,tenant,num_gpu,runtime_s\na,0,t,1,10\nb,5000,t,1,10\n",
     )
     .unwrap();
     let with_jobs =
@@ -459,6 +465,15 @@ fn validate_checks_local_traces_and_serving_demand() {
             ),
             "`serving.services[0].demand`",
             "at least 4294967295 replicas at 0 s (load / target utilization); at most 1048576 replicas per service",
+        ),
+        (
+            // Submits 5,000 s apart at 1 ms intervals: 5,000,000 intervals > 4,000,000.
+            format!(
+                "{base}[workload]\ntrace = {{ format = \"native\", path = \"late.csv\" }}\n\
+                 [metrics]\ntimeseries_interval_s = 0.001\n"
+            ),
+            "`metrics.timeseries_interval_s`",
+            "the submits span 5000000 intervals of 1 ms (at most 4000000 time-series intervals are kept)",
         ),
     ];
     for (i, (text, field, message)) in cases.iter().enumerate() {
