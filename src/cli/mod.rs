@@ -64,8 +64,9 @@ pub enum Command {
         #[arg(long, short)]
         quiet: bool,
         /// Formats of the per-job and time-series outputs, comma-separated: `csv`
-        /// (jobs.csv, timeseries.csv), `parquet` (jobs.parquet, timeseries.parquet). Overrides
-        /// `[metrics] outputs` (default: the scenario's, else csv).
+        /// (jobs.csv, timeseries.csv), `parquet` (jobs.parquet, timeseries.parquet), `batsim`
+        /// (batsim_jobs.csv, Batsim's jobs table for evalys). Overrides `[metrics] outputs`
+        /// (default: the scenario's, else csv).
         #[arg(long, value_delimiter = ',', value_parser = parse_format)]
         format: Vec<scenario::OutputFormat>,
     },
