@@ -239,42 +239,36 @@ pub enum Event {
     },
 }
 
+/// `match`es an [`Event`] binding its time field (every variant has one) as `$t` in `$body`.
+macro_rules! on_time_field {
+    ($e:expr, $t:ident => $body:expr) => {
+        match $e {
+            Event::NodeAdded { $t, .. }
+            | Event::NodeRemoved { $t, .. }
+            | Event::NodeFailed { $t, .. }
+            | Event::NodeRecovered { $t, .. }
+            | Event::NodeDrained { $t, .. }
+            | Event::JobSubmitted { $t, .. }
+            | Event::JobStarted { $t, .. }
+            | Event::JobFinished { $t, .. }
+            | Event::JobCancelled { $t, .. }
+            | Event::JobLost { $t, .. }
+            | Event::VictimReleased { $t, .. }
+            | Event::Pass { $t } => $body,
+        }
+    };
+}
+
 impl Event {
     /// The event's cluster time, ms.
     pub fn t(&self) -> u64 {
-        match self {
-            Event::NodeAdded { t, .. }
-            | Event::NodeRemoved { t, .. }
-            | Event::NodeFailed { t, .. }
-            | Event::NodeRecovered { t, .. }
-            | Event::NodeDrained { t, .. }
-            | Event::JobSubmitted { t, .. }
-            | Event::JobStarted { t, .. }
-            | Event::JobFinished { t, .. }
-            | Event::JobCancelled { t, .. }
-            | Event::JobLost { t, .. }
-            | Event::VictimReleased { t, .. }
-            | Event::Pass { t } => *t,
-        }
+        on_time_field!(self, t => *t)
     }
 
     /// Sets the event's cluster time to `at`, ms (the service's `--clock wall` stamps
     /// events with it).
     pub fn set_t(&mut self, at: u64) {
-        match self {
-            Event::NodeAdded { t, .. }
-            | Event::NodeRemoved { t, .. }
-            | Event::NodeFailed { t, .. }
-            | Event::NodeRecovered { t, .. }
-            | Event::NodeDrained { t, .. }
-            | Event::JobSubmitted { t, .. }
-            | Event::JobStarted { t, .. }
-            | Event::JobFinished { t, .. }
-            | Event::JobCancelled { t, .. }
-            | Event::JobLost { t, .. }
-            | Event::VictimReleased { t, .. }
-            | Event::Pass { t } => *t = at,
-        }
+        on_time_field!(self, t => *t = at)
     }
 }
 
