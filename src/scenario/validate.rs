@@ -376,8 +376,45 @@ fn resolve_extends_chain(
     chain.push(base_origin.clone());
     let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut base = resolve_extends_chain(base, &base_origin, &base_dir, depth + 1, chain)?;
+    // The base's file paths were written relative to its own directory; the merged scenario
+    // resolves them against the extending file's.
+    if let Some(dir) = Path::new(&rel)
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+    {
+        rebase_paths(&mut base, dir);
+    }
     merge_tables(&mut base, table);
     Ok(base)
+}
+
+/// Joins `dir` before every relative file path of `table` (string values of the keys
+/// `path` and `paths` — `workload.trace`, machine lists, failure timelines, Kueue manifests
+/// — at any depth, in arrays of tables too); `public_path`s are the trace directory's and
+/// absolute paths stay as they are.
+fn rebase_paths(table: &mut toml::Table, dir: &Path) {
+    let rebase = |v: &mut toml::Value| {
+        if let toml::Value::String(s) = v {
+            if Path::new(s.as_str()).is_relative() {
+                *s = dir.join(s.as_str()).to_string_lossy().into_owned();
+            }
+        }
+    };
+    for (k, v) in table.iter_mut() {
+        match (k.as_str(), v) {
+            ("path", v @ toml::Value::String(_)) => rebase(v),
+            ("paths", toml::Value::Array(items)) => items.iter_mut().for_each(rebase),
+            (_, toml::Value::Table(t)) => rebase_paths(t, dir),
+            (_, toml::Value::Array(items)) => {
+                for item in items {
+                    if let toml::Value::Table(t) = item {
+                        rebase_paths(t, dir);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Tables merge key by key; any other value replaces.

@@ -1037,6 +1037,47 @@ fn an_interrupted_run_leaves_no_temporaries() {
     assert!(out.join("jobs.csv").is_file());
 }
 
+/// A base in another directory keeps its relative file paths: `bases/s.toml`'s
+/// `path = "jobs.csv"` is `bases/jobs.csv` for a scenario beside `bases/` that extends it,
+/// through two levels (was resolved against the extending file's directory: not found).
+#[test]
+fn extends_resolves_a_base_s_paths_against_its_own_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("bases/deeper")).unwrap();
+    std::fs::write(
+        d.join("bases/deeper/jobs.csv"),
+        "id,submit_s,tenant,num_gpu,runtime_s\na,0,t,1,10\nb,5,t,1,10\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("bases/deeper/s.toml"),
+        format!("name = \"s\"\n{OK_FLEET}[workload]\ntrace = {{ format = \"native\", path = \"jobs.csv\" }}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("bases/mid.toml"),
+        "extends = \"deeper/s.toml\"\nname = \"mid\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("top.toml"),
+        "extends = \"bases/mid.toml\"\nname = \"top\"\n",
+    )
+    .unwrap();
+    let o = fleetsim()
+        .arg("validate")
+        .arg(d.join("top.toml"))
+        .output()
+        .unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(out.contains("2 jobs"), "{out}");
+}
+
 /// Issue #23 defect 8: `extends` errors name the file that refers to the base.
 #[test]
 fn extends_errors_name_the_referring_file() {
