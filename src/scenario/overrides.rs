@@ -136,10 +136,15 @@ impl Source {
         base_dir: PathBuf,
     ) -> Result<Source, ScenarioError> {
         super::parse(&text, &origin, base_dir.clone())?;
-        let doc: Table = toml::from_str(&text).map_err(|e| ScenarioError::Parse {
+        let mut doc: Table = toml::from_str(&text).map_err(|e| ScenarioError::Parse {
             origin: origin.clone(),
             message: e.to_string(),
         })?;
+        // Overrides address the merged scenario: `fleet.cells[0]…` of a file that takes its
+        // fleet from the base it `extends`.
+        if doc.contains_key("extends") {
+            doc = super::validate::resolve_extends(doc, &origin, &base_dir, 0)?;
+        }
         Ok(Source {
             text,
             origin,

@@ -332,7 +332,7 @@ pub fn merged_table(path: &Path) -> Result<toml::Table, ScenarioError> {
 }
 
 /// Merges `table` onto the scenario it `extends`, recursively.
-fn resolve_extends(
+pub(crate) fn resolve_extends(
     table: toml::Table,
     origin: &str,
     base_dir: &Path,

@@ -1039,7 +1039,8 @@ fn an_interrupted_run_leaves_no_temporaries() {
 
 /// A base in another directory keeps its relative file paths: `bases/s.toml`'s
 /// `path = "jobs.csv"` is `bases/jobs.csv` for a scenario beside `bases/` that extends it,
-/// through two levels (was resolved against the extending file's directory: not found).
+/// through two levels (was resolved against the extending file's directory: not found);
+/// and a sweep of the extending file indexes the base's fleet.
 #[test]
 fn extends_resolves_a_base_s_paths_against_its_own_directory() {
     let dir = tempfile::tempdir().unwrap();
@@ -1076,6 +1077,24 @@ fn extends_resolves_a_base_s_paths_against_its_own_directory() {
     );
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(out.contains("2 jobs"), "{out}");
+    // A sweep axis indexes the fleet the base gives (was: `fleet.cells` is not in the
+    // scenario, so it cannot be indexed).
+    std::fs::write(
+        d.join("sweep.toml"),
+        "extends = \"bases/mid.toml\"\nname = \"sw\"\n[sweep]\nseeds = 1\n\
+         [[sweep.axes]]\nparam = \"fleet.cells[0].nodes[0].count\"\nvalues = [1, 2]\n",
+    )
+    .unwrap();
+    let o = fleetsim()
+        .args(["sweep", "-j", "1", "--out"])
+        .arg(d.join("out"))
+        .arg(d.join("sweep.toml"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let runs = std::fs::read_to_string(d.join("out/runs.csv")).unwrap();
+    assert_eq!(runs.lines().count(), 3, "{runs}");
 }
 
 /// Issue #23 defect 8: `extends` errors name the file that refers to the base.
