@@ -17,23 +17,7 @@ impl StepLog {
     /// Sets the level to `v` from `t` on (`t` at or after the last point; a point at the
     /// same time replaces it, an unchanged value is not stored).
     pub fn set(&mut self, t: SimTime, v: u64) {
-        if let Some(last) = self.points.last_mut() {
-            debug_assert!(t >= last.0, "step log out of order");
-            if last.0 == t {
-                last.1 = v;
-                let n = self.points.len();
-                if n >= 2 && self.points[n - 2].1 == v {
-                    self.points.pop();
-                }
-                return;
-            }
-            if last.1 == v {
-                return;
-            }
-        } else if v == 0 {
-            return;
-        }
-        self.points.push((t, v));
+        push_step(&mut self.points, t, v, 0);
     }
 
     /// `∫ level dt` over `[a, b)`, level · ms (`0` when `b ≤ a`).
@@ -94,4 +78,34 @@ mod tests {
         assert_eq!(s.mean_milli(SimTime(200), 200), 2000);
         assert_eq!(s.mean_milli(SimTime(600), 100), 0);
     }
+}
+
+/// Appends the point `(t, v)` to a step function's change points (`t` at or after the last
+/// point): a point at the same time replaces it (and goes if that leaves two equal levels in
+/// a row), an unchanged level is not stored, and a first point of level `zero` is not stored
+/// (the level before the first point). [`StepLog::set`] and
+/// [`crate::serving::StepFn::push`] share it.
+pub(crate) fn push_step<T: Copy + PartialEq>(
+    points: &mut Vec<(SimTime, T)>,
+    t: SimTime,
+    v: T,
+    zero: T,
+) {
+    if let Some(last) = points.last_mut() {
+        debug_assert!(t >= last.0, "step function out of order");
+        if last.0 == t {
+            last.1 = v;
+            let n = points.len();
+            if n >= 2 && points[n - 2].1 == v {
+                points.pop();
+            }
+            return;
+        }
+        if last.1 == v {
+            return;
+        }
+    } else if v == zero {
+        return;
+    }
+    points.push((t, v));
 }

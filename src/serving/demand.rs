@@ -69,23 +69,7 @@ impl StepFn {
     /// Appends a point at or after the last one (one at the same time replaces it; an
     /// unchanged value is not stored).
     pub fn push(&mut self, t: SimTime, v: u32) {
-        if let Some(last) = self.points.last_mut() {
-            debug_assert!(t >= last.0);
-            if last.0 == t {
-                last.1 = v;
-                let n = self.points.len();
-                if n >= 2 && self.points[n - 2].1 == v {
-                    self.points.pop();
-                }
-                return;
-            }
-            if last.1 == v {
-                return;
-            }
-        } else if v == 0 {
-            return;
-        }
-        self.points.push((t, v));
+        crate::metrics::steps::push_step(&mut self.points, t, v, 0);
     }
 
     /// The value at `t`.

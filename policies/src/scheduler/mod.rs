@@ -74,6 +74,8 @@ mod preempt;
 mod redecide;
 mod reserve;
 mod running;
+#[cfg(test)]
+mod test_support;
 mod withdraw;
 
 use self::core::*;
@@ -890,6 +892,7 @@ impl Scheduler {
 
 #[cfg(test)]
 mod tests {
+    use super::test_support::started;
     use super::*;
     use crate::ids::{ModelId, TenantId};
     use crate::state::NodeSpec;
@@ -923,15 +926,6 @@ mod tests {
             tasks,
             ..PendingJob::default()
         }
-    }
-
-    fn started(d: &[Decision]) -> Vec<u32> {
-        d.iter()
-            .filter_map(|d| match d {
-                Decision::Start { job, .. } => Some(job.0),
-                _ => None,
-            })
-            .collect()
     }
 
     #[test]

@@ -735,21 +735,8 @@ impl Scheduler {
 mod tests {
     use super::*;
     use crate::ids::{ModelId, QueueId, TenantId};
+    use crate::scheduler::test_support::one_node_fleet as fleet;
     use crate::state::NodeSpec;
-
-    fn fleet(gpus: u32) -> FleetState {
-        let node = NodeSpec {
-            name: "n1".into(),
-            cell: CellId(0),
-            block: 0,
-            domain: 0,
-            model: Some(ModelId(0)),
-            gpus,
-            cpu_milli: 1000,
-            mem_mib: 1000,
-        };
-        FleetState::new(vec!["c".into()], vec!["G".into()], vec![node]).unwrap()
-    }
 
     fn job(id: u32, submit_s: u64, gpus: u32, runtime_s: u64) -> PendingJob {
         PendingJob {

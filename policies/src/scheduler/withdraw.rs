@@ -50,22 +50,8 @@ impl Scheduler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::{ModelId, NodeId, TenantId};
-    use crate::state::NodeSpec;
-
-    fn fleet(gpus: u32) -> FleetState {
-        let node = NodeSpec {
-            name: "n1".into(),
-            cell: CellId(0),
-            block: 0,
-            domain: 0,
-            model: Some(ModelId(0)),
-            gpus,
-            cpu_milli: 1000,
-            mem_mib: 1000,
-        };
-        FleetState::new(vec!["c".into()], vec!["G".into()], vec![node]).unwrap()
-    }
+    use crate::ids::{NodeId, TenantId};
+    use crate::scheduler::test_support::{one_node_fleet as fleet, started};
 
     fn job(id: u32, submit: u64, gpus: u32, estimate: Option<u64>) -> PendingJob {
         PendingJob {
@@ -79,15 +65,6 @@ mod tests {
             runtime_estimate: estimate.map(SimDuration),
             ..PendingJob::default()
         }
-    }
-
-    fn started(d: &[Decision]) -> Vec<u32> {
-        d.iter()
-            .filter_map(|d| match d {
-                Decision::Start { job, .. } => Some(job.0),
-                _ => None,
-            })
-            .collect()
     }
 
     /// Job 0 holds GPUs 0..gpus of node 0 and ends at `at`.
