@@ -52,34 +52,6 @@ impl StepLog {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn integral_over_steps() {
-        let mut s = StepLog::default();
-        s.set(SimTime(0), 0); // not stored
-        s.set(SimTime(100), 2);
-        s.set(SimTime(100), 3); // replaces
-        s.set(SimTime(250), 3); // unchanged
-        s.set(SimTime(300), 1);
-        s.set(SimTime(500), 0);
-        assert_eq!(
-            s.points,
-            vec![(SimTime(100), 3), (SimTime(300), 1), (SimTime(500), 0)]
-        );
-        // [0, 1000): 3·200 + 1·200 = 800.
-        assert_eq!(s.integral(SimTime(0), SimTime(1000)), 800);
-        // [200, 400): 3·100 + 1·100 = 400.
-        assert_eq!(s.integral(SimTime(200), SimTime(400)), 400);
-        assert_eq!(s.integral(SimTime(400), SimTime(400)), 0);
-        // Mean over [200, 400): 2.000 in thousandths.
-        assert_eq!(s.mean_milli(SimTime(200), 200), 2000);
-        assert_eq!(s.mean_milli(SimTime(600), 100), 0);
-    }
-}
-
 /// Appends the point `(t, v)` to a step function's change points (`t` at or after the last
 /// point): a point at the same time replaces it (and goes if that leaves two equal levels in
 /// a row), an unchanged level is not stored, and a first point of level `zero` is not stored
@@ -108,4 +80,32 @@ pub(crate) fn push_step<T: Copy + PartialEq>(
         return;
     }
     points.push((t, v));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integral_over_steps() {
+        let mut s = StepLog::default();
+        s.set(SimTime(0), 0); // not stored
+        s.set(SimTime(100), 2);
+        s.set(SimTime(100), 3); // replaces
+        s.set(SimTime(250), 3); // unchanged
+        s.set(SimTime(300), 1);
+        s.set(SimTime(500), 0);
+        assert_eq!(
+            s.points,
+            vec![(SimTime(100), 3), (SimTime(300), 1), (SimTime(500), 0)]
+        );
+        // [0, 1000): 3·200 + 1·200 = 800.
+        assert_eq!(s.integral(SimTime(0), SimTime(1000)), 800);
+        // [200, 400): 3·100 + 1·100 = 400.
+        assert_eq!(s.integral(SimTime(200), SimTime(400)), 400);
+        assert_eq!(s.integral(SimTime(400), SimTime(400)), 0);
+        // Mean over [200, 400): 2.000 in thousandths.
+        assert_eq!(s.mean_milli(SimTime(200), 200), 2000);
+        assert_eq!(s.mean_milli(SimTime(600), 100), 0);
+    }
 }
