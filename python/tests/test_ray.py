@@ -118,10 +118,12 @@ def test_ray_sweep_rejects_bad_num_shards(repo: Path, traces: Path, local_ray) -
 def test_ray_sweep_task_error_keeps_its_class(tmp_path: Path, local_ray) -> None:
     import fleetsim.ray as fray
 
-    # The plan (driver side) reads no trace; the runs (in the tasks) fail on the missing one.
-    missing = (tmp_path / "missing.csv").as_posix()
+    # The plan (driver side) reads no trace; the runs (in the tasks) fail on its bad row. (A
+    # missing `path` is a ScenarioError naming the field, also raised in the task.)
+    bad = tmp_path / "jobs.csv"
+    bad.write_text("id,submit_s,tenant,num_gpu,runtime_s\nJ1,0,a,2,100\nJ2,zero,b,4,50\n")
     scen = f"""
-name = "missing-trace"
+name = "bad-trace"
 [[fleet.cells]]
 name = "c"
 [[fleet.cells.nodes]]
@@ -129,7 +131,7 @@ names = ["n1"]
 accelerator = "H100"
 gpus = 4
 [workload]
-trace = {{ format = "native", path = "{missing}" }}
+trace = {{ format = "native", path = "{bad.as_posix()}" }}
 [sweep]
 seeds = 2
 """
@@ -137,6 +139,6 @@ seeds = 2
         fray.sweep(scen, num_shards=2)
     # The task's exception itself, as the serial sweep raises it (1 run per shard).
     assert type(e.value) is fleetsim.TraceError
-    assert e.value.file == missing
+    assert (e.value.file, e.value.line, e.value.field) == (str(bad), 3, "submit_s")
     assert str(e.value) == "1 of 1 runs failed; complete runs are kept (rerun with --resume)"
     assert isinstance(e.value.__cause__, ray.exceptions.RayTaskError)
