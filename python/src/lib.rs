@@ -366,19 +366,7 @@ fn run(
         for row in output.jobs.iter().flatten() {
             jobs.write(row)?;
         }
-        let tenants: Vec<String> = output
-            .result
-            .tenants
-            .iter()
-            .map(|t| t.name.clone())
-            .collect();
-        let series = fleetsim::report::timeseries::series(
-            &output.cells,
-            &output.models,
-            &tenants,
-            &output.result.occupancy,
-        );
-        let ts = tables::timeseries_batch(&series);
+        let ts = tables::timeseries_batch(&output.timeseries());
         Ok((
             serde_json::to_string(&output.summary)?,
             Some((jobs.into_batches(), ts)),

@@ -124,6 +124,66 @@ def test_tables_equal_the_cli_files(repo: Path, tmp_path: Path, fleetsim_bin: Pa
     assert r.summary == json.loads((tmp_path / "o" / "summary.json").read_text())
 
 
+# One static node, an autoscaled group, a serving service and an SLO: the table carries the
+# `slo_*`, `autoscaling_*` and `serving_*` columns of `timeseries.csv` too.
+MOVING = """
+name = "moving"
+[policy]
+queueing_strategy = "best-effort-fifo"
+[[fleet.cells]]
+name = "c"
+[[fleet.cells.nodes]]
+names = ["n1"]
+accelerator = "H100"
+gpus = 4
+[[fleet.cells.autoscaling]]
+name = "burst"
+min_nodes = 0
+max_nodes = 2
+node = {{ accelerator = "H100", gpus = 4 }}
+provisioning_delay = {{ distribution = "fixed", s = 60 }}
+price_per_node_hour = 2.0
+scale_down_idle_s = 120
+[workload]
+trace = {{ format = "native", path = "{trace}" }}
+queues = "single"
+[metrics]
+timeseries_interval_s = 100
+[[metrics.slo]]
+name = "p95-1min"
+kind = "wait_quantile"
+quantile = 0.95
+target_s = 60
+[serving]
+end_s = 600
+[[serving.services]]
+name = "chat"
+replica = {{ gpus = 4 }}
+demand = {{ kind = "table", points = [[0, 0], [100, 1], [400, 0]] }}
+autoscaler = {{ target_utilization = 1.0, scale_up_delay_s = 20, scale_down_delay_s = 50 }}
+"""
+
+
+def test_moving_fleet_columns_equal_the_cli_files(tmp_path: Path, fleetsim_bin: Path | None) -> None:
+    _need(fleetsim_bin)
+    t = tmp_path / "jobs.csv"
+    t.write_text(JOBS)
+    scenario = tmp_path / "moving.toml"
+    scenario.write_text(MOVING.format(trace=t.as_posix()))
+    subprocess.run([fleetsim_bin, "run", scenario, "--quiet", "--out", tmp_path / "o"], check=True)
+    r = fleetsim.run(scenario)
+    for c in (
+        "slo_p95-1min_attainment",
+        "autoscaling_nodes_up",
+        "autoscaling_pending_for_capacity_jobs",
+        "serving_chat_desired_replicas",
+        "serving_chat_running_replicas",
+    ):
+        assert c in r.timeseries.column_names, c
+    _same_table(r.timeseries, tmp_path / "o" / "timeseries.csv")
+    _same_table(r.jobs, tmp_path / "o" / "jobs.csv")
+
+
 def test_bad_field_raises_scenario_error_with_place(tmp_path: Path, small: str) -> None:
     p = tmp_path / "bad.toml"
     # SMALL has 13 lines (the first empty, the last `queues = "single"`): [metrics] is

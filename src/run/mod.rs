@@ -31,6 +31,38 @@ pub struct RunOutput {
     pub models: Vec<String>,
     /// Settings that had no effect on this run ([`backfill_warning`]), for the CLI to print.
     pub warnings: Vec<String>,
+    /// The `[[slo]]` results (empty without SLOs), for the time series' `slo_*` columns.
+    pub slo: Vec<crate::metrics::slo::SloResult>,
+}
+
+impl RunOutput {
+    /// The run's time series: every column of `timeseries.csv`, in its order (occupancy,
+    /// cells, models, pending reasons, tenants, then `slo_*`, `autoscaling_*` and
+    /// `serving_*`), one row per metrics interval.
+    pub fn timeseries(&self) -> timeseries::Series {
+        full_series(&self.cells, &self.models, &self.result, &self.slo)
+    }
+}
+
+/// The columns of `timeseries.csv` for a run's result: [`timeseries::series`], then the SLO,
+/// autoscaling and serving columns. One function for the CLI's files and the Python
+/// package's tables, so that both have the same columns.
+fn full_series(
+    cells: &[String],
+    models: &[String],
+    result: &RunResult,
+    slo: &[crate::metrics::slo::SloResult],
+) -> timeseries::Series {
+    let tenants: Vec<String> = result.tenants.iter().map(|t| t.name.clone()).collect();
+    let mut series = timeseries::series(cells, models, &tenants, &result.occupancy);
+    crate::metrics::slo::append_columns(&mut series, slo);
+    timeseries::append_autoscaling_and_serving(
+        &mut series,
+        &result.occupancy,
+        result.autoscaling.as_ref(),
+        result.serving.as_ref(),
+    );
+    series
 }
 
 /// Opens the scenario's workload as a job stream, with the scenario's workload transforms
@@ -821,16 +853,7 @@ fn run_inner(
         ));
     }
     if let Some(dir) = &opts.out_dir {
-        let tenants: Vec<String> = result.tenants.iter().map(|t| t.name.clone()).collect();
-        let mut series =
-            timeseries::series(&cells, &models_for_series, &tenants, &result.occupancy);
-        crate::metrics::slo::append_columns(&mut series, &slo_results);
-        timeseries::append_autoscaling_and_serving(
-            &mut series,
-            &result.occupancy,
-            result.autoscaling.as_ref(),
-            result.serving.as_ref(),
-        );
+        let series = full_series(&cells, &models_for_series, &result, &slo_results);
         for f in &loaded.scenario.metrics.outputs {
             let path = dir.join(format!("timeseries.{}", f.as_str()));
             match f {
@@ -865,6 +888,7 @@ fn run_inner(
             cells,
             models: models_for_series,
             warnings,
+            slo: slo_results,
         },
         twin,
     ))
