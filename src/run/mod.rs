@@ -31,7 +31,7 @@ pub struct RunOutput {
     pub models: Vec<String>,
     /// Settings that had no effect on this run ([`backfill_warning`]), for the CLI to print.
     pub warnings: Vec<String>,
-    /// The `[[slo]]` results (empty without SLOs), for the time series' `slo_*` columns.
+    /// The `[[metrics.slo]]` results (empty without SLOs), for the time series' `slo_*` columns.
     pub slo: Vec<crate::metrics::slo::SloResult>,
 }
 
