@@ -71,6 +71,9 @@ pub enum EventKind {
     /// Autoscaler idle check of node record `u32` ([`super::autoscale`]): scale it down if
     /// it is still idle.
     IdleCheck(u32),
+    /// The planned stop of serving replica arrival `u32` ([`super::serving`]): withdraw
+    /// it if it is still pending.
+    ReplicaStop(u32),
     /// A periodic pass.
     Tick,
 }
@@ -79,9 +82,10 @@ impl EventKind {
     fn class(&self) -> EventClass {
         match self {
             EventKind::Finish(..) | EventKind::Release(..) => EventClass::Finish,
-            EventKind::NodeChange(_) | EventKind::Provisioned(_) | EventKind::IdleCheck(_) => {
-                EventClass::Node
-            }
+            EventKind::NodeChange(_)
+            | EventKind::Provisioned(_)
+            | EventKind::IdleCheck(_)
+            | EventKind::ReplicaStop(_) => EventClass::Node,
             EventKind::ForcedStart(_) => EventClass::ForcedStart,
             EventKind::Node(_) => EventClass::Node,
             EventKind::Tick => EventClass::Tick,
@@ -98,6 +102,7 @@ impl EventKind {
             EventKind::NodeChange(i) => 1 << 62 | i as u64,
             EventKind::Provisioned(i) => 1 << 61 | i as u64,
             EventKind::IdleCheck(i) => 1 << 60 | i as u64,
+            EventKind::ReplicaStop(i) => 1 << 59 | i as u64,
             EventKind::Tick => 0,
         }
     }
@@ -109,6 +114,7 @@ impl EventKind {
             EventClass::Node if p >> 62 & 1 == 1 => EventKind::NodeChange(p as u32),
             EventClass::Node if p >> 61 & 1 == 1 => EventKind::Provisioned(p as u32),
             EventClass::Node if p >> 60 & 1 == 1 => EventKind::IdleCheck(p as u32),
+            EventClass::Node if p >> 59 & 1 == 1 => EventKind::ReplicaStop(p as u32),
             EventClass::Node => EventKind::Node(p as u32),
             EventClass::Tick => EventKind::Tick,
             _ if p >> 63 == 1 => EventKind::Release(job, p as u32),
@@ -290,6 +296,25 @@ mod tests {
                 EventKind::ForcedStart(JobId(1)),
             ]
         );
+    }
+
+    #[test]
+    fn every_kind_round_trips_through_its_packed_form() {
+        let kinds = [
+            EventKind::Finish(JobId(0x7FFF_FFFF), u32::MAX - 1),
+            EventKind::Release(JobId(5), 9),
+            EventKind::ForcedStart(JobId(6)),
+            EventKind::Node(7),
+            EventKind::NodeChange(8),
+            EventKind::Provisioned(9),
+            EventKind::IdleCheck(10),
+            EventKind::ReplicaStop(11),
+            EventKind::ReplicaStop(u32::MAX),
+            EventKind::Tick,
+        ];
+        for k in kinds {
+            assert_eq!(EventKind::unpack(k.class(), k.pack()), k, "{k:?}");
+        }
     }
 
     proptest! {

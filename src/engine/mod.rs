@@ -347,7 +347,8 @@ pub enum FinalState {
     Censored,
     /// Started but still running when the run stopped at its horizon.
     RunningAtEnd,
-    /// The trace records that it never ran (field case B18).
+    /// The trace records that it never ran (field case B18, reason `never_ran`), or a
+    /// serving replica still pending at its planned stop was withdrawn (reason `withdrawn`).
     Cancelled,
     /// Started, then preempted or lost with its node, and pending again when the run stopped.
     RequeuedAtEnd,
@@ -437,7 +438,8 @@ pub struct JobRow {
     pub first_reservation: Option<SimTime>,
     /// Final state.
     pub state: FinalState,
-    /// Reject reason or, for a censored job, why it was pending at the end.
+    /// Reject reason; for a censored job, why it was pending at the end; for a cancelled
+    /// one, `never_ran` or `withdrawn`.
     pub reason: Option<String>,
     /// Left out of per-job statistics (pre-existing load or submitted during warm-up).
     pub measured: bool,
@@ -573,7 +575,8 @@ pub struct Counts {
     pub running_at_end: u64,
     /// Started jobs pending again (after a preemption or failure) when the run stopped.
     pub requeued_at_end: u64,
-    /// Jobs the trace records as never run.
+    /// Jobs the trace records as never run, and serving replicas withdrawn at their planned
+    /// stop before they ever started ([`serving`]).
     pub cancelled: u64,
     /// Pre-existing jobs (running before the trace window).
     pub pre_existing: u64,
@@ -1268,12 +1271,14 @@ impl Simulation {
                             }
                         }
                     }
+                    EventKind::ReplicaStop(n) => self.replica_stop(n, sink)?,
                     EventKind::ForcedStart(_) | EventKind::Tick => {}
                 }
             }
             // (3) arrivals: serving replicas first (service order, replica index), then the
             // trace's in trace order.
-            while let Some((spec, service, stop)) = self.serve.as_mut().and_then(|s| s.take_due(t))
+            while let Some((spec, service, stop, n)) =
+                self.serve.as_mut().and_then(|s| s.take_due(t))
             {
                 let seq = self.next_seq;
                 let id = JobId(
@@ -1287,7 +1292,8 @@ impl Simulation {
                 let rec = self.jobs.get(id.index());
                 if rec.is_some_and(|r| r.live && r.seq == seq) {
                     if let Some(s) = &mut self.serve {
-                        s.register(id, service, stop);
+                        s.register(id, service, stop, n);
+                        self.events.push(stop, EventKind::ReplicaStop(n));
                     }
                 }
             }
@@ -1718,7 +1724,7 @@ impl Simulation {
         Ok(())
     }
 
-    fn forced_start(&mut self, id: JobId, _sink: &mut dyn JobSink) -> Result<(), EngineError> {
+    fn forced_start(&mut self, id: JobId, sink: &mut dyn JobSink) -> Result<(), EngineError> {
         let Some(job) = self.awaiting_replay.remove(&id) else {
             return Err(EngineError::Invariant {
                 time: self.now,
@@ -1736,6 +1742,14 @@ impl Simulation {
                     message: format!("job {id} resolvable at submit became unresolvable: {r}"),
                 })?;
             self.dirty = true;
+            // A replica whose stop passed during its dispatch latency leaves at once.
+            if let Some(n) = self.serve.as_ref().and_then(|s| {
+                s.stop_of(id)
+                    .filter(|&stop| stop <= self.now)
+                    .and(s.arrival_of(id))
+            }) {
+                self.replica_stop(n, sink)?;
+            }
             return Ok(());
         }
         self.record_submit(&job, self.now, None, true);
@@ -2025,6 +2039,54 @@ impl Simulation {
         if !nodes.is_empty() {
             self.settle_drained(&nodes);
         }
+        self.withdraw_if_overdue(id);
+    }
+
+    /// A replica past its planned stop that rejoins the queue (released after a grace
+    /// period, requeued at once, or dispatched) is withdrawn at once: its stop event is
+    /// queued again at `now`, applied before the next pass (ranked before arrivals).
+    fn withdraw_if_overdue(&mut self, id: JobId) {
+        if let Some(s) = &self.serve {
+            if let (Some(stop), Some(n)) = (s.stop_of(id), s.arrival_of(id)) {
+                if stop <= self.now {
+                    self.events.push(self.now, EventKind::ReplicaStop(n));
+                }
+            }
+        }
+    }
+
+    /// The planned stop of replica arrival `n`: a replica still pending leaves its queue
+    /// ([`fleetsim_policies::Scheduler::withdraw`]) and is written as `CANCELLED`, reason
+    /// `withdrawn` (counted in `cancelled` when it never started; one that ran before was
+    /// counted in `started`). A running one ends by its own completion at this instant; one
+    /// in a grace period or the dispatch latency is withdrawn when it rejoins the queue
+    /// ([`Simulation::withdraw_if_overdue`]).
+    fn replica_stop(&mut self, n: u32, sink: &mut dyn JobSink) -> Result<(), EngineError> {
+        let Some(id) = self.serve.as_ref().and_then(|s| s.job_of(n)) else {
+            return Ok(()); // ended already
+        };
+        let rec = &self.jobs[id.index()];
+        if rec.state != JobState::Pending || !self.sched.withdraw(id, rec.queue) {
+            return Ok(());
+        }
+        if let Some(l) = self.live.as_mut() {
+            l.events.push(live::Event::JobCancelled {
+                t: self.now.0,
+                job: id.0,
+            });
+        }
+        if let Some(s) = &mut self.serve {
+            s.on_withdrawn(id);
+        }
+        if self.jobs[id.index()].start.is_none() {
+            self.counts.cancelled += 1;
+        }
+        emit(sink, || {
+            self.row(id, FinalState::Cancelled, None, Some("withdrawn".into()))
+        })?;
+        self.free_slot(id);
+        self.dirty = true;
+        Ok(())
     }
 
     /// A terminating job's grace period is over: its bindings are released and it is

@@ -9,9 +9,12 @@
 //! the scenario's preemption policy lets the service's queue preempt (e.g. `tiers = true`
 //! with a `production` queue), victims keep their grace period and checkpoint.
 //!
-//! Known limitation: a replica still pending at its stop is not withdrawn from the queue
-//! (the scheduler has no withdrawal yet); it starts when room is found and completes at
-//! once (a zero-length run).
+//! A replica still pending at its planned stop is withdrawn from its queue
+//! ([`fleetsim_policies::Scheduler::withdraw`]) at that instant, after the instant's
+//! completions (event class of node events, before arrivals and the pass): it never runs
+//! again, and `jobs.csv` has it as `CANCELLED` with reason `withdrawn`. One still inside
+//! a grace period or the dispatch latency at its stop is withdrawn as soon as it would
+//! rejoin the queue.
 //!
 //! # Account (over `[start_s, min(end_s, end of run))`)
 //! * shortfall: `∫ max(0, desired(t) − running(t)) dt`, replica-seconds, where `running`
@@ -110,8 +113,10 @@ pub struct Serving {
     arrivals: Vec<Arrival>,
     next: usize,
     svcs: Vec<Svc>,
-    /// Replica jobs in flight: job → (service, stop, running).
-    jobs: BTreeMap<JobId, (u32, SimTime, bool)>,
+    /// Replica jobs in flight: job → (service, stop, running, arrival number).
+    jobs: BTreeMap<JobId, (u32, SimTime, bool, u32)>,
+    /// Replica jobs in flight by arrival number (the key of their stop events).
+    by_arrival: BTreeMap<u32, JobId>,
     serving_gpu_ms: u128,
     held_gpus: u64,
     held_since: SimTime,
@@ -158,6 +163,7 @@ impl Serving {
             next: 0,
             svcs,
             jobs: BTreeMap::new(),
+            by_arrival: BTreeMap::new(),
             serving_gpu_ms: 0,
             held_gpus: 0,
             held_since: SimTime::ZERO,
@@ -171,8 +177,9 @@ impl Serving {
         self.arrivals.get(self.next).map(|a| a.0)
     }
 
-    /// The next replica due at `t` as a job, or `None`; `n` is its arrival number.
-    pub fn take_due(&mut self, t: SimTime) -> Option<(JobSpec, u32, SimTime)> {
+    /// The next replica due at `t` as a job with its service, planned stop and arrival
+    /// number, or `None`.
+    pub fn take_due(&mut self, t: SimTime) -> Option<(JobSpec, u32, SimTime, u32)> {
         let &(start, s, k, stop) = self.arrivals.get(self.next)?;
         if start != t {
             return None;
@@ -200,12 +207,31 @@ impl Serving {
             recorded_start: None,
             recorded: RecordedKind::Normal,
         };
-        Some((spec, s, stop))
+        Some((spec, s, stop, n as u32))
     }
 
-    /// Registers a submitted replica job.
-    pub fn register(&mut self, id: JobId, service: u32, stop: SimTime) {
-        self.jobs.insert(id, (service, stop, false));
+    /// Registers submitted replica job `id`, arrival number `n`.
+    pub fn register(&mut self, id: JobId, service: u32, stop: SimTime, n: u32) {
+        self.jobs.insert(id, (service, stop, false, n));
+        self.by_arrival.insert(n, id);
+    }
+
+    /// The replica job of arrival number `n` while it is in flight.
+    pub fn job_of(&self, n: u32) -> Option<JobId> {
+        self.by_arrival.get(&n).copied()
+    }
+
+    /// The arrival number of replica job `id`, `None` for a training job.
+    pub fn arrival_of(&self, id: JobId) -> Option<u32> {
+        self.jobs.get(&id).map(|j| j.3)
+    }
+
+    /// Replica `id`, pending, was withdrawn at its stop: it leaves the account.
+    pub fn on_withdrawn(&mut self, id: JobId) {
+        if let Some(j) = self.jobs.remove(&id) {
+            debug_assert!(!j.2, "a withdrawn replica was pending");
+            self.by_arrival.remove(&j.3);
+        }
     }
 
     /// The planned stop of replica job `id`, `None` for a training job.
@@ -272,7 +298,9 @@ impl Serving {
             self.held_gpus -= gpus;
         }
         if end {
-            self.jobs.remove(&id);
+            if let Some(j) = self.jobs.remove(&id) {
+                self.by_arrival.remove(&j.3);
+            }
         }
     }
 

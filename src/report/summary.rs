@@ -289,7 +289,8 @@ pub struct Jobs {
     pub rejected: u64,
     /// Never started in the window.
     pub censored: u64,
-    /// Recorded in the trace as never run.
+    /// Recorded in the trace as never run, or serving replicas withdrawn at their planned
+    /// stop before they ever started.
     pub cancelled: u64,
     /// Still running at the end.
     pub running_at_end: u64,

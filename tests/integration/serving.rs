@@ -1,6 +1,7 @@
 //! Inference services beside training (issue 22 item 3): an exact end-to-end case worked out
 //! by hand under two co-location policies, and bad input refused naming the field.
 
+use fleetsim::engine::FinalState;
 use fleetsim::scenario;
 
 use crate::support::{csv_column, job, last_span, run, run_series, span};
@@ -146,15 +147,28 @@ timeseries_interval_s = 100
 
 /// Serving only takes free capacity (no preemption rule). By hand: T holds the whole fleet
 /// over [0, 1000); r0 and r1 (submitted at 120, removed at 450) never get room before their
-/// stop, so they start at 1000 and end at once (zero-length runs: the documented limitation
-/// that a pending replica is not withdrawn). Shortfall 2 × 300 = 600 replica-s; attainment
+/// stop, so at 450 they are withdrawn from the queue: `CANCELLED`, reason `withdrawn`, no
+/// start, counted as cancelled (3 submitted = 1 started + 2 cancelled). Nothing is pending
+/// once T ends: the run drains at 1000. Shortfall 2 × 300 = 600 replica-s; attainment
 /// (600 − 300) / 600 = 0.5; training loses nothing: goodput 8000 GPU-s.
 #[test]
 fn serving_without_preemption_waits_for_free_capacity() {
     let out = run(&scenario(""), &[("jobs.csv", JOBS)]);
     assert_eq!(span(&out, "T"), (Some(0), Some(1000)));
     assert_eq!(job(&out, "T").preemptions, 0);
-    assert_eq!(span(&out, "chat/r0#0"), (Some(1000), Some(1000)));
+    for r in ["chat/r0#0", "chat/r1#1"] {
+        let j = job(&out, r);
+        assert_eq!((j.start, j.finish), (None, None), "{r}");
+        assert_eq!(j.state, FinalState::Cancelled, "{r}");
+        assert_eq!(j.reason.as_deref(), Some("withdrawn"), "{r}");
+        assert_eq!(j.pending_ms, Some(330_000), "{r}: pending over [120, 450)");
+    }
+    let jobs = &out.summary.jobs;
+    assert_eq!(
+        (jobs.submitted, jobs.started, jobs.cancelled, jobs.censored),
+        (3, 1, 2, 0)
+    );
+    assert_eq!(out.summary.makespan_s, Some(1000.0));
     let s = out.summary.serving.as_ref().expect("serving section");
     let c = &s.services[0];
     assert_eq!(c.shortfall_replica_s, 600.0);
@@ -332,4 +346,92 @@ demand = { kind = "trace", format = "alibaba-dlrm", public_path = "alibaba-dlrm-
     assert_eq!(c.slo_attainment, 1.0);
     assert_eq!(span(&out, "dlrm/r2#2"), (Some(366), Some(822)));
     assert_eq!(span(&out, "T"), (Some(900), Some(910)));
+}
+
+/// One 4-GPU node and two services of one 4-GPU replica each, no delays: `batch` (priority
+/// 10) is desired over [0, 200), `chat` (priority 1000, preempts lower priority) over
+/// [100, 400); `grace_s` is the victim's grace period. The trace has no training job.
+fn two_services(grace_s: u64) -> String {
+    format!(
+        r#"name = "serving-withdraw"
+[[fleet.cells]]
+name = "c"
+[[fleet.cells.nodes]]
+names = ["n1"]
+accelerator = "H100"
+gpus = 4
+[policy]
+queueing_strategy = "best-effort-fifo"
+[policy.preemption]
+capacity = "lower-priority"
+grace_s = {grace_s}
+[workload]
+trace = {{ format = "native", path = "jobs.csv" }}
+queues = "single"
+[serving]
+end_s = 600
+[[serving.services]]
+name = "batch"
+priority = 10
+replica = {{ gpus = 4 }}
+demand = {{ kind = "table", points = [[0, 1], [200, 0]] }}
+autoscaler = {{ target_utilization = 1.0, scale_up_delay_s = 0, scale_down_delay_s = 0 }}
+[[serving.services]]
+name = "chat"
+replica = {{ gpus = 4 }}
+demand = {{ kind = "table", points = [[0, 0], [100, 1], [400, 0]] }}
+autoscaler = {{ target_utilization = 1.0, scale_up_delay_s = 0, scale_down_delay_s = 0 }}
+"#
+    )
+}
+
+const NO_JOBS: &str = "id,submit_s,tenant,num_gpu,tasks,runtime_s\n";
+
+/// A replica that ran, was preempted and is pending again at its planned stop is withdrawn
+/// then. By hand (grace 10 s): `batch/r0` starts at 0; at 100 `chat/r0` preempts it; it
+/// releases at 110 and is requeued; `chat/r0` runs over [110, 400). At 200, the stop of
+/// `batch/r0`, it is still pending: withdrawn, `CANCELLED`, reason `withdrawn`, its first
+/// start kept (counted in `started`, not in `cancelled`). Without withdrawal it would have
+/// started at 400 for no time. The run ends at 400, so the serving window is [0, 400).
+/// `batch` ran [0, 100) of its desired [0, 200): shortfall 100 replica-s, attainment
+/// (400 − 100) / 400 = 0.75; `chat` ran [110, 400) of [100, 400): shortfall 10 replica-s,
+/// attainment 390 / 400.
+#[test]
+fn a_preempted_replica_pending_at_its_stop_is_withdrawn() {
+    let out = run(&two_services(10), &[("jobs.csv", NO_JOBS)]);
+    let b = job(&out, "batch/r0#0");
+    assert_eq!(b.state, FinalState::Cancelled);
+    assert_eq!(b.reason.as_deref(), Some("withdrawn"));
+    assert_eq!((b.start.map(|t| t.0), b.finish), (Some(0), None));
+    assert_eq!(b.preemptions, 1);
+    assert_eq!(span(&out, "chat/r0#1"), (Some(110), Some(400)));
+    let jobs = &out.summary.jobs;
+    assert_eq!(
+        (jobs.submitted, jobs.started, jobs.completed, jobs.cancelled),
+        (2, 2, 1, 0)
+    );
+    let s = out.summary.serving.as_ref().expect("serving section");
+    let (batch, chat) = (&s.services[0], &s.services[1]);
+    assert_eq!((batch.shortfall_replica_s, batch.replica_stops), (100.0, 1));
+    assert_eq!(s.window_s, 400.0);
+    assert_eq!(batch.slo_attainment, 0.75);
+    assert_eq!(chat.shortfall_replica_s, 10.0);
+    assert_eq!(chat.slo_attainment, 390.0 / 400.0);
+    assert_eq!(s.serving_gpu_s, 4.0 * (100.0 + 290.0));
+}
+
+/// Its stop falls inside the grace period (grace 150 s): `batch/r0` still holds the node at
+/// 200 and releases at 250, when it would rejoin the queue: it is withdrawn at once, and
+/// `chat/r0` starts at 250 (no zero-length run of `batch/r0` in between).
+#[test]
+fn a_replica_in_its_grace_period_at_its_stop_is_withdrawn_on_release() {
+    let out = run(&two_services(150), &[("jobs.csv", NO_JOBS)]);
+    let b = job(&out, "batch/r0#0");
+    assert_eq!(b.state, FinalState::Cancelled);
+    assert_eq!(b.reason.as_deref(), Some("withdrawn"));
+    assert_eq!(b.start.map(|t| t.0), Some(0));
+    assert_eq!(span(&out, "chat/r0#1"), (Some(250), Some(400)));
+    assert_eq!(out.summary.jobs.completed, 1);
+    let chat = &out.summary.serving.as_ref().unwrap().services[1];
+    assert_eq!(chat.shortfall_replica_s, 150.0);
 }
