@@ -868,6 +868,8 @@ pub struct Simulation {
     auto: Option<autoscale::Autoscaler>,
     /// The inference services, with [`EngineConfig::serving`].
     serve: Option<serving::Serving>,
+    /// With reserved serving cells: the cells training jobs may use (ascending).
+    training_cells: Option<Vec<CellId>>,
 }
 
 impl Simulation {
@@ -952,8 +954,22 @@ impl Simulation {
             recovering: BTreeSet::new(),
             auto,
             serve: cfg.serving.clone().map(serving::Serving::new),
+            training_cells: None,
             cfg,
         };
+        if let Some(sv) = sim
+            .serve
+            .as_ref()
+            .filter(|s| !s.reserved_cells().is_empty())
+        {
+            let cells = sim.fleet.cells().iter().enumerate();
+            sim.training_cells = Some(
+                cells
+                    .filter(|(_, c)| !sv.reserved_cells().contains(&c.name))
+                    .map(|(i, _)| CellId(i as u16))
+                    .collect(),
+            );
+        }
         for q in sim.cfg.queues.clone() {
             let id = sim.queue_id(&q.name);
             sim.queue_limits[sim.queues.len() - 1] = (q.default_time_limit, q.max_time_limit);
@@ -1644,12 +1660,31 @@ impl Simulation {
         if !spec.cells.is_empty() && cells.is_empty() {
             return self.reject(id, RejectReason::NoAllowedCell, sink);
         }
-        if self.cfg.reliability && cells.len() > 1 {
+        // Reserved serving cells: training (every tenant but the services') stays out.
+        if let (Some(allowed), Some(sv)) = (&self.training_cells, &self.serve) {
+            if !sv
+                .tenants
+                .iter()
+                .any(|t| t.as_str() == spec.tenant.as_str())
+            {
+                if spec.cells.is_empty() {
+                    cells.clone_from(allowed);
+                } else {
+                    cells.retain(|c| allowed.binary_search(c).is_ok());
+                    if cells.is_empty() {
+                        return self.reject(id, RejectReason::NoAllowedCell, sink);
+                    }
+                }
+            }
+        }
+        if let (true, true, Some(first)) =
+            (self.cfg.reliability, cells.len() > 1, spec.cells.first())
+        {
             let home = self
                 .fleet
                 .cells()
                 .iter()
-                .position(|x| x.name == spec.cells[0])
+                .position(|x| &x.name == first)
                 .map(|i| CellId(i as u16));
             if home.is_some() {
                 self.jobs[id.index()]

@@ -201,7 +201,12 @@ impl Serving {
             tasks: 1,
             shape,
             gpu_models: p.gpu_models.clone(),
-            cells: Vec::new(),
+            cells: self
+                .plan
+                .reserved_cells
+                .iter()
+                .map(|c| c.as_str().into())
+                .collect(),
             runtime: stop.saturating_since(start),
             time_limit: None,
             recorded_start: None,
@@ -237,6 +242,11 @@ impl Serving {
     /// The planned stop of replica job `id`, `None` for a training job.
     pub fn stop_of(&self, id: JobId) -> Option<SimTime> {
         self.jobs.get(&id).map(|j| j.1)
+    }
+
+    /// Cells only serving uses (empty: shared).
+    pub fn reserved_cells(&self) -> &[String] {
+        &self.plan.reserved_cells
     }
 
     /// Whether `id` is a replica job.

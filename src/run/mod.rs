@@ -990,7 +990,38 @@ pub fn serving_plan(
         field,
         message,
     };
-    let max_gpus = state.nodes().iter().map(|n| n.gpus).max().unwrap_or(0);
+    let cells = state.cells();
+    let mut reserved = vec![false; cells.len()];
+    for (i, name) in sv.reserved_cells.iter().enumerate() {
+        let field = format!("serving.reserved_cells[{i}]");
+        let Some(c) = cells.iter().position(|c| &c.name == name) else {
+            let known: Vec<&str> = cells.iter().map(|c| c.name.as_str()).collect();
+            return Err(invalid((
+                field,
+                format!(
+                    "`{name}` is not a cell of the fleet (cells: {})",
+                    known.join(", ")
+                ),
+            )));
+        };
+        if std::mem::replace(&mut reserved[c], true) {
+            return Err(invalid((field, format!("cell `{name}` is named twice"))));
+        }
+    }
+    if !reserved.is_empty() && reserved.iter().all(|&r| r) {
+        return Err(invalid((
+            "serving.reserved_cells".into(),
+            "every cell is reserved for serving: leave at least one to training".into(),
+        )));
+    }
+    // Replicas must fit a node they may use: one of a reserved cell when there are any.
+    let max_gpus = state
+        .nodes()
+        .iter()
+        .filter(|n| sv.reserved_cells.is_empty() || reserved[n.cell.index()])
+        .map(|n| n.gpus)
+        .max()
+        .unwrap_or(0);
     crate::serving::validate(sv, max_gpus).map_err(invalid)?;
     let plan = crate::serving::plan(sv, &mut |field, p| {
         let field = field.trim_end_matches(".public_path");

@@ -44,6 +44,14 @@ pub struct ServingSpec {
     /// End of the demand series, seconds: no replica exists from then on (and the metrics'
     /// serving window ends there, or at the end of the run if that is earlier).
     pub end_s: i64,
+    /// Co-location by reserved pool: names of cells that only serving uses. Every
+    /// service's replicas are placed in these cells only, and training jobs (every other
+    /// tenant) never in them (a training job that names only reserved cells is rejected
+    /// with `no_allowed_cell`). Empty (the default): serving and training share every cell.
+    /// Each name must be a fleet cell, at most once, and at least one cell must be left to
+    /// training.
+    #[serde(default)]
+    pub reserved_cells: Vec<String>,
     /// The services, in tie order.
     pub services: Vec<ServiceSpec>,
 }
@@ -297,6 +305,8 @@ pub struct ServingPlan {
     pub start: SimTime,
     /// End of the demand series.
     pub end: SimTime,
+    /// Cells only serving uses ([`ServingSpec::reserved_cells`]); empty: shared.
+    pub reserved_cells: Vec<String>,
     /// The services, in scenario order.
     pub services: Vec<ServicePlan>,
 }
@@ -366,6 +376,7 @@ pub fn plan(
     Ok(ServingPlan {
         start: SimTime::from_secs(s.start_s as u64),
         end,
+        reserved_cells: s.reserved_cells.clone(),
         services,
     })
 }

@@ -435,3 +435,113 @@ fn a_replica_in_its_grace_period_at_its_stop_is_withdrawn_on_release() {
     let chat = &out.summary.serving.as_ref().unwrap().services[1];
     assert_eq!(chat.shortfall_replica_s, 150.0);
 }
+
+/// Cells `train` and `serve` of one 4-GPU node each; two training jobs of 4 GPUs for 100 s
+/// submitted at 0; a service `chat` of one 4-GPU replica desired over [50, 150), no
+/// delays, no preemption. `reserved` is the `[serving]` `reserved_cells` value.
+fn pool_scenario(reserved: &str) -> String {
+    format!(
+        r#"name = "serving-pool"
+[[fleet.cells]]
+name = "train"
+[[fleet.cells.nodes]]
+names = ["t1"]
+accelerator = "H100"
+gpus = 4
+[[fleet.cells]]
+name = "serve"
+[[fleet.cells.nodes]]
+names = ["s1"]
+accelerator = "H100"
+gpus = 4
+[policy]
+queueing_strategy = "best-effort-fifo"
+[workload]
+trace = {{ format = "native", path = "jobs.csv" }}
+queues = "single"
+[serving]
+end_s = 600
+reserved_cells = {reserved}
+[[serving.services]]
+name = "chat"
+replica = {{ gpus = 4 }}
+demand = {{ kind = "table", points = [[0, 0], [50, 1], [150, 0]] }}
+autoscaler = {{ target_utilization = 1.0, scale_up_delay_s = 0, scale_down_delay_s = 0 }}
+"#
+    )
+}
+
+const TWO_JOBS: &str = "id,submit_s,tenant,num_gpu,tasks,runtime_s
+A,0,train,4,1,100
+B,0,train,4,1,100
+";
+
+/// The reserved-pool co-location policy against sharing, by hand. Shared (`[]`): A and B
+/// take both nodes over [0, 100); the replica submitted at 50 waits for A's node and runs
+/// [100, 150): shortfall 50 replica-s, window [0, 150) (the run's end), attainment
+/// 100 / 150; training waits 0. Reserved (`["serve"]`): A runs [0, 100) on `t1`, B waits
+/// for it ([100, 200)) while `s1` stays idle for serving; the replica runs [50, 150) on
+/// `s1`: no shortfall, attainment 1; fleet occupancy over [0, 200) = (4 × 200 + 4 × 100)
+/// / (8 × 200) = 0.75, serving's part 400 / 1600.
+#[test]
+fn a_reserved_pool_keeps_training_off_the_serving_cells() {
+    let shared = run(&pool_scenario("[]"), &[("jobs.csv", TWO_JOBS)]);
+    assert_eq!(span(&shared, "A"), (Some(0), Some(100)));
+    assert_eq!(span(&shared, "B"), (Some(0), Some(100)));
+    assert_eq!(span(&shared, "chat/r0#0"), (Some(100), Some(150)));
+    let c = &shared.summary.serving.as_ref().unwrap().services[0];
+    assert_eq!(c.shortfall_replica_s, 50.0);
+    assert_eq!(c.slo_attainment, 100.0 / 150.0);
+
+    let pool = run(&pool_scenario("[\"serve\"]"), &[("jobs.csv", TWO_JOBS)]);
+    assert_eq!(span(&pool, "A"), (Some(0), Some(100)));
+    assert_eq!(span(&pool, "B"), (Some(100), Some(200)));
+    for j in ["A", "B"] {
+        assert_eq!(job(&pool, j).cell.as_deref(), Some("train"), "{j}");
+    }
+    assert_eq!(span(&pool, "chat/r0#0"), (Some(50), Some(150)));
+    assert_eq!(job(&pool, "chat/r0#0").cell.as_deref(), Some("serve"));
+    let s = pool.summary.serving.as_ref().unwrap();
+    assert_eq!(s.services[0].shortfall_replica_s, 0.0);
+    assert_eq!(s.services[0].slo_attainment, 1.0);
+    assert_eq!(s.fleet_occupancy, 0.75);
+    assert_eq!(s.serving_occupancy, 0.25);
+    assert_eq!(s.training_goodput_gpu_s, 800.0);
+}
+
+/// `reserved_cells` naming no cell, a cell twice, or every cell is refused naming the field.
+#[test]
+fn bad_reserved_cells_are_refused_naming_the_field() {
+    let err = |reserved: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("scenario.toml");
+        std::fs::write(&path, pool_scenario(reserved)).unwrap();
+        std::fs::write(dir.path().join("jobs.csv"), TWO_JOBS).unwrap();
+        let loaded = scenario::load(&path).unwrap();
+        let opts = fleetsim::run::RunOptions {
+            seed: None,
+            trace_dir: scenario::TraceDir(crate::support::public_traces()),
+            out_dir: None,
+            keep_rows: false,
+        };
+        match fleetsim::run::run_scenario(&loaded, &opts, &mut |_, _| {}) {
+            Err(e) => format!("{e:#}"),
+            Ok(_) => panic!("not refused: {reserved}"),
+        }
+    };
+    let e = err("[\"gpu\"]");
+    assert!(
+        e.contains("serving.reserved_cells[0]") && e.contains("`gpu` is not a cell"),
+        "{e}"
+    );
+    let e = err("[\"serve\", \"serve\"]");
+    assert!(
+        e.contains("serving.reserved_cells[1]") && e.contains("named twice"),
+        "{e}"
+    );
+    let e = err("[\"serve\", \"train\"]");
+    assert!(
+        e.contains("serving.reserved_cells") && e.contains("leave at least one"),
+        "{e}"
+    );
+}
