@@ -507,6 +507,20 @@ fn a_reserved_pool_keeps_training_off_the_serving_cells() {
     assert_eq!(s.fleet_occupancy, 0.75);
     assert_eq!(s.serving_occupancy, 0.25);
     assert_eq!(s.training_goodput_gpu_s, 800.0);
+
+    // A training job allowed only the reserved cell is rejected; one allowed both cells is
+    // kept to `train` (C waits for A and B: [200, 300)).
+    let three = "id,submit_s,tenant,num_gpu,tasks,runtime_s,cells
+A,0,train,4,1,100,
+B,0,train,4,1,100,
+C,0,train,4,1,100,serve|train
+D,0,train,4,1,100,serve
+";
+    let out = run(&pool_scenario("[\"serve\"]"), &[("jobs.csv", three)]);
+    assert_eq!(span(&out, "C"), (Some(200), Some(300)));
+    assert_eq!(job(&out, "C").cell.as_deref(), Some("train"));
+    assert_eq!(job(&out, "D").state, FinalState::Rejected);
+    assert_eq!(job(&out, "D").reason.as_deref(), Some("no_allowed_cell"));
 }
 
 /// `reserved_cells` naming no cell, a cell twice, or every cell is refused naming the field.
