@@ -1,5 +1,6 @@
-//! The `fleetsim` command line (clap): `run`, `validate`, `bench`, `trace` (in [`trace`]),
-//! and the studies `sweep`, `merge`, `compare`, `compact`, `check`.
+//! The `fleetsim` command line (clap): `run`, `validate` (of an elastic scenario file: in
+//! [`elastic`]), `bench`, `trace` (in [`trace`]), and the studies `sweep`, `merge`,
+//! `compare`, `compact`, `check`.
 
 /// `println!` for the CLI's standard output: a reader that closed the pipe early
 /// (`fleetsim run | head -1`) ends the process quietly with status 0 instead of a panic.
@@ -20,6 +21,7 @@ pub mod bench;
 pub mod check;
 pub mod common;
 pub mod compare;
+pub mod elastic;
 pub mod sweep;
 pub mod trace;
 
@@ -47,7 +49,8 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a scenario (the embedded default when none is given) and write summary.json,
-    /// jobs.csv and timeseries.csv.
+    /// jobs.csv and timeseries.csv (an elastic scenario, `mode = "elastic"`: jobs.csv and
+    /// summary.json).
     Run {
         /// Scenario file (TOML). Omit to run the embedded default scenario.
         scenario: Option<PathBuf>,
@@ -206,6 +209,13 @@ pub fn main(cli: Cli) -> Result<()> {
             quiet,
             format,
         } => {
+            if let Some(p) = scenario.as_ref().filter(|p| elastic::is_elastic(p)) {
+                let refused = elastic::Refused {
+                    seed: seed.is_some(),
+                    format: !format.is_empty(),
+                };
+                return elastic::run(p, out, trace_dir, quiet, refused);
+            }
             let mut loaded = load(scenario.as_ref())?;
             if !format.is_empty() {
                 let mut f = format;
@@ -292,6 +302,9 @@ pub fn main(cli: Cli) -> Result<()> {
             scenario,
             trace_dir,
         } => {
+            if elastic::is_elastic(&scenario) {
+                return elastic::validate(&scenario, trace_dir);
+            }
             let loaded = load(Some(&scenario))?;
             let trace_dir = TraceDir::resolve(trace_dir);
             let fleet = crate::whatif::fleet::build(&loaded, &trace_dir)?.built;

@@ -3,6 +3,7 @@
 //! format) or a Pollux workload file (`[trace]`, by `path` or `public_path`).
 //!
 //! ```toml
+//! mode = "elastic"              # required: marks the file as an elastic scenario
 //! policy = "grow-idle"          # or "fixed" (every job at its min)
 //! resize_overhead_s = 30
 //! cells = [64]                  # whole GPUs per cell
@@ -14,7 +15,7 @@
 //!
 //! An inline job: `{ name, submit_s, priority (default 0), min, max, work_gpu_s,
 //! throughput = { kind = "linear" | "amdahl" (serial_fraction) | "table" (speedup = [s(1), s(2), …]) } }`.
-//! Unknown keys are refused.
+//! Unknown keys are refused; `mode` is required and must be `elastic`.
 
 use super::pollux::{self, Sizing};
 use super::sim::{overhead_from_secs, ElasticConfig, ElasticError, ElasticJob};
@@ -27,6 +28,8 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ElasticScenario {
+    /// Must be `elastic` (what tells `fleetsim run` / `validate` this is an elastic file).
+    pub mode: String,
     /// Sizing policy (default `grow-idle`).
     #[serde(default)]
     pub policy: ElasticKind,
@@ -85,11 +88,18 @@ pub struct InlineJob {
 ///
 /// # Errors
 /// A message naming the file and the field: unreadable or unknown keys (TOML error with its
-/// line), neither or both of `[trace]` and `[[jobs]]`, a bad trace path or format, bad values.
+/// line), `mode` missing or not `elastic`, neither or both of `[trace]` and `[[jobs]]`, a bad
+/// trace path or format, bad values.
 pub fn load(file: &Path, trace_dir: &TraceDir) -> anyhow::Result<(ElasticConfig, Vec<ElasticJob>)> {
     let origin = file.display().to_string();
     let text = std::fs::read_to_string(file).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
     let s: ElasticScenario = toml::from_str(&text).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+    if s.mode != "elastic" {
+        anyhow::bail!(
+            "{origin}: field `mode`: `{}` is not `elastic` (an elastic scenario file needs `mode = \"elastic\"`)",
+            s.mode
+        );
+    }
     let bad = |e: ElasticError| anyhow::anyhow!("{origin}: {e}");
     let resize_overhead: SimDuration = overhead_from_secs(s.resize_overhead_s).map_err(bad)?;
     let cfg = ElasticConfig {

@@ -135,7 +135,7 @@ fn load_text(toml: &str) -> anyhow::Result<usize> {
 #[test]
 fn bad_input_is_refused_naming_the_field() {
     let with = |job: &str, head: &str| {
-        format!("{head}\ncells = [4, 8]\n[[jobs]]\nname = \"j\"\nsubmit_s = 0\nwork_gpu_s = 10\n{job}\n")
+        format!("mode = \"elastic\"\n{head}\ncells = [4, 8]\n[[jobs]]\nname = \"j\"\nsubmit_s = 0\nwork_gpu_s = 10\n{job}\n")
     };
     let lin = "throughput = { kind = \"linear\" }";
     assert_eq!(
@@ -177,8 +177,17 @@ fn bad_input_is_refused_naming_the_field() {
             "unknown field `size`",
         ),
         (
-            "cells = [4]\n".to_string(),
+            "mode = \"elastic\"\ncells = [4]\n".to_string(),
             "give exactly one of `[trace]` and `[[jobs]]`",
+        ),
+        (
+            with(&format!("min = 1\nmax = 2\n{lin}"), "")
+                .replace("mode = \"elastic\"", "mode = \"replay\""),
+            "field `mode`: `replay` is not `elastic`",
+        ),
+        (
+            with(&format!("min = 1\nmax = 2\n{lin}"), "").replace("mode = \"elastic\"\n", ""),
+            "missing field `mode`",
         ),
     ];
     for (text, want) in cases {
@@ -215,4 +224,200 @@ fn pollux_scenario_elastic_vs_rigid() {
     assert_eq!((e.jobs, r.jobs), (160, 160));
     assert_eq!(r.resizes, 0);
     assert!(e.resizes > 0);
+}
+
+/// One 4-GPU cell, grow-idle, 2.5 s per resize, linear throughput (rate n·1000 thousandths
+/// of a GPU-ms per ms at n GPUs):
+///
+/// - A 1..4, 40 GPU-s (40e6), submit 0; B rigid 2, 20 GPU-s (20e6), submit 5.
+/// - t=0: A starts at 4 (rate 4000).
+/// - t=5000: B arrives: reserve 1 + 2, spare 1 → A 2 (resize 1). A did 5000·4000 = 20e6,
+///   20e6 left, resumes 7500 at rate 2000. B starts at 2, ends 5000 + 20e6/2000 = 15000.
+/// - t=15000: B ends; A grows to 4 (resize 2). A did 7500·2000 = 15e6 → 5e6 left; resumes
+///   17500 at rate 4000; ends 17500 + 1250 = 18750.
+///
+/// GPU-ms: A 4·5000 + 2·10000 + 4·3750 = 55000, B 2·10000 = 20000. JCTs 18750 and 10000 →
+/// mean 14.375 s, p50 (rank 1 of 2) 10 s, p95 (rank 2) 18.75 s; makespan 18.75 s.
+const TINY: &str = r#"mode = "elastic"
+policy = "grow-idle"
+resize_overhead_s = 2.5
+cells = [4]
+
+[[jobs]]
+name = "A"
+submit_s = 0
+min = 1
+max = 4
+work_gpu_s = 40
+throughput = { kind = "linear" }
+
+[[jobs]]
+name = "B"
+submit_s = 5
+min = 2
+max = 2
+work_gpu_s = 20
+throughput = { kind = "linear" }
+"#;
+
+fn fleetsim(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_fleetsim"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn elastic_cli_run_writes_exact_jobs_and_summary() {
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("tiny.toml");
+    std::fs::write(&file, TINY).unwrap();
+    let out = d.path().join("o");
+    let (code, stdout, stderr) = fleetsim(&[
+        "run".as_ref(),
+        file.as_ref(),
+        "--out".as_ref(),
+        out.as_ref(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("JCT mean (s)") && stdout.contains("14.375"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "wrote {}/{{jobs.csv,summary.json}} in ",
+            out.display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("jobs.csv")).unwrap(),
+        "name,submit_s,start_s,finish_s,wait_s,jct_s,cell,start_gpus,final_gpus,resizes,gpu_s\n\
+         A,0.000,0.000,18.750,0.000,18.750,0,4,4,2,55.000\n\
+         B,5.000,5.000,15.000,0.000,10.000,0,2,2,0,20.000\n"
+    );
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(
+        s,
+        serde_json::json!({
+            "mode": "elastic", "jobs": 2, "jct_mean_s": 14.375, "jct_p50_s": 10.0,
+            "jct_p95_s": 18.75, "gpu_seconds": 75.0, "resizes": 2, "makespan_s": 18.75
+        })
+    );
+    // --quiet: no table.
+    let (code, stdout, _) = fleetsim(&[
+        "run".as_ref(),
+        "-q".as_ref(),
+        file.as_ref(),
+        "--out".as_ref(),
+        out.as_ref(),
+    ]);
+    assert_eq!((code, stdout.as_str()), (0, ""));
+}
+
+#[test]
+fn elastic_cli_refuses_seed_and_format() {
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("tiny.toml");
+    std::fs::write(&file, TINY).unwrap();
+    let out = d.path().join("o");
+    for (flag, value) in [("--seed", "3"), ("--format", "csv")] {
+        let (code, _, stderr) = fleetsim(&[
+            "run".as_ref(),
+            file.as_ref(),
+            "--out".as_ref(),
+            out.as_ref(),
+            flag.as_ref(),
+            value.as_ref(),
+        ]);
+        assert_eq!(code, 2, "{stderr}");
+        assert!(
+            stderr.contains(&format!("`{flag}` does not apply to an elastic scenario")),
+            "{stderr}"
+        );
+    }
+    assert!(
+        !out.exists(),
+        "nothing is written when an option is refused"
+    );
+}
+
+#[test]
+fn elastic_cli_validate() {
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("tiny.toml");
+    std::fs::write(&file, TINY).unwrap();
+    let (code, stdout, stderr) = fleetsim(&["validate".as_ref(), file.as_ref()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stdout,
+        format!(
+            "{}: ok — 1 cell, 4 GPUs; 2 elastic jobs (elastic)\n",
+            file.display()
+        )
+    );
+    // min > max names the job and the field.
+    std::fs::write(&file, TINY.replace("min = 2\nmax = 2", "min = 2\nmax = 1")).unwrap();
+    let (code, _, stderr) = fleetsim(&["validate".as_ref(), file.as_ref()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}: job `B`: field `max`: max 1 is below min 2",
+            file.display()
+        )),
+        "{stderr}"
+    );
+    // A file that is not TOML goes to the main loader, whose error gives the line.
+    std::fs::write(&file, "mode = \"elastic\"\ncells = [4\n").unwrap();
+    let (code, _, stderr) = fleetsim(&["validate".as_ref(), file.as_ref()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("line 2"), "{stderr}");
+}
+
+/// The committed Pollux scenario through the CLI (skipped without the public traces).
+#[test]
+fn elastic_cli_pollux_scenario() {
+    let traces = public_traces();
+    if !traces
+        .join("pollux-workloads/load-1.0/workload-1.csv")
+        .is_file()
+    {
+        eprintln!("skipped: no pollux-workloads under {}", traces.display());
+        return;
+    }
+    let file = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios/elastic/pollux-load1-elastic.toml");
+    let td = ["--trace-dir".as_ref(), traces.as_os_str()];
+    let (code, stdout, stderr) =
+        fleetsim(&[&["validate".as_ref(), file.as_os_str()], &td[..]].concat());
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.ends_with(": ok — 1 cell, 64 GPUs; 160 elastic jobs (elastic)\n"),
+        "{stdout}"
+    );
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("p");
+    let (code, _, stderr) = fleetsim(
+        &[
+            &[
+                "run".as_ref(),
+                "-q".as_ref(),
+                file.as_os_str(),
+                "--out".as_ref(),
+                out.as_os_str(),
+            ],
+            &td[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let jobs = std::fs::read_to_string(out.join("jobs.csv")).unwrap();
+    assert_eq!(jobs.lines().count(), 161);
 }
