@@ -2,9 +2,8 @@
 //! by hand under two co-location policies, and bad input refused naming the field.
 
 use fleetsim::engine::FinalState;
-use fleetsim::scenario;
 
-use crate::support::{csv_column, job, last_span, run, run_series, span};
+use crate::support::{csv_column, job, last_span, refusal, run, run_series, span};
 
 /// Two 4-GPU nodes; one service `chat` of 4-GPU replicas whose load is 0, then 2 replicas
 /// (8 GPUs) over [100 s, 400 s), then 0; target utilisation 1, scale-up delay 20 s,
@@ -225,29 +224,11 @@ fn no_serving_no_section() {
 }
 
 fn load_err(service: &str) -> String {
-    let dir = tempfile::tempdir().unwrap();
     let toml = format!(
         "name = \"bad\"\n[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.nodes]]\ncount = 2\naccelerator = \"H100\"\ngpus = 4\n[workload]\ntrace = {{ format = \"native\", path = \"jobs.csv\" }}\n[serving]\nend_s = 600\n[[serving.services]]\n{service}\n"
     );
-    let path = dir.path().join("scenario.toml");
-    std::fs::write(&path, toml).unwrap();
-    std::fs::write(dir.path().join("jobs.csv"), JOBS).unwrap();
-    match scenario::load(&path) {
-        Err(e) => e.to_string(),
-        // The replica-fits-a-node check needs the built fleet: it runs with the run.
-        Ok(loaded) => {
-            let opts = fleetsim::run::RunOptions {
-                seed: None,
-                trace_dir: scenario::TraceDir(crate::support::public_traces()),
-                out_dir: None,
-                keep_rows: false,
-            };
-            match fleetsim::run::run_scenario(&loaded, &opts, &mut |_, _| {}) {
-                Err(e) => e.to_string(),
-                Ok(_) => panic!("not refused: {service}"),
-            }
-        }
-    }
+    // The replica-fits-a-node check needs the built fleet: it runs with the run.
+    refusal(&toml, &[("jobs.csv", JOBS)])
 }
 
 const DIURNAL: &str =
@@ -526,23 +507,7 @@ D,0,train,4,1,100,serve
 /// `reserved_cells` naming no cell, a cell twice, or every cell is refused naming the field.
 #[test]
 fn bad_reserved_cells_are_refused_naming_the_field() {
-    let err = |reserved: &str| {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("scenario.toml");
-        std::fs::write(&path, pool_scenario(reserved)).unwrap();
-        std::fs::write(dir.path().join("jobs.csv"), TWO_JOBS).unwrap();
-        let loaded = scenario::load(&path).unwrap();
-        let opts = fleetsim::run::RunOptions {
-            seed: None,
-            trace_dir: scenario::TraceDir(crate::support::public_traces()),
-            out_dir: None,
-            keep_rows: false,
-        };
-        match fleetsim::run::run_scenario(&loaded, &opts, &mut |_, _| {}) {
-            Err(e) => format!("{e:#}"),
-            Ok(_) => panic!("not refused: {reserved}"),
-        }
-    };
+    let err = |reserved: &str| refusal(&pool_scenario(reserved), &[("jobs.csv", TWO_JOBS)]);
     let e = err("[\"gpu\"]");
     assert!(
         e.contains("serving.reserved_cells[0]") && e.contains("`gpu` is not a cell"),

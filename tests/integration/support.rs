@@ -28,6 +28,34 @@ pub fn run(scenario_toml: &str, files: &[(&str, &str)]) -> RunOutput {
 
 /// [`run`], writing the outputs to a fresh directory; returns the run and the text of its
 /// `timeseries.csv`.
+/// The error of loading or running a scenario that must be refused (with its cause
+/// chain), the checks that need the built fleet included.
+///
+/// # Panics
+/// If the scenario loads and runs.
+pub fn refusal(scenario_toml: &str, files: &[(&str, &str)]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let path = dir.path().join("scenario.toml");
+    std::fs::write(&path, scenario_toml).unwrap();
+    let loaded = match scenario::load(&path) {
+        Ok(l) => l,
+        Err(e) => return e.to_string(),
+    };
+    let opts = RunOptions {
+        seed: None,
+        trace_dir: TraceDir(public_traces()),
+        out_dir: None,
+        keep_rows: false,
+    };
+    match run_scenario(&loaded, &opts, &mut |_, _| {}) {
+        Err(e) => format!("{e:#}"),
+        Ok(_) => panic!("not refused:\n{scenario_toml}"),
+    }
+}
+
 pub fn run_series(scenario_toml: &str, files: &[(&str, &str)]) -> (RunOutput, String) {
     let dir = tempfile::tempdir().unwrap();
     for (name, text) in files {
