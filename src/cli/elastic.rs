@@ -20,11 +20,14 @@ use crate::scenario::TraceDir;
 use crate::study::BadInput;
 
 /// True when `path` is a TOML file whose top-level `mode` is the string `elastic`. A file that
-/// cannot be read or does not parse as TOML is not (the normal loader then reports its
+/// cannot be read (or is longer than [`crate::input_cap::MAX_SCENARIO_BYTES`]) or does not
+/// parse as TOML is not (the normal loader then reports its
 /// error, with the line). The main format's `mode` (`schedule`, `replay`, `inflation`) never
 /// is `elastic`.
 pub fn is_elastic(path: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(path) else {
+    let Ok(text) =
+        crate::input_cap::read_capped(path, crate::input_cap::MAX_SCENARIO_BYTES, "scenario file")
+    else {
         return false;
     };
     text.parse::<toml::Table>()

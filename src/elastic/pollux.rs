@@ -16,6 +16,7 @@ use super::sim::ElasticJob;
 use super::throughput::ThroughputModel;
 use crate::workload::TraceError;
 use fleetsim_policies::SimTime;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 /// How job sizes are drawn from the trace.
@@ -51,13 +52,17 @@ pub fn profile(application: &str) -> Option<(f64, f64, u32)> {
 /// `time` that is not a non-negative integer, an unknown `application`, a `num_replicas`
 /// that is not a positive integer.
 pub fn read(path: &Path, sizing: Sizing) -> Result<Vec<ElasticJob>, TraceError> {
-    let io = |source| TraceError::Io {
-        path: path.to_path_buf(),
-        source,
+    // Streamed with lines bounded by the trace readers' cap: a file without newlines
+    // (`/dev/zero`) fails on its first line instead of being buffered whole.
+    let mut lines = BufReader::new(crate::workload::native::open_lines(path)?).lines();
+    let mut next_line = || {
+        lines
+            .next()
+            .transpose()
+            .map_err(|e| crate::workload::line_cap::io_error(path, e))
     };
-    let text = std::fs::read_to_string(path).map_err(io)?;
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
+    let header_line = next_line()?.unwrap_or_default();
+    let header: Vec<&str> = header_line.split(',').collect();
     let col = |name: &str| {
         header
             .iter()
@@ -74,8 +79,9 @@ pub fn read(path: &Path, sizing: Sizing) -> Result<Vec<ElasticJob>, TraceError> 
         col("num_replicas")?,
     );
     let mut jobs = Vec::new();
-    for (k, line) in lines.enumerate() {
-        let lineno = k as u64 + 2;
+    let mut lineno = 1;
+    while let Some(line) = next_line()? {
+        lineno += 1;
         if line.trim().is_empty() {
             continue;
         }
@@ -154,5 +160,16 @@ mod tests {
         .unwrap();
         let e = read(&p, Sizing::Rigid).unwrap_err().to_string();
         assert!(e.contains("line 2") && e.contains("application"), "{e}");
+    }
+
+    #[test]
+    fn a_file_without_line_breaks_is_refused_on_its_first_line() {
+        let e = read(Path::new("/dev/zero"), Sizing::Rigid)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 1") && e.contains("without a line break"),
+            "{e}"
+        );
     }
 }

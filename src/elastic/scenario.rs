@@ -92,7 +92,9 @@ pub struct InlineJob {
 /// trace path or format, bad values.
 pub fn load(file: &Path, trace_dir: &TraceDir) -> anyhow::Result<(ElasticConfig, Vec<ElasticJob>)> {
     let origin = file.display().to_string();
-    let text = std::fs::read_to_string(file).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+    let text =
+        crate::input_cap::read_capped(file, crate::input_cap::MAX_SCENARIO_BYTES, "scenario file")
+            .map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
     let s: ElasticScenario = toml::from_str(&text).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
     if s.mode != "elastic" {
         anyhow::bail!(
