@@ -6,7 +6,10 @@
 //!   jct_s, cell, start_gpus, final_gpus, resizes, gpu_s` (times and GPU-seconds in seconds
 //!   with 3 decimals, exact from the engine's integer milliseconds; `cell` is the 0-based
 //!   index into `cells`);
-//! - `summary.json`: `"mode": "elastic"` and the fields of [`ElasticSummary`].
+//! - `summary.json`: `"mode": "elastic"` and the fields of [`ElasticSummary`];
+//!
+//! and then `complete.json`, the marker of a complete output set
+//! ([`crate::report::outset`]): removed before the first file is written, written last.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -15,6 +18,7 @@ use anyhow::Result;
 
 use crate::elastic::{simulate, summarize, ElasticSummary, JobOutcome};
 use crate::report::atomic::write_atomic;
+use crate::report::outset;
 use crate::report::table::count;
 use crate::scenario::TraceDir;
 use crate::study::BadInput;
@@ -84,19 +88,23 @@ pub fn run(
         let stem = file.file_stem().unwrap_or(file.as_os_str());
         PathBuf::from("out").join(stem)
     });
-    std::fs::create_dir_all(&out)
-        .map_err(|e| anyhow::anyhow!("creating output directory {}: {e}", out.display()))?;
+    // An all-or-nothing set, as a normal run's: the old marker goes first, the new one is
+    // written last, so a killed run never leaves a folder that reads as complete.
+    outset::begin(&out, outset::MARKER)
+        .map_err(|e| anyhow::anyhow!("preparing output directory {}: {e}", out.display()))?;
     let write = |name: &str, bytes: &[u8]| {
         let p = out.join(name);
         write_atomic(&p, bytes).map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))
     };
     write("jobs.csv", jobs_csv(&outcomes)?.as_bytes())?;
     write("summary.json", summary_json(&summary)?.as_bytes())?;
+    outset::finish(&out, &["jobs.csv".into(), "summary.json".into()])
+        .map_err(|e| anyhow::anyhow!("writing {}: {e}", out.join(outset::MARKER).display()))?;
     if !quiet {
         out!("{}", table(&summary));
     }
     errln!(
-        "wrote {}/{{jobs.csv,summary.json}} in {:.2} s",
+        "wrote {}/{{jobs.csv,summary.json,complete.json}} in {:.2} s",
         out.display(),
         started.elapsed().as_secs_f64()
     );

@@ -216,6 +216,57 @@ price_per_node_hour = 3.0
     }
 }
 
+/// The node kind of a group, as `philly-autoscale-kinds.toml` sweeps it: a static 4 × P40
+/// node `n1` and a burst group of one 4-GPU node, fixed 60 s provisioning, `[platform]`
+/// speeds P40 1.0 and H100 4.0 (run times scale by 1/speed). J1 (4 GPUs at 0, 100 s) takes
+/// n1; J2 (4 GPUs at 10, 400 s recorded) asks for a burst node, which joins at 70.
+/// - P40 burst node at 1.0 per hour: J2 runs 400 s, 70 → 470; billed 10 → 470 = 460 node-s,
+///   cost 460/3600; GPU-s provisioned 4 × 400 = 1600, allocated 1600.
+/// - H100 burst node at 8.0 per hour: J2 runs 400 / 4 = 100 s, 70 → 170; billed 10 → 170 =
+///   160 node-s, cost 160/3600 × 8.0 = 1280/3600; provisioned and allocated 4 × 100 = 400.
+#[test]
+fn a_faster_node_kind_runs_at_its_speed_and_bills_its_own_price() {
+    let jobs = "id,submit_s,tenant,num_gpu,tasks,runtime_s\nJ1,0,a,4,1,100\nJ2,10,a,4,1,400\n";
+    for (kind, price, end, node_s, gpu_s) in [
+        ("P40", 1.0, 470, 460.0, 1600.0),
+        ("H100", 8.0, 170, 160.0, 400.0),
+    ] {
+        let groups = format!(
+            r#"
+[[fleet.cells]]
+name = "c"
+[[fleet.cells.nodes]]
+names = ["n1"]
+accelerator = "P40"
+gpus = 4
+[[fleet.cells.autoscaling]]
+name = "burst"
+max_nodes = 1
+node = {{ accelerator = "{kind}", gpus = 4 }}
+provisioning_delay = {{ distribution = "fixed", s = 60 }}
+price_per_node_hour = {price}
+scale_down_idle_s = 120
+[platform]
+speed = {{ P40 = 1.0, H100 = 4.0 }}
+"#
+        );
+        let out = run(&tiny(&groups), &[("jobs.csv", jobs)]);
+        assert_eq!(span(&out, "J1"), (Some(0), Some(100)), "{kind}");
+        assert_eq!(span(&out, "J2"), (Some(70), Some(end)), "{kind}");
+        assert_eq!(job(&out, "J2").nodes, ["c-burst-n00000"], "{kind}");
+        let a = out.summary.autoscaling.as_ref().unwrap();
+        assert_eq!(a.node_hours, node_s / 3600.0, "{kind}");
+        assert_eq!(a.cost, node_s / 3600.0 * price, "{kind}");
+        // Summed per node in another order than this division: equal to 1 ulp.
+        for (what, v) in [
+            ("provisioned", a.gpu_hours_provisioned),
+            ("allocated", a.gpu_hours_allocated),
+        ] {
+            assert!((v - gpu_s / 3600.0).abs() < 1e-12, "{kind} {what}: {v}");
+        }
+    }
+}
+
 /// Without autoscaling groups the summary has no `autoscaling` section.
 #[test]
 fn no_groups_no_section() {

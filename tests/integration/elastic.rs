@@ -291,11 +291,15 @@ fn elastic_cli_run_writes_exact_jobs_and_summary() {
     );
     assert!(
         stderr.contains(&format!(
-            "wrote {}/{{jobs.csv,summary.json}} in ",
+            "wrote {}/{{jobs.csv,summary.json,complete.json}} in ",
             out.display()
         )),
         "{stderr}"
     );
+    let marker: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("complete.json")).unwrap()).unwrap();
+    let listed: Vec<&String> = marker["files"].as_object().unwrap().keys().collect();
+    assert_eq!(listed, ["jobs.csv", "summary.json"]);
     assert_eq!(
         std::fs::read_to_string(out.join("jobs.csv")).unwrap(),
         "name,submit_s,start_s,finish_s,wait_s,jct_s,cell,start_gpus,final_gpus,resizes,gpu_s\n\
