@@ -376,17 +376,24 @@ pub fn main(cli: Cli) -> Result<()> {
                 jobs += 1;
             }
             // The run's time series spans at least first to last submit: refuse now what the
-            // engine would refuse once it got there (`MAX_SERIES_INTERVALS`).
+            // engine would refuse once it got there (`series_interval_cap`, here for the
+            // fleet's cells and models before any tenant or pending reason, the engine's
+            // largest cap for this fleet).
             let interval_ms =
                 crate::scenario::secs_to_ms(loaded.scenario.metrics.timeseries_interval_s).max(1);
             let intervals = first.map_or(0, |f| previous.0.saturating_sub(f.0) / interval_ms);
-            if intervals > crate::engine::MAX_SERIES_INTERVALS {
+            let max = crate::engine::series_interval_cap(crate::metrics::snapshot_bytes(
+                fleet.state.cells().len(),
+                fleet.state.models().len(),
+                0,
+                0,
+            ));
+            if intervals > max {
                 return Err(crate::scenario::ScenarioError::Invalid {
                     origin: loaded.origin.clone(),
                     field: "metrics.timeseries_interval_s".into(),
                     message: format!(
-                        "the submits span {intervals} intervals of {interval_ms} ms (at most {} time-series intervals are kept): raise it",
-                        crate::engine::MAX_SERIES_INTERVALS
+                        "the submits span {intervals} intervals of {interval_ms} ms (at most {max} time-series intervals are kept for this fleet): raise it"
                     ),
                 }
                 .into());

@@ -89,9 +89,22 @@ pub struct QueueSettings {
 }
 
 /// Most time-series intervals a run may span (each holds a row of per-cell, per-model and
-/// per-tenant integrals; 4 M rows of a small fleet are a few GiB). A run that would need more
-/// stops with [`EngineError::TooManyIntervals`], a bad-input error.
+/// per-tenant integrals). A run that would need more, or more than
+/// [`MAX_SERIES_BYTES`] of them, stops with [`EngineError::TooManyIntervals`], a bad-input
+/// error; see [`series_interval_cap`].
 pub const MAX_SERIES_INTERVALS: u64 = 4_000_000;
+
+/// The memory the time series' interval snapshots may take while a run goes, bytes
+/// (512 MiB; the report's rows take about as much again at the end).
+pub const MAX_SERIES_BYTES: u64 = 512 << 20;
+
+/// The most intervals a run may span when one interval's snapshot takes `row_bytes`
+/// (estimated by the metrics collector from the fleet's cells and models and the tenants
+/// and pending reasons seen): [`MAX_SERIES_INTERVALS`], or fewer so that they fit in
+/// [`MAX_SERIES_BYTES`]. A single-cell fleet has room for about 1.1 M intervals.
+pub fn series_interval_cap(row_bytes: u64) -> u64 {
+    MAX_SERIES_INTERVALS.min(MAX_SERIES_BYTES / row_bytes.max(1))
+}
 
 /// The `skipped_rows` reason of jobs whose submit time is after the horizon: read from the
 /// workload to the end (so that every row is accounted for) but neither submitted nor
@@ -509,7 +522,7 @@ pub enum EngineError {
         /// The previous job's.
         previous: SimTime,
     },
-    /// The run would need more time-series intervals than [`MAX_SERIES_INTERVALS`].
+    /// The run would need more time-series intervals than [`series_interval_cap`] allows.
     #[error("the run reaches {time}, {intervals} time-series intervals of {interval_ms} ms (at most {max} are kept): raise `[metrics] timeseries_interval_s`, or check the times of node events, grace periods and the trace")]
     TooManyIntervals {
         /// Simulated time reached.
@@ -518,7 +531,7 @@ pub enum EngineError {
         intervals: u64,
         /// The interval, ms.
         interval_ms: u64,
-        /// [`MAX_SERIES_INTERVALS`].
+        /// The cap, [`series_interval_cap`] of the run's snapshot size.
         max: u64,
     },
     /// An internal check failed: a bug, reported instead of continuing with wrong numbers.
@@ -1241,12 +1254,13 @@ impl Simulation {
             }
             if let Some(a) = self.metrics.window_start() {
                 let intervals = t.0.saturating_sub(a.0) / self.cfg.interval_ms.max(1);
-                if intervals > MAX_SERIES_INTERVALS {
+                let max = series_interval_cap(self.metrics.snapshot_bytes());
+                if intervals > max {
                     return Err(EngineError::TooManyIntervals {
                         time: t,
                         intervals,
                         interval_ms: self.cfg.interval_ms,
-                        max: MAX_SERIES_INTERVALS,
+                        max,
                     });
                 }
             }

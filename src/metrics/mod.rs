@@ -131,6 +131,20 @@ fn to_u128(x: i128) -> u128 {
     x.max(0) as u128
 }
 
+/// Bytes of one interval boundary's snapshot for a fleet of `cells` cells and `models`
+/// accelerator models with `reasons` pending reasons and `tenants` tenants seen: the
+/// snapshot itself plus one heap block (16 bytes of allocator overhead) of 16-byte
+/// integrals per non-empty level list. An estimate, for the time series' memory cap
+/// ([`crate::engine::series_interval_cap`]).
+pub fn snapshot_bytes(cells: usize, models: usize, reasons: usize, tenants: usize) -> u64 {
+    let block = |len: usize| if len == 0 { 0 } else { 16 * len as u64 + 16 };
+    std::mem::size_of::<Snap>() as u64
+        + 3 * block(cells)
+        + 2 * block(models)
+        + block(reasons)
+        + block(tenants)
+}
+
 /// Streaming collector of every time-weighted and per-job metric.
 #[derive(Clone, Debug)]
 pub struct Collector {
@@ -427,6 +441,19 @@ impl Collector {
             let j = |v: &[Level]| v.iter().map(|l| l.j(t)).collect::<Vec<_>>();
             self.avail_at_finish = Some((j(&self.avail_cell), j(&self.avail_model)));
         }
+    }
+
+    /// Bytes one more interval boundary's snapshot takes now: the snapshot itself plus one
+    /// heap block (16 bytes of allocator overhead) of 16-byte integrals per non-empty level
+    /// list (per cell, per model, per pending reason and per tenant seen so far). An
+    /// estimate of the time series' memory per interval, for [`crate::engine`]'s cap.
+    pub fn snapshot_bytes(&self) -> u64 {
+        snapshot_bytes(
+            self.alloc_cell.len(),
+            self.alloc_model.len(),
+            self.by_reason.len(),
+            self.alloc_tenant.len(),
+        )
     }
 
     /// The window start, once the first job has been submitted.
@@ -794,5 +821,27 @@ impl Collector {
             allocated_tenant,
             pending_max: self.pending_max,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::snapshot_bytes;
+    use crate::engine::series_interval_cap;
+
+    /// A snapshot is 7 level lists (24 bytes each, 168, padded to 176 for the two i128
+    /// counters) + 32 = 208 bytes; a list of one integral is one 16-byte block + 16 of
+    /// allocator overhead = 32. One cell, one model: 3 + 2 lists = 160, so 368 bytes, and
+    /// 512 MiB / 368 = 1,458,888 intervals. With a tenant too: 400 → 1,342,177. A fleet of
+    /// 10,000 cells: 208 + 3 × 160,016 + 2 × 32 = 480,320 → 1,117.
+    #[test]
+    fn the_interval_cap_follows_the_snapshot_size() {
+        assert_eq!(snapshot_bytes(1, 1, 0, 0), 368);
+        assert_eq!(series_interval_cap(snapshot_bytes(1, 1, 0, 0)), 1_458_888);
+        assert_eq!(series_interval_cap(snapshot_bytes(1, 1, 0, 1)), 1_342_177);
+        assert_eq!(snapshot_bytes(10_000, 1, 0, 0), 480_320);
+        assert_eq!(series_interval_cap(snapshot_bytes(10_000, 1, 0, 0)), 1_117);
+        // The interval count cap still holds for a tiny snapshot.
+        assert_eq!(series_interval_cap(1), crate::engine::MAX_SERIES_INTERVALS);
     }
 }

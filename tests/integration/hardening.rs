@@ -43,6 +43,32 @@ fn small_scenario(extra: &str) -> String {
 
 const SWEEP: &str = "\n[sweep]\nseeds = 2\n[[sweep.axes]]\nparam = \"policy.placement\"\nvalues = [\"best-fit\", \"worst-fit\"]\n";
 
+// ---------- time series memory ----------
+
+/// One job submitted at 0 that runs 2,000 s, at 1 ms intervals: its submits span nothing,
+/// so `validate` passes, but the run needs 2,000,000 intervals. Snapshots of one cell, one
+/// model and one tenant take 400 bytes (`metrics::tests`), so 512 MiB holds 1,342,177: the
+/// run stops there with the cap named, instead of at 4,000,000 intervals (about 1.6 GB).
+#[test]
+fn a_run_past_the_time_series_memory_cap_is_refused_naming_the_cap() {
+    let toml = "name = \"fine\"\n[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.nodes]]\n\
+                count = 1\naccelerator = \"H100\"\ngpus = 8\n[workload]\n\
+                trace = { format = \"native\", path = \"jobs.csv\" }\n\
+                [metrics]\ntimeseries_interval_s = 0.001\n";
+    let e = crate::support::refusal(
+        toml,
+        &[(
+            "jobs.csv",
+            "id,submit_s,tenant,num_gpu,runtime_s\nj,0,t,1,2000\n",
+        )],
+    );
+    assert!(
+        e.contains("time-series intervals of 1 ms (at most 1342177 are kept)")
+            && e.contains("timeseries_interval_s"),
+        "{e}"
+    );
+}
+
 // ---------- item 8: capped reads ----------
 
 #[test]
