@@ -21,24 +21,34 @@ use fleetsim_policies::live::Event;
 
 use crate::service::{router, Batch, Options, Service};
 
-/// What `loadtest` is given.
-#[derive(Clone, Debug)]
+/// What `loadtest` is given: also the `fleetsim-scheduler loadtest` command line (the
+/// defaults are the command's).
+#[derive(Clone, Debug, clap::Args)]
 pub struct LoadOptions {
-    /// Bench workload name (see `fleetsim::benchmarks::WORKLOADS`).
+    /// Bench workload (see `fleetsim::benchmarks::WORKLOADS`; quota, DRF and preemption:
+    /// saturated_quota_preempt).
+    #[arg(long, default_value = "saturated_quota_preempt")]
     pub workload: String,
     /// Jobs in the generated workload.
+    #[arg(long, default_value_t = 100_000)]
     pub jobs: u64,
     /// 8-GPU nodes.
+    #[arg(long, default_value_t = 1000)]
     pub nodes: u32,
     /// Target rate, events per second.
+    #[arg(long, default_value_t = 5000.0)]
     pub rate: f64,
     /// Events per batch.
+    #[arg(long, default_value_t = 50)]
     pub batch: usize,
     /// Longest run, seconds (stops earlier when the stream ends).
+    #[arg(long, default_value_t = 60.0)]
     pub duration_s: f64,
-    /// Directory for the write-ahead logs.
+    /// Directory for the write-ahead logs (removed after).
+    #[arg(long, default_value = "out/loadtest")]
     pub dir: PathBuf,
-    /// Events for the separate restart measurement (0 = skip it).
+    /// Also time a restart from a log of this many events (0 = skip).
+    #[arg(long, default_value_t = 0)]
     pub restart_events: usize,
 }
 

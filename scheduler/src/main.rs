@@ -20,32 +20,7 @@ struct Cli {
 enum Command {
     /// Drive the service over loopback at a target event rate; print events/s, batch
     /// latency, RSS over time and restart time (see fleetsim_scheduler::loadtest).
-    Loadtest {
-        /// Bench workload (quota, DRF and preemption: saturated_quota_preempt).
-        #[arg(long, default_value = "saturated_quota_preempt")]
-        workload: String,
-        /// Jobs in the generated workload.
-        #[arg(long, default_value_t = 100_000)]
-        jobs: u64,
-        /// 8-GPU nodes.
-        #[arg(long, default_value_t = 1000)]
-        nodes: u32,
-        /// Target rate, events per second.
-        #[arg(long, default_value_t = 5000.0)]
-        rate: f64,
-        /// Events per batch.
-        #[arg(long, default_value_t = 50)]
-        batch: usize,
-        /// Longest run, seconds.
-        #[arg(long, default_value_t = 60.0)]
-        duration_s: f64,
-        /// Directory for the write-ahead logs (removed after).
-        #[arg(long, default_value = "out/loadtest")]
-        dir: PathBuf,
-        /// Also time a restart from a log of this many events (0 = skip).
-        #[arg(long, default_value_t = 0)]
-        restart_events: usize,
-    },
+    Loadtest(fleetsim_scheduler::loadtest::LoadOptions),
     /// Serve the live scheduler on a scenario's fleet and policy, with a write-ahead log.
     Serve {
         /// Scenario file giving the fleet and the policy (the spec a study compares).
@@ -106,26 +81,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 
 fn main() -> ExitCode {
     match Cli::parse().command {
-        Command::Loadtest {
-            workload,
-            jobs,
-            nodes,
-            rate,
-            batch,
-            duration_s,
-            dir,
-            restart_events,
-        } => {
-            let o = fleetsim_scheduler::loadtest::LoadOptions {
-                workload,
-                jobs,
-                nodes,
-                rate,
-                batch,
-                duration_s,
-                dir,
-                restart_events,
-            };
+        Command::Loadtest(o) => {
             match runtime().and_then(|rt| rt.block_on(fleetsim_scheduler::loadtest::run(o))) {
                 Ok(text) => {
                     print!("{text}");
