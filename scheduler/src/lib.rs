@@ -2,9 +2,11 @@
 //!
 //! [`service`]: the HTTP+JSON API over the policy crate's `live::LiveState`; [`security`]
 //! (TLS, tokens, limits) wraps its router; [`tenancy`] is the per-tenant rule of its job
-//! routes.
+//! routes. [`k8s`] reads recorded Kubernetes objects into cluster events and
+//! [`k8s_live`] resolves them into the service's events against a spec.
 
 pub mod k8s;
+pub mod k8s_live;
 pub mod loadtest;
 pub mod openapi;
 pub mod security;

@@ -1,5 +1,7 @@
 //! `fleetsim-scheduler`: the live scheduling service's command line: `serve` (see
-//! [`fleetsim_scheduler::serve`]) and `shadow` (see [`fleetsim_scheduler::shadow`]).
+//! [`fleetsim_scheduler::serve`]), `shadow` (see [`fleetsim_scheduler::shadow`]),
+//! `k8s-events` (see [`fleetsim_scheduler::k8s_live`]) and `loadtest` (see
+//! [`fleetsim_scheduler::loadtest`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -49,6 +51,28 @@ enum Command {
         /// Decisions kept for GET /v1/decisions (older ones answer 410).
         #[arg(long, default_value_t = fleetsim_scheduler::service::DEFAULT_RETAIN_DECISIONS)]
         retain_decisions: usize,
+        /// Directory of public traces (for a scenario's fleet file under it).
+        #[arg(long)]
+        trace_dir: Option<PathBuf>,
+    },
+    /// Turn recorded Kubernetes objects (Pods with Kueue labels, Nodes) into the service's
+    /// events for a spec: one batch, the body of POST /v1/events.
+    K8sEvents {
+        /// Scenario file the service runs (its fleet must hold the recorded nodes by name).
+        #[arg(long)]
+        spec: PathBuf,
+        /// The cluster's Kueue manifests (LocalQueues, WorkloadPriorityClasses).
+        #[arg(long)]
+        kueue: PathBuf,
+        /// `kubectl get nodes,pods -o json` exports (repeatable).
+        #[arg(long, required = true)]
+        objects: Vec<PathBuf>,
+        /// Tokens file whose [tenants] table numbers the tenants (default: first seen).
+        #[arg(long)]
+        tokens: Option<PathBuf>,
+        /// Where to write the batch (JSON).
+        #[arg(long, default_value = "out/k8s-events.json")]
+        out: PathBuf,
         /// Directory of public traces (for a scenario's fleet file under it).
         #[arg(long)]
         trace_dir: Option<PathBuf>,
@@ -123,6 +147,33 @@ fn main() -> ExitCode {
             };
             match runtime().and_then(|rt| rt.block_on(fleetsim_scheduler::serve::run(o))) {
                 Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::K8sEvents {
+            spec,
+            kueue,
+            objects,
+            tokens,
+            out,
+            trace_dir,
+        } => {
+            let dir = fleetsim::scenario::TraceDir::resolve(trace_dir);
+            match fleetsim_scheduler::k8s_live::run(
+                &spec,
+                &kueue,
+                &objects,
+                tokens.as_deref(),
+                &out,
+                dir,
+            ) {
+                Ok(text) => {
+                    print!("{text}");
+                    ExitCode::SUCCESS
+                }
                 Err(e) => {
                     eprintln!("error: {e}");
                     ExitCode::FAILURE

@@ -236,3 +236,202 @@ fn bad_objects_name_the_object_and_field() {
     });
     assert_eq!(e, "Node gpu-node-a1: metadata.creationTimestamp: `yesterday` is not an RFC 3339 UTC time (YYYY-MM-DDTHH:MM:SSZ)");
 }
+
+// ---------- the adapter's events through the live scheduler, admits back as bindings ----------
+
+fn spec() -> fleetsim::scenario::Loaded {
+    fleetsim::scenario::load(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/k8s/spec.toml"),
+    )
+    .unwrap()
+}
+
+fn twin() -> fleetsim_policies::live::LiveState {
+    let opts = fleetsim::run::RunOptions {
+        seed: None,
+        trace_dir: fleetsim::scenario::TraceDir(std::path::PathBuf::from(".")),
+        out_dir: None,
+        keep_rows: false,
+    };
+    fleetsim::run::live_twin(&spec(), &opts).unwrap()
+}
+
+/// The recording on its spec (tests/fixtures/k8s/spec.toml: gpu-node-a1 alone in cell
+/// us-central1-a, gpu-node-a2 alone in hopper, 8 H100 each; FIFO, best-fit, first-fit
+/// cells), by hand:
+/// - 0 s, 5 s: the two nodes (already schedulable in the spec: no decision). Each instant's
+///   events are followed by a pass at that instant.
+/// - 300 s: team-b/serve-7d9f (job 0, tenant team-b = 0, queue product, 4 GPUs) → the first
+///   cell, us-central1-a: gpu-node-a1, GPUs 0–3.
+/// - 602 s: team-a/train (job 1, tenant team-a = 1, queue research, 2 × 8 H100): a gang
+///   of 16 GPUs in a fleet whose cells hold 8 each (a gang runs in one cell) can never
+///   start: rejected, `gang_larger_than_cell`.
+/// - 1,230 s: team-b/eval (job 2, 2 × 2 GPUs) → us-central1-a again: both tasks on
+///   gpu-node-a1's free GPUs 4–5 and 6–7.
+///
+/// The admits become one `v1.Binding` per pod, pods in name order.
+#[test]
+fn recorded_objects_drive_the_live_scheduler_and_admits_become_bindings() {
+    use fleetsim_policies::live::{Decision, Event};
+    use fleetsim_scheduler::k8s_live::{queue_indices, translate};
+    let r = read(&recording(), &manifests()).unwrap();
+    let mut live = twin();
+    let tr = translate(&r, live.fleet(), &queue_indices(&spec()), None).unwrap();
+    assert_eq!(
+        tr.tenants,
+        [("team-a".to_string(), 1), ("team-b".to_string(), 0)].into()
+    );
+    // Five instants, each its event and a pass.
+    assert_eq!(tr.events.len(), 10);
+    assert!(matches!(
+        tr.events[2],
+        Event::NodeAdded { t: 5_000, node: 1 }
+    ));
+    assert!(matches!(tr.events[3], Event::Pass { t: 5_000 }));
+    let Event::JobSubmitted { t, job } = &tr.events[6] else {
+        panic!("{:?}", tr.events[6]);
+    };
+    assert_eq!((*t, job.id, job.tenant, job.tasks), (602_000, 1, 1, 2));
+    assert_eq!((job.shape.num_gpu, job.shape.gpu_milli), (8, 1000));
+    assert_eq!((job.shape.cpu_milli, job.shape.mem_mib), (24_500, 262_656));
+    assert_eq!((job.priority, job.models.len()), (1000, 1));
+    let mut decisions = Vec::new();
+    for ev in &tr.events {
+        decisions.extend(live.apply(ev).unwrap());
+    }
+    let seen: Vec<String> = decisions
+        .iter()
+        .map(|d| match d {
+            Decision::Admit { t, job, cell, .. } => format!("{t} admit {job} in cell {cell}"),
+            Decision::Reject { t, job, reason } => format!("{t} reject {job}: {reason:?}"),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            "300000 admit 0 in cell 0",
+            "602000 reject 1: GangLargerThanCell",
+            "1230000 admit 2 in cell 0",
+        ]
+    );
+    assert_eq!(tr.bindings(live.fleet(), &decisions[1]).unwrap(), None);
+    let target = |b: &Value| {
+        (
+            b["metadata"]["namespace"].as_str().unwrap().to_string(),
+            b["metadata"]["name"].as_str().unwrap().to_string(),
+            b["target"]["name"].as_str().unwrap().to_string(),
+            b["metadata"]["annotations"]["fleetsim.io/gpu-indices"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        )
+    };
+    let bound: Vec<_> = decisions
+        .iter()
+        .filter_map(|d| tr.bindings(live.fleet(), d).unwrap())
+        .flatten()
+        .map(|b| target(&b))
+        .collect();
+    let s = |a: &str, b: &str, c: &str, d: &str| (a.into(), b.into(), c.into(), d.into());
+    assert_eq!(
+        bound,
+        [
+            s("team-b", "serve-7d9f", "gpu-node-a1", "0,1,2,3"),
+            s("team-b", "eval-a", "gpu-node-a1", "4,5"),
+            s("team-b", "eval-b", "gpu-node-a1", "6,7"),
+        ]
+    );
+}
+
+/// A recording that does not fit the spec is refused naming the object and the field.
+#[test]
+fn a_recording_that_does_not_fit_the_spec_is_refused() {
+    use fleetsim_scheduler::k8s_live::{queue_indices, translate};
+    let live = twin();
+    let queues = queue_indices(&spec());
+    let r = read(&recording(), &manifests()).unwrap();
+    let mut bad = r.clone();
+    if let ClusterEvent::NodeAdded(n) = &mut bad.events[0] {
+        n.gpus = 4;
+    }
+    let e = translate(&bad, live.fleet(), &queues, None).unwrap_err();
+    assert_eq!(e.object, "Node gpu-node-a1");
+    assert_eq!(e.field, "status.allocatable.nvidia.com/gpu");
+    assert!(e.message.contains("4 GPUs, the spec's node has 8"), "{e}");
+    let mut bad = r.clone();
+    if let ClusterEvent::NodeAdded(n) = &mut bad.events[1] {
+        n.name = "gpu-node-z9".into();
+    }
+    let e = translate(&bad, live.fleet(), &queues, None).unwrap_err();
+    assert_eq!(
+        (e.object.as_str(), e.field.as_str()),
+        ("Node gpu-node-z9", "metadata.name")
+    );
+    let mut bad = r.clone();
+    if let ClusterEvent::JobSubmitted(j) = &mut bad.events[2] {
+        j.queue = "nightly".into();
+    }
+    let e = translate(&bad, live.fleet(), &queues, None).unwrap_err();
+    assert_eq!(e.object, "job team-b/serve-7d9f");
+    assert!(
+        e.message.contains("`nightly` is not a queue of the spec"),
+        "{e}"
+    );
+    // With a tokens file's [tenants] table, a namespace it does not list is refused.
+    let only_a = [("team-a".to_string(), 7)].into();
+    let e = translate(&r, live.fleet(), &queues, Some(&only_a)).unwrap_err();
+    assert_eq!(e.field, "metadata.namespace");
+    assert!(e.message.contains("`team-b`"), "{e}");
+}
+
+/// `fleetsim-scheduler k8s-events` writes the same events as one batch, and names a file it
+/// cannot take.
+#[test]
+fn the_k8s_events_command_writes_the_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let fx = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/k8s");
+    let yaml =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/kueue-manifests.yaml");
+    let out = dir.path().join("batch.json");
+    let cmd = |objects: &[std::path::PathBuf]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_fleetsim-scheduler"));
+        c.arg("k8s-events")
+            .arg("--spec")
+            .arg(fx.join("spec.toml"))
+            .arg("--kueue")
+            .arg(&yaml)
+            .arg("--out")
+            .arg(&out);
+        for o in objects {
+            c.arg("--objects").arg(o);
+        }
+        c.output().unwrap()
+    };
+    let o = cmd(&[fx.join("nodes.json"), fx.join("pods.json")]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        stdout.contains("2 nodes, 3 jobs (tenants team-a=1, team-b=0)")
+            && stdout.contains("10 events"),
+        "{stdout}"
+    );
+    let batch: fleetsim_scheduler::service::Batch =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let r = read(&recording(), &manifests());
+    let expected = fleetsim_scheduler::k8s_live::translate(
+        &r.unwrap(),
+        twin().fleet(),
+        &fleetsim_scheduler::k8s_live::queue_indices(&spec()),
+        None,
+    )
+    .unwrap();
+    assert_eq!((batch.batch, batch.events), (Some(0), expected.events));
+    let o = cmd(&["/dev/zero".into()]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        stderr.contains("/dev/zero: larger than 67108864 bytes"),
+        "{stderr}"
+    );
+}
