@@ -103,19 +103,24 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("tokio runtime: {e}"))
 }
 
+/// Prints a command's summary text, or its error on stderr (exit code 1).
+fn report(r: Result<String, String>) -> ExitCode {
+    match r {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Loadtest(o) => {
-            match runtime().and_then(|rt| rt.block_on(fleetsim_scheduler::loadtest::run(o))) {
-                Ok(text) => {
-                    print!("{text}");
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::FAILURE
-                }
-            }
+            report(runtime().and_then(|rt| rt.block_on(fleetsim_scheduler::loadtest::run(o))))
         }
         Command::Serve {
             spec,
@@ -162,23 +167,14 @@ fn main() -> ExitCode {
             trace_dir,
         } => {
             let dir = fleetsim::scenario::TraceDir::resolve(trace_dir);
-            match fleetsim_scheduler::k8s_live::run(
+            report(fleetsim_scheduler::k8s_live::run(
                 &spec,
                 &kueue,
                 &objects,
                 tokens.as_deref(),
                 &out,
                 dir,
-            ) {
-                Ok(text) => {
-                    print!("{text}");
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::FAILURE
-                }
-            }
+            ))
         }
         Command::Shadow {
             spec,
