@@ -32,7 +32,7 @@ enum Command {
         #[arg(long)]
         wal: PathBuf,
         /// Address to listen on (default 127.0.0.1:7400; port 0 = any free port). A
-        /// non-loopback address needs --tls-cert, --tls-key and --tokens.
+        /// non-loopback address needs --tls-cert, --tls-key and --tokens or --client-ca.
         #[arg(long)]
         listen: Option<std::net::SocketAddr>,
         /// PEM certificate chain (serve HTTPS).
@@ -44,6 +44,10 @@ enum Command {
         /// Bearer tokens file (TOML).
         #[arg(long)]
         tokens: Option<PathBuf>,
+        /// PEM CA certificate(s): require client certificates signed by it (mutual TLS).
+        /// Needs --tls-cert and --tls-key; without --tokens every client is an admin.
+        #[arg(long)]
+        client_ca: Option<PathBuf>,
         /// Event times: `event` (each event's `t`, deterministic) or `wall` (the service
         /// stamps each accepted event with ms since start, never going backwards).
         #[arg(long, default_value = "event", value_parser = ["event", "wall"])]
@@ -129,6 +133,7 @@ fn main() -> ExitCode {
             tls_cert,
             tls_key,
             tokens,
+            client_ca,
             clock,
             retain_decisions,
             trace_dir,
@@ -142,6 +147,7 @@ fn main() -> ExitCode {
                     tls_cert,
                     tls_key,
                     tokens,
+                    client_ca,
                     ..Default::default()
                 },
                 clock: match clock.as_str() {

@@ -109,6 +109,7 @@ async fn start() -> Server {
         tokens: Some(p("tokens.toml")),
         max_body_bytes: Some(256),
         rate_per_second: None,
+        client_ca: None,
     })
     .unwrap();
     let jobs: Jobs = Arc::default();
@@ -285,7 +286,10 @@ fn non_loopback_without_tls_or_tokens_is_refused_at_start() {
     })
     .err()
     .unwrap();
-    assert!(e.contains("so bearer tokens are required"), "{e}");
+    assert!(
+        e.contains("so bearer tokens or client certificates are required"),
+        "{e}"
+    );
     // loopback with neither is allowed
     assert!(prepare(&ListenOptions::default()).is_ok());
 }
@@ -304,4 +308,114 @@ fn futures_stream(
         }
     }
     S(items.into_iter())
+}
+
+// ---------- mutual TLS ----------
+
+/// A CA and a client certificate it signs (ClientAuth), as PEM: (CA cert, client cert +
+/// key).
+fn client_ca_and_identity(name: &str) -> (String, String) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, format!("{name} CA"));
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut leaf = rcgen::CertificateParams::new(vec![format!("{name}-client")]).unwrap();
+    leaf.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let cert = leaf.signed_by(&key, &ca_cert, &ca_key).unwrap();
+    (
+        ca_cert.pem(),
+        format!("{}{}", cert.pem(), key.serialize_pem()),
+    )
+}
+
+/// With `--client-ca`, a connection without a client certificate, or with one another CA
+/// signed, gets no answer; one the CA signed is served. TLS plus a client CA (no tokens)
+/// satisfies the exposure rule for a non-loopback address; a client CA without TLS, or a CA
+/// file that holds no certificate, is refused naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_tls_serves_only_clients_the_ca_signed() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| -> PathBuf { dir.path().join(n) };
+    let server = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let server_pem = server.cert.pem();
+    std::fs::write(p("cert.pem"), &server_pem).unwrap();
+    std::fs::write(p("key.pem"), server.key_pair.serialize_pem()).unwrap();
+    let (ca_pem, identity) = client_ca_and_identity("ours");
+    let (_, stranger) = client_ca_and_identity("other");
+    std::fs::write(p("ca.pem"), &ca_pem).unwrap();
+    let opts = ListenOptions {
+        listen: Some("127.0.0.1:0".parse().unwrap()),
+        tls_cert: Some(p("cert.pem")),
+        tls_key: Some(p("key.pem")),
+        client_ca: Some(p("ca.pem")),
+        ..ListenOptions::default()
+    };
+    let prepared = prepare(&opts).unwrap();
+    let router = secure(
+        Router::new().route("/hello", get(|| async { "hello" })),
+        prepared.security,
+    );
+    let listener = tokio::net::TcpListener::bind(prepared.listen)
+        .await
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve(
+        listener,
+        router,
+        prepared.tls,
+        std::future::pending::<()>(),
+    ));
+    let client = |identity: Option<&str>| {
+        let mut b = reqwest::Client::builder()
+            .use_rustls_tls()
+            .tls_built_in_root_certs(false)
+            .add_root_certificate(reqwest::Certificate::from_pem(server_pem.as_bytes()).unwrap())
+            .resolve("localhost", addr);
+        if let Some(pem) = identity {
+            b = b.identity(reqwest::Identity::from_pem(pem.as_bytes()).unwrap());
+        }
+        b.build().unwrap()
+    };
+    let url = format!("https://localhost:{}/hello", addr.port());
+    let r = client(Some(&identity)).get(&url).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.text().await.unwrap(), "hello");
+    for (who, c) in [
+        ("no certificate", client(None)),
+        ("another CA's", client(Some(&stranger))),
+    ] {
+        let r = c.get(&url).send().await;
+        assert!(r.is_err(), "{who}: {r:?}");
+    }
+    // The exposure rule: TLS and a client CA are enough off loopback.
+    let lan = ListenOptions {
+        listen: Some("0.0.0.0:7400".parse().unwrap()),
+        ..opts.clone()
+    };
+    assert!(prepare(&lan).is_ok());
+    let e = prepare(&ListenOptions {
+        tls_cert: None,
+        tls_key: None,
+        ..opts.clone()
+    })
+    .err()
+    .unwrap();
+    assert_eq!(
+        e,
+        "--client-ca needs TLS: give --tls-cert and --tls-key too"
+    );
+    std::fs::write(p("empty.pem"), "not a certificate\n").unwrap();
+    let e = prepare(&ListenOptions {
+        client_ca: Some(p("empty.pem")),
+        ..opts
+    })
+    .err()
+    .unwrap();
+    assert!(
+        e.contains("empty.pem") && e.contains("no CERTIFICATE block in the CA PEM"),
+        "{e}"
+    );
 }

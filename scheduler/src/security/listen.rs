@@ -1,5 +1,5 @@
-//! The exposure rule: loopback may be plain and open; any other address needs TLS and
-//! tokens.
+//! The exposure rule: loopback may be plain and open; any other address needs TLS and a
+//! way to authenticate clients: bearer tokens, client certificates (mutual TLS), or both.
 
 use std::net::SocketAddr;
 
@@ -9,24 +9,25 @@ pub enum ListenError {
     /// A non-loopback address without a TLS certificate and key.
     #[error("refusing to listen on {0}: it is not a loopback address, so TLS is required (give --tls-cert and --tls-key)")]
     NoTls(SocketAddr),
-    /// A non-loopback address without a tokens file.
-    #[error("refusing to listen on {0}: it is not a loopback address, so bearer tokens are required (give --tokens FILE)")]
+    /// A non-loopback address with neither a tokens file nor a client CA.
+    #[error("refusing to listen on {0}: it is not a loopback address, so bearer tokens or client certificates are required (give --tokens FILE, --client-ca PEM, or both)")]
     NoTokens(SocketAddr),
 }
 
 /// Checks that serving on `addr` is allowed: a loopback address (127.0.0.0/8, ::1) always
-/// is; any other (including the unspecified 0.0.0.0 / ::) only with both `tls` and `tokens`.
+/// is; any other (including the unspecified 0.0.0.0 / ::) only with `tls` and client
+/// authentication (`auth`: a tokens file, a client CA, or both).
 ///
 /// # Errors
 /// [`ListenError::NoTls`] first, then [`ListenError::NoTokens`].
-pub fn check_listen(addr: SocketAddr, tls: bool, tokens: bool) -> Result<(), ListenError> {
+pub fn check_listen(addr: SocketAddr, tls: bool, auth: bool) -> Result<(), ListenError> {
     if addr.ip().is_loopback() {
         return Ok(());
     }
     if !tls {
         return Err(ListenError::NoTls(addr));
     }
-    if !tokens {
+    if !auth {
         return Err(ListenError::NoTokens(addr));
     }
     Ok(())

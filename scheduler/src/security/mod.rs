@@ -1,8 +1,11 @@
 //! The service's security layer (issue 21 item 6).
 //!
 //! * **Exposure** ([`listen::check_listen`]): a loopback address may be served as plain HTTP
-//!   without tokens; any other address must have TLS ([`tls`]) *and* a tokens file, else the
-//!   service refuses to start with a message saying what is missing.
+//!   without tokens; any other address must have TLS ([`tls`]) *and* client authentication
+//!   — a tokens file, a client CA (mutual TLS: every connection presents a certificate the CA
+//!   signed), or both — else the service refuses to start with a message saying what is
+//!   missing. Without a tokens file every request is an admin: per-tenant authorization
+//!   needs tokens (which may be combined with mutual TLS).
 //! * **Authentication** ([`tokens`]): `Authorization: Bearer <token>`; the tokens file (TOML)
 //!   maps each token to a principal, the tenants it may act for, or the admin role.
 //! * **Limits** ([`layer`]): a request body larger than [`SecurityConfig::max_body_bytes`]

@@ -28,6 +28,9 @@ pub struct ListenOptions {
     pub tls_key: Option<PathBuf>,
     /// Tokens file (TOML, see [`super::tokens`]).
     pub tokens: Option<PathBuf>,
+    /// PEM certificate(s) of the CA that signs client certificates: with it, every TLS
+    /// connection must present one (mutual TLS). Needs `tls_cert`/`tls_key`.
+    pub client_ca: Option<PathBuf>,
     /// Request body limit, bytes (`None` = the default).
     pub max_body_bytes: Option<usize>,
     /// Requests per second per token (`None` = the default).
@@ -48,8 +51,9 @@ pub struct Prepared {
 /// address without TLS or tokens is refused, before anything binds.
 ///
 /// # Errors
-/// A message: only one of `--tls-cert` / `--tls-key`, the exposure rule
-/// ([`super::ListenError`]), an unreadable or bad certificate, key or tokens file.
+/// A message: only one of `--tls-cert` / `--tls-key`, `--client-ca` without TLS, the
+/// exposure rule ([`super::ListenError`]), an unreadable or bad certificate, key, client CA
+/// or tokens file.
 pub fn prepare(o: &ListenOptions) -> Result<Prepared, String> {
     let listen = o
         .listen
@@ -59,9 +63,17 @@ pub fn prepare(o: &ListenOptions) -> Result<Prepared, String> {
         (None, None) => (None, None),
         _ => return Err("give both --tls-cert and --tls-key, or neither".into()),
     };
-    check_listen(listen, cert.is_some(), o.tokens.is_some()).map_err(|e| e.to_string())?;
+    if o.client_ca.is_some() && cert.is_none() {
+        return Err("--client-ca needs TLS: give --tls-cert and --tls-key too".into());
+    }
+    check_listen(
+        listen,
+        cert.is_some(),
+        o.tokens.is_some() || o.client_ca.is_some(),
+    )
+    .map_err(|e| e.to_string())?;
     let tls = match (cert, key) {
-        (Some(c), Some(k)) => Some(server_config(c, k)?),
+        (Some(c), Some(k)) => Some(server_config(c, k, o.client_ca.as_deref())?),
         _ => None,
     };
     let tokens = o.tokens.as_deref().map(Tokens::from_file).transpose()?;
