@@ -100,6 +100,15 @@ pub fn read(path: &Path, sizing: Sizing) -> Result<Vec<ElasticJob>, TraceError> 
                 format!("`{}` is not a non-negative integer", f[c_time]),
             )
         })?;
+        if time > super::sim::MAX_SECONDS {
+            return Err(bad(
+                "time",
+                format!(
+                    "{time} s is above the limit of {} s",
+                    super::sim::MAX_SECONDS
+                ),
+            ));
+        }
         let (work_h, serial, app_max) = profile(f[c_app]).ok_or_else(|| {
             bad(
                 "application",

@@ -18,7 +18,9 @@
 //! Unknown keys are refused; `mode` is required and must be `elastic`.
 
 use super::pollux::{self, Sizing};
-use super::sim::{overhead_from_secs, ElasticConfig, ElasticError, ElasticJob};
+use super::sim::{
+    overhead_from_secs, ElasticConfig, ElasticError, ElasticJob, MAX_SECONDS, MAX_WORK_GPU_S,
+};
 use super::throughput::ThroughputModel;
 use crate::scenario::TraceDir;
 use fleetsim_policies::{ElasticKind, SimDuration, SimTime};
@@ -124,16 +126,30 @@ pub fn load(file: &Path, trace_dir: &TraceDir) -> anyhow::Result<(ElasticConfig,
         (None, false) => s
             .jobs
             .iter()
-            .map(|j| ElasticJob {
-                name: j.name.clone(),
-                submit: SimTime::from_secs(j.submit_s),
-                priority: j.priority,
-                min: j.min,
-                max: j.max,
-                work_gpu_ms: j.work_gpu_s.saturating_mul(1000),
-                model: j.throughput.clone(),
+            .map(|j| {
+                let over = |field: &str, v: u64, max: u64| {
+                    anyhow::anyhow!(
+                        "{origin}: job `{}`: field `{field}`: {v} is above the limit of {max}",
+                        j.name
+                    )
+                };
+                if j.submit_s > MAX_SECONDS {
+                    return Err(over("submit_s", j.submit_s, MAX_SECONDS));
+                }
+                if j.work_gpu_s > MAX_WORK_GPU_S {
+                    return Err(over("work_gpu_s", j.work_gpu_s, MAX_WORK_GPU_S));
+                }
+                Ok(ElasticJob {
+                    name: j.name.clone(),
+                    submit: SimTime::from_secs(j.submit_s),
+                    priority: j.priority,
+                    min: j.min,
+                    max: j.max,
+                    work_gpu_ms: j.work_gpu_s * 1000,
+                    model: j.throughput.clone(),
+                })
             })
-            .collect(),
+            .collect::<anyhow::Result<Vec<_>>>()?,
         _ => anyhow::bail!("{origin}: give exactly one of `[trace]` and `[[jobs]]`"),
     };
     super::sim::validate(&cfg, &jobs).map_err(bad)?;

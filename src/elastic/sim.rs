@@ -87,8 +87,23 @@ pub fn overhead_from_secs(s: f64) -> Result<SimDuration, ElasticError> {
             message: format!("{s} is not a non-negative number of seconds"),
         });
     }
+    if s > MAX_SECONDS as f64 {
+        return Err(ElasticError {
+            job: None,
+            field: "resize_overhead_s".into(),
+            message: format!("{s} s is above the limit of {MAX_SECONDS} s"),
+        });
+    }
     Ok(SimDuration::from_secs_f64_rounded(s))
 }
+
+/// Largest submit time or resize overhead an elastic scenario may give, seconds (10^10 s,
+/// about 317 years): larger values are refused, so that converting them to milliseconds
+/// cannot overflow.
+pub const MAX_SECONDS: u64 = 10_000_000_000;
+
+/// Largest `work_gpu_s` of one job, GPU-seconds (10^12, about 32,000 GPU-years).
+pub const MAX_WORK_GPU_S: u64 = 1_000_000_000_000;
 
 /// Checks every job against the fleet.
 ///
@@ -213,8 +228,11 @@ struct Live {
 }
 
 impl Live {
+    /// Saturates at `u64::MAX` ms, which [`simulate`] refuses as an overflow.
     fn finish(&self) -> SimTime {
-        SimTime(self.resume.0 + self.remaining.div_ceil(u128::from(self.rate)) as u64)
+        let left =
+            u64::try_from(self.remaining.div_ceil(u128::from(self.rate))).unwrap_or(u64::MAX);
+        SimTime(self.resume.0.saturating_add(left))
     }
     /// Credits progress and held GPU-ms up to `t`.
     fn advance(&mut self, t: SimTime, gpu_ms: &mut u64) {
@@ -223,7 +241,7 @@ impl Live {
             self.remaining = self.remaining.saturating_sub(done);
             self.resume = t;
         }
-        *gpu_ms += u64::from(self.size) * (t.0 - self.since.0);
+        *gpu_ms = gpu_ms.saturating_add(u64::from(self.size).saturating_mul(t.0 - self.since.0));
         self.since = t;
     }
 }
@@ -310,7 +328,7 @@ pub fn simulate(cfg: &ElasticConfig, jobs: &[ElasticJob]) -> Result<Vec<JobOutco
                     l.advance(t, &mut o.gpu_ms);
                     l.size = size;
                     l.rate = j.model.rate_milli(size);
-                    l.resume = SimTime(t.0 + cfg.resize_overhead.0);
+                    l.resume = SimTime(t.0.saturating_add(cfg.resize_overhead.0));
                     o.resizes += 1;
                     o.sizes.push((t, size));
                 }
@@ -325,8 +343,20 @@ pub fn simulate(cfg: &ElasticConfig, jobs: &[ElasticJob]) -> Result<Vec<JobOutco
             (None, None) => break,
         };
     }
-    Ok(out
+    let out: Vec<JobOutcome> = out
         .into_iter()
         .map(|o| o.expect("every job finishes: each fits some cell when it is empty"))
-        .collect())
+        .collect();
+    // Times and GPU-ms saturate instead of wrapping; a saturated one is refused.
+    if let Some(o) = out
+        .iter()
+        .find(|o| o.finish.0 == u64::MAX || o.gpu_ms == u64::MAX)
+    {
+        return Err(ElasticError::job(
+            &o.name,
+            "work_gpu_s",
+            "its finish time or GPU-milliseconds held exceed 2^64: the work, the submit time or the resize overhead is too large".into(),
+        ));
+    }
+    Ok(out)
 }

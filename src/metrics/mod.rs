@@ -832,15 +832,15 @@ mod tests {
     /// A snapshot is 7 level lists (24 bytes each, 168, padded to 176 for the two i128
     /// counters) + 32 = 208 bytes; a list of one integral is one 16-byte block + 16 of
     /// allocator overhead = 32. One cell, one model: 3 + 2 lists = 160, so 368 bytes, and
-    /// 512 MiB / 368 = 1,458,888 intervals. With a tenant too: 400 → 1,342,177. A fleet of
-    /// 10,000 cells: 208 + 3 × 160,016 + 2 × 32 = 480,320 → 1,117.
+    /// 128 MiB / 368 = 364,722 intervals. With a tenant too: 400 → 335,544. A fleet of
+    /// 10,000 cells: 208 + 3 × 160,016 + 2 × 32 = 480,320 → 279.
     #[test]
     fn the_interval_cap_follows_the_snapshot_size() {
         assert_eq!(snapshot_bytes(1, 1, 0, 0), 368);
-        assert_eq!(series_interval_cap(snapshot_bytes(1, 1, 0, 0)), 1_458_888);
-        assert_eq!(series_interval_cap(snapshot_bytes(1, 1, 0, 1)), 1_342_177);
+        assert_eq!(series_interval_cap(snapshot_bytes(1, 1, 0, 0)), 364_722);
+        assert_eq!(series_interval_cap(snapshot_bytes(1, 1, 0, 1)), 335_544);
         assert_eq!(snapshot_bytes(10_000, 1, 0, 0), 480_320);
-        assert_eq!(series_interval_cap(snapshot_bytes(10_000, 1, 0, 0)), 1_117);
+        assert_eq!(series_interval_cap(snapshot_bytes(10_000, 1, 0, 0)), 279);
         // The interval count cap still holds for a tiny snapshot.
         assert_eq!(series_interval_cap(1), crate::engine::MAX_SERIES_INTERVALS);
     }

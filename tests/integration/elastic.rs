@@ -106,6 +106,33 @@ fn two_elastic_one_rigid_exact() {
     assert_eq!(summarize(&fixed).resizes, 0);
 }
 
+/// GPU-milliseconds held that exceed 2^64 are refused, not wrapped: 4,000,000,000 GPUs held
+/// while Amdahl f = 1 (no speed-up at any size) drains 10^12 GPU-s at rate 1000, i.e. for
+/// 10^15 ms: 4 · 10^24 GPU-ms.
+#[test]
+fn gpu_milliseconds_beyond_u64_are_refused() {
+    let j = ElasticJob {
+        model: ThroughputModel::Amdahl {
+            serial_fraction: 1.0,
+        },
+        ..job(
+            "huge",
+            0,
+            0,
+            4_000_000_000,
+            4_000_000_000,
+            1_000_000_000_000,
+        )
+    };
+    let cfg = ElasticConfig {
+        kind: ElasticKind::GrowIdle,
+        resize_overhead: SimDuration::ZERO,
+        cells: vec![4_000_000_000],
+    };
+    let e = simulate(&cfg, &[j]).unwrap_err().to_string();
+    assert!(e.contains("huge") && e.contains("exceed 2^64"), "{e}");
+}
+
 /// Completion of remaining work at a rate is the ceiling in milliseconds: Amdahl f = 0.5 at
 /// 2 GPUs is rate round(1000 · 4/3) = 1333; 10 GPU-s = 10,000,000 thousandths;
 /// 10,000,000 / 1333 = 7501.875 → ends at 7,502 ms.
@@ -179,6 +206,24 @@ fn bad_input_is_refused_naming_the_field() {
         (
             "mode = \"elastic\"\ncells = [4]\n".to_string(),
             "give exactly one of `[trace]` and `[[jobs]]`",
+        ),
+        // Values whose milliseconds would overflow are refused before any conversion.
+        (
+            with(&format!("min = 1\nmax = 2\n{lin}"), "")
+                .replace("submit_s = 0", "submit_s = 100000000000000000"),
+            "job `j`: field `submit_s`: 100000000000000000 is above the limit of 10000000000",
+        ),
+        (
+            with(&format!("min = 1\nmax = 2\n{lin}"), "")
+                .replace("work_gpu_s = 10", "work_gpu_s = 100000000000000000"),
+            "job `j`: field `work_gpu_s`: 100000000000000000 is above the limit of 1000000000000",
+        ),
+        (
+            with(
+                &format!("min = 1\nmax = 2\n{lin}"),
+                "resize_overhead_s = 1e16",
+            ),
+            "field `resize_overhead_s`: 10000000000000000 s is above the limit of 10000000000 s",
         ),
         (
             with(&format!("min = 1\nmax = 2\n{lin}"), "")

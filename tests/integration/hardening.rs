@@ -47,8 +47,8 @@ const SWEEP: &str = "\n[sweep]\nseeds = 2\n[[sweep.axes]]\nparam = \"policy.plac
 
 /// One job submitted at 0 that runs 2,000 s, at 1 ms intervals: its submits span nothing,
 /// so `validate` passes, but the run needs 2,000,000 intervals. Snapshots of one cell, one
-/// model and one tenant take 400 bytes (`metrics::tests`), so 512 MiB holds 1,342,177: the
-/// run stops there with the cap named, instead of at 4,000,000 intervals (about 1.6 GB).
+/// model and one tenant take 400 bytes (`metrics::tests`), so 128 MiB holds 335,544: the
+/// run stops there with the cap named, instead of at 4,000,000 intervals (over 10 GB).
 #[test]
 fn a_run_past_the_time_series_memory_cap_is_refused_naming_the_cap() {
     let toml = "name = \"fine\"\n[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.nodes]]\n\
@@ -63,7 +63,7 @@ fn a_run_past_the_time_series_memory_cap_is_refused_naming_the_cap() {
         )],
     );
     assert!(
-        e.contains("time-series intervals of 1 ms (at most 1342177 are kept)")
+        e.contains("time-series intervals of 1 ms (at most 335544 are kept)")
             && e.contains("timeseries_interval_s"),
         "{e}"
     );
