@@ -25,7 +25,7 @@
 //! container, whole GPUs; limits stand in for requests when requests are absent, as the API
 //! server defaults them), `cpu`, `memory`; the model constraint from
 //! `spec.nodeSelector`'s product label. All pods of a group must request the same shape, in
-//! the same queue and priority. The event time is the newest `creationTimestamp` of the
+//! the same queue and priority, and declare the same group count. The event time is the newest `creationTimestamp` of the
 //! group (a gang is whole when its last pod exists). Pods already bound (`spec.nodeName`)
 //! are also returned as [`ObservedStart`]s — the other scheduler's decision, for shadow mode.
 //!
@@ -273,7 +273,15 @@ pub fn parse_time(t: &str) -> Result<i64, String> {
         n(14..16)?,
         n(17..19)?,
     );
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || se > 60 {
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let month_days = match mo {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    // Seconds 0–59: Kubernetes never writes a leap second.
+    if !(1..=12).contains(&mo) || !(1..=month_days).contains(&d) || h > 23 || mi > 59 || se > 59 {
         return Err(bad());
     }
     if b.len() > 20 && b[19] != b'.' {
@@ -433,6 +441,12 @@ fn pod(o: &Obj, kueue: &KueueConfig) -> Result<PodInfo, AdapterError> {
             "missing: no container requests GPUs",
         ));
     }
+    if gpu == 0 {
+        return Err(o.err(
+            &format!("spec.containers[].resources.requests.{GPU_RESOURCE}"),
+            "0 GPUs requested: the scheduler places GPU jobs (request at least 1)",
+        ));
+    }
     let group = if let Some(g) = o.label(KUEUE_GROUP_LABEL) {
         let f = format!("metadata.annotations.{KUEUE_GROUP_COUNT}");
         let n = o
@@ -581,6 +595,14 @@ pub fn read(objects: &[Value], kueue: &KueueConfig) -> Result<Recorded, AdapterE
                     "spec.containers[].resources",
                 ),
                 (p.model != first.model, "spec.nodeSelector"),
+                (
+                    p.group != first.group,
+                    if o.label(KUEUE_GROUP_LABEL).is_some() {
+                        "metadata.annotations.kueue.x-k8s.io/pod-group-total-count"
+                    } else {
+                        "metadata.annotations.scheduling.x-k8s.io/min-available"
+                    },
+                ),
             ];
             if let Some((_, f)) = differs.iter().find(|d| d.0) {
                 return Err(o.err(
@@ -599,7 +621,10 @@ pub fn read(objects: &[Value], kueue: &KueueConfig) -> Result<Recorded, AdapterE
                 };
                 return Err(pods[0].1.err(
                     &format!("metadata.annotations.{f}"),
-                    format!("group `{job}` declares {total} pods, {count} recorded"),
+                    format!(
+                        "group `{job}` declares {total} pod{}, {count} recorded",
+                        if *total == 1 { "" } else { "s" }
+                    ),
                 ));
             }
         }
@@ -704,5 +729,11 @@ mod tests {
         );
         assert!(parse_time("2026-03-01 00:00:10").is_err());
         assert!(parse_time("2026-13-01T00:00:10Z").is_err());
+        // Days the month lacks, and second 60, are refused; 2024 is a leap year, 2100 is not.
+        assert!(parse_time("2026-02-29T00:00:00Z").is_err());
+        assert!(parse_time("2100-02-29T00:00:00Z").is_err());
+        assert!(parse_time("2026-04-31T00:00:00Z").is_err());
+        assert!(parse_time("2026-03-01T08:00:60Z").is_err());
+        assert!(parse_time("2000-02-29T00:00:00Z").is_ok());
     }
 }

@@ -235,6 +235,31 @@ fn bad_objects_name_the_object_and_field() {
         pod(o, "gpu-node-a1")["metadata"]["creationTimestamp"] = json!("yesterday");
     });
     assert_eq!(e, "Node gpu-node-a1: metadata.creationTimestamp: `yesterday` is not an RFC 3339 UTC time (YYYY-MM-DDTHH:MM:SSZ)");
+
+    // A day the month does not have is refused, not rolled over into March.
+    let e = error_after(|o| {
+        pod(o, "gpu-node-a1")["metadata"]["creationTimestamp"] = json!("2026-02-30T08:00:00Z");
+    });
+    assert_eq!(e, "Node gpu-node-a1: metadata.creationTimestamp: `2026-02-30T08:00:00Z` is not an RFC 3339 UTC time (YYYY-MM-DDTHH:MM:SSZ)");
+
+    // Pods of one group must declare the same count (train-1 comes second in name order).
+    let e = error_after(|o| {
+        pod(o, "train-1")["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-total-count"] =
+            json!("3");
+    });
+    assert_eq!(e, "Pod team-a/train-1: metadata.annotations.kueue.x-k8s.io/pod-group-total-count: differs from pod team-a/train-0 of the same group `team-a/train`");
+    let e = error_after(|o| {
+        pod(o, "eval-b")["metadata"]["annotations"]["scheduling.x-k8s.io/min-available"] =
+            json!("1");
+    });
+    assert_eq!(e, "Pod team-b/eval-b: metadata.annotations.scheduling.x-k8s.io/min-available: differs from pod team-b/eval-a of the same group `team-b/eval`");
+
+    // A request of 0 GPUs is refused like no request.
+    let e = error_after(|o| {
+        pod(o, "serve-7d9f")["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] =
+            json!("0");
+    });
+    assert_eq!(e, "Pod team-b/serve-7d9f: spec.containers[].resources.requests.nvidia.com/gpu: 0 GPUs requested: the scheduler places GPU jobs (request at least 1)");
 }
 
 // ---------- the adapter's events through the live scheduler, admits back as bindings ----------

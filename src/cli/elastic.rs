@@ -44,6 +44,23 @@ pub fn is_elastic(path: &Path) -> bool {
         .unwrap_or(false)
 }
 
+/// Refuses a study command (`sweep`, `compare`, `compact`, `check`) on an elastic file, which
+/// only `run` and `validate` take, instead of letting the main loader report its keys as
+/// unknown.
+///
+/// # Errors
+/// [`BadInput`] (exit code 2) naming the file and the command.
+pub fn refuse_study(file: Option<&Path>, command: &str) -> Result<()> {
+    match file.filter(|f| is_elastic(f)) {
+        Some(f) => Err(BadInput(format!(
+            "{}: an elastic scenario (`mode = \"elastic\"`) runs with `fleetsim run` and `fleetsim validate`; `fleetsim {command}` takes the main scenario format only",
+            f.display()
+        ))
+        .into()),
+        None => Ok(()),
+    }
+}
+
 /// Options of `run` that do not apply to an elastic file, checked by [`run`].
 #[derive(Debug, Default)]
 pub struct Refused {

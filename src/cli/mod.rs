@@ -288,11 +288,23 @@ pub fn main(cli: Cli) -> Result<()> {
             jobs,
             nodes,
         } => bench::main(child, jobs, nodes, quick),
-        Command::Sweep(a) => sweep::sweep(a),
+        Command::Sweep(a) => {
+            elastic::refuse_study(Some(&a.scenario), "sweep")?;
+            sweep::sweep(a)
+        }
         Command::Merge(a) => sweep::merge(a),
-        Command::Compare(a) => compare::compare(a),
-        Command::Compact(a) => compare::compact(a),
-        Command::Check(a) => check::check(a),
+        Command::Compare(a) => {
+            elastic::refuse_study(a.scenario.as_deref(), "compare")?;
+            compare::compare(a)
+        }
+        Command::Compact(a) => {
+            elastic::refuse_study(a.scenario.as_deref(), "compact")?;
+            compare::compact(a)
+        }
+        Command::Check(a) => {
+            elastic::refuse_study(a.scenario.as_deref(), "check")?;
+            check::check(a)
+        }
         Command::Schema { kind } => {
             let k = crate::schemas::Kind::parse(&kind).map_err(crate::study::BadInput)?;
             out!("{}", crate::schemas::schema_text(k));

@@ -470,3 +470,33 @@ fn elastic_cli_pollux_scenario() {
     let jobs = std::fs::read_to_string(out.join("jobs.csv")).unwrap();
     assert_eq!(jobs.lines().count(), 161);
 }
+
+/// The study commands take the main format only: on an elastic file they say so (exit code
+/// 2) instead of reporting its keys as unknown.
+#[test]
+fn study_commands_refuse_an_elastic_file_by_name() {
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("tiny.toml");
+    std::fs::write(&file, TINY).unwrap();
+    for (cmd, required) in [
+        ("sweep", &[][..]),
+        (
+            "compare",
+            &["--policies", "a=policy.placement=best-fit"][..],
+        ),
+        ("compact", &["--goal", "occupancy>=0.5"][..]),
+        ("check", &["--baseline", "reports/default.json"][..]),
+    ] {
+        let mut args: Vec<&std::ffi::OsStr> = vec![cmd.as_ref(), file.as_ref()];
+        args.extend(required.iter().map(|a| std::ffi::OsStr::new(a)));
+        let (code, _, stderr) = fleetsim(&args);
+        assert_eq!(code, 2, "{cmd}: {stderr}");
+        assert!(
+            stderr.contains("an elastic scenario (`mode = \"elastic\"`) runs with `fleetsim run`")
+                && stderr.contains(&format!(
+                    "`fleetsim {cmd}` takes the main scenario format only"
+                )),
+            "{cmd}: {stderr}"
+        );
+    }
+}
