@@ -488,7 +488,7 @@ fn study_commands_refuse_an_elastic_file_by_name() {
         ("check", &["--baseline", "reports/default.json"][..]),
     ] {
         let mut args: Vec<&std::ffi::OsStr> = vec![cmd.as_ref(), file.as_ref()];
-        args.extend(required.iter().map(|a| std::ffi::OsStr::new(a)));
+        args.extend(required.iter().map(std::ffi::OsStr::new));
         let (code, _, stderr) = fleetsim(&args);
         assert_eq!(code, 2, "{cmd}: {stderr}");
         assert!(
