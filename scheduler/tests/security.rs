@@ -94,6 +94,28 @@ struct Server {
     _dir: tempfile::TempDir,
 }
 
+/// Binds `listen` and serves `router` behind it (HTTPS with `tls`) until the test ends;
+/// returns the bound address.
+async fn spawn(
+    listen: SocketAddr,
+    router: Router,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind(listen).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve(listener, router, tls, std::future::pending::<()>()));
+    addr
+}
+
+/// A client that trusts only `root_pem` and reaches `localhost` at `addr`.
+fn https_client(root_pem: &str, addr: SocketAddr) -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(reqwest::Certificate::from_pem(root_pem.as_bytes()).unwrap())
+        .resolve("localhost", addr)
+}
+
 async fn start() -> Server {
     let dir = tempfile::tempdir().unwrap();
     let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
@@ -115,23 +137,8 @@ async fn start() -> Server {
     let jobs: Jobs = Arc::default();
     prepared.security.resolver = resolver(jobs.clone());
     let router = secure(app(jobs), prepared.security);
-    let listener = tokio::net::TcpListener::bind(prepared.listen)
-        .await
-        .unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(serve(
-        listener,
-        router,
-        prepared.tls,
-        std::future::pending::<()>(),
-    ));
-    let client = reqwest::Client::builder()
-        .use_rustls_tls()
-        .tls_built_in_root_certs(false)
-        .add_root_certificate(reqwest::Certificate::from_pem(cert_pem.as_bytes()).unwrap())
-        .resolve("localhost", addr)
-        .build()
-        .unwrap();
+    let addr = spawn(prepared.listen, router, prepared.tls).await;
+    let client = https_client(&cert_pem, addr).build().unwrap();
     Server {
         addr,
         client,
@@ -358,22 +365,9 @@ async fn mutual_tls_serves_only_clients_the_ca_signed() {
         Router::new().route("/hello", get(|| async { "hello" })),
         prepared.security,
     );
-    let listener = tokio::net::TcpListener::bind(prepared.listen)
-        .await
-        .unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(serve(
-        listener,
-        router,
-        prepared.tls,
-        std::future::pending::<()>(),
-    ));
+    let addr = spawn(prepared.listen, router, prepared.tls).await;
     let client = |identity: Option<&str>| {
-        let mut b = reqwest::Client::builder()
-            .use_rustls_tls()
-            .tls_built_in_root_certs(false)
-            .add_root_certificate(reqwest::Certificate::from_pem(server_pem.as_bytes()).unwrap())
-            .resolve("localhost", addr);
+        let mut b = https_client(&server_pem, addr);
         if let Some(pem) = identity {
             b = b.identity(reqwest::Identity::from_pem(pem.as_bytes()).unwrap());
         }
