@@ -156,6 +156,21 @@ impl BucketIndex {
             .flat_map(|(&f, b)| b.iter_desc().map(move |p| (f, p)))
     }
 
+    /// How many items of `need` (> 0) the members with at least `need` free could hold by
+    /// this amount alone, `Σ count × ⌊free / need⌋`, counted only until it reaches `want`
+    /// (the answer is then `want` or more). An upper bound on what a placement can fit:
+    /// every other resource only lowers it. `O(distinct free amounts ≥ need)`.
+    pub fn room(&self, need: u64, want: u64) -> u64 {
+        let mut room = 0u64;
+        for (&f, b) in self.buckets.range(need.max(1)..) {
+            room = room.saturating_add(u64::from(b.count).saturating_mul(f / need.max(1)));
+            if room >= want {
+                break;
+            }
+        }
+        room
+    }
+
     /// Number of members.
     pub fn len(&self) -> usize {
         self.buckets.values().map(|b| b.count as usize).sum()
@@ -204,6 +219,36 @@ mod tests {
             let want_desc: Vec<_> = want.iter().rev().copied().collect();
             prop_assert_eq!(desc, want_desc);
             prop_assert_eq!(idx.len(), set.len());
+            // Room for items of `need`: capped at `want`, else the exact sum.
+            let need = min.max(1);
+            let total: u64 = want.iter().map(|&(f, _)| f / need).sum();
+            for cap in [1, 3, u64::MAX] {
+                let room = idx.room(need, cap);
+                if total >= cap {
+                    prop_assert!(room >= cap && room <= total);
+                } else {
+                    prop_assert_eq!(room, total);
+                }
+            }
         }
+    }
+
+    #[test]
+    fn room_counts_whole_items_per_member() {
+        let mut idx = BucketIndex::new(8);
+        idx.insert(8000, 0);
+        idx.insert(8000, 1);
+        idx.insert(3000, 2);
+        idx.insert(7999, 3);
+        // 8-GPU tasks: two nodes hold one each; 3,000 and 7,999 hold none.
+        assert_eq!(idx.room(8000, u64::MAX), 2);
+        // 2-GPU tasks: 4 + 4 + 1 + 3.
+        assert_eq!(idx.room(2000, u64::MAX), 12);
+        // Counting goes up the free amounts and stops once `want` is reached: 3,000 and
+        // 7,999 give 1 + 3 = 4, enough for 4 and not for 5.
+        assert_eq!(idx.room(2000, 4), 4);
+        assert_eq!(idx.room(2000, 5), 12);
+        idx.remove(8000, 1);
+        assert_eq!(idx.room(8000, u64::MAX), 1);
     }
 }

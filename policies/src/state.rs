@@ -734,6 +734,31 @@ impl FleetState {
             .map(move |(_, pos)| c.nodes[pos as usize])
     }
 
+    /// At least how many tasks of `shape` (a GPU task: `num_gpu` ≥ 1) the schedulable nodes of
+    /// `cell` with a model in `models` could hold by free GPU-milli alone, counted until it
+    /// reaches `want`: `Σ ⌊free GPU-milli / task GPU-milli⌋` over those nodes. CPU, memory
+    /// and how a share spreads over accelerators only lower what fits, so when this is
+    /// below `want`, no placement of `want` such tasks in `cell` exists. `O(models ×
+    /// distinct free amounts)`.
+    pub fn gpu_task_room(
+        &self,
+        cell: CellId,
+        shape: &TaskShape,
+        models: ModelSet,
+        want: u64,
+    ) -> u64 {
+        let need = shape.total_gpu_milli();
+        let c = &self.cells[cell.index()];
+        let mut room = 0u64;
+        for (_, idx) in c.gpu_index.iter().filter(|(&m, _)| models.allows(m)) {
+            room = room.saturating_add(idx.room(need, want - room.min(want)));
+            if room >= want {
+                break;
+            }
+        }
+        room
+    }
+
     /// As [`FleetState::gpu_candidates`], descending by `(free GPU-milli, node id)`.
     pub fn gpu_candidates_desc(
         &self,

@@ -15,6 +15,9 @@ impl Placement for FirstFit {
     fn name(&self) -> &'static str {
         "first-fit"
     }
+    fn select_is_pure(&self) -> bool {
+        true
+    }
     fn select(
         &self,
         ctx: &mut PlaceCtx,
@@ -40,6 +43,9 @@ pub struct BestFit;
 impl Placement for BestFit {
     fn name(&self) -> &'static str {
         "best-fit"
+    }
+    fn select_is_pure(&self) -> bool {
+        true
     }
     fn select(
         &self,
@@ -108,6 +114,9 @@ impl WorstFit {
 impl Placement for WorstFit {
     fn name(&self) -> &'static str {
         "worst-fit"
+    }
+    fn select_is_pure(&self) -> bool {
+        true
     }
     fn select(
         &self,

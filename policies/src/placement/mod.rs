@@ -438,6 +438,15 @@ pub trait Placement: Send + Sync {
     fn default_topology(&self) -> Option<crate::topology::TopologySpec> {
         None
     }
+
+    /// True when [`Placement::select`] only reads `ctx` (no draw, counter or cache that a
+    /// later call would see) and picks among nodes that fit. Then a gang that
+    /// [`FleetState::gpu_task_room`] shows cannot fit is refused without calling `select`
+    /// at all: the answer (`None`) and every later decision are the same, only the
+    /// reserve-and-release of a doomed gang is saved. `false` (the default) keeps every call.
+    fn select_is_pure(&self) -> bool {
+        false
+    }
 }
 
 /// Reserves one task at `choice`.
@@ -553,6 +562,17 @@ pub(crate) fn place_tasks(
     n: u32,
     mut allocs: Vec<TaskAlloc>,
 ) -> Option<Vec<TaskAlloc>> {
+    // A gang that cannot fit by free GPU-milli alone fails without reserving anything; in a
+    // saturated fleet most gang attempts are such, each costing a reservation and a
+    // release per task that fitted (issue #18).
+    if n > 1
+        && job.shape.num_gpu > 0
+        && policy.select_is_pure()
+        && fleet.gpu_task_room(cell, &job.shape, job.models, u64::from(n)) < u64::from(n)
+    {
+        unreserve(fleet, &allocs);
+        return None;
+    }
     for _ in 0..n {
         match place_task(policy, ctx, fleet, cell, &job.shape, job.models) {
             Some(a) => allocs.push(a),

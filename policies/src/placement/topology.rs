@@ -71,6 +71,9 @@ impl Placement for TopologyAware {
     fn name(&self) -> &'static str {
         "topology-aware"
     }
+    fn select_is_pure(&self) -> bool {
+        true
+    }
     fn select(
         &self,
         ctx: &mut PlaceCtx,
