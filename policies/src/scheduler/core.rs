@@ -18,6 +18,10 @@ pub(crate) struct Core {
     pub(crate) default_queue: QueueConfig,
     pub(crate) queue_usage: Vec<u64>,
     pub(crate) cell_sets: BTreeMap<Vec<CellId>, u32>,
+    /// Interned classes of the jobs of class-skipping queues ([`Core::class_skip`]): the id
+    /// an [`Entry`] carries is the index here (ids grow in first-seen order, never reused).
+    pub(crate) classes: Vec<ClassKey>,
+    pub(crate) class_ids: BTreeMap<ClassKey, u32>,
     pub(crate) now: SimTime,
     pub(crate) quota: Option<QuotaTree>,
     pub(crate) fungibility: Fungibility,
@@ -101,6 +105,15 @@ impl Core {
             && self.backfill.is_none()
             && self.budget.is_none()
             && self.quota.as_ref().is_none_or(|t| !t.has_queue(q))
+    }
+
+    /// The interned id of class `k` (see [`Core::classes`]).
+    pub(crate) fn intern_class(&mut self, k: ClassKey) -> u32 {
+        let next = u32::try_from(self.classes.len()).expect("fewer than 2^32 job classes");
+        *self.class_ids.entry(k).or_insert_with(|| {
+            self.classes.push(k);
+            next
+        })
     }
 
     /// The running jobs (evicting ones included) in ascending [`JobId`] order, the order of a

@@ -132,6 +132,8 @@ impl Scheduler {
                     ..QueueConfig::default()
                 },
                 cell_sets: BTreeMap::new(),
+                classes: Vec::new(),
+                class_ids: BTreeMap::new(),
                 now: SimTime::ZERO,
                 quota: None,
                 fungibility: Fungibility::default(),
@@ -409,13 +411,17 @@ impl Scheduler {
                 None => {}
             }
         }
-        let entry = Entry {
+        let mut entry = Entry {
             job,
             cells_key,
+            class: NO_CLASS,
             reason,
             since: now,
             waited: None,
         };
+        if jobs.classes.is_some() {
+            entry.class = c.intern_class(class_of(&entry));
+        }
         c.reason_counts[q][reason.unwrap_or(PendingReason::NotTried).index()] += 1;
         jobs.insert((key, entry.job.id), entry);
         self.pending_len += 1;

@@ -34,7 +34,8 @@ pub(crate) struct PassState {
     /// Classes of indexed queues ([`Core::class_skip`]) found blocked in this pass: the
     /// reason, and the fleet's change count when the verdict holds only while the fleet is
     /// unchanged (`None`: a failure of the exact requirements, which holds all pass).
-    pub(crate) verdicts: BTreeMap<(QueueId, ClassKey), (PendingReason, Option<u64>)>,
+    /// Keyed by (queue, interned class [`Core::classes`]).
+    pub(crate) verdicts: BTreeMap<(QueueId, u32), (PendingReason, Option<u64>)>,
 }
 
 /// Outcome of trying one job.
@@ -211,7 +212,8 @@ impl Scheduler {
                 .jobs
                 .get_mut(&(key, id))
                 .expect("a head is pending");
-            let class = indexed.then(|| class_of(entry));
+            let class = indexed.then_some(entry.class);
+            let old_reason = entry.reason;
             let out = if pass.requeued.contains(&id) {
                 Outcome::Skipped
             } else {
@@ -236,7 +238,8 @@ impl Scheduler {
             } else {
                 QueueId(u32::MAX)
             };
-            if let (Some(c), Outcome::Blocked(r)) = (class, &out) {
+            if let (Some(id), Outcome::Blocked(r)) = (class, &out) {
+                let c = self.core.classes[id as usize];
                 let settled = self.core.preemption.is_none()
                     || (*r != PendingReason::Preempting
                         && (c.6 == Tier::BestEffort
@@ -250,9 +253,14 @@ impl Scheduler {
                     } else {
                         Some(fleet.change_count())
                     };
-                    pass.verdicts.insert((vq, c), (*r, holds));
+                    pass.verdicts.insert((vq, id), (*r, holds));
                 }
             }
+            // A job blocked again for its stored reason changes nothing in its entry.
+            let out = match out {
+                Outcome::Blocked(r) if old_reason == Some(r) => Outcome::Skipped,
+                out => out,
+            };
             self.settle(q, key, id, out, &mut pass);
             if blocked_strict {
                 // The head is blocked: nothing more from this queue in this pass.
@@ -270,7 +278,7 @@ impl Scheduler {
             let verdicts = &pass.verdicts;
             let next = self.pending[q].jobs.next_unskipped((key, id), |c, slot| {
                 any_ok
-                    && verdicts.get(&(vq, *c)).is_some_and(|&(r, holds)| {
+                    && verdicts.get(&(vq, c)).is_some_and(|&(r, holds)| {
                         r.index() as u8 == slot && holds.is_none_or(|n| alone && n == changes)
                     })
             });

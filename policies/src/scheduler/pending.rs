@@ -8,6 +8,9 @@ pub(crate) struct Entry {
     pub(crate) job: PendingJob,
     /// Interned id of `job.cells` (jobs with equal cell lists share it).
     pub(crate) cells_key: u32,
+    /// Interned id of its [`ClassKey`] ([`Core::classes`]) in a class-skipping queue, else
+    /// [`NO_CLASS`].
+    pub(crate) class: u32,
     /// Why it could not start when last tried (`None`: not tried yet).
     pub(crate) reason: Option<PendingReason>,
     /// Since when `reason` holds.
@@ -62,8 +65,53 @@ pub(crate) fn class_of(e: &Entry) -> ClassKey {
     )
 }
 
-/// Pending entries by (class, stored reason slot), each set in queue order.
-pub(crate) type ClassIndex = BTreeMap<(ClassKey, u8), BTreeSet<(OrderKey, JobId)>>;
+/// [`Entry::class`] of a job outside class-skipping queues.
+pub(crate) const NO_CLASS: u32 = u32::MAX;
+
+/// Pending entries by (interned class, stored reason slot), each set in queue order.
+pub(crate) type ClassIndex = BTreeMap<(u32, u8), Bucket>;
+
+/// The entries of one (class, stored reason) bucket in queue order, with the answer of the
+/// last [`PendingMap::next_unskipped`] query: `(after, first)`, the first member after
+/// `after` (`None`: none). A pass asks with ascending positions, so most queries are
+/// answered from it; any insert or removal in the bucket drops it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Bucket {
+    pub(crate) set: BTreeSet<Position>,
+    next: Option<(Position, Option<Position>)>,
+}
+
+/// A pending entry's place in its queue: `(order key, job id)`.
+pub(crate) type Position = (OrderKey, JobId);
+
+impl Bucket {
+    fn insert(&mut self, k: Position) {
+        self.next = None;
+        self.set.insert(k);
+    }
+
+    fn remove(&mut self, k: &Position) {
+        self.next = None;
+        self.set.remove(k);
+    }
+
+    /// The first member after `k`: from the last answer when it was asked at or before `k`
+    /// and its member lies after `k` (nothing lies between), else from the set.
+    fn first_after(&mut self, k: Position) -> Option<Position> {
+        if let Some((after, first)) = self.next {
+            if after <= k && first.is_none_or(|f| f > k) {
+                return first;
+            }
+        }
+        let first = self
+            .set
+            .range((Bound::Excluded(k), Bound::Unbounded))
+            .next()
+            .copied();
+        self.next = Some((k, first));
+        first
+    }
+}
 
 /// A stored reason as a bucket index (`u8::MAX`: not tried yet).
 pub(crate) fn reason_slot(r: Option<PendingReason>) -> u8 {
@@ -96,7 +144,7 @@ impl PendingMap {
 
     pub(crate) fn insert(&mut self, k: (OrderKey, JobId), e: Entry) {
         if let Some(ix) = &mut self.classes {
-            ix.entry((class_of(&e), reason_slot(e.reason)))
+            ix.entry((e.class, reason_slot(e.reason)))
                 .or_default()
                 .insert(k);
         }
@@ -116,10 +164,10 @@ impl PendingMap {
 
     fn unindex(&mut self, k: &(OrderKey, JobId), e: &Entry) {
         if let Some(ix) = &mut self.classes {
-            let b = (class_of(e), reason_slot(e.reason));
-            if let Some(set) = ix.get_mut(&b) {
-                set.remove(k);
-                if set.is_empty() {
+            let b = (e.class, reason_slot(e.reason));
+            if let Some(bucket) = ix.get_mut(&b) {
+                bucket.remove(k);
+                if bucket.set.is_empty() {
                     ix.remove(&b);
                 }
             }
@@ -140,12 +188,12 @@ impl PendingMap {
         let Some(&i) = self.order.get(&k) else {
             return;
         };
-        let class = class_of(&self.entries[i as usize]);
+        let class = self.entries[i as usize].class;
         if let Some(ix) = &mut self.classes {
             let from = (class, reason_slot(old));
-            if let Some(set) = ix.get_mut(&from) {
-                set.remove(&k);
-                if set.is_empty() {
+            if let Some(bucket) = ix.get_mut(&from) {
+                bucket.remove(&k);
+                if bucket.set.is_empty() {
                     ix.remove(&from);
                 }
             }
@@ -156,21 +204,21 @@ impl PendingMap {
     }
 
     /// The first entry after `k` in queue order outside the (class, stored reason) buckets
-    /// `skip` names. Without an index, [`PendingMap::next_after`]'s key. `O(b log n)` for `b`
-    /// buckets.
+    /// `skip` names. Without an index, [`PendingMap::next_after`]'s key. `O(b)` for `b`
+    /// buckets when asked with ascending `k` (a pass), plus `O(log n)` per bucket whose
+    /// cached answer ([`Bucket`]) no longer holds.
     pub(crate) fn next_unskipped(
-        &self,
+        &mut self,
         k: (OrderKey, JobId),
-        skip: impl Fn(&ClassKey, u8) -> bool,
+        skip: impl Fn(u32, u8) -> bool,
     ) -> Option<(OrderKey, JobId)> {
-        let Some(ix) = &self.classes else {
+        let Some(ix) = &mut self.classes else {
             return self.next_after(k).map(|(k, _)| *k);
         };
-        ix.iter()
-            .filter(|((c, r), _)| !skip(c, *r))
-            .filter_map(|(_, set)| set.range((Bound::Excluded(k), Bound::Unbounded)).next())
+        ix.iter_mut()
+            .filter(|((c, r), _)| !skip(*c, *r))
+            .filter_map(|(_, bucket)| bucket.first_after(k))
             .min()
-            .copied()
     }
 
     /// Empties the map, returning its entries in queue order.

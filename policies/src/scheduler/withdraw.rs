@@ -142,7 +142,11 @@ mod tests {
             .classes
             .as_ref()
             .expect("an indexed queue");
-        let ids: Vec<u32> = classes.values().flatten().map(|k| k.1 .0).collect();
+        let ids: Vec<u32> = classes
+            .values()
+            .flat_map(|b| &b.set)
+            .map(|k| k.1 .0)
+            .collect();
         assert_eq!(ids, [2, 3]);
         end_job0(&mut s, &mut f, 2, 100);
         assert_eq!(started(&s.schedule_at(&mut f, SimTime(100))), [2]);
