@@ -7,21 +7,8 @@
 
 use fleetsim_policies::*;
 
-/// SplitMix64, so the cases are the same on every machine.
-struct Gen(u64);
-
-impl Gen {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+/// The crate's own SplitMix64, so the cases are the same on every machine.
+use fleetsim_policies::placement::SplitMix64 as Gen;
 
 /// The same policy with the bound off: `select_is_pure` keeps its default (`false`).
 struct Unbounded(&'static dyn Placement);
