@@ -238,8 +238,8 @@ impl Scheduler {
             } else {
                 QueueId(u32::MAX)
             };
-            if let (Some(id), Outcome::Blocked(r)) = (class, &out) {
-                let c = self.core.classes[id as usize];
+            if let (Some(cid), Outcome::Blocked(r)) = (class, &out) {
+                let c = self.core.classes[cid as usize];
                 let settled = self.core.preemption.is_none()
                     || (*r != PendingReason::Preempting
                         && (c.6 == Tier::BestEffort
@@ -253,7 +253,7 @@ impl Scheduler {
                     } else {
                         Some(fleet.change_count())
                     };
-                    pass.verdicts.insert((vq, id), (*r, holds));
+                    pass.verdicts.insert((vq, cid), (*r, holds));
                 }
             }
             // A job blocked again for its stored reason changes nothing in its entry.
