@@ -18,6 +18,8 @@ pub(crate) struct Core {
     pub(crate) default_queue: QueueConfig,
     pub(crate) queue_usage: Vec<u64>,
     pub(crate) cell_sets: BTreeMap<Vec<CellId>, u32>,
+    /// The cell lists of [`Core::cell_sets`] by their interned id.
+    pub(crate) cell_set_lists: Vec<Vec<CellId>>,
     /// Interned classes of the jobs of class-skipping queues ([`Core::class_skip`]): the id
     /// an [`Entry`] carries is the index here (ids grow in first-seen order, never reused).
     pub(crate) classes: Vec<ClassKey>,
@@ -105,6 +107,23 @@ impl Core {
             && self.backfill.is_none()
             && self.budget.is_none()
             && self.quota.as_ref().is_none_or(|t| !t.has_queue(q))
+    }
+
+    /// The GPU-milli a job of class `cid` needs in all (tasks × per-task) and the free
+    /// GPU-milli of its models in the cells it allows: [`Core::free_for`] for the class.
+    pub(crate) fn class_need_and_free(&self, fleet: &FleetState, cid: u32) -> (u64, u64) {
+        let (shape, tasks, models, cells_key, ..) = self.classes[cid as usize];
+        let need = shape.total_gpu_milli().saturating_mul(tasks as u64);
+        let cells = self
+            .cell_set_lists
+            .get(cells_key as usize)
+            .map_or(&[][..], Vec::as_slice);
+        let free = (0..fleet.cells().len())
+            .map(|c| CellId(c as u16))
+            .filter(|c| cells.is_empty() || cells.binary_search(c).is_ok())
+            .map(|c| fleet.free_gpu_milli(c, models))
+            .sum();
+        (need, free)
     }
 
     /// The interned id of class `k` (see [`Core::classes`]).

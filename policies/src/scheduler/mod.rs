@@ -132,6 +132,7 @@ impl Scheduler {
                     ..QueueConfig::default()
                 },
                 cell_sets: BTreeMap::new(),
+                cell_set_lists: Vec::new(),
                 classes: Vec::new(),
                 class_ids: BTreeMap::new(),
                 now: SimTime::ZERO,
@@ -376,7 +377,10 @@ impl Scheduler {
         let cells_key = if job.cells.is_empty() {
             u32::MAX
         } else {
-            *c.cell_sets.entry(job.cells.clone()).or_insert(next)
+            *c.cell_sets.entry(job.cells.clone()).or_insert_with(|| {
+                c.cell_set_lists.push(job.cells.clone());
+                next
+            })
         };
         let key = c.key_of(&job);
         let q = job.queue.index();

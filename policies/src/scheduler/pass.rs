@@ -91,6 +91,7 @@ impl Scheduler {
         pass.run_summary = None;
         pass.verdicts.clear();
         pass.budget = self.core.budget.unwrap_or(u64::MAX);
+        self.certain_no_capacity(fleet, &mut pass);
         // A preemptor whose planned placement lost a node plans again now, at the failure,
         // instead of waiting for its victims with a stale plan (issue #16 item 5): its
         // nomination and reserved quota are dropped (its victims still terminate).
@@ -253,7 +254,12 @@ impl Scheduler {
                     } else {
                         Some(fleet.change_count())
                     };
-                    pass.verdicts.insert((vq, cid), (*r, holds));
+                    // A verdict that holds all pass (certain from the start, or a failure
+                    // of the exact requirements) is not narrowed by a later equal one.
+                    let v = pass.verdicts.entry((vq, cid)).or_insert((*r, holds));
+                    if *v != (*r, None) {
+                        *v = (*r, holds);
+                    }
                 }
             }
             // A job blocked again for its stored reason changes nothing in its entry.
@@ -292,6 +298,41 @@ impl Scheduler {
         crate::backfill::release_phantoms(fleet, &held);
         self.core.reservations = std::mem::take(&mut pass.reservations);
         self.pass = Some(pass);
+    }
+
+    /// Verdicts known before the pass tries anything: without preemption and with a pure
+    /// placement, a class whose whole request (tasks × per-task GPU-milli, on GPUs) exceeds
+    /// the free GPU-milli of its models in its cells is blocked for
+    /// [`PendingReason::NoCapacity`] all pass, wherever its jobs stand in the queue. Within a
+    /// pass nothing is released (no preemption, no backfill phantoms in a class-skipping
+    /// queue), so placement fails at every point and classification says `NoCapacity`; a
+    /// pure placement's failed try leaves no trace but the pass's caches, which give the same
+    /// reasons. So the jobs of such a class already filed under `NoCapacity` are skipped
+    /// without a try: a pass over a saturated fleet costs the classes that might fit, not
+    /// one try per class present (issue #18).
+    fn certain_no_capacity(&mut self, fleet: &FleetState, pass: &mut PassState) {
+        if self.core.preemption.is_some() || !self.core.placement.select_is_pure() {
+            return;
+        }
+        let slot = PendingReason::NoCapacity.index() as u8;
+        for jobs in &self.pending {
+            let Some(ix) = &jobs.jobs.classes else {
+                continue;
+            };
+            for &(cid, s) in ix.keys() {
+                if s != slot || pass.verdicts.contains_key(&(QueueId(u32::MAX), cid)) {
+                    continue;
+                }
+                if self.core.classes[cid as usize].0.num_gpu == 0 {
+                    continue;
+                }
+                let (need, free) = self.core.class_need_and_free(fleet, cid);
+                if need > free {
+                    pass.verdicts
+                        .insert((QueueId(u32::MAX), cid), (PendingReason::NoCapacity, None));
+                }
+            }
+        }
     }
 
     /// Applies a try's outcome to the entry `(key, id)` of queue `q`, then requeues the
