@@ -239,6 +239,7 @@ impl Scheduler {
             } else {
                 QueueId(u32::MAX)
             };
+            let mut refile = None;
             if let (Some(cid), Outcome::Blocked(r)) = (class, &out) {
                 let c = self.core.classes[cid as usize];
                 let settled = self.core.preemption.is_none()
@@ -260,6 +261,14 @@ impl Scheduler {
                     if *v != (*r, None) {
                         *v = (*r, holds);
                     }
+                    // Without preemption, a verdict that holds all pass answers every later
+                    // job of the class the same way (a cache hit, no side effect): file
+                    // them now, at the time their tries would file them, instead of trying
+                    // each. (A stored reason only lets a job be skipped while the verdict
+                    // holds; a job the pass reaches otherwise is tried as before.)
+                    if *v == (*r, None) && self.core.preemption.is_none() {
+                        refile = Some((cid, *r));
+                    }
                 }
             }
             // A job blocked again for its stored reason changes nothing in its entry.
@@ -268,6 +277,15 @@ impl Scheduler {
                 out => out,
             };
             self.settle(q, key, id, out, &mut pass);
+            if let Some((cid, r)) = refile {
+                self.pending[q].jobs.refile_class(
+                    cid,
+                    Some((key, id)),
+                    r,
+                    now,
+                    &mut self.core.reason_counts[q],
+                );
+            }
             if blocked_strict {
                 // The head is blocked: nothing more from this queue in this pass.
                 continue;
@@ -314,23 +332,44 @@ impl Scheduler {
         if self.core.preemption.is_some() || !self.core.placement.select_is_pure() {
             return;
         }
-        let slot = PendingReason::NoCapacity.index() as u8;
-        for jobs in &self.pending {
+        let now = self.core.now;
+        let mut certain = Vec::new();
+        for (q, jobs) in self.pending.iter_mut().enumerate() {
             let Some(ix) = &jobs.jobs.classes else {
                 continue;
             };
-            for &(cid, s) in ix.keys() {
-                if s != slot || pass.verdicts.contains_key(&(QueueId(u32::MAX), cid)) {
+            certain.clear();
+            let mut last = None;
+            for &(cid, _) in ix.keys() {
+                if last == Some(cid) {
                     continue;
                 }
-                if self.core.classes[cid as usize].0.num_gpu == 0 {
+                last = Some(cid);
+                let v = pass.verdicts.get(&(QueueId(u32::MAX), cid));
+                if v == Some(&(PendingReason::NoCapacity, None)) {
+                    certain.push(cid);
+                    continue;
+                }
+                if v.is_some() || self.core.classes[cid as usize].0.num_gpu == 0 {
                     continue;
                 }
                 let (need, free) = self.core.class_need_and_free(fleet, cid);
                 if need > free {
                     pass.verdicts
                         .insert((QueueId(u32::MAX), cid), (PendingReason::NoCapacity, None));
+                    certain.push(cid);
                 }
+            }
+            // Their jobs filed otherwise (not tried yet, or blocked for another reason in
+            // the last pass) would each be tried to be filed under NoCapacity: filed now.
+            for &cid in &certain {
+                jobs.jobs.refile_class(
+                    cid,
+                    None,
+                    PendingReason::NoCapacity,
+                    now,
+                    &mut self.core.reason_counts[q],
+                );
             }
         }
     }

@@ -71,13 +71,13 @@ pub(crate) const NO_CLASS: u32 = u32::MAX;
 /// Pending entries by (interned class, stored reason slot), each set in queue order.
 pub(crate) type ClassIndex = BTreeMap<(u32, u8), Bucket>;
 
-/// The entries of one (class, stored reason) bucket in queue order, with the answer of the
-/// last [`PendingMap::next_unskipped`] query: `(after, first)`, the first member after
+/// The entries of one (class, stored reason) bucket in queue order (each with its slab
+/// index), with the answer of the last [`PendingMap::next_unskipped`] query: `(after, first)`, the first member after
 /// `after` (`None`: none). A pass asks with ascending positions, so most queries are
 /// answered from it; any insert or removal in the bucket drops it.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Bucket {
-    pub(crate) set: BTreeSet<Position>,
+    pub(crate) set: BTreeMap<Position, u32>,
     next: Option<(Position, Option<Position>)>,
 }
 
@@ -85,9 +85,9 @@ pub(crate) struct Bucket {
 pub(crate) type Position = (OrderKey, JobId);
 
 impl Bucket {
-    fn insert(&mut self, k: Position) {
+    fn insert(&mut self, k: Position, slab: u32) {
         self.next = None;
-        self.set.insert(k);
+        self.set.insert(k, slab);
     }
 
     fn remove(&mut self, k: &Position) {
@@ -107,7 +107,7 @@ impl Bucket {
             .set
             .range((Bound::Excluded(k), Bound::Unbounded))
             .next()
-            .copied();
+            .map(|(p, _)| *p);
         self.next = Some((k, first));
         first
     }
@@ -143,15 +143,14 @@ impl PendingMap {
     }
 
     pub(crate) fn insert(&mut self, k: (OrderKey, JobId), e: Entry) {
-        if let Some(ix) = &mut self.classes {
-            ix.entry((e.class, reason_slot(e.reason)))
-                .or_default()
-                .insert(k);
-        }
+        let b = (e.class, reason_slot(e.reason));
         let i = u32::try_from(self.entries.insert(e)).expect("fewer than 2^32 pending jobs");
         if let Some(old) = self.order.insert(k, i) {
             let old = self.entries.remove(old as usize);
             self.unindex(&k, &old);
+        }
+        if let Some(ix) = &mut self.classes {
+            ix.entry(b).or_default().insert(k, i);
         }
     }
 
@@ -199,7 +198,69 @@ impl PendingMap {
             }
             ix.entry((class, reason_slot(Some(new))))
                 .or_default()
-                .insert(k);
+                .insert(k, i);
+        }
+    }
+
+    /// Files every entry of class `cid` after position `after` (all of them: `None`) under
+    /// reason `r` at `now` (charging each its time under its old reason, as [`set_reason`]
+    /// does), moving them into the `(cid, r)` bucket: what trying each of them would do
+    /// once the class's verdict `r` holds for the rest of the pass. Per bucket, `O(m log n)`
+    /// for `m` entries moved into a bucket of `n`, or `O(m + n)` when `m` is at least a
+    /// sixteenth of `n` (a bucket moved whole when the target is empty). A no-op without an
+    /// index.
+    pub(crate) fn refile_class(
+        &mut self,
+        cid: u32,
+        after: Option<Position>,
+        r: PendingReason,
+        now: SimTime,
+        counts: &mut WaitProfile,
+    ) {
+        let Some(ix) = &mut self.classes else {
+            return;
+        };
+        let to = reason_slot(Some(r));
+        let from: Vec<u8> = ix
+            .range((cid, 0)..=(cid, u8::MAX))
+            .map(|(&(_, s), _)| s)
+            .filter(|&s| s != to)
+            .collect();
+        for s in from {
+            let bucket = ix.get_mut(&(cid, s)).expect("listed");
+            let mut moved = match after {
+                None => std::mem::take(&mut bucket.set),
+                Some(k) => {
+                    let mut tail = bucket.set.split_off(&k);
+                    // `split_off` keeps `k` itself in the tail.
+                    if let Some(i) = tail.remove(&k) {
+                        bucket.set.insert(k, i);
+                    }
+                    tail
+                }
+            };
+            if moved.is_empty() {
+                continue;
+            }
+            bucket.next = None;
+            if bucket.set.is_empty() {
+                ix.remove(&(cid, s));
+            }
+            for &i in moved.values() {
+                set_reason(counts, &mut self.entries[i as usize], r, now);
+            }
+            let target = ix.entry((cid, to)).or_default();
+            target.next = None;
+            if target.set.len() < moved.len() {
+                std::mem::swap(&mut target.set, &mut moved);
+            }
+            // `append` rebuilds both maps (`O(n + m)`): only for a large move; a few
+            // entries joining a long bucket are inserted one by one (`O(m log n)`).
+            if moved.len() * 16 >= target.set.len() {
+                target.set.append(&mut moved);
+            } else {
+                target.set.extend(moved);
+            }
         }
     }
 

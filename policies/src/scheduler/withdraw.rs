@@ -144,7 +144,7 @@ mod tests {
             .expect("an indexed queue");
         let ids: Vec<u32> = classes
             .values()
-            .flat_map(|b| &b.set)
+            .flat_map(|b| b.set.keys())
             .map(|k| k.1 .0)
             .collect();
         assert_eq!(ids, [2, 3]);
