@@ -123,12 +123,27 @@ fn preemption(mode: u32) -> (SchedulerConfig, Option<PreemptionConfig>) {
 }
 
 fn simulate(nodes: &[NodeSpec], jobs: &[Job], queues: u32, mode: u32, skip: bool) -> String {
+    simulate_in_order(nodes, jobs, queues, mode, None, skip)
+}
+
+/// As [`simulate`], with the queue order replaced by `order` when given.
+fn simulate_in_order(
+    nodes: &[NodeSpec],
+    jobs: &[Job],
+    queues: u32,
+    mode: u32,
+    order: Option<QueueOrderSpec>,
+    skip: bool,
+) -> String {
     let mut fleet = FleetState::new(vec!["c".into()], vec!["H100".into()], nodes.to_vec()).unwrap();
     let cfg = QueueConfig {
         strategy: QueueingStrategy::BestEffortFifo,
         ..QueueConfig::default()
     };
-    let (config, preemption) = preemption(mode);
+    let (mut config, preemption) = preemption(mode);
+    if let Some(o) = order {
+        config.queue_order = o;
+    }
     // The tiers mode: queue 0 production, queue 1 best-effort (a queue sets its jobs' tier).
     let tiers = [Tier::Production, Tier::BestEffort];
     let cfgs = (0..queues as usize)
@@ -229,4 +244,36 @@ fn skipping_classes_changes_no_decision_reason_or_wait() {
     }
     // The preemption modes do preempt (many times; an exact count would be brittle).
     assert!(preempts > 1000, "{preempts} preemptions");
+}
+
+/// A priority order puts an arrival ahead of older jobs, so a pass after arrivals alone must
+/// try the older jobs as well, after it (the arrivals-only pass applies only when every
+/// arrival comes last); and it mixes priorities within a class, so a class's jobs are not
+/// contiguous in the queue.
+#[test]
+fn skipping_classes_under_a_priority_order_changes_nothing() {
+    let mut g = Gen(11);
+    let mut ahead = 0;
+    for case in 0..240 {
+        let queues = 1 + (case % 2) as u32;
+        let (nodes, jobs) = workload(&mut g, queues);
+        let order = || Some(QueueOrderSpec::Priority {});
+        let with = simulate_in_order(&nodes, &jobs, queues, 0, order(), true);
+        let without = simulate_in_order(&nodes, &jobs, queues, 0, order(), false);
+        if let Some((i, (a, b))) = with
+            .lines()
+            .zip(without.lines())
+            .enumerate()
+            .find(|(_, (a, b))| a != b)
+        {
+            panic!("case {case}, line {i}: skipping `{a}`, not `{b}`");
+        }
+        assert_eq!(with, without, "case {case}");
+        // Arrivals that overtake an older job of lower priority.
+        ahead += jobs
+            .windows(2)
+            .filter(|w| w[1].job.priority > w[0].job.priority)
+            .count();
+    }
+    assert!(ahead > 1000, "{ahead} overtaking arrivals");
 }

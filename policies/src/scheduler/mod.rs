@@ -106,6 +106,9 @@ pub struct Scheduler {
     pass: Option<Box<PassState>>,
     /// The Tiresias preemption model's state, when on ([`redecide`]).
     redecide: Option<Box<Redecide>>,
+    /// Set by a pass that left every pending job's stored reason equal to what trying it on
+    /// the fleet as it is would give ([`pass::Settled`]); dropped by anything but an arrival.
+    settled: Option<pass::Settled>,
 }
 
 impl Scheduler {
@@ -171,6 +174,7 @@ impl Scheduler {
             pending_len: 0,
             pass: Some(Box::default()),
             redecide: None,
+            settled: None,
         }
     }
 
@@ -362,6 +366,7 @@ impl Scheduler {
     /// The placement context (node rank, seeded generator, FGD's typical tasks), to set up
     /// before the first pass.
     pub fn placement_ctx_mut(&mut self) -> &mut PlaceCtx {
+        self.settled = None;
         &mut self.core.ctx
     }
 
@@ -427,8 +432,16 @@ impl Scheduler {
             entry.class = c.intern_class(class_of(&entry));
         }
         c.reason_counts[q][reason.unwrap_or(PendingReason::NotTried).index()] += 1;
-        jobs.insert((key, entry.job.id), entry);
+        let id = entry.job.id;
+        jobs.insert((key, id), entry);
         self.pending_len += 1;
+        if let Some(s) = &mut self.settled {
+            if s.arrived.len() < pass::Settled::MAX_ARRIVED {
+                s.arrived.push((QueueId(q as u32), key, id));
+            } else {
+                self.settled = None;
+            }
+        }
     }
 
     /// Number of pending jobs.
@@ -563,6 +576,7 @@ impl Scheduler {
     /// If the queue holds less than `gpu_milli`, or a tracked job is unknown: the caller's
     /// accounting is broken.
     pub fn on_job_end(&mut self, job: JobId, queue: QueueId, gpu_milli: u64, now: SimTime) {
+        self.settled = None;
         if let Some(r) = self.redecide.as_mut() {
             r.on_end(job);
         }
@@ -628,6 +642,7 @@ impl Scheduler {
     /// If running jobs are not tracked ([`Extensions::track_running`]) or `job` is not
     /// running.
     pub fn mark_lost(&mut self, job: JobId, now: SimTime, release_at: SimTime) {
+        self.settled = None;
         if let Some(r) = self.redecide.as_mut() {
             r.leave_index();
         }
@@ -756,6 +771,7 @@ impl Scheduler {
     /// # Panics
     /// If `job` is not a tracked job being evicted.
     pub fn on_released(&mut self, job: JobId, now: SimTime) {
+        self.settled = None;
         let c = &mut self.core;
         let r = c
             .running
@@ -782,6 +798,7 @@ impl Scheduler {
     /// quota, in the first of its flavors that covers the model it landed on) is charged.
     /// Returns `None`, reserving nothing, when the gang does not fit anywhere now.
     pub fn place_now(&mut self, fleet: &mut FleetState, job: &PendingJob) -> Option<Decision> {
+        self.settled = None;
         if let Some(r) = self.redecide.as_mut() {
             r.leave_index();
         }

@@ -38,6 +38,28 @@ pub(crate) struct PassState {
     pub(crate) verdicts: BTreeMap<(QueueId, u32), (PendingReason, Option<u64>)>,
 }
 
+/// What a settled pass left (issue #18): a pass that started nothing, over queues that all
+/// skip classes ([`Core::class_skip`]), without preemption, LAS or nominated preemptors and
+/// with a pure placement ([`Placement::select_is_pure`]), leaves every pending job holding
+/// the reason that trying it on the fleet as it is would give. Until the fleet changes (its
+/// change count) or anything but an arrival happens, the next pass need try only the jobs
+/// that arrived since, when they all come after every older job in the pass's order: the
+/// older ones, tried first, would each be blocked again for its stored reason on the same
+/// fleet (or skipped as their class's verdict, `policies/tests/class_skip.rs`), which
+/// changes nothing.
+#[derive(Debug, Default)]
+pub(crate) struct Settled {
+    /// The fleet's change count ([`FleetState::change_count`]) the pass left.
+    pub(crate) changes: u64,
+    /// Jobs enqueued since, in enqueue order: (queue, order key, job).
+    pub(crate) arrived: Vec<(QueueId, OrderKey, JobId)>,
+}
+
+impl Settled {
+    /// More arrivals than this between two passes: the next pass is a full one.
+    pub(crate) const MAX_ARRIVED: usize = 256;
+}
+
 /// Outcome of trying one job.
 pub(crate) enum Outcome {
     Started,
@@ -80,6 +102,115 @@ impl Scheduler {
         self.core.record_demotions(now);
         self.core.fleet_gpu_milli = fleet.cells().iter().map(|c| c.available_gpu_milli).sum();
         self.maybe_rekey(now);
+        let changes = fleet.change_count();
+        let settles = self.settles();
+        if let Some(mut s) = self.settled.take() {
+            if settles && s.changes == changes && self.arrivals_last(&s.arrived) {
+                self.arrivals_pass(fleet, &mut s.arrived, decisions);
+                if fleet.change_count() == changes {
+                    self.settled = Some(s);
+                }
+                return;
+            }
+        }
+        self.full_pass(fleet, decisions);
+        if settles && fleet.change_count() == changes {
+            self.settled = Some(Settled {
+                changes,
+                arrived: Vec::new(),
+            });
+        }
+    }
+
+    /// True when a pass that starts nothing leaves the scheduler settled ([`Settled`]).
+    fn settles(&self) -> bool {
+        self.core.preemption.is_none()
+            && self.core.las.is_none()
+            && self.core.nominated.is_empty()
+            && self.core.placement.select_is_pure()
+            && (0..self.pending.len()).all(|q| self.core.class_skip(QueueId(q as u32)))
+    }
+
+    /// True when every job in `arrived` still pending comes, in the pass's order, after
+    /// every other pending job (so that the others would be tried first, on the fleet as it
+    /// is). `O(a (q + log n))` for `a` arrivals over `q` queues.
+    fn arrivals_last(&self, arrived: &[(QueueId, OrderKey, JobId)]) -> bool {
+        let is_new = |id: JobId| arrived.iter().any(|a| a.2 == id);
+        let mut last_old = None;
+        for (q, jobs) in self.pending.iter().enumerate() {
+            let Some((&(key, id), &i)) = jobs.jobs.order.iter().rev().find(|(k, _)| !is_new(k.1))
+            else {
+                continue;
+            };
+            let e = &jobs.jobs.entries[i as usize];
+            let h = self.core.head(QueueId(q as u32), key, id, &e.job);
+            // Heads are `Reverse`d: the latest in the pass's order is the smallest.
+            if last_old.as_ref().is_none_or(|l| h < *l) {
+                last_old = Some(h);
+            }
+        }
+        let Some(last_old) = last_old else {
+            return true;
+        };
+        arrived.iter().all(|&(q, key, id)| {
+            self.pending[q.index()]
+                .jobs
+                .get(&(key, id))
+                .is_none_or(|e| self.core.head(q, key, id, &e.job) < last_old)
+        })
+    }
+
+    /// The pass of a settled scheduler ([`Settled`]): tries only the jobs that arrived since
+    /// the last pass, in the pass's order, as the full pass would after skipping the rest.
+    fn arrivals_pass(
+        &mut self,
+        fleet: &mut FleetState,
+        arrived: &mut Vec<(QueueId, OrderKey, JobId)>,
+        decisions: &mut Vec<Decision>,
+    ) {
+        let mut pass = self.pass.take().unwrap_or_default();
+        // The failure memos are kept: made on this fleet, they are the ones a full pass
+        // would make again trying the older jobs first, and a memo hit decides the reason of
+        // an arrival tried after another arrival started.
+        pass.verdicts.clear();
+        pass.budget = u64::MAX;
+        let mut heads: Vec<Head> = arrived
+            .drain(..)
+            .filter_map(|(q, key, id)| {
+                let e = self.pending[q.index()].jobs.get(&(key, id))?;
+                Some(self.core.head(q, key, id, &e.job))
+            })
+            .collect();
+        // Heads are `Reverse`d: descending heads are the pass's order.
+        heads.sort_unstable_by(|a, b| b.cmp(a));
+        for Reverse((_, _, key, id, queue)) in heads {
+            let q = queue.index();
+            let entry = self.pending[q]
+                .jobs
+                .get_mut(&(key, id))
+                .expect("an arrival is pending");
+            let old_reason = entry.reason;
+            let out = try_job(
+                &mut self.core,
+                &mut pass,
+                fleet,
+                entry,
+                key,
+                decisions,
+                true,
+            );
+            let out = match out {
+                Outcome::Blocked(r) if old_reason == Some(r) => Outcome::Skipped,
+                out => out,
+            };
+            self.settle(q, key, id, out, &mut pass);
+        }
+        self.pass = Some(pass);
+    }
+
+    /// A pass over every pending job (module docs).
+    fn full_pass(&mut self, fleet: &mut FleetState, decisions: &mut Vec<Decision>) {
+        let now = self.core.now;
         let mut pass = self.pass.take().unwrap_or_default();
         pass.heads.clear();
         pass.failed_exact.clear();

@@ -125,6 +125,11 @@ impl PendingMap {
             .map(|(k, &i)| (k, &self.entries[i as usize]))
     }
 
+    pub(crate) fn get(&self, k: &(OrderKey, JobId)) -> Option<&Entry> {
+        let i = *self.order.get(k)?;
+        Some(&self.entries[i as usize])
+    }
+
     pub(crate) fn get_mut(&mut self, k: &(OrderKey, JobId)) -> Option<&mut Entry> {
         let i = *self.order.get(k)?;
         Some(&mut self.entries[i as usize])

@@ -18,6 +18,7 @@ impl Scheduler {
     /// being evicted, unknown). `O(n log n)` for the `n` pending jobs of `queue` (the entry
     /// is found by id).
     pub fn withdraw(&mut self, job: JobId, queue: QueueId) -> bool {
+        self.settled = None;
         let seq = if let Some(r) = self.redecide.as_mut() {
             let Some(seq) = r.pending_seq(job) else {
                 return false;
