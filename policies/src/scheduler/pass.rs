@@ -35,7 +35,62 @@ pub(crate) struct PassState {
     /// reason, and the fleet's change count when the verdict holds only while the fleet is
     /// unchanged (`None`: a failure of the exact requirements, which holds all pass).
     /// Keyed by (queue, interned class [`Core::classes`]).
-    pub(crate) verdicts: BTreeMap<(QueueId, u32), (PendingReason, Option<u64>)>,
+    pub(crate) verdicts: Verdicts,
+}
+
+/// A class's verdict in a pass: the reason, and the fleet's change count while which it
+/// holds (`None`: all pass).
+pub(crate) type Verdict = (PendingReason, Option<u64>);
+
+/// The pass's class verdicts by (queue, interned class), stored densely by class (the pass
+/// asks for them once per bucket at every step, issue #18): per class, the verdicts of the
+/// queues that have one (only `QueueId(u32::MAX)`, shared by all queues, without
+/// preemption), stamped with the generation of the pass that made them, so that
+/// [`Verdicts::clear`] is `O(1)`.
+#[derive(Debug, Default)]
+pub(crate) struct Verdicts {
+    generation: u32,
+    by_class: Vec<(u32, Vec<(QueueId, Verdict)>)>,
+}
+
+impl Verdicts {
+    /// Forgets every verdict.
+    pub(crate) fn clear(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.by_class.clear();
+        }
+    }
+
+    /// The verdict of class `cid` in queue `q`.
+    pub(crate) fn get(&self, q: QueueId, cid: u32) -> Option<&Verdict> {
+        let (g, list) = self.by_class.get(cid as usize)?;
+        if *g != self.generation {
+            return None;
+        }
+        list.iter().find(|(vq, _)| *vq == q).map(|(_, v)| v)
+    }
+
+    /// The verdict of class `cid` in queue `q`, set to `v` when there is none.
+    pub(crate) fn get_or_insert(&mut self, q: QueueId, cid: u32, v: Verdict) -> &mut Verdict {
+        let i = cid as usize;
+        if i >= self.by_class.len() {
+            self.by_class.resize_with(i + 1, Default::default);
+        }
+        let (g, list) = &mut self.by_class[i];
+        if *g != self.generation {
+            *g = self.generation;
+            list.clear();
+        }
+        let at = match list.iter().position(|(vq, _)| *vq == q) {
+            Some(at) => at,
+            None => {
+                list.push((q, v));
+                list.len() - 1
+            }
+        };
+        &mut list[at].1
+    }
 }
 
 /// What a settled pass left (issue #18): a pass that started nothing, over queues that all
@@ -388,7 +443,7 @@ impl Scheduler {
                     };
                     // A verdict that holds all pass (certain from the start, or a failure
                     // of the exact requirements) is not narrowed by a later equal one.
-                    let v = pass.verdicts.entry((vq, cid)).or_insert((*r, holds));
+                    let v = pass.verdicts.get_or_insert(vq, cid, (*r, holds));
                     if *v != (*r, None) {
                         *v = (*r, holds);
                     }
@@ -433,7 +488,7 @@ impl Scheduler {
             let verdicts = &pass.verdicts;
             let next = self.pending[q].jobs.next_unskipped((key, id), |c, slot| {
                 any_ok
-                    && verdicts.get(&(vq, c)).is_some_and(|&(r, holds)| {
+                    && verdicts.get(vq, c).is_some_and(|&(r, holds)| {
                         r.index() as u8 == slot && holds.is_none_or(|n| alone && n == changes)
                     })
             });
@@ -470,24 +525,34 @@ impl Scheduler {
                 continue;
             };
             certain.clear();
-            let mut last = None;
-            for &(cid, _) in ix.keys() {
-                if last == Some(cid) {
-                    continue;
-                }
-                last = Some(cid);
-                let v = pass.verdicts.get(&(QueueId(u32::MAX), cid));
-                if v == Some(&(PendingReason::NoCapacity, None)) {
-                    certain.push(cid);
-                    continue;
-                }
-                if v.is_some() || self.core.classes[cid as usize].0.num_gpu == 0 {
-                    continue;
-                }
-                let (need, free) = self.core.class_need_and_free(fleet, cid);
-                if need > free {
-                    pass.verdicts
-                        .insert((QueueId(u32::MAX), cid), (PendingReason::NoCapacity, None));
+            let all = QueueId(u32::MAX);
+            let nc = PendingReason::NoCapacity.index() as u8;
+            // The class of the last key, and whether it is certain.
+            let mut last: Option<(u32, bool)> = None;
+            for &(cid, slot) in ix.keys() {
+                let is_certain = match last {
+                    Some((c, known)) if c == cid => known,
+                    _ => {
+                        let known = match pass.verdicts.get(all, cid) {
+                            Some(&v) => v == (PendingReason::NoCapacity, None),
+                            None if self.core.classes[cid as usize].0.num_gpu == 0 => false,
+                            None => {
+                                let (need, free) = self.core.class_need_and_free(fleet, cid);
+                                if need > free {
+                                    pass.verdicts.get_or_insert(
+                                        all,
+                                        cid,
+                                        (PendingReason::NoCapacity, None),
+                                    );
+                                }
+                                need > free
+                            }
+                        };
+                        last = Some((cid, known));
+                        known
+                    }
+                };
+                if is_certain && slot != nc && certain.last() != Some(&cid) {
                     certain.push(cid);
                 }
             }
