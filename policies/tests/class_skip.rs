@@ -220,6 +220,20 @@ fn simulate_in_order(
     out
 }
 
+/// Asserts that the runs with and without skipping are equal, naming the first line that
+/// differs.
+fn assert_same(with: &str, without: &str, case: &str) {
+    if let Some((i, (a, b))) = with
+        .lines()
+        .zip(without.lines())
+        .enumerate()
+        .find(|(_, (a, b))| a != b)
+    {
+        panic!("{case}, line {i}: skipping `{a}`, not `{b}`");
+    }
+    assert_eq!(with, without, "{case}");
+}
+
 #[test]
 fn skipping_classes_changes_no_decision_reason_or_wait() {
     let mut g = Gen(7);
@@ -231,15 +245,11 @@ fn skipping_classes_changes_no_decision_reason_or_wait() {
         let with = simulate(&nodes, &jobs, queues, mode, true);
         let without = simulate(&nodes, &jobs, queues, mode, false);
         assert!(with.lines().count() > jobs.len(), "case {case} ran");
-        if let Some((i, (a, b))) = with
-            .lines()
-            .zip(without.lines())
-            .enumerate()
-            .find(|(_, (a, b))| a != b)
-        {
-            panic!("case {case} (preemption mode {mode}), line {i}: skipping `{a}`, not `{b}`");
-        }
-        assert_eq!(with, without, "case {case} (preemption mode {mode})");
+        assert_same(
+            &with,
+            &without,
+            &format!("case {case} (preemption mode {mode})"),
+        );
         preempts += with.matches("Preempt {").count();
     }
     // The preemption modes do preempt (many times; an exact count would be brittle).
@@ -260,15 +270,7 @@ fn skipping_classes_under_a_priority_order_changes_nothing() {
         let order = || Some(QueueOrderSpec::Priority {});
         let with = simulate_in_order(&nodes, &jobs, queues, 0, order(), true);
         let without = simulate_in_order(&nodes, &jobs, queues, 0, order(), false);
-        if let Some((i, (a, b))) = with
-            .lines()
-            .zip(without.lines())
-            .enumerate()
-            .find(|(_, (a, b))| a != b)
-        {
-            panic!("case {case}, line {i}: skipping `{a}`, not `{b}`");
-        }
-        assert_eq!(with, without, "case {case}");
+        assert_same(&with, &without, &format!("case {case}"));
         // Arrivals that overtake an older job of lower priority.
         ahead += jobs
             .windows(2)

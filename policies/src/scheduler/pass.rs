@@ -123,6 +123,17 @@ pub(crate) enum Outcome {
     Skipped,
 }
 
+impl Outcome {
+    /// The outcome to settle for a job whose stored reason is `stored`: blocked again for
+    /// that reason changes nothing in its entry, so it is settled as skipped.
+    fn against(self, stored: Option<PendingReason>) -> Outcome {
+        match self {
+            Outcome::Blocked(r) if stored == Some(r) => Outcome::Skipped,
+            out => out,
+        }
+    }
+}
+
 impl Scheduler {
     /// One scheduling pass at the current time (the last [`Scheduler::schedule_at`] time, or
     /// the latest submit).
@@ -254,11 +265,7 @@ impl Scheduler {
                 decisions,
                 true,
             );
-            let out = match out {
-                Outcome::Blocked(r) if old_reason == Some(r) => Outcome::Skipped,
-                out => out,
-            };
-            self.settle(q, key, id, out, &mut pass);
+            self.settle(q, key, id, out.against(old_reason), &mut pass);
         }
         self.pass = Some(pass);
     }
@@ -457,11 +464,7 @@ impl Scheduler {
                     }
                 }
             }
-            // A job blocked again for its stored reason changes nothing in its entry.
-            let out = match out {
-                Outcome::Blocked(r) if old_reason == Some(r) => Outcome::Skipped,
-                out => out,
-            };
+            let out = out.against(old_reason);
             self.settle(q, key, id, out, &mut pass);
             if let Some((cid, r)) = refile {
                 self.pending[q].jobs.refile_class(
