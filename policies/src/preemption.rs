@@ -333,9 +333,20 @@ pub fn minimal_victim_set<T: VictimTrial>(
     trial: &mut T,
     candidates: impl IntoIterator<Item = T::Victim>,
 ) -> Option<Vec<T::Victim>> {
+    let mut candidates = candidates.into_iter();
+    minimal_victim_set_from(trial, |_| candidates.next())
+}
+
+/// [`minimal_victim_set`] with the candidates drawn one by one, in victim order, by `next`,
+/// which may read the trial (a search over an index of the running jobs that stops at the
+/// first victim set that makes room, issue #18).
+pub fn minimal_victim_set_from<T: VictimTrial>(
+    trial: &mut T,
+    mut next: impl FnMut(&mut T) -> Option<T::Victim>,
+) -> Option<Vec<T::Victim>> {
     let mut taken: Vec<T::Victim> = Vec::new();
     let mut fit = false;
-    for v in candidates {
+    while let Some(v) = next(trial) {
         if !trial.eligible(v) {
             continue;
         }

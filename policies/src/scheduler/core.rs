@@ -72,6 +72,9 @@ pub(crate) struct Core {
     /// mode ([`super::las`]): each running job's next threshold crossing, plus re-checks at
     /// the current instant for jobs just started or moved; stale entries are skipped.
     pub(crate) las_wakes: Option<BTreeSet<(SimTime, JobId)>>,
+    /// The running jobs in LAS victim order, with LAS preemption and wake-ups
+    /// ([`super::las_victims`]).
+    pub(crate) las_victims: Option<LasVictims>,
     /// Preemption contexts of the passes since the last take, when recording is on
     /// ([`Scheduler::record_preemption_contexts`]).
     pub(crate) contexts: Option<Vec<crate::decision::PreemptionContext>>,
@@ -278,6 +281,7 @@ impl Core {
             evicting: None,
         }));
         self.las_recheck(job.id);
+        self.las_reindex(job.id, now);
     }
 
     /// Moves a started job into its running record (made by [`Core::admit`] with a copy that

@@ -60,6 +60,22 @@ impl Core {
         }
     }
 
+    /// Puts running job `id` at its place in [`Core::las_victims`] as of `now` (takes it out
+    /// when it is not running or is being evicted). No-op without the index.
+    pub(crate) fn las_reindex(&mut self, id: JobId, now: SimTime) {
+        let (Some(ix), Some(las), Some(reg)) = (
+            self.las_victims.as_mut(),
+            self.las.as_ref(),
+            self.running.as_ref(),
+        ) else {
+            return;
+        };
+        match reg.get(id.index()).and_then(|r| r.as_deref()) {
+            Some(r) => ix.update(las, r, now),
+            None => ix.remove(id),
+        }
+    }
+
     /// Drops running job `id`'s pending crossing from [`Core::las_wakes`] before its record
     /// goes (an optimization only: a stale entry is skipped anyway).
     pub(crate) fn las_forget(&mut self, id: JobId) {
@@ -113,6 +129,9 @@ impl Core {
             }
             if demote(las, r, now) {
                 self.las_demoted_at = Some(now);
+            }
+            if let Some(ix) = self.las_victims.as_mut() {
+                ix.update(las, r, now);
             }
             if let Some(next) = crossing(las, r, now) {
                 wakes.insert((next, id));
@@ -225,11 +244,12 @@ mod tests {
     }
 }
 
-/// The LAS wake-ups ([`Core::las_wakes`]) against the scan of every running job they
-/// replace: on random small workloads (LAS order and LAS preemption, thresholds 3 / 9 GPU-s,
-/// grace 0 or 3 s, with hot swaps and lost jobs), driven by the scheduler's own wake-ups,
-/// both make the same decisions at the same instants and ask for the same next wake-up
-/// after every pass.
+/// The LAS wake-ups ([`Core::las_wakes`]) and the LAS victim index ([`Core::las_victims`])
+/// against the scans of every running job they replace: on random small workloads (LAS
+/// order and LAS preemption, thresholds 3 / 9 GPU-s, grace 0 or 3 s, one to three queues, two
+/// priorities, a production tier, the tier, priority and within-queue rules on or off, with
+/// hot swaps and lost jobs), driven by the scheduler's own wake-ups, all three make the same
+/// decisions at the same instants and ask for the same next wake-up after every pass.
 #[cfg(test)]
 mod wakes_vs_scan {
     use crate::*;
@@ -250,9 +270,12 @@ mod wakes_vs_scan {
     struct Case {
         nodes: Vec<NodeSpec>,
         jobs: Vec<(PendingJob, u64)>,
-        grace: SimDuration,
         /// Seed of the hot swaps and losses.
         events: u64,
+        /// Queues (the second is of the production tier when `tiered`).
+        queues: u32,
+        tiered: bool,
+        preemption: PreemptionConfig,
     }
 
     fn case(g: &mut Gen, i: u64) -> Case {
@@ -268,10 +291,35 @@ mod wakes_vs_scan {
                 mem_mib: 512 * 1024,
             })
             .collect();
+        // Every fourth case as the scans' first version had it: one queue, one priority, no
+        // rule but LAS.
+        let plain = i % 4 == 0;
+        let queues = if plain { 1 } else { 1 + g.below(3) as u32 };
+        let tiered = !plain && g.below(2) == 0;
+        let priorities = if plain { 1 } else { 1 + g.below(2) };
+        let mut preemption = PreemptionConfig {
+            las: Some(queue_order::Las {
+                thresholds_gpu_ms: vec![3_000, 9_000],
+            }),
+            grace: SimDuration(if i % 2 == 0 { 0 } else { 3000 }),
+            ..PreemptionConfig::default()
+        };
+        if !plain {
+            preemption.tiers = g.below(2) == 0;
+            if g.below(3) == 0 {
+                preemption.capacity = crate::preemption::CapacityPreemption::LowerPriority;
+            }
+            preemption.within_queue = match g.below(3) {
+                0 => crate::preemption::WithinQueue::LowerPriority,
+                _ => crate::preemption::WithinQueue::Never,
+            };
+        }
         let mut t = 0;
         let jobs = (0..20 + g.below(60))
             .map(|i| {
                 t += g.below(2500);
+                let queue = g.below(u64::from(queues)) as u32;
+                let priority = g.below(priorities) as i32;
                 let (shape, tasks) = match g.below(8) {
                     0..=3 => (TaskShape::whole_gpus(1), 1),
                     4 => (TaskShape::whole_gpus(2), 1),
@@ -287,7 +335,13 @@ mod wakes_vs_scan {
                 };
                 let job = PendingJob {
                     id: JobId(i as u32),
-                    queue: QueueId(0),
+                    queue: QueueId(queue),
+                    priority,
+                    tier: if tiered && queue == 1 {
+                        Tier::Production
+                    } else {
+                        Tier::Batch
+                    },
                     submit: SimTime(t),
                     seq: i,
                     shape,
@@ -300,13 +354,16 @@ mod wakes_vs_scan {
         Case {
             nodes,
             jobs,
-            grace: SimDuration(if i % 2 == 0 { 0 } else { 3000 }),
             events: g.below(u64::MAX),
+            queues,
+            tiered,
+            preemption,
         }
     }
 
-    /// Runs `c` event by event; the transcript of decisions and wake-ups.
-    fn simulate(c: &Case, indexed: bool) -> String {
+    /// Runs `c` event by event with the wake-ups (`wakes`) and the victim index (`index`) or
+    /// their scans; the transcript of decisions and wake-ups.
+    fn simulate(c: &Case, wakes: bool, index: bool) -> String {
         let mut fleet =
             FleetState::new(vec!["c".into()], vec!["H100".into()], c.nodes.clone()).unwrap();
         let config = SchedulerConfig {
@@ -315,23 +372,27 @@ mod wakes_vs_scan {
             },
             ..SchedulerConfig::default()
         };
-        let queues = vec![QueueConfig {
-            strategy: QueueingStrategy::BestEffortFifo,
-            ..QueueConfig::default()
-        }];
+        let queues = (0..c.queues)
+            .map(|q| QueueConfig {
+                strategy: QueueingStrategy::BestEffortFifo,
+                tier: if c.tiered && q == 1 {
+                    Tier::Production
+                } else {
+                    Tier::Batch
+                },
+                ..QueueConfig::default()
+            })
+            .collect();
         let mut s = Scheduler::new(config, queues).with(Extensions {
-            preemption: Some(PreemptionConfig {
-                las: Some(queue_order::Las {
-                    thresholds_gpu_ms: vec![3_000, 9_000],
-                }),
-                grace: c.grace,
-                ..PreemptionConfig::default()
-            }),
+            preemption: Some(c.preemption.clone()),
             ..Extensions::default()
         });
-        assert!(s.core.las_wakes.is_some());
-        if !indexed {
+        assert!(s.core.las_wakes.is_some() && s.core.las_victims.is_some());
+        if !wakes {
             s.core.las_wakes = None;
+        }
+        if !index {
+            s.core.las_victims = None;
         }
         let mut g = Gen(c.events);
         let mut out = String::new();
@@ -352,11 +413,11 @@ mod wakes_vs_scan {
             running.sort_by_key(|r| (r.0, r.1));
             while running.first().is_some_and(|r| r.0 <= t) {
                 let (_, id, allocs) = running.remove(0);
-                let milli = c.jobs[id.index()].0.total_gpu_milli();
+                let job = &c.jobs[id.index()].0;
                 for a in &allocs {
                     fleet.release(a).unwrap();
                 }
-                s.on_job_end(id, QueueId(0), milli, SimTime(t));
+                s.on_job_end(id, job.queue, job.total_gpu_milli(), SimTime(t));
             }
             // Now and then a running job moves to a hot spare (same bindings, progress kept)
             // or is lost (released 2 s later).
@@ -419,25 +480,35 @@ mod wakes_vs_scan {
     #[test]
     fn wakes_make_the_same_decisions_as_the_scan() {
         let mut g = Gen(18);
-        let (mut demotions, mut preempts) = (0, 0);
-        for i in 0..120 {
-            let c = case(&mut g, i);
-            let indexed = simulate(&c, true);
-            let plain = simulate(&c, false);
-            if let Some((n, (a, b))) = indexed
+        let (mut demotions, mut preempts, mut las) = (0, 0, 0);
+        let same = |i: u64, a: &str, b: &str, what: &str| {
+            if let Some((n, (x, y))) = a
                 .lines()
-                .zip(plain.lines())
+                .zip(b.lines())
                 .enumerate()
-                .find(|(_, (a, b))| a != b)
+                .find(|(_, (x, y))| x != y)
             {
-                panic!("case {i}, line {n}: wake-ups `{a}`, scan `{b}`");
+                panic!("case {i}, line {n}: {what}: `{x}` against `{y}`");
             }
-            assert_eq!(indexed, plain, "case {i}");
+            assert_eq!(a, b, "case {i}: {what}");
+        };
+        for i in 0..160 {
+            let c = case(&mut g, i);
+            let indexed = simulate(&c, true, true);
+            let wakes = simulate(&c, true, false);
+            let plain = simulate(&c, false, false);
+            same(i, &indexed, &wakes, "victim index against the scan");
+            same(i, &wakes, &plain, "wake-ups against the scan");
             preempts += indexed.matches("Preempt {").count();
+            las += indexed.matches("reason: Las").count();
             demotions += indexed.matches("wake Some").count();
         }
-        // The cases do preempt and wake up for crossings (exact counts would be brittle).
-        assert!(preempts > 200, "{preempts} preemptions");
-        assert!(demotions > 800, "{demotions} wake-ups");
+        // The cases do preempt, under LAS and other rules, and wake up for crossings (exact
+        // counts would be brittle).
+        assert!(
+            las > 8_000 && preempts > las + 1_000,
+            "{preempts} preemptions, {las} LAS"
+        );
+        assert!(demotions > 15_000, "{demotions} wake-ups");
     }
 }

@@ -68,6 +68,7 @@ use crate::topology::TopologySpec;
 mod config;
 mod core;
 mod las;
+mod las_victims;
 mod pass;
 mod pending;
 mod preempt;
@@ -81,6 +82,7 @@ mod withdraw;
 use self::core::*;
 pub use config::{Extensions, PendingReasons, QueueConfig, SchedulerConfig};
 use las::*;
+use las_victims::*;
 use pass::*;
 use pending::*;
 use preempt::*;
@@ -167,6 +169,7 @@ impl Scheduler {
                     _ => None,
                 },
                 las_demoted_at: None,
+                las_victims: None,
                 las_wakes: None,
                 contexts: None,
             },
@@ -214,6 +217,9 @@ impl Scheduler {
         let c = &mut self.core;
         c.las_wakes =
             (self.redecide.is_none() && c.las.is_some() && c.running.is_some()).then(BTreeSet::new);
+        c.las_victims = (c.las_wakes.is_some()
+            && c.preemption.as_ref().is_some_and(|p| p.las.is_some()))
+        .then(LasVictims::default);
         self
     }
 
@@ -583,6 +589,9 @@ impl Scheduler {
         let c = &mut self.core;
         c.uncharge(queue, gpu_milli, now);
         c.las_forget(job);
+        if let Some(ix) = c.las_victims.as_mut() {
+            ix.remove(job);
+        }
         if let Some(reg) = c.running.as_mut() {
             let r = reg
                 .get_mut(job.index())
@@ -632,6 +641,7 @@ impl Scheduler {
         r.start = now;
         r.allocs = allocs.to_vec();
         self.core.las_recheck(job);
+        self.core.las_reindex(job, now);
     }
 
     /// The caller lost a running job at `now` (its node failed): it makes no more progress,
@@ -657,6 +667,9 @@ impl Scheduler {
             at: now,
             release_at,
         });
+        if let Some(ix) = self.core.las_victims.as_mut() {
+            ix.remove(job);
+        }
     }
 
     /// Places `tasks` more members of running gang `job` in `cell` (its survivors kept their
@@ -780,6 +793,9 @@ impl Scheduler {
             .and_then(Option::take)
             .expect("a released job must be a tracked running job");
         c.running_ids.remove(&job);
+        if let Some(ix) = c.las_victims.as_mut() {
+            ix.remove(job);
+        }
         let ev = r.evicting.expect("a released job must be evicting");
         let total = r.job.total_gpu_milli();
         c.uncharge(r.job.queue, total, now);

@@ -71,13 +71,24 @@ pub(crate) fn preempt_for(
         if bound.is_some_and(|b| c.free_for(fleet, job, models) + b < job.total_gpu_milli()) {
             continue;
         }
-        let cands = candidates(c, &cfg, job, flavor);
-        if cands.is_empty() {
+        // Under the LAS rule alone, the victims come from the index in victim order, and the
+        // search stops at the first set that makes room (`scheduler::las_victims`).
+        let indexed = las_only_victims(c, &cfg, job);
+        let cands = if indexed {
+            Vec::new()
+        } else {
+            candidates(c, &cfg, job, flavor)
+        };
+        if !indexed && cands.is_empty() {
             continue;
         }
         for &strategy in &rounds {
+            let source = match (indexed, c.las.as_ref()) {
+                (true, Some(las)) => Source::Las(LasCursor::new(las, job), &cfg),
+                _ => Source::Listed(&cands),
+            };
             if let Some((cell, allocs, victims)) =
-                plan(c, pass, fleet, job, flavor, models, &cands, strategy)
+                plan(c, pass, fleet, job, flavor, models, source, strategy)
             {
                 if let (Some(list), Some(mut ctx)) = (c.contexts.as_mut(), context) {
                     ctx.victims = victims.iter().map(|v| v.id).collect();
@@ -146,6 +157,12 @@ pub(crate) struct RunSummary {
 }
 
 pub(crate) fn summary(c: &Core, cfg: &PreemptionConfig) -> RunSummary {
+    if let (Some(ix), true) = (
+        c.las_victims.as_ref(),
+        cfg.las.is_some() && c.las == cfg.las,
+    ) {
+        return ix.summary(c);
+    }
     let mut s = RunSummary {
         started_at: c.started_gpu_milli,
         ..RunSummary::default()
@@ -442,8 +459,16 @@ pub(crate) fn candidates(
     out
 }
 
-/// The simulator's [`VictimTrial`]: victims are indices into the candidates; the trial
-/// changes quota and the fleet, and holds the preemptor's tentative placement.
+/// Where a plan's candidates come from, in victim order.
+pub(crate) enum Source<'a> {
+    /// A list sorted by [`candidates`].
+    Listed(&'a [Candidate]),
+    /// A walk of the LAS victim index ([`las_only_victims`]), with the preemption settings.
+    Las(LasCursor, &'a PreemptionConfig),
+}
+
+/// The simulator's [`VictimTrial`]: victims are indices into the candidates drawn so far;
+/// the trial changes quota and the fleet, and holds the preemptor's tentative placement.
 pub(crate) struct SimTrial<'a> {
     pub(crate) c: &'a mut Core,
     pub(crate) pass: &'a mut PassState,
@@ -451,7 +476,9 @@ pub(crate) struct SimTrial<'a> {
     pub(crate) job: &'a PendingJob,
     pub(crate) flavor: Option<u16>,
     pub(crate) models: ModelSet,
-    pub(crate) cands: &'a [Candidate],
+    pub(crate) source: Source<'a>,
+    /// Candidates drawn from a [`Source::Las`] walk, in order.
+    pub(crate) drawn: Vec<Candidate>,
     pub(crate) strategy: Option<FairStrategy>,
     pub(crate) req: crate::quota::Request,
     pub(crate) need: u64,
@@ -467,11 +494,36 @@ pub(crate) struct SimTrial<'a> {
     pub(crate) guard: ReclaimGuard,
 }
 
+impl SimTrial<'_> {
+    /// The candidates drawn so far (a listed source: all of them).
+    fn cands(&self) -> &[Candidate] {
+        match &self.source {
+            Source::Listed(list) => list,
+            Source::Las(..) => &self.drawn,
+        }
+    }
+
+    /// The index of the next candidate, after `last` (`None`: the first).
+    fn draw(&mut self, last: Option<usize>) -> Option<usize> {
+        match &mut self.source {
+            Source::Listed(list) => {
+                let i = last.map_or(0, |l| l + 1);
+                (i < list.len()).then_some(i)
+            }
+            Source::Las(cursor, cfg) => {
+                let cand = cursor.next(self.c, cfg, self.job)?;
+                self.drawn.push(cand);
+                Some(self.drawn.len() - 1)
+            }
+        }
+    }
+}
+
 impl VictimTrial for SimTrial<'_> {
     type Victim = usize;
 
     fn eligible(&mut self, v: usize) -> bool {
-        let cand = &self.cands[v];
+        let cand = &self.cands()[v];
         let r = running(self.c, cand.id);
         let (vq, vf, vreq) = (r.job.queue, r.flavor, r.req);
         match cand.rule {
@@ -523,7 +575,7 @@ impl VictimTrial for SimTrial<'_> {
     }
 
     fn take_out(&mut self, v: usize) {
-        let id = self.cands[v].id;
+        let id = self.cands()[v].id;
         let vq = running(self.c, id).job.queue;
         take_out(self.c, self.fleet, id);
         if vq == self.job.queue {
@@ -538,7 +590,8 @@ impl VictimTrial for SimTrial<'_> {
         if let Some((_, allocs)) = self.fit.take() {
             release(self.fleet, &allocs);
         }
-        put_back(self.c, self.fleet, self.cands[v].id);
+        let id = self.cands()[v].id;
+        put_back(self.c, self.fleet, id);
     }
 
     fn fits(&mut self, taken: &[usize]) -> bool {
@@ -548,7 +601,7 @@ impl VictimTrial for SimTrial<'_> {
             self.flavor,
             &self.req,
             taken,
-            self.cands,
+            self.cands(),
             &self.before,
         ) || self.c.free_for(self.fleet, self.job, self.models) < self.need
         {
@@ -567,7 +620,7 @@ impl VictimTrial for SimTrial<'_> {
             self.flavor,
             &self.req,
             taken,
-            self.cands,
+            self.cands(),
             &self.before,
         ) {
             self.c
@@ -598,7 +651,7 @@ pub(crate) fn plan(
     job: &PendingJob,
     flavor: Option<u16>,
     models: ModelSet,
-    cands: &[Candidate],
+    source: Source,
     strategy: Option<FairStrategy>,
 ) -> Option<(CellId, Vec<TaskAlloc>, Vec<Removed>)> {
     let req = request(job);
@@ -618,7 +671,8 @@ pub(crate) fn plan(
         job,
         flavor,
         models,
-        cands,
+        source,
+        drawn: Vec::new(),
         strategy,
         req,
         need,
@@ -628,8 +682,13 @@ pub(crate) fn plan(
         fit: None,
         guard,
     };
-    let taken = minimal_victim_set(&mut trial, 0..cands.len())?;
+    let mut last = None;
+    let taken = minimal_victim_set_from(&mut trial, |t| {
+        last = t.draw(last);
+        last
+    })?;
     let (cell, allocs) = trial.fit.take().expect("a victim set is returned placed");
+    let cands = trial.cands();
     let removed = taken
         .into_iter()
         .map(|i| Removed {
@@ -772,6 +831,9 @@ pub(crate) fn apply(
                 .and_then(Option::take)
                 .expect("a victim is tracked");
             c.running_ids.remove(&v.id);
+            if let Some(ix) = c.las_victims.as_mut() {
+                ix.remove(v.id);
+            }
             c.uncharge(r.job.queue, r.job.total_gpu_milli(), now);
             requeue_in_pass(pass, stopped_job(&r, now));
             for n in &mut c.nominated {
@@ -818,6 +880,9 @@ pub(crate) fn apply(
             at: now,
             release_at,
         });
+        if let Some(ix) = c.las_victims.as_mut() {
+            ix.remove(v.id);
+        }
         ids.push(v.id);
         out.push(Decision::Preempt {
             job: v.id,
