@@ -274,6 +274,12 @@ impl PlaceCtx {
         self.recorder = recorder.map(Recorder);
     }
 
+    /// True when a recorder is installed ([`PlaceCtx::set_recorder`]): every [`place_gang`]
+    /// call is then seen, so none may be skipped.
+    pub(crate) fn records(&self) -> bool {
+        self.recorder.is_some()
+    }
+
     /// Sets the tie-break rank of every node (indexed by [`NodeId`]; lower wins). Nodes past
     /// the end of `rank` rank by their id after all listed ones.
     pub fn with_rank(mut self, rank: Vec<u32>) -> PlaceCtx {
@@ -545,6 +551,15 @@ fn place_gang_inner(
 ) -> Option<Vec<TaskAlloc>> {
     match job.topology {
         Some(spec) if !spec.is_empty() => {
+            // As in `place_tasks`: a gang beyond the cell's room by free GPU-milli fits under
+            // no topology constraint either (a preemption search asks once per victim).
+            if job.shape.num_gpu > 0
+                && policy.select_is_pure()
+                && fleet.gpu_task_room(cell, &job.shape, job.models, u64::from(job.tasks))
+                    < u64::from(job.tasks)
+            {
+                return None;
+            }
             topology::place_gang_topology(policy, ctx, fleet, cell, job, &spec)
         }
         _ => place_tasks(policy, ctx, fleet, cell, job, job.tasks, Vec::new()),

@@ -38,6 +38,9 @@ pub(crate) struct Core {
     /// was emptied since: readers skip those). Scans of the running set walk this instead of
     /// every slot, which would cost every job ever started (issue #18).
     pub(crate) running_ids: BTreeSet<JobId>,
+    /// [`Core::running_ids`] per queue, by [`QueueId`] index: the preemption search scans
+    /// only the queues a victim can come from ([`super::preempt::candidates`]).
+    pub(crate) running_by_queue: Vec<BTreeSet<JobId>>,
     /// GPU-milli of every job ever entered into the running set (wrapping): a pass reads
     /// how much started since an instant as a difference ([`super::preempt::RunSummary`]).
     pub(crate) started_gpu_milli: u64,
@@ -75,6 +78,8 @@ pub(crate) struct Core {
     /// The running jobs in LAS victim order, with LAS preemption and wake-ups
     /// ([`super::las_victims`]).
     pub(crate) las_victims: Option<LasVictims>,
+    /// The running jobs by expected end, with backfill on ([`super::ends`]).
+    pub(crate) ends: Option<EndsIndex>,
     /// Preemption contexts of the passes since the last take, when recording is on
     /// ([`Scheduler::record_preemption_contexts`]).
     pub(crate) contexts: Option<Vec<crate::decision::PreemptionContext>>,
@@ -136,6 +141,34 @@ impl Core {
             self.classes.push(k);
             next
         })
+    }
+
+    /// Enters `id`, of queue `q`, into the running id sets.
+    pub(crate) fn track(&mut self, id: JobId, q: QueueId) {
+        self.running_ids.insert(id);
+        let i = q.index();
+        if i >= self.running_by_queue.len() {
+            self.running_by_queue.resize_with(i + 1, BTreeSet::new);
+        }
+        self.running_by_queue[i].insert(id);
+    }
+
+    /// Takes `id`, of queue `q`, out of the running id sets.
+    pub(crate) fn untrack(&mut self, id: JobId, q: QueueId) {
+        self.running_ids.remove(&id);
+        if let Some(s) = self.running_by_queue.get_mut(q.index()) {
+            s.remove(&id);
+        }
+    }
+
+    /// The running jobs of queue `q` (evicting ones included), in ascending [`JobId`] order.
+    pub(crate) fn running_jobs_of(&self, q: QueueId) -> impl Iterator<Item = &Running> {
+        let reg = self.running.as_deref().unwrap_or(&[]);
+        self.running_by_queue
+            .get(q.index())
+            .into_iter()
+            .flatten()
+            .filter_map(move |id| reg.get(id.index()).and_then(|r| r.as_deref()))
     }
 
     /// The running jobs (evicting ones included) in ascending [`JobId`] order, the order of a
@@ -269,7 +302,6 @@ impl Core {
             reg.resize_with(i + 1, || None);
         }
         let est_end = job.runtime_estimate.map_or(SimTime::MAX, |e| now + e);
-        self.running_ids.insert(job.id);
         self.started_gpu_milli = self.started_gpu_milli.wrapping_add(total);
         reg[i] = Some(Box::new(Running {
             job: job.clone_without_cells(),
@@ -280,8 +312,10 @@ impl Core {
             est_end,
             evicting: None,
         }));
+        self.track(job.id, job.queue);
         self.las_recheck(job.id);
         self.las_reindex(job.id, now);
+        self.ends_sync(job.id);
     }
 
     /// Moves a started job into its running record (made by [`Core::admit`] with a copy that

@@ -67,6 +67,7 @@ use crate::topology::TopologySpec;
 
 mod config;
 mod core;
+mod ends;
 mod las;
 mod las_victims;
 mod pass;
@@ -81,6 +82,7 @@ mod withdraw;
 
 use self::core::*;
 pub use config::{Extensions, PendingReasons, QueueConfig, SchedulerConfig};
+use ends::*;
 use las::*;
 use las_victims::*;
 use pass::*;
@@ -150,6 +152,7 @@ impl Scheduler {
                 budget: None,
                 running: None,
                 running_ids: BTreeSet::new(),
+                running_by_queue: Vec::new(),
                 started_gpu_milli: 0,
                 nominated: Vec::new(),
                 preempted_now: (SimTime::ZERO, BTreeSet::new()),
@@ -170,6 +173,7 @@ impl Scheduler {
                 },
                 las_demoted_at: None,
                 las_victims: None,
+                ends: None,
                 las_wakes: None,
                 contexts: None,
             },
@@ -220,6 +224,7 @@ impl Scheduler {
         c.las_victims = (c.las_wakes.is_some()
             && c.preemption.as_ref().is_some_and(|p| p.las.is_some()))
         .then(LasVictims::default);
+        c.ends = (c.backfill.is_some() && c.running.is_some()).then(EndsIndex::default);
         self
     }
 
@@ -597,7 +602,8 @@ impl Scheduler {
                 .get_mut(job.index())
                 .and_then(Option::take)
                 .expect("a tracked running job ended");
-            c.running_ids.remove(&job);
+            c.untrack(job, r.job.queue);
+            c.ends_sync(job);
             if let (Some(t), Some(f)) = (c.quota.as_mut(), r.flavor) {
                 t.remove_usage(queue, f, &r.req);
             }
@@ -642,6 +648,7 @@ impl Scheduler {
         r.allocs = allocs.to_vec();
         self.core.las_recheck(job);
         self.core.las_reindex(job, now);
+        self.core.ends_sync(job);
     }
 
     /// The caller lost a running job at `now` (its node failed): it makes no more progress,
@@ -670,6 +677,7 @@ impl Scheduler {
         if let Some(ix) = self.core.las_victims.as_mut() {
             ix.remove(job);
         }
+        self.core.ends_sync(job);
     }
 
     /// Places `tasks` more members of running gang `job` in `cell` (its survivors kept their
@@ -792,7 +800,8 @@ impl Scheduler {
             .and_then(|reg| reg.get_mut(job.index()))
             .and_then(Option::take)
             .expect("a released job must be a tracked running job");
-        c.running_ids.remove(&job);
+        c.untrack(job, r.job.queue);
+        c.ends_sync(job);
         if let Some(ix) = c.las_victims.as_mut() {
             ix.remove(job);
         }

@@ -25,8 +25,9 @@ pub(crate) struct PassState {
     pub(crate) requeued: BTreeSet<JobId>,
     /// Backfill reservations made in this pass, ascending by start.
     pub(crate) reservations: Vec<Reservation>,
-    /// Running jobs by estimated end (built on first use in a pass).
-    pub(crate) ends: Option<Vec<(SimTime, JobId)>>,
+    /// True once a reservation attempt of the pass took the running set's snapshot
+    /// ([`super::ends`]).
+    pub(crate) ends_taken: bool,
     /// Phantoms holding the free part of nominated preemptors' room until the pass ends.
     pub(crate) held: Vec<TaskAlloc>,
     /// What running jobs offer as victims (built on the first preemption attempt).
@@ -280,7 +281,10 @@ impl Scheduler {
         pass.failed_preempt.clear();
         pass.requeued.clear();
         pass.reservations.clear();
-        pass.ends = None;
+        pass.ends_taken = false;
+        if let Some(ix) = self.core.ends.as_mut() {
+            ix.close();
+        }
         pass.run_summary = None;
         pass.verdicts.clear();
         pass.budget = self.core.budget.unwrap_or(u64::MAX);

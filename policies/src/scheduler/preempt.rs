@@ -4,6 +4,7 @@
 use super::*;
 use crate::decision::PreemptReason;
 use crate::fairshare::Share;
+use crate::ids::NodeId;
 use crate::preemption::*;
 
 /// A victim taken out of quota and the fleet during planning.
@@ -79,7 +80,7 @@ pub(crate) fn preempt_for(
         } else {
             candidates(c, &cfg, job, flavor)
         };
-        if !indexed && cands.is_empty() {
+        if !indexed && (cands.is_empty() || no_room_even_with_all(c, fleet, job, models, &cands)) {
             continue;
         }
         for &strategy in &rounds {
@@ -306,6 +307,42 @@ pub(crate) fn candidates(
     job: &PendingJob,
     flavor: Option<u16>,
 ) -> Vec<Candidate> {
+    // Without the tier, priority and LAS rules, a victim of another queue must be taken by
+    // reclaim or fair sharing, which both need its queue borrowing; one of the preemptor's
+    // own queue, by the within-queue rule. The other queues hold no candidate, and their
+    // jobs are not looked at (the sort fixes the order whatever the walk's).
+    let scanned: Option<Vec<crate::ids::QueueId>> =
+        (!cfg.tiers && cfg.capacity != CapacityPreemption::LowerPriority && cfg.las.is_none())
+            .then(|| {
+                let mut qs: Vec<crate::ids::QueueId> = c.quota.as_ref().map_or(Vec::new(), |t| {
+                    t.queues()
+                        .filter(|&q| q != job.queue && t.borrows_any(q))
+                        .collect()
+                });
+                if cfg.within_queue != WithinQueue::Never {
+                    qs.push(job.queue);
+                }
+                qs
+            });
+    let out = candidates_in(c, cfg, job, flavor, scanned.as_deref());
+    debug_assert!(
+        scanned.is_none() || {
+            let all = candidates_in(c, cfg, job, flavor, None);
+            all.len() == out.len() && all.iter().zip(&out).all(|(a, b)| a.id == b.id)
+        },
+        "the queues left out of the scan hold no candidate"
+    );
+    out
+}
+
+/// [`candidates`] among the running jobs of `queues` (`None`: every running job).
+fn candidates_in(
+    c: &Core,
+    cfg: &PreemptionConfig,
+    job: &PendingJob,
+    flavor: Option<u16>,
+    queues: Option<&[crate::ids::QueueId]>,
+) -> Vec<Candidate> {
     if c.running.is_none() {
         return Vec::new();
     }
@@ -328,28 +365,49 @@ pub(crate) fn candidates(
             .map_or(0, |l| -(l.level(job.attained_gpu_ms) as i64)),
     );
     let my_preemptors: &[u64] = c.preempted_by.get(&job.seq).map_or(&[], Vec::as_slice);
-    // Per queue, computed once per call: (flavor, borrowing in it, exact share).
-    let mut queue_info: Vec<Option<(Option<u16>, bool, Share)>> = Vec::new();
-    let mut info = |q: crate::ids::QueueId, f: Option<u16>| -> (bool, Share) {
+    // Every share a candidate can have (its queue's; zero outside quota), largest first
+    // and distinct: a share's position here orders candidates as the exact share does
+    // (component 3 of the victim order), at the cost of an integer comparison.
+    let mut shares: Vec<Share> =
+        quota.map_or(Vec::new(), |t| t.queues().map(|q| t.drs(q)).collect());
+    shares.push(Share::ZERO);
+    shares.sort_unstable_by(|a, b| b.cmp(a));
+    shares.dedup();
+    // Per queue, computed once per call: whether it is in the preemptor's cohort tree (and
+    // not its own queue), whether the preemptor may reclaim from it (computed when first
+    // asked), its share and that share's rank; and per flavor, whether it borrows in it.
+    let mut queue_info: Vec<Option<QueueInfo>> = Vec::new();
+    let info = |cache: &mut Vec<Option<QueueInfo>>, q: crate::ids::QueueId, f: Option<u16>| {
         let i = q.index();
-        if i >= queue_info.len() {
-            queue_info.resize(i + 1, None);
+        if i >= cache.len() {
+            cache.resize(i + 1, None);
         }
-        match queue_info[i] {
-            Some((cf, b, sh)) if cf == f => (b, sh),
-            _ => {
-                let b = match (quota, f) {
+        let slot = &mut cache[i];
+        if slot.is_none_or(|s| s.flavor != f) {
+            let share = slot.map_or_else(|| quota.map_or(Share::ZERO, |t| t.drs(q)), |s| s.share);
+            *slot = Some(QueueInfo {
+                flavor: f,
+                borrowing: match (quota, f) {
                     (Some(t), Some(f)) => t.is_borrowing(q, f),
                     _ => false,
-                };
-                let sh = quota.map_or(Share::ZERO, |t| t.drs(q));
-                queue_info[i] = Some((f, b, sh));
-                (b, sh)
-            }
+                },
+                share,
+                rank: shares.partition_point(|x| *x > share) as u32,
+                same_tree: match quota {
+                    Some(t) => q != job.queue && t.same_tree(q, job.queue),
+                    None => false,
+                },
+                reclaim: None,
+            });
         }
+        i
     };
-    let mut out = Vec::new();
-    for r in c.running_jobs() {
+    let mut out: Vec<(SortKey, Candidate)> = Vec::new();
+    let walk: Box<dyn Iterator<Item = &Running>> = match queues {
+        Some(qs) => Box::new(qs.iter().flat_map(|&q| c.running_jobs_of(q))),
+        None => Box::new(c.running_jobs()),
+    };
+    for r in walk {
         let v = &r.job;
         if r.evicting.is_some() || v.id == job.id {
             continue;
@@ -372,11 +430,14 @@ pub(crate) fn candidates(
             continue;
         }
         let same_queue = v.queue == job.queue;
-        let same_tree = match quota {
-            Some(t) => !same_queue && t.same_tree(v.queue, job.queue),
-            None => false,
-        };
-        let (borrowing, share) = info(v.queue, r.flavor);
+        let qi = info(&mut queue_info, v.queue, r.flavor);
+        let QueueInfo {
+            same_tree,
+            borrowing,
+            share,
+            rank,
+            ..
+        } = queue_info[qi].expect("set by info");
         // Never a higher tier; a lower one only under the tier rule or quota rules.
         if v.tier > job.tier {
             continue;
@@ -412,7 +473,11 @@ pub(crate) fn candidates(
             Some(PreemptReason::WithinQueue)
         } else if same_tree
             && borrowing
-            && reclaimer(v.queue)
+            && *queue_info[qi]
+                .as_mut()
+                .expect("set by info")
+                .reclaim
+                .get_or_insert_with(|| reclaimer(v.queue))
             && match cfg.reclaim_within_cohort {
                 ReclaimWithinCohort::Never => false,
                 ReclaimWithinCohort::LowerPriority => v.priority < job.priority,
@@ -449,14 +514,122 @@ pub(crate) fn candidates(
             (PreemptReason::Las, Some(l)) => las_victim_key(l, r, now, key),
             _ => key,
         };
-        out.push(Candidate {
-            id: v.id,
-            rule,
-            key,
-        });
+        let sort = (
+            key.tier,
+            !key.borrowing,
+            rank,
+            key.same_queue,
+            key.priority,
+            key.lost_gpu_milli_ms,
+            Reverse(key.start_ms),
+            Reverse(key.seq),
+            v.id,
+        );
+        out.push((
+            sort,
+            Candidate {
+                id: v.id,
+                rule,
+                key,
+            },
+        ));
     }
-    out.sort_unstable_by(|a, b| a.key.cmp(&b.key).then(a.id.cmp(&b.id)));
-    out
+    // The victim order ([`VictimKey`]'s `Ord`), then the job id.
+    out.sort_unstable_by_key(|a| a.0);
+    debug_assert!(out.windows(2).all(|w| w[0]
+        .1
+        .key
+        .cmp(&w[1].1.key)
+        .then(w[0].1.id.cmp(&w[1].1.id))
+        .is_lt()));
+    out.into_iter().map(|(_, c)| c).collect()
+}
+
+/// [`candidates`]' sort key: [`VictimKey`]'s components in its order, the share replaced by
+/// its rank among the call's shares (0 for the largest), then the job id.
+type SortKey = (
+    u8,
+    bool,
+    u32,
+    bool,
+    i32,
+    u128,
+    Reverse<u64>,
+    Reverse<u64>,
+    JobId,
+);
+
+/// What [`candidates`] knows of a victim's queue during one call.
+#[derive(Clone, Copy)]
+struct QueueInfo {
+    /// The flavor `borrowing` is for.
+    flavor: Option<u16>,
+    borrowing: bool,
+    share: Share,
+    rank: u32,
+    /// In the preemptor's cohort tree, not its own queue.
+    same_tree: bool,
+    /// May the preemptor reclaim from it (asked once).
+    reclaim: Option<bool>,
+}
+
+/// True when `job` (with models `models`) could not fit in any cell it allows even with
+/// every candidate's accelerators freed, by free GPU-milli per node alone
+/// ([`FleetState::gpu_task_room`]: `Σ ⌊free / per-task GPU-milli⌋` over the cell's
+/// schedulable nodes of those models, below the gang size): then every [`plan`] over these
+/// candidates fails. A plan frees a subset of them, and with a pure placement
+/// ([`crate::Placement::select_is_pure`]) a gang below that bound is refused
+/// ([`crate::placement::place_gang`]) and a single task fits only on a node with room for
+/// it, so each of its capacity checks answers no; its trial leaves nothing behind. `false`
+/// (plan as usual) for CPU-only tasks, other placements and a recording context.
+/// `O(candidates' tasks + cells × distinct free amounts)`, without touching the fleet,
+/// where each failed plan takes every candidate out and tries a placement after each
+/// (issue #18).
+fn no_room_even_with_all(
+    c: &Core,
+    fleet: &FleetState,
+    job: &PendingJob,
+    models: ModelSet,
+    cands: &[Candidate],
+) -> bool {
+    if job.shape.num_gpu == 0 || !c.placement.select_is_pure() || c.ctx.records() {
+        return false;
+    }
+    let want = u64::from(job.tasks);
+    let need = job.shape.total_gpu_milli();
+    if need == 0 {
+        return false;
+    }
+    // Room per allowed cell; any cell with room already ends the question.
+    let mut room: Vec<Option<u64>> = vec![None; fleet.cells().len()];
+    for (i, slot) in room.iter_mut().enumerate() {
+        let cell = CellId(i as u16);
+        if job.allows_cell(cell) {
+            let r = fleet.gpu_task_room(cell, &job.shape, models, want);
+            if r >= want {
+                return false;
+            }
+            *slot = Some(r);
+        }
+    }
+    // What the candidates free, per node (a job's tasks may share a node).
+    let mut freed: BTreeMap<NodeId, u64> = BTreeMap::new();
+    for cand in cands {
+        for a in &running(c, cand.id).allocs {
+            *freed.entry(a.node).or_insert(0) += a.total_gpu_milli();
+        }
+    }
+    for (node, extra) in freed {
+        let n = fleet.node(node);
+        if !n.schedulable || !n.model.is_some_and(|m| models.allows(m)) {
+            continue;
+        }
+        if let Some(r) = room[n.cell.index()].as_mut() {
+            let free = u64::from(n.free_gpu_milli);
+            *r += (free + extra) / need - free / need;
+        }
+    }
+    room.iter().flatten().all(|&r| r < want)
 }
 
 /// Where a plan's candidates come from, in victim order.
@@ -830,7 +1003,8 @@ pub(crate) fn apply(
                 .and_then(|reg| reg.get_mut(v.id.index()))
                 .and_then(Option::take)
                 .expect("a victim is tracked");
-            c.running_ids.remove(&v.id);
+            c.untrack(v.id, r.job.queue);
+            c.ends_sync(v.id);
             if let Some(ix) = c.las_victims.as_mut() {
                 ix.remove(v.id);
             }
@@ -882,6 +1056,9 @@ pub(crate) fn apply(
         });
         if let Some(ix) = c.las_victims.as_mut() {
             ix.remove(v.id);
+        }
+        if let Some(ix) = c.ends.as_mut() {
+            ix.set(v.id, Some(release_at));
         }
         ids.push(v.id);
         out.push(Decision::Preempt {

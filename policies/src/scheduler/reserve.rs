@@ -16,38 +16,43 @@ pub(crate) fn reserve(
         return;
     }
     let now = c.now;
-    if pass.ends.is_none() {
-        let mut ends: Vec<(SimTime, JobId)> = c
-            .running_jobs()
-            .map(|r| {
-                let end = r.evicting.map_or(r.est_end, |e| e.release_at);
-                (end, r.job.id)
-            })
-            .collect();
-        ends.sort_unstable();
-        pass.ends = Some(ends);
+    // The running set as it was at the pass's first reservation attempt, by expected end
+    // (`super::ends`); taken out of the core for the walk, which places in it.
+    let mut ends = c.ends.take().expect("kept with backfill on");
+    if !pass.ends_taken {
+        pass.ends_taken = true;
+        ends.open();
+        #[cfg(debug_assertions)]
+        {
+            let mut copy: Vec<(SimTime, JobId)> = c
+                .running_jobs()
+                .map(|r| (super::ends::end_of(r), r.job.id))
+                .collect();
+            copy.sort_unstable();
+            assert!(ends.live().eq(copy), "the ends index holds the running set");
+        }
     }
-    let ends = pass.ends.take().expect("built above");
+    ends.check_snapshot();
     let est = job.runtime_estimate;
     let need = job.total_gpu_milli();
     let mut released: Vec<TaskAlloc> = Vec::new();
     let mut found: Option<Reservation> = None;
-    let mut i = 0;
-    while i < ends.len() {
-        let t = ends[i].0.max(now);
-        if ends[i].0 == SimTime::MAX {
+    let mut walk = ends.snapshot().peekable();
+    while let Some(&(group, _)) = walk.peek() {
+        if group == SimTime::MAX {
             break;
         }
-        // Release every job ending at t.
-        let group = ends[i].0;
-        while i < ends.len() && ends[i].0 == group {
+        let t = group.max(now);
+        // Release every job ending at t (one stopped since the snapshot holds nothing).
+        while let Some((_, id)) = walk.next_if(|e| e.0 == group) {
             let reg = c.running.as_ref().expect("ends come from the running set");
-            let r = reg[ends[i].1.index()].as_deref().expect("tracked");
+            let Some(r) = reg.get(id.index()).and_then(|r| r.as_deref()) else {
+                continue;
+            };
             for a in &r.allocs {
                 fleet.release(a).expect("releasing a running job's binding");
                 released.push(*a);
             }
-            i += 1;
         }
         if need > c.free_for(fleet, job, job.models) {
             continue;
@@ -76,12 +81,13 @@ pub(crate) fn reserve(
             break;
         }
     }
+    drop(walk);
     for a in released.iter().rev() {
         fleet
             .apply(a)
             .expect("restoring a running job's own binding cannot fail");
     }
-    pass.ends = Some(ends);
+    c.ends = Some(ends);
     if let Some(r) = found {
         let at = pass.reservations.partition_point(|x| x.start <= r.start);
         pass.reservations.insert(at, r);
