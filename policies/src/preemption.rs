@@ -214,6 +214,7 @@ impl Default for PreemptionConfig {
 }
 
 /// One eligible victim with its sort key.
+#[derive(Clone, Copy)]
 pub(crate) struct Candidate {
     pub(crate) id: JobId,
     pub(crate) rule: PreemptReason,

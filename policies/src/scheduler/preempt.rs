@@ -402,11 +402,19 @@ fn candidates_in(
         }
         i
     };
-    let mut out: Vec<(SortKey, Candidate)> = Vec::new();
-    let walk: Box<dyn Iterator<Item = &Running>> = match queues {
-        Some(qs) => Box::new(qs.iter().flat_map(|&q| c.running_jobs_of(q))),
-        None => Box::new(c.running_jobs()),
+    let (walk, len): (Box<dyn Iterator<Item = &Running>>, usize) = match queues {
+        Some(qs) => (
+            Box::new(qs.iter().flat_map(|&q| c.running_jobs_of(q))),
+            qs.iter()
+                .map(|q| c.running_by_queue.get(q.index()).map_or(0, BTreeSet::len))
+                .sum(),
+        ),
+        None => (Box::new(c.running_jobs()), c.running_ids.len()),
     };
+    // The candidates, and their sort keys with their positions (sorting the keys alone
+    // moves a third of the bytes).
+    let mut out: Vec<Candidate> = Vec::with_capacity(len);
+    let mut order: Vec<(SortKey, u32)> = Vec::with_capacity(len);
     for r in walk {
         let v = &r.job;
         if r.evicting.is_some() || v.id == job.id {
@@ -525,24 +533,22 @@ fn candidates_in(
             Reverse(key.seq),
             v.id,
         );
-        out.push((
-            sort,
-            Candidate {
-                id: v.id,
-                rule,
-                key,
-            },
-        ));
+        order.push((sort, out.len() as u32));
+        out.push(Candidate {
+            id: v.id,
+            rule,
+            key,
+        });
     }
     // The victim order ([`VictimKey`]'s `Ord`), then the job id.
-    out.sort_unstable_by_key(|a| a.0);
-    debug_assert!(out.windows(2).all(|w| w[0]
-        .1
+    order.sort_unstable_by_key(|a| a.0);
+    let sorted: Vec<Candidate> = order.iter().map(|&(_, i)| out[i as usize]).collect();
+    debug_assert!(sorted.windows(2).all(|w| w[0]
         .key
-        .cmp(&w[1].1.key)
-        .then(w[0].1.id.cmp(&w[1].1.id))
+        .cmp(&w[1].key)
+        .then(w[0].id.cmp(&w[1].id))
         .is_lt()));
-    out.into_iter().map(|(_, c)| c).collect()
+    sorted
 }
 
 /// [`candidates`]' sort key: [`VictimKey`]'s components in its order, the share replaced by
@@ -613,12 +619,19 @@ fn no_room_even_with_all(
         }
     }
     // What the candidates free, per node (a job's tasks may share a node).
-    let mut freed: BTreeMap<NodeId, u64> = BTreeMap::new();
-    for cand in cands {
-        for a in &running(c, cand.id).allocs {
-            *freed.entry(a.node).or_insert(0) += a.total_gpu_milli();
+    let mut freed: Vec<(NodeId, u64)> = cands
+        .iter()
+        .flat_map(|cand| running(c, cand.id).allocs.iter())
+        .map(|a| (a.node, a.total_gpu_milli()))
+        .collect();
+    freed.sort_unstable_by_key(|&(n, _)| n);
+    freed.dedup_by(|b, a| {
+        let same = a.0 == b.0;
+        if same {
+            a.1 += b.1;
         }
-    }
+        same
+    });
     for (node, extra) in freed {
         let n = fleet.node(node);
         if !n.schedulable || !n.model.is_some_and(|m| models.allows(m)) {
