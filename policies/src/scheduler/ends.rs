@@ -7,7 +7,7 @@
 //! ([`Running::est_end`]; [`SimTime::MAX`] when unknown), ascending by that pair.
 //!
 //! A pass reads the running set as it was at its first reservation attempt (the
-//! reservation walk's snapshot semantics, [`super::reserve`]): [`EndsIndex::open`] starts a
+//! reservation walk's snapshot semantics, [`super::reserve()`]): [`EndsIndex::open`] starts a
 //! journal of the entries added and removed after that point, and [`EndsIndex::snapshot`]
 //! walks the live set without the added entries and with the removed ones, merged in
 //! order: the same sequence a sorted copy taken at the open would give, at the cost of the
