@@ -111,8 +111,8 @@ impl EndsIndex {
         Merge { a: live, b: gone }
     }
 
-    /// The entries, ascending, for checks.
-    #[cfg(debug_assertions)]
+    /// The entries, ascending, for checks (debug builds and tests).
+    #[cfg(any(test, debug_assertions))]
     pub(crate) fn live(&self) -> impl Iterator<Item = Entry> + '_ {
         self.set.iter().copied()
     }
