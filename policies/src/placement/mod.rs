@@ -551,19 +551,30 @@ fn place_gang_inner(
 ) -> Option<Vec<TaskAlloc>> {
     match job.topology {
         Some(spec) if !spec.is_empty() => {
-            // As in `place_tasks`: a gang beyond the cell's room by free GPU-milli fits under
-            // no topology constraint either (a preemption search asks once per victim).
-            if job.shape.num_gpu > 0
-                && policy.select_is_pure()
-                && fleet.gpu_task_room(cell, &job.shape, job.models, u64::from(job.tasks))
-                    < u64::from(job.tasks)
-            {
+            // A gang beyond the cell's room fits under no topology constraint either (a
+            // preemption search asks once per victim).
+            if beyond_room(policy, fleet, cell, job, job.tasks) {
                 return None;
             }
             topology::place_gang_topology(policy, ctx, fleet, cell, job, &spec)
         }
         _ => place_tasks(policy, ctx, fleet, cell, job, job.tasks, Vec::new()),
     }
+}
+
+/// True when `n` GPU tasks of `job` cannot fit in `cell` by free GPU-milli alone
+/// ([`FleetState::gpu_task_room`]) and `policy` is pure ([`Placement::select_is_pure`]), so
+/// that refusing them without a try changes nothing but the cost.
+fn beyond_room(
+    policy: &dyn Placement,
+    fleet: &FleetState,
+    cell: CellId,
+    job: &PendingJob,
+    n: u32,
+) -> bool {
+    job.shape.num_gpu > 0
+        && policy.select_is_pure()
+        && fleet.gpu_task_room(cell, &job.shape, job.models, u64::from(n)) < u64::from(n)
 }
 
 /// Places `n` more tasks of `job` one by one after `allocs`; on failure releases all of
@@ -580,11 +591,7 @@ pub(crate) fn place_tasks(
     // A gang that cannot fit by free GPU-milli alone fails without reserving anything; in a
     // saturated fleet most gang attempts are such, each costing a reservation and a
     // release per task that fitted (issue #18).
-    if n > 1
-        && job.shape.num_gpu > 0
-        && policy.select_is_pure()
-        && fleet.gpu_task_room(cell, &job.shape, job.models, u64::from(n)) < u64::from(n)
-    {
+    if n > 1 && beyond_room(policy, fleet, cell, job, n) {
         unreserve(fleet, &allocs);
         return None;
     }

@@ -153,12 +153,18 @@ impl Core {
         self.running_by_queue[i].insert(id);
     }
 
-    /// Takes `id`, of queue `q`, out of the running id sets.
+    /// After `id`'s running record (of queue `q`) was taken out of [`Core::running`]: takes
+    /// it out of the running id sets and the indexes of running jobs (the LAS victim order,
+    /// the ends index).
     pub(crate) fn untrack(&mut self, id: JobId, q: QueueId) {
         self.running_ids.remove(&id);
         if let Some(s) = self.running_by_queue.get_mut(q.index()) {
             s.remove(&id);
         }
+        if let Some(ix) = self.las_victims.as_mut() {
+            ix.remove(id);
+        }
+        self.ends_sync(id);
     }
 
     /// The running jobs of queue `q` (evicting ones included), in ascending [`JobId`] order.

@@ -594,16 +594,12 @@ impl Scheduler {
         let c = &mut self.core;
         c.uncharge(queue, gpu_milli, now);
         c.las_forget(job);
-        if let Some(ix) = c.las_victims.as_mut() {
-            ix.remove(job);
-        }
         if let Some(reg) = c.running.as_mut() {
             let r = reg
                 .get_mut(job.index())
                 .and_then(Option::take)
                 .expect("a tracked running job ended");
             c.untrack(job, r.job.queue);
-            c.ends_sync(job);
             if let (Some(t), Some(f)) = (c.quota.as_mut(), r.flavor) {
                 t.remove_usage(queue, f, &r.req);
             }
@@ -801,10 +797,6 @@ impl Scheduler {
             .and_then(Option::take)
             .expect("a released job must be a tracked running job");
         c.untrack(job, r.job.queue);
-        c.ends_sync(job);
-        if let Some(ix) = c.las_victims.as_mut() {
-            ix.remove(job);
-        }
         let ev = r.evicting.expect("a released job must be evicting");
         let total = r.job.total_gpu_milli();
         c.uncharge(r.job.queue, total, now);

@@ -1017,10 +1017,6 @@ pub(crate) fn apply(
                 .and_then(Option::take)
                 .expect("a victim is tracked");
             c.untrack(v.id, r.job.queue);
-            c.ends_sync(v.id);
-            if let Some(ix) = c.las_victims.as_mut() {
-                ix.remove(v.id);
-            }
             c.uncharge(r.job.queue, r.job.total_gpu_milli(), now);
             requeue_in_pass(pass, stopped_job(&r, now));
             for n in &mut c.nominated {

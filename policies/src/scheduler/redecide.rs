@@ -311,7 +311,6 @@ fn stop_freely(c: &mut Core, fleet: &mut FleetState, id: JobId, now: SimTime) ->
         .and_then(Option::take)
         .expect("a running job");
     c.untrack(id, run.job.queue);
-    c.ends_sync(id);
     run.job.checkpoint_interval = Some(SimDuration(1));
     release(fleet, &run.allocs);
     if let (Some(t), Some(f)) = (c.quota.as_mut(), run.flavor) {
