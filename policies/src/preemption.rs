@@ -218,6 +218,8 @@ impl Default for PreemptionConfig {
 pub(crate) struct Candidate {
     pub(crate) id: JobId,
     pub(crate) rule: PreemptReason,
+    /// Read by debug builds only, which check the search's order against it.
+    #[cfg_attr(not(debug_assertions), allow(dead_code))]
     pub(crate) key: VictimKey,
 }
 

@@ -80,6 +80,9 @@ pub(crate) struct Core {
     pub(crate) las_victims: Option<LasVictims>,
     /// The running jobs by expected end, with backfill on ([`super::ends`]).
     pub(crate) ends: Option<EndsIndex>,
+    /// The running jobs not being evicted, counted by queue, priority and tier, with
+    /// preemption on ([`super::run_counts`]).
+    pub(crate) run_counts: Option<super::run_counts::RunCounts>,
     /// Preemption contexts of the passes since the last take, when recording is on
     /// ([`Scheduler::record_preemption_contexts`]).
     pub(crate) contexts: Option<Vec<crate::decision::PreemptionContext>>,
@@ -155,7 +158,7 @@ impl Core {
 
     /// After `id`'s running record (of queue `q`) was taken out of [`Core::running`]: takes
     /// it out of the running id sets and the indexes of running jobs (the LAS victim order,
-    /// the ends index).
+    /// the ends index, the run counts).
     pub(crate) fn untrack(&mut self, id: JobId, q: QueueId) {
         self.running_ids.remove(&id);
         if let Some(s) = self.running_by_queue.get_mut(q.index()) {
@@ -164,7 +167,7 @@ impl Core {
         if let Some(ix) = self.las_victims.as_mut() {
             ix.remove(id);
         }
-        self.ends_sync(id);
+        self.running_sync(id);
     }
 
     /// The running jobs of queue `q` (evicting ones included), in ascending [`JobId`] order.
@@ -321,7 +324,7 @@ impl Core {
         self.track(job.id, job.queue);
         self.las_recheck(job.id);
         self.las_reindex(job.id, now);
-        self.ends_sync(job.id);
+        self.running_sync(job.id);
     }
 
     /// Moves a started job into its running record (made by [`Core::admit`] with a copy that

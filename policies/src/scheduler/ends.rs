@@ -141,20 +141,6 @@ pub(crate) fn end_of(r: &Running) -> SimTime {
     r.evicting.map_or(r.est_end, |e| e.release_at)
 }
 
-impl Core {
-    /// Brings `job`'s entry in the ends index (when kept) up to its running record.
-    pub(crate) fn ends_sync(&mut self, job: JobId) {
-        let Some(ix) = self.ends.as_mut() else { return };
-        let end = self
-            .running
-            .as_ref()
-            .and_then(|reg| reg.get(job.index()))
-            .and_then(|r| r.as_deref())
-            .map(end_of);
-        ix.set(job, end);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

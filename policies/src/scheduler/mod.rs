@@ -75,9 +75,11 @@ mod pending;
 mod preempt;
 mod redecide;
 mod reserve;
+mod run_counts;
 mod running;
 #[cfg(test)]
 mod test_support;
+mod victim_groups;
 mod withdraw;
 
 use self::core::*;
@@ -174,6 +176,7 @@ impl Scheduler {
                 las_demoted_at: None,
                 las_victims: None,
                 ends: None,
+                run_counts: None,
                 las_wakes: None,
                 contexts: None,
             },
@@ -225,6 +228,8 @@ impl Scheduler {
             && c.preemption.as_ref().is_some_and(|p| p.las.is_some()))
         .then(LasVictims::default);
         c.ends = (c.backfill.is_some() && c.running.is_some()).then(EndsIndex::default);
+        c.run_counts =
+            (c.preemption.is_some() && c.running.is_some()).then(run_counts::RunCounts::default);
         self
     }
 
@@ -644,7 +649,7 @@ impl Scheduler {
         r.allocs = allocs.to_vec();
         self.core.las_recheck(job);
         self.core.las_reindex(job, now);
-        self.core.ends_sync(job);
+        self.core.running_sync(job);
     }
 
     /// The caller lost a running job at `now` (its node failed): it makes no more progress,
@@ -673,7 +678,7 @@ impl Scheduler {
         if let Some(ix) = self.core.las_victims.as_mut() {
             ix.remove(job);
         }
-        self.core.ends_sync(job);
+        self.core.running_sync(job);
     }
 
     /// Places `tasks` more members of running gang `job` in `cell` (its survivors kept their

@@ -1,6 +1,7 @@
 //! The preemption search of a pass: candidates by rule, a minimal victim set, the plan
 //! and its application (the rules and the victim order: [`crate::preemption`]).
 
+use super::victim_groups::{GroupWalk, VictimGroups, NO_GROUP};
 use super::*;
 use crate::decision::PreemptReason;
 use crate::fairshare::Share;
@@ -76,11 +77,14 @@ pub(crate) fn preempt_for(
         // search stops at the first set that makes room (`scheduler::las_victims`).
         let indexed = las_only_victims(c, &cfg, job);
         let cands = if indexed {
-            Vec::new()
+            Listed::default()
         } else {
             candidates(c, &cfg, job, flavor)
         };
-        if !indexed && (cands.is_empty() || no_room_even_with_all(c, fleet, job, models, &cands)) {
+        if !indexed
+            && (cands.cands.is_empty()
+                || no_room_even_with_all(c, fleet, job, models, &cands.cands))
+        {
             continue;
         }
         for &strategy in &rounds {
@@ -140,7 +144,7 @@ fn context(c: &Core, fleet: &FleetState, preemptor: JobId) -> crate::PreemptionC
 /// attempt): a necessary-condition filter, so that a job no rule could serve costs no scan.
 /// Jobs started later in the pass are not in it (preempting a job started at the same instant
 /// is waste anyway); victims taken in the pass stay in it (a needless scan at worst).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct RunSummary {
     /// Lowest priority of a running job, per queue.
     pub(crate) min_prio: Vec<Option<i32>>,
@@ -164,6 +168,20 @@ pub(crate) fn summary(c: &Core, cfg: &PreemptionConfig) -> RunSummary {
     ) {
         return ix.summary(c);
     }
+    if let (Some(ix), None) = (c.run_counts.as_ref(), cfg.las.as_ref()) {
+        let s = ix.summary(c.started_gpu_milli);
+        debug_assert_eq!(
+            s,
+            summary_walk(c, cfg),
+            "the run counts give the walk's summary"
+        );
+        return s;
+    }
+    summary_walk(c, cfg)
+}
+
+/// [`summary`] by a walk over the running jobs.
+fn summary_walk(c: &Core, cfg: &PreemptionConfig) -> RunSummary {
     let mut s = RunSummary {
         started_at: c.started_gpu_milli,
         ..RunSummary::default()
@@ -300,13 +318,35 @@ pub(crate) fn could_preempt(
     })
 }
 
-/// Eligible victims for `job` in `flavor`, sorted in victim order.
+/// The eligible victims of a search, in the order the running set was walked, with their
+/// sort keys and their groups by rule with a check. A plan draws them in victim order from
+/// a heap of the keys (a failed search draws only as far as its last victim taken, issue
+/// #18), so the list is never sorted whole.
+#[derive(Default)]
+pub(crate) struct Listed {
+    pub(crate) cands: Vec<Candidate>,
+    /// Each candidate's sort key and position in `cands`, unordered.
+    order: Vec<(SortKey, u32)>,
+    /// The groups, by position in `cands`.
+    pub(crate) groups: VictimGroups,
+}
+
+impl Listed {
+    /// The candidates' ids in victim order (a sort of the whole list, for debug checks).
+    fn sorted_ids(&self) -> Vec<JobId> {
+        let mut o = self.order.clone();
+        o.sort_unstable_by_key(|a| a.0);
+        o.iter().map(|&(_, i)| self.cands[i as usize].id).collect()
+    }
+}
+
+/// Eligible victims for `job` in `flavor`, to be drawn in victim order.
 pub(crate) fn candidates(
     c: &Core,
     cfg: &PreemptionConfig,
     job: &PendingJob,
     flavor: Option<u16>,
-) -> Vec<Candidate> {
+) -> Listed {
     // Without the tier, priority and LAS rules, a victim of another queue must be taken by
     // reclaim or fair sharing, which both need its queue borrowing; one of the preemptor's
     // own queue, by the within-queue rule. The other queues hold no candidate, and their
@@ -327,8 +367,7 @@ pub(crate) fn candidates(
     let out = candidates_in(c, cfg, job, flavor, scanned.as_deref());
     debug_assert!(
         scanned.is_none() || {
-            let all = candidates_in(c, cfg, job, flavor, None);
-            all.len() == out.len() && all.iter().zip(&out).all(|(a, b)| a.id == b.id)
+            candidates_in(c, cfg, job, flavor, None).sorted_ids() == out.sorted_ids()
         },
         "the queues left out of the scan hold no candidate"
     );
@@ -342,9 +381,9 @@ fn candidates_in(
     job: &PendingJob,
     flavor: Option<u16>,
     queues: Option<&[crate::ids::QueueId]>,
-) -> Vec<Candidate> {
+) -> Listed {
     if c.running.is_none() {
-        return Vec::new();
+        return Listed::default();
     }
     let now = c.now;
     let quota = c.quota.as_ref();
@@ -415,6 +454,7 @@ fn candidates_in(
     // moves a third of the bytes).
     let mut out: Vec<Candidate> = Vec::with_capacity(len);
     let mut order: Vec<(SortKey, u32)> = Vec::with_capacity(len);
+    let mut groups = VictimGroups::default();
     for r in walk {
         let v = &r.job;
         if r.evicting.is_some() || v.id == job.id {
@@ -534,21 +574,28 @@ fn candidates_in(
             v.id,
         );
         order.push((sort, out.len() as u32));
+        groups.push(rule, v.queue, r.flavor, r.req);
         out.push(Candidate {
             id: v.id,
             rule,
             key,
         });
     }
-    // The victim order ([`VictimKey`]'s `Ord`), then the job id.
-    order.sort_unstable_by_key(|a| a.0);
-    let sorted: Vec<Candidate> = order.iter().map(|&(_, i)| out[i as usize]).collect();
-    debug_assert!(sorted.windows(2).all(|w| w[0]
-        .key
-        .cmp(&w[1].key)
-        .then(w[0].id.cmp(&w[1].id))
-        .is_lt()));
-    sorted
+    // The keys order as the victim order ([`VictimKey`]'s `Ord`), then the job id.
+    #[cfg(debug_assertions)]
+    {
+        let mut o = order.clone();
+        o.sort_unstable_by_key(|a| a.0);
+        debug_assert!(o.windows(2).all(|w| {
+            let (a, b) = (&out[w[0].1 as usize], &out[w[1].1 as usize]);
+            a.key.cmp(&b.key).then(a.id.cmp(&b.id)).is_lt()
+        }));
+    }
+    Listed {
+        cands: out,
+        order,
+        groups,
+    }
 }
 
 /// [`candidates`]' sort key: [`VictimKey`]'s components in its order, the share replaced by
@@ -647,8 +694,8 @@ fn no_room_even_with_all(
 
 /// Where a plan's candidates come from, in victim order.
 pub(crate) enum Source<'a> {
-    /// A list sorted by [`candidates`].
-    Listed(&'a [Candidate]),
+    /// A list made by [`candidates`].
+    Listed(&'a Listed),
     /// A walk of the LAS victim index ([`las_only_victims`]), with the preemption settings.
     Las(LasCursor, &'a PreemptionConfig),
 }
@@ -678,29 +725,125 @@ pub(crate) struct SimTrial<'a> {
     pub(crate) fit: Option<(CellId, Vec<TaskAlloc>)>,
     /// The over-reclaim guard in force.
     pub(crate) guard: ReclaimGuard,
+    /// With a listed source: the walk over its groups ([`super::victim_groups`]).
+    pub(crate) walk: Option<GroupWalk>,
+    /// With a listed source: the keys and positions not drawn yet, least on top.
+    pub(crate) heap: BinaryHeap<Reverse<(SortKey, u32)>>,
 }
 
 impl SimTrial<'_> {
     /// The candidates drawn so far (a listed source: all of them).
     fn cands(&self) -> &[Candidate] {
         match &self.source {
-            Source::Listed(list) => list,
+            Source::Listed(list) => &list.cands,
             Source::Las(..) => &self.drawn,
         }
     }
 
-    /// The index of the next candidate, after `last` (`None`: the first).
-    fn draw(&mut self, last: Option<usize>) -> Option<usize> {
+    /// The index of the next candidate in victim order (`None`: no more).
+    fn draw(&mut self) -> Option<usize> {
         match &mut self.source {
             Source::Listed(list) => {
-                let i = last.map_or(0, |l| l + 1);
-                (i < list.len()).then_some(i)
+                let list: &Listed = list;
+                loop {
+                    let Reverse((_, i)) = self.heap.pop()?;
+                    let i = i as usize;
+                    let g = list.groups.of[i];
+                    self.pass_over(list, i);
+                    if g == NO_GROUP || !self.group_dead(list, g as usize) {
+                        return Some(i);
+                    }
+                    // No member of the group could be taken now.
+                    debug_assert!(!self.eligible(i), "a dead group's member is ineligible");
+                    let w = self.walk.as_ref().expect("a listed source has a walk");
+                    if w.unchecked == 0 && self.all_dead(list) {
+                        // Only dead groups' members are left: the search would check each
+                        // and take none.
+                        #[cfg(debug_assertions)]
+                        {
+                            let rest: Vec<usize> =
+                                self.heap.iter().map(|r| r.0 .1 as usize).collect();
+                            debug_assert!(rest.into_iter().all(|j| !self.eligible(j)));
+                        }
+                        return None;
+                    }
+                }
             }
             Source::Las(cursor, cfg) => {
                 let cand = cursor.next(self.c, cfg, self.job)?;
                 self.drawn.push(cand);
                 Some(self.drawn.len() - 1)
             }
+        }
+    }
+}
+
+impl<'a> SimTrial<'a> {
+    /// The walk has drawn the candidate at `pos` of `list`.
+    fn pass_over(&mut self, list: &Listed, pos: usize) {
+        let g = list.groups.of[pos];
+        let w = self.walk.as_mut().expect("a listed source has a walk");
+        if g == NO_GROUP {
+            w.unchecked -= 1;
+        } else {
+            w.left[g as usize] -= 1;
+        }
+    }
+
+    /// True when every group with members not yet passed is dead.
+    fn all_dead(&mut self, list: &Listed) -> bool {
+        (0..list.groups.groups.len()).all(|g| {
+            self.walk.as_ref().expect("a listed source has a walk").left[g] == 0
+                || self.group_dead(list, g)
+        })
+    }
+
+    /// True when no member of group `g` could be taken in the current state: the checks of
+    /// [`SimTrial::eligible`] fail for the group's least request ([`super::victim_groups`]).
+    fn group_dead(&mut self, list: &Listed, g: usize) -> bool {
+        if let Some(d) = self.walk.as_ref().expect("a listed source has a walk").dead[g] {
+            return d;
+        }
+        let x = &list.groups.groups[g];
+        let t = self
+            .c
+            .quota
+            .as_ref()
+            .expect("reclaim and fair sharing imply quota");
+        let dead = match x.flavor {
+            None => true,
+            Some(f) => {
+                !t.is_borrowing(x.queue, f)
+                    || (self.guard == ReclaimGuard::Nominal
+                        && !t.keeps_nominal_after_removal(x.queue, f, &x.least))
+                    || (x.rule == PreemptReason::FairShare
+                        && match self.flavor {
+                            None => true,
+                            Some(pf) => {
+                                let (job, req) = (self.job, &self.req);
+                                let preemptor_new = *self
+                                    .pn_cache
+                                    .get_or_insert_with(|| t.drs_with(job.queue, pf, req, true));
+                                preemptor_new >= t.drs(x.queue)
+                                    || match self.strategy {
+                                        Some(FairStrategy::LessThanOrEqualToFinalShare) => {
+                                            t.drs_with(x.queue, f, &x.least, false) < preemptor_new
+                                        }
+                                        Some(FairStrategy::LessThanInitialShare) => false,
+                                        None => true,
+                                    }
+                            }
+                        })
+            }
+        };
+        self.walk.as_mut().expect("a listed source has a walk").dead[g] = Some(dead);
+        dead
+    }
+
+    /// A victim of queue `q` was taken out or put back.
+    fn changed(&mut self, q: crate::ids::QueueId) {
+        if let (Source::Listed(list), Some(w)) = (&self.source, self.walk.as_mut()) {
+            w.changed(&list.groups, q, self.job.queue);
         }
     }
 }
@@ -770,6 +913,7 @@ impl VictimTrial for SimTrial<'_> {
         if let Some(slot) = self.old_cache.get_mut(vq.index()) {
             *slot = None;
         }
+        self.changed(vq);
     }
 
     fn put_back(&mut self, v: usize) {
@@ -777,7 +921,15 @@ impl VictimTrial for SimTrial<'_> {
             release(self.fleet, &allocs);
         }
         let id = self.cands()[v].id;
+        let vq = running(self.c, id).job.queue;
         put_back(self.c, self.fleet, id);
+        if vq == self.job.queue {
+            self.pn_cache = None;
+        }
+        if let Some(slot) = self.old_cache.get_mut(vq.index()) {
+            *slot = None;
+        }
+        self.changed(vq);
     }
 
     fn fits(&mut self, taken: &[usize]) -> bool {
@@ -850,6 +1002,13 @@ pub(crate) fn plan(
         (Some(t), Some(f)) => t.borrowed(job.queue, f, None),
         _ => [0; 3],
     };
+    let (walk, heap) = match &source {
+        Source::Listed(list) => (
+            Some(GroupWalk::new(&list.groups)),
+            BinaryHeap::from(list.order.iter().map(|&k| Reverse(k)).collect::<Vec<_>>()),
+        ),
+        Source::Las(..) => (None, BinaryHeap::new()),
+    };
     let mut trial = SimTrial {
         c,
         pass,
@@ -865,14 +1024,12 @@ pub(crate) fn plan(
         before,
         pn_cache: None,
         old_cache: Vec::new(),
+        walk,
+        heap,
         fit: None,
         guard,
     };
-    let mut last = None;
-    let taken = minimal_victim_set_from(&mut trial, |t| {
-        last = t.draw(last);
-        last
-    })?;
+    let taken = minimal_victim_set_from(&mut trial, SimTrial::draw)?;
     let (cell, allocs) = trial.fit.take().expect("a victim set is returned placed");
     let cands = trial.cands();
     let removed = taken
@@ -1055,9 +1212,9 @@ pub(crate) fn apply(
     pass.held.extend(phantoms);
     let held = allocs;
     let release_at = now + cfg.grace;
-    let reg = c.running.as_mut().expect("victims are tracked");
     let mut ids = Vec::new();
     for v in &victims {
+        let reg = c.running.as_mut().expect("victims are tracked");
         let r = reg[v.id.index()].as_mut().expect("a victim is tracked");
         r.evicting = Some(Eviction {
             at: now,
@@ -1066,9 +1223,7 @@ pub(crate) fn apply(
         if let Some(ix) = c.las_victims.as_mut() {
             ix.remove(v.id);
         }
-        if let Some(ix) = c.ends.as_mut() {
-            ix.set(v.id, Some(release_at));
-        }
+        c.running_sync(v.id);
         ids.push(v.id);
         out.push(Decision::Preempt {
             job: v.id,
