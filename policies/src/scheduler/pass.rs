@@ -37,6 +37,9 @@ pub(crate) struct PassState {
     /// unchanged (`None`: a failure of the exact requirements, which holds all pass).
     /// Keyed by (queue, interned class [`Core::classes`]).
     pub(crate) verdicts: Verdicts,
+    /// Scratch for [`super::preempt`]'s room bound: GPU-milli freed per node by
+    /// [`NodeId`](crate::ids::NodeId) index, all zero between uses.
+    pub(crate) freed_by_node: Vec<u64>,
 }
 
 /// A class's verdict in a pass: the reason, and the fleet's change count while which it

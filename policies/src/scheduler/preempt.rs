@@ -76,21 +76,30 @@ pub(crate) fn preempt_for(
         // Under the LAS rule alone, the victims come from the index in victim order, and the
         // search stops at the first set that makes room (`scheduler::las_victims`).
         let indexed = las_only_victims(c, &cfg, job);
-        let cands = if indexed {
+        let mut cands = if indexed {
             Listed::default()
         } else {
             candidates(c, &cfg, job, flavor)
         };
         if !indexed
             && (cands.cands.is_empty()
-                || no_room_even_with_all(c, fleet, job, models, &cands.cands))
+                || no_room_even_with_all(c, pass, fleet, job, models, &cands.cands))
         {
             continue;
         }
-        for &strategy in &rounds {
+        // The keys, for the heap of each round (the last takes them).
+        let mut order = std::mem::take(&mut cands.order);
+        for (round, &strategy) in rounds.iter().enumerate() {
             let source = match (indexed, c.las.as_ref()) {
                 (true, Some(las)) => Source::Las(LasCursor::new(las, job), &cfg),
-                _ => Source::Listed(&cands),
+                _ => Source::Listed(
+                    &cands,
+                    BinaryHeap::from(if round + 1 == rounds.len() {
+                        std::mem::take(&mut order)
+                    } else {
+                        order.clone()
+                    }),
+                ),
             };
             if let Some((cell, allocs, victims)) =
                 plan(c, pass, fleet, job, flavor, models, source, strategy)
@@ -325,8 +334,9 @@ pub(crate) fn could_preempt(
 #[derive(Default)]
 pub(crate) struct Listed {
     pub(crate) cands: Vec<Candidate>,
-    /// Each candidate's sort key and position in `cands`, unordered.
-    order: Vec<(SortKey, u32)>,
+    /// Each candidate's sort key and position in `cands`, unordered, reversed for a heap
+    /// with the least on top.
+    order: Vec<Reverse<(SortKey, u32)>>,
     /// The groups, by position in `cands`.
     pub(crate) groups: VictimGroups,
 }
@@ -336,7 +346,7 @@ impl Listed {
     fn sorted_ids(&self) -> Vec<JobId> {
         let mut o = self.order.clone();
         o.sort_unstable_by_key(|a| a.0);
-        o.iter().map(|&(_, i)| self.cands[i as usize].id).collect()
+        o.iter().map(|r| self.cands[r.0 .1 as usize].id).collect()
     }
 }
 
@@ -350,26 +360,55 @@ pub(crate) fn candidates(
     // Without the tier, priority and LAS rules, a victim of another queue must be taken by
     // reclaim or fair sharing, which both need its queue borrowing; one of the preemptor's
     // own queue, by the within-queue rule. The other queues hold no candidate, and their
-    // jobs are not looked at (the sort fixes the order whatever the walk's).
-    let scanned: Option<Vec<crate::ids::QueueId>> =
-        (!cfg.tiers && cfg.capacity != CapacityPreemption::LowerPriority && cfg.las.is_none())
-            .then(|| {
-                let mut qs: Vec<crate::ids::QueueId> = c.quota.as_ref().map_or(Vec::new(), |t| {
-                    t.queues()
-                        .filter(|&q| q != job.queue && t.borrows_any(q))
-                        .collect()
-                });
-                if cfg.within_queue != WithinQueue::Never {
-                    qs.push(job.queue);
-                }
-                qs
-            });
+    // jobs are not looked at (the heap fixes the order whatever the walk's).
+    let narrow =
+        !cfg.tiers && cfg.capacity != CapacityPreemption::LowerPriority && cfg.las.is_none();
+    // With the within-queue rule off too, no victim of the preemptor's queue can be taken,
+    // so its share after admission stays put through the search. A queue none of whose
+    // jobs could be reclaimed (only fair sharing could take them) and whose share is at or
+    // below that share gives no victim in any round: both strategies need the preemptor to
+    // end below the victim queue's share before (`SimTrial::eligible`), and that share only
+    // falls as the queue's jobs leave. Its jobs are not walked either.
+    let fair_only_dead = |q: crate::ids::QueueId| -> bool {
+        let (Some(t), Some(pf)) = (c.quota.as_ref(), flavor) else {
+            return false;
+        };
+        let req = request(job);
+        narrow
+            && cfg.within_queue == WithinQueue::Never
+            && (cfg.reclaim_within_cohort == ReclaimWithinCohort::Never
+                || !t.may_reclaim_from(job.queue, q, pf, &req))
+            && t.drs_with(job.queue, pf, &req, true) >= t.drs(q)
+    };
+    let scanned: Option<Vec<crate::ids::QueueId>> = narrow.then(|| {
+        let mut qs: Vec<crate::ids::QueueId> = c.quota.as_ref().map_or(Vec::new(), |t| {
+            t.queues()
+                .filter(|&q| q != job.queue && t.borrows_any(q) && !fair_only_dead(q))
+                .collect()
+        });
+        if cfg.within_queue != WithinQueue::Never {
+            qs.push(job.queue);
+        }
+        qs
+    });
     let out = candidates_in(c, cfg, job, flavor, scanned.as_deref());
     debug_assert!(
         scanned.is_none() || {
-            candidates_in(c, cfg, job, flavor, None).sorted_ids() == out.sorted_ids()
+            // The full scan, less the queues left out as dead, is the same list; and what
+            // those queues held is fair sharing's alone.
+            let all = candidates_in(c, cfg, job, flavor, None);
+            let queue_of = |id: JobId| running(c, id).job.queue;
+            let kept: Vec<JobId> = all
+                .sorted_ids()
+                .into_iter()
+                .filter(|&id| !fair_only_dead(queue_of(id)))
+                .collect();
+            kept == out.sorted_ids()
+                && all.cands.iter().all(|cand| {
+                    !fair_only_dead(queue_of(cand.id)) || cand.rule == PreemptReason::FairShare
+                })
         },
-        "the queues left out of the scan hold no candidate"
+        "the queues left out of the scan hold no candidate that could be taken"
     );
     out
 }
@@ -453,7 +492,7 @@ fn candidates_in(
     // The candidates, and their sort keys with their positions (sorting the keys alone
     // moves a third of the bytes).
     let mut out: Vec<Candidate> = Vec::with_capacity(len);
-    let mut order: Vec<(SortKey, u32)> = Vec::with_capacity(len);
+    let mut order: Vec<Reverse<(SortKey, u32)>> = Vec::with_capacity(len);
     let mut groups = VictimGroups::default();
     for r in walk {
         let v = &r.job;
@@ -573,7 +612,7 @@ fn candidates_in(
             Reverse(key.seq),
             v.id,
         );
-        order.push((sort, out.len() as u32));
+        order.push(Reverse((sort, out.len() as u32)));
         groups.push(rule, v.queue, r.flavor, r.req);
         out.push(Candidate {
             id: v.id,
@@ -587,7 +626,7 @@ fn candidates_in(
         let mut o = order.clone();
         o.sort_unstable_by_key(|a| a.0);
         debug_assert!(o.windows(2).all(|w| {
-            let (a, b) = (&out[w[0].1 as usize], &out[w[1].1 as usize]);
+            let (a, b) = (&out[w[0].0 .1 as usize], &out[w[1].0 .1 as usize]);
             a.key.cmp(&b.key).then(a.id.cmp(&b.id)).is_lt()
         }));
     }
@@ -640,6 +679,7 @@ struct QueueInfo {
 /// (issue #18).
 fn no_room_even_with_all(
     c: &Core,
+    pass: &mut PassState,
     fleet: &FleetState,
     job: &PendingJob,
     models: ModelSet,
@@ -665,21 +705,29 @@ fn no_room_even_with_all(
             *slot = Some(r);
         }
     }
-    // What the candidates free, per node (a job's tasks may share a node).
-    let mut freed: Vec<(NodeId, u64)> = cands
+    // What the candidates free, per node (a job's tasks may share a node), summed in the
+    // pass's scratch array; `touched` lists the nodes with a sum.
+    let freed = &mut pass.freed_by_node;
+    if freed.len() < fleet.nodes().len() {
+        freed.resize(fleet.nodes().len(), 0);
+    }
+    let mut touched: Vec<NodeId> = Vec::new();
+    for a in cands
         .iter()
         .flat_map(|cand| running(c, cand.id).allocs.iter())
-        .map(|a| (a.node, a.total_gpu_milli()))
-        .collect();
-    freed.sort_unstable_by_key(|&(n, _)| n);
-    freed.dedup_by(|b, a| {
-        let same = a.0 == b.0;
-        if same {
-            a.1 += b.1;
+    {
+        let extra = a.total_gpu_milli();
+        if extra == 0 {
+            continue;
         }
-        same
-    });
-    for (node, extra) in freed {
+        let slot = &mut freed[a.node.index()];
+        if *slot == 0 {
+            touched.push(a.node);
+        }
+        *slot += extra;
+    }
+    for node in touched {
+        let extra = std::mem::take(&mut freed[node.index()]);
         let n = fleet.node(node);
         if !n.schedulable || !n.model.is_some_and(|m| models.allows(m)) {
             continue;
@@ -694,8 +742,9 @@ fn no_room_even_with_all(
 
 /// Where a plan's candidates come from, in victim order.
 pub(crate) enum Source<'a> {
-    /// A list made by [`candidates`].
-    Listed(&'a Listed),
+    /// A list made by [`candidates`], and the heap of its keys not drawn yet, least on
+    /// top.
+    Listed(&'a Listed, BinaryHeap<Reverse<(SortKey, u32)>>),
     /// A walk of the LAS victim index ([`las_only_victims`]), with the preemption settings.
     Las(LasCursor, &'a PreemptionConfig),
 }
@@ -727,15 +776,15 @@ pub(crate) struct SimTrial<'a> {
     pub(crate) guard: ReclaimGuard,
     /// With a listed source: the walk over its groups ([`super::victim_groups`]).
     pub(crate) walk: Option<GroupWalk>,
-    /// With a listed source: the keys and positions not drawn yet, least on top.
-    pub(crate) heap: BinaryHeap<Reverse<(SortKey, u32)>>,
+    /// The rules of the victims out now.
+    pub(crate) taken: TakenRules,
 }
 
 impl SimTrial<'_> {
     /// The candidates drawn so far (a listed source: all of them).
     fn cands(&self) -> &[Candidate] {
         match &self.source {
-            Source::Listed(list) => &list.cands,
+            Source::Listed(list, _) => &list.cands,
             Source::Las(..) => &self.drawn,
         }
     }
@@ -743,11 +792,13 @@ impl SimTrial<'_> {
     /// The index of the next candidate in victim order (`None`: no more).
     fn draw(&mut self) -> Option<usize> {
         match &mut self.source {
-            Source::Listed(list) => {
+            Source::Listed(list, _) => {
                 let list: &Listed = list;
                 loop {
-                    let Reverse((_, i)) = self.heap.pop()?;
-                    let i = i as usize;
+                    let Source::Listed(_, heap) = &mut self.source else {
+                        unreachable!("matched above")
+                    };
+                    let i = heap.pop()?.0 .1 as usize;
                     let g = list.groups.of[i];
                     self.pass_over(list, i);
                     if g == NO_GROUP || !self.group_dead(list, g as usize) {
@@ -761,8 +812,10 @@ impl SimTrial<'_> {
                         // and take none.
                         #[cfg(debug_assertions)]
                         {
-                            let rest: Vec<usize> =
-                                self.heap.iter().map(|r| r.0 .1 as usize).collect();
+                            let Source::Listed(_, heap) = &self.source else {
+                                unreachable!("matched above")
+                            };
+                            let rest: Vec<usize> = heap.iter().map(|r| r.0 .1 as usize).collect();
                             debug_assert!(rest.into_iter().all(|j| !self.eligible(j)));
                         }
                         return None;
@@ -840,11 +893,20 @@ impl<'a> SimTrial<'a> {
         dead
     }
 
-    /// A victim of queue `q` was taken out or put back.
-    fn changed(&mut self, q: crate::ids::QueueId) {
-        if let (Source::Listed(list), Some(w)) = (&self.source, self.walk.as_mut()) {
+    /// A victim of queue `q` under `rule` was taken out (`out`) or put back: the shares
+    /// cached for `q` (and the preemptor's, if `q` is its queue) and the verdicts of `q`'s
+    /// groups no longer hold, and the count of taken rules moves.
+    fn moved(&mut self, q: crate::ids::QueueId, rule: PreemptReason, out: bool) {
+        if q == self.job.queue {
+            self.pn_cache = None;
+        }
+        if let Some(slot) = self.old_cache.get_mut(q.index()) {
+            *slot = None;
+        }
+        if let (Source::Listed(list, _), Some(w)) = (&self.source, self.walk.as_mut()) {
             w.changed(&list.groups, q, self.job.queue);
         }
+        self.taken.count(rule, q, self.job.queue, out);
     }
 }
 
@@ -904,32 +966,20 @@ impl VictimTrial for SimTrial<'_> {
     }
 
     fn take_out(&mut self, v: usize) {
-        let id = self.cands()[v].id;
+        let (id, rule) = (self.cands()[v].id, self.cands()[v].rule);
         let vq = running(self.c, id).job.queue;
         take_out(self.c, self.fleet, id);
-        if vq == self.job.queue {
-            self.pn_cache = None;
-        }
-        if let Some(slot) = self.old_cache.get_mut(vq.index()) {
-            *slot = None;
-        }
-        self.changed(vq);
+        self.moved(vq, rule, true);
     }
 
     fn put_back(&mut self, v: usize) {
         if let Some((_, allocs)) = self.fit.take() {
             release(self.fleet, &allocs);
         }
-        let id = self.cands()[v].id;
+        let (id, rule) = (self.cands()[v].id, self.cands()[v].rule);
         let vq = running(self.c, id).job.queue;
         put_back(self.c, self.fleet, id);
-        if vq == self.job.queue {
-            self.pn_cache = None;
-        }
-        if let Some(slot) = self.old_cache.get_mut(vq.index()) {
-            *slot = None;
-        }
-        self.changed(vq);
+        self.moved(vq, rule, false);
     }
 
     fn fits(&mut self, taken: &[usize]) -> bool {
@@ -940,6 +990,7 @@ impl VictimTrial for SimTrial<'_> {
             &self.req,
             taken,
             self.cands(),
+            &self.taken,
             &self.before,
         ) || self.c.free_for(self.fleet, self.job, self.models) < self.need
         {
@@ -959,6 +1010,7 @@ impl VictimTrial for SimTrial<'_> {
             &self.req,
             taken,
             self.cands(),
+            &self.taken,
             &self.before,
         ) {
             self.c
@@ -1002,12 +1054,9 @@ pub(crate) fn plan(
         (Some(t), Some(f)) => t.borrowed(job.queue, f, None),
         _ => [0; 3],
     };
-    let (walk, heap) = match &source {
-        Source::Listed(list) => (
-            Some(GroupWalk::new(&list.groups)),
-            BinaryHeap::from(list.order.iter().map(|&k| Reverse(k)).collect::<Vec<_>>()),
-        ),
-        Source::Las(..) => (None, BinaryHeap::new()),
+    let walk = match &source {
+        Source::Listed(list, _) => Some(GroupWalk::new(&list.groups)),
+        Source::Las(..) => None,
     };
     let mut trial = SimTrial {
         c,
@@ -1025,7 +1074,7 @@ pub(crate) fn plan(
         pn_cache: None,
         old_cache: Vec::new(),
         walk,
-        heap,
+        taken: TakenRules::default(),
         fit: None,
         guard,
     };
@@ -1042,13 +1091,59 @@ pub(crate) fn plan(
     Some((cell, allocs, removed))
 }
 
-/// Does `job` fit its quota in `flavor` now, given the victims `removed` so far? Rule P1:
+/// The rules of the victims a trial has out, counted: what [`quota_ok`] reads of them.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TakenRules {
+    /// Under the within-queue rule.
+    within: u32,
+    /// Under the priority or LAS rule, from the preemptor's queue.
+    capacity_own: u32,
+    /// Under the priority or LAS rule, from other queues.
+    capacity_other: u32,
+    /// Under the reclaim rule, per victim queue (queues in first-taken order).
+    reclaim: Vec<(crate::ids::QueueId, u32)>,
+}
+
+impl TakenRules {
+    /// A victim under `rule`, of queue `vq`, was taken out (`out`) or put back, for a
+    /// preemptor of queue `own`.
+    pub(crate) fn count(
+        &mut self,
+        rule: PreemptReason,
+        vq: crate::ids::QueueId,
+        own: crate::ids::QueueId,
+        out: bool,
+    ) {
+        let n = match rule {
+            PreemptReason::FairShare | PreemptReason::Tier => return,
+            PreemptReason::WithinQueue => &mut self.within,
+            PreemptReason::Priority | PreemptReason::Las if vq == own => &mut self.capacity_own,
+            PreemptReason::Priority | PreemptReason::Las => &mut self.capacity_other,
+            PreemptReason::Reclaim => match self.reclaim.iter().position(|x| x.0 == vq) {
+                Some(i) => &mut self.reclaim[i].1,
+                None => {
+                    self.reclaim.push((vq, 0));
+                    &mut self.reclaim.last_mut().expect("pushed").1
+                }
+            },
+        };
+        if out {
+            *n += 1;
+        } else {
+            *n -= 1;
+        }
+    }
+}
+
+/// Does `job` fit its quota in `flavor` now, given the victims `removed` so far (their rules
+/// counted in `taken`)? Rule P1:
 /// only the fair-sharing rule (whose strategies bound shares) and the tier rule (whose
 /// best-effort victims hold no quota) may leave the preemptor's queue borrowing more than
 /// `before`, what it borrowed before the preemption; and victims taken from other queues
 /// under the reclaim, priority or LAS rules require the preemptor to end within its nominal
 /// quota. Without P1 a priority swap inside a borrowing queue (a larger job for a smaller one)
 /// raises that queue's share, fair sharing takes the room back, and the three jobs go round.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn quota_ok(
     c: &Core,
     job: &PendingJob,
@@ -1056,6 +1151,7 @@ pub(crate) fn quota_ok(
     req: &crate::quota::Request,
     removed: &[usize],
     cands: &[Candidate],
+    taken: &TakenRules,
     before: &crate::quota::Request,
 ) -> bool {
     let (Some(t), Some(f)) = (c.quota.as_ref(), flavor) else {
@@ -1066,22 +1162,48 @@ pub(crate) fn quota_ok(
         QuotaFit::Fits { borrows: true } => {
             let after = t.borrowed(job.queue, f, Some(req));
             let increases = after.iter().zip(before).any(|(a, b)| a > b);
-            !removed.iter().map(|&i| &cands[i]).any(|v| match v.rule {
-                PreemptReason::FairShare | PreemptReason::Tier => false,
-                PreemptReason::WithinQueue => increases,
-                // Reclaim: the preemptor ends within the nominal quota of its subtree that
-                // the victim is outside of (its own queue's in a one-level cohort).
-                PreemptReason::Reclaim => {
-                    let vq = running(c, v.id).job.queue;
-                    vq == job.queue || !t.may_reclaim_from(job.queue, vq, f, req)
-                }
-                PreemptReason::Priority | PreemptReason::Las => {
-                    increases || running(c, v.id).job.queue != job.queue
-                }
-            })
+            // Reclaim: the preemptor ends within the nominal quota of its subtree that the
+            // victim is outside of (its own queue's in a one-level cohort), asked once per
+            // victim queue.
+            let ok = !((increases && (taken.within > 0 || taken.capacity_own > 0))
+                || taken.capacity_other > 0
+                || taken.reclaim.iter().any(|&(vq, n)| {
+                    n > 0 && (vq == job.queue || !t.may_reclaim_from(job.queue, vq, f, req))
+                }));
+            debug_assert_eq!(
+                ok,
+                quota_ok_by_victim(c, job, f, req, removed, cands, increases),
+                "the counted rules answer as the victims do"
+            );
+            ok
         }
         QuotaFit::Blocked { .. } => false,
     }
+}
+
+/// [`quota_ok`]'s verdict on a borrowing fit, asked of each victim in `removed` (debug
+/// builds check the counted verdict against it).
+fn quota_ok_by_victim(
+    c: &Core,
+    job: &PendingJob,
+    f: u16,
+    req: &crate::quota::Request,
+    removed: &[usize],
+    cands: &[Candidate],
+    increases: bool,
+) -> bool {
+    let t = c.quota.as_ref().expect("called with quota");
+    !removed.iter().map(|&i| &cands[i]).any(|v| match v.rule {
+        PreemptReason::FairShare | PreemptReason::Tier => false,
+        PreemptReason::WithinQueue => increases,
+        PreemptReason::Reclaim => {
+            let vq = running(c, v.id).job.queue;
+            vq == job.queue || !t.may_reclaim_from(job.queue, vq, f, req)
+        }
+        PreemptReason::Priority | PreemptReason::Las => {
+            increases || running(c, v.id).job.queue != job.queue
+        }
+    })
 }
 
 pub(crate) fn running(c: &Core, id: JobId) -> &Running {
