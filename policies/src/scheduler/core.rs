@@ -330,11 +330,13 @@ impl Core {
     /// Moves a started job into its running record (made by [`Core::admit`] with a copy that
     /// leaves out the cell list, so that starting a job allocates nothing it does not keep).
     pub(crate) fn register(&mut self, job: PendingJob) {
+        let id = job.id;
         if let Some(reg) = self.running.as_mut() {
-            if let Some(Some(r)) = reg.get_mut(job.id.index()) {
+            if let Some(Some(r)) = reg.get_mut(id.index()) {
                 r.job = job;
             }
         }
+        self.running_sync(id);
     }
 
     /// Undoes [`Core::admit`]'s queue usage and decayed usage for `gpu_milli`.

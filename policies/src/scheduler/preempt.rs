@@ -1,6 +1,7 @@
 //! The preemption search of a pass: candidates by rule, a minimal victim set, the plan
 //! and its application (the rules and the victim order: [`crate::preemption`]).
 
+use super::run_counts::VictimView;
 use super::victim_groups::{GroupWalk, VictimGroups, NO_GROUP};
 use super::*;
 use crate::decision::PreemptReason;
@@ -480,25 +481,54 @@ fn candidates_in(
         }
         i
     };
-    let (walk, len): (Box<dyn Iterator<Item = &Running>>, usize) = match queues {
-        Some(qs) => (
-            Box::new(qs.iter().flat_map(|&q| c.running_jobs_of(q))),
+    // The running jobs not being evicted: in the queues given, their views kept by queue
+    // (`scheduler::run_counts`, read in a stream), else their records, viewed one by one.
+    type Walk<'w> = Box<dyn Iterator<Item = (VictimView, Option<&'w Running>)> + 'w>;
+    let of_record = |r: &Running| r.evicting.is_none().then(|| VictimView::of(r));
+    let (walk, len): (Walk, usize) = match (queues, c.run_counts.as_ref()) {
+        (Some(qs), Some(rc)) => (
+            Box::new(
+                qs.iter()
+                    .flat_map(move |&q| rc.views(q).iter().map(|&v| (v, None))),
+            ),
+            qs.iter().map(|&q| rc.views(q).len()).sum(),
+        ),
+        (Some(qs), None) => (
+            Box::new(
+                qs.iter()
+                    .flat_map(|&q| c.running_jobs_of(q))
+                    .filter_map(move |r| of_record(r).map(|v| (v, Some(r)))),
+            ),
             qs.iter()
                 .map(|q| c.running_by_queue.get(q.index()).map_or(0, BTreeSet::len))
                 .sum(),
         ),
-        None => (Box::new(c.running_jobs()), c.running_ids.len()),
+        (None, _) => (
+            Box::new(
+                c.running_jobs()
+                    .filter_map(move |r| of_record(r).map(|v| (v, Some(r)))),
+            ),
+            c.running_ids.len(),
+        ),
     };
     // The candidates, and their sort keys with their positions (sorting the keys alone
     // moves a third of the bytes).
     let mut out: Vec<Candidate> = Vec::with_capacity(len);
     let mut order: Vec<Reverse<(SortKey, u32)>> = Vec::with_capacity(len);
     let mut groups = VictimGroups::default();
-    for r in walk {
-        let v = &r.job;
-        if r.evicting.is_some() || v.id == job.id {
+    for (v, rec) in walk {
+        if v.id == job.id {
             continue;
         }
+        debug_assert!(
+            rec.is_some() || {
+                let r = running(c, v.id);
+                r.evicting.is_none() && VictimView::of(r) == v
+            },
+            "a kept view is its record's"
+        );
+        // The record, for the LAS components only.
+        let r = || rec.unwrap_or_else(|| running(c, v.id));
         if c.preempted_now.0 == now && c.preempted_now.1.contains(&v.id) {
             // Rule P3: preempted earlier at this instant and restarted: not again now.
             continue;
@@ -512,12 +542,12 @@ fn candidates_in(
         // this one in the LAS order (scheduler::las).
         let p2 = my_preemptors.contains(&v.seq);
         let las_ahead = c.las.is_some() && cfg.las.is_some();
-        let las_ahead = las_ahead && las_outranks(c.las.as_ref().expect("set"), job, r, now);
+        let las_ahead = las_ahead && las_outranks(c.las.as_ref().expect("set"), job, r(), now);
         if p2 && !las_ahead {
             continue;
         }
         let same_queue = v.queue == job.queue;
-        let qi = info(&mut queue_info, v.queue, r.flavor);
+        let qi = info(&mut queue_info, v.queue, v.flavor);
         let QueueInfo {
             same_tree,
             borrowing,
@@ -539,12 +569,12 @@ fn candidates_in(
             },
             cfg.las
                 .as_ref()
-                .map_or(0, |l| -(l.level(r.attained_gpu_ms(now)) as i64)),
+                .map_or(0, |l| -(l.level(r().attained_gpu_ms(now)) as i64)),
         );
         // With quota, a job charged to another queue is a capacity victim only while that queue
         // borrows (Kueue `borrowWithinCohort`): never below its nominal quota.
         let capacity_ok =
-            !(same_tree || (quota.is_some() && !same_queue && r.flavor.is_some())) || borrowing;
+            !(same_tree || (quota.is_some() && !same_queue && v.flavor.is_some())) || borrowing;
         let rule = if cfg.tiers && job.tier > v.tier {
             Some(PreemptReason::Tier)
         } else if same_queue
@@ -593,12 +623,12 @@ fn candidates_in(
             share,
             same_queue,
             priority: v.priority,
-            lost_gpu_milli_ms: r.lost_gpu_milli_ms(now),
-            start_ms: r.start.0,
+            lost_gpu_milli_ms: v.lost_gpu_milli_ms(now),
+            start_ms: v.start.0,
             seq: v.seq,
         };
         let key = match (rule, c.las.as_ref()) {
-            (PreemptReason::Las, Some(l)) => las_victim_key(l, r, now, key),
+            (PreemptReason::Las, Some(l)) => las_victim_key(l, r(), now, key),
             _ => key,
         };
         let sort = (
@@ -613,7 +643,7 @@ fn candidates_in(
             v.id,
         );
         order.push(Reverse((sort, out.len() as u32)));
-        groups.push(rule, v.queue, r.flavor, r.req);
+        groups.push(rule, v.queue, v.flavor, v.req);
         out.push(Candidate {
             id: v.id,
             rule,

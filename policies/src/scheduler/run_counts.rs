@@ -1,25 +1,81 @@
-//! What the running jobs offer as victims, counted as jobs start and stop (issue #18): the
+//! What the running jobs offer as victims, kept as jobs start and stop (issue #18): the
 //! pass's [`RunSummary`] read in `O(queues)` instead of a walk of the whole running set in
-//! every pass that tries a preemption.
+//! every pass that tries a preemption, and per queue a contiguous copy of what the victim
+//! search reads of each job ([`VictimView`]), which the search streams through instead of
+//! visiting every running record (a cache miss each).
 //!
 //! Kept with preemption on and running jobs tracked. A running job that is not being
-//! evicted counts once, by (queue, priority) and by tier; a job being evicted, or no longer
-//! running, does not count. [`Core::running_sync`] brings a job's count up to its running
-//! record wherever the record is made, changed or taken out. The LAS parts of the summary
-//! move with time, so a summary with LAS preemption comes from the LAS victim index or a
-//! walk, not from here.
+//! evicted counts once, by (queue, priority) and by tier, and has its view in its queue's
+//! array (in no particular order); a job being evicted, or no longer running, does not.
+//! [`Core::running_sync`] brings a job's entry up to its running record wherever the record
+//! is made, changed or taken out. The LAS parts of the summary move with time, so a summary
+//! with LAS preemption comes from the LAS victim index or a walk, not from here.
 
 use super::preempt::RunSummary;
 use super::*;
 
-/// What one running job counts for: its queue, priority and tier.
-type Counted = (QueueId, i32, Tier);
+/// What the victim search reads of a running job that is not being evicted (the fields of
+/// its running record it uses outside LAS).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct VictimView {
+    pub(crate) id: JobId,
+    pub(crate) queue: QueueId,
+    pub(crate) tier: Tier,
+    /// The flavor its quota is charged in.
+    pub(crate) flavor: Option<u16>,
+    pub(crate) priority: i32,
+    pub(crate) seq: u64,
+    pub(crate) submit: SimTime,
+    /// When its current run started.
+    pub(crate) start: SimTime,
+    /// Progress before its current run.
+    pub(crate) done: SimDuration,
+    pub(crate) checkpoint_interval: Option<SimDuration>,
+    /// Its accelerators in all, GPU-milli.
+    pub(crate) gpu_milli: u64,
+    /// What is charged to quota.
+    pub(crate) req: Request,
+}
 
-/// The counts (module docs).
+impl VictimView {
+    /// The view of running record `r`.
+    pub(crate) fn of(r: &Running) -> VictimView {
+        VictimView {
+            id: r.job.id,
+            queue: r.job.queue,
+            tier: r.job.tier,
+            flavor: r.flavor,
+            priority: r.job.priority,
+            seq: r.job.seq,
+            submit: r.job.submit,
+            start: r.start,
+            done: r.job.done,
+            checkpoint_interval: r.job.checkpoint_interval,
+            gpu_milli: r.job.total_gpu_milli(),
+            req: r.req,
+        }
+    }
+
+    /// [`Running::lost_gpu_milli_ms`] from the view.
+    pub(crate) fn lost_gpu_milli_ms(&self, now: SimTime) -> u128 {
+        super::running::lost_gpu_milli_ms(
+            self.done,
+            self.start,
+            self.checkpoint_interval,
+            self.gpu_milli,
+            now,
+        )
+    }
+}
+
+/// The counts and views (module docs).
 #[derive(Debug, Default)]
 pub(crate) struct RunCounts {
-    /// Each job's counted entry, by [`JobId`] index (`None`: not counted).
-    counted: Vec<Option<Counted>>,
+    /// Each counted job's place, by [`JobId`] index: its queue and its index in the queue's
+    /// views (`None`: not counted).
+    at: Vec<Option<(QueueId, u32)>>,
+    /// Per queue ([`QueueId`] index): the views of its running jobs not being evicted.
+    views: Vec<Vec<VictimView>>,
     /// Per queue ([`QueueId`] index): running jobs not being evicted, by priority.
     by_queue: Vec<BTreeMap<i32, u32>>,
     /// Running jobs not being evicted, per tier ([`Tier`] as index).
@@ -27,33 +83,50 @@ pub(crate) struct RunCounts {
 }
 
 impl RunCounts {
-    /// Counts `job` as `now` (`None`: not at all), in place of what it counted for before.
-    /// `O(log priorities)`.
-    pub(crate) fn set(&mut self, job: JobId, now: Option<Counted>) {
+    /// Counts `job` with view `now` (`None`: not at all), in place of what it counted for
+    /// before. `O(log priorities)`.
+    pub(crate) fn set(&mut self, job: JobId, now: Option<VictimView>) {
         let i = job.index();
-        if i >= self.counted.len() {
-            self.counted.resize(i + 1, None);
+        if i >= self.at.len() {
+            self.at.resize(i + 1, None);
         }
-        let old = std::mem::replace(&mut self.counted[i], now);
-        if old == now {
-            return;
-        }
-        if let Some((q, p, t)) = old {
+        if let Some((q, k)) = self.at[i] {
+            if Some(self.views[q.index()][k as usize]) == now {
+                return;
+            }
+            self.at[i] = None;
+            let list = &mut self.views[q.index()];
+            let old = list.swap_remove(k as usize);
+            if let Some(moved) = list.get(k as usize) {
+                self.at[moved.id.index()] = Some((q, k));
+            }
             let m = &mut self.by_queue[q.index()];
-            let n = m.get_mut(&p).expect("a counted job's priority is counted");
+            let n = m
+                .get_mut(&old.priority)
+                .expect("a counted job's priority is counted");
             *n -= 1;
             if *n == 0 {
-                m.remove(&p);
+                m.remove(&old.priority);
             }
-            self.tiers[t as usize] -= 1;
+            self.tiers[old.tier as usize] -= 1;
         }
-        if let Some((q, p, t)) = now {
-            if q.index() >= self.by_queue.len() {
-                self.by_queue.resize_with(q.index() + 1, BTreeMap::new);
+        if let Some(v) = now {
+            let q = v.queue.index();
+            if q >= self.by_queue.len() {
+                self.by_queue.resize_with(q + 1, BTreeMap::new);
+                self.views.resize_with(q + 1, Vec::new);
             }
-            *self.by_queue[q.index()].entry(p).or_insert(0) += 1;
-            self.tiers[t as usize] += 1;
+            *self.by_queue[q].entry(v.priority).or_insert(0) += 1;
+            self.tiers[v.tier as usize] += 1;
+            let k = u32::try_from(self.views[q].len()).expect("fewer than 2^32 running jobs");
+            self.views[q].push(v);
+            self.at[i] = Some((v.queue, k));
         }
+    }
+
+    /// The views of queue `q`'s running jobs not being evicted, in no particular order.
+    pub(crate) fn views(&self, q: QueueId) -> &[VictimView] {
+        self.views.get(q.index()).map_or(&[], Vec::as_slice)
     }
 
     /// The summary a walk over the running jobs gives without LAS preemption
@@ -94,9 +167,7 @@ impl Core {
             .and_then(|reg| reg.get(job.index()))
             .and_then(|r| r.as_deref());
         let end = r.map(super::ends::end_of);
-        let counted = r
-            .filter(|r| r.evicting.is_none())
-            .map(|r| (r.job.queue, r.job.priority, r.job.tier));
+        let counted = r.filter(|r| r.evicting.is_none()).map(VictimView::of);
         if let Some(ix) = self.ends.as_mut() {
             ix.set(job, end);
         }
@@ -114,13 +185,31 @@ mod tests {
         JobId(i)
     }
 
+    fn v(id: u32, q: u32, priority: i32, tier: Tier) -> Option<VictimView> {
+        Some(VictimView {
+            id: j(id),
+            queue: QueueId(q),
+            tier,
+            flavor: Some(0),
+            priority,
+            seq: u64::from(id),
+            submit: SimTime(0),
+            start: SimTime(5),
+            done: SimDuration(0),
+            checkpoint_interval: None,
+            gpu_milli: 1000,
+            req: [1000, 0, 0],
+        })
+    }
+
     /// Counting, recounting and uncounting leave the counts of what is counted now.
     #[test]
     fn counts_follow_the_jobs() {
         let mut rc = RunCounts::default();
-        rc.set(j(0), Some((QueueId(1), 5, Tier::Production)));
-        rc.set(j(1), Some((QueueId(1), 2, Tier::Production)));
-        rc.set(j(2), Some((QueueId(0), 7, Tier::BestEffort)));
+        rc.set(j(0), v(0, 1, 5, Tier::Production));
+        rc.set(j(1), v(1, 1, 2, Tier::Production));
+        rc.set(j(2), v(2, 0, 7, Tier::BestEffort));
+        assert_eq!(rc.views(QueueId(1)).len(), 2);
         let s = rc.summary(9);
         assert_eq!(s.min_prio, vec![Some(7), Some(2)]);
         assert_eq!(s.min_prio_all, Some(2));
@@ -128,9 +217,17 @@ mod tests {
         assert_eq!(s.tiers[Tier::Production as usize], 2);
         assert_eq!(s.tiers[Tier::BestEffort as usize], 1);
         // Job 1 starts its eviction, job 2 ends, job 0 is set again as it was.
-        rc.set(j(1), None);
+        rc.set(j(0), None);
         rc.set(j(2), None);
-        rc.set(j(0), Some((QueueId(1), 5, Tier::Production)));
+        rc.set(j(0), v(0, 1, 5, Tier::Production));
+        rc.set(j(1), None);
+        // Job 0's view moved within its queue's array when job 1 left; setting it again
+        // with a new start replaces it in place of a second entry.
+        let mut moved = v(0, 1, 5, Tier::Production);
+        moved.as_mut().expect("some").start = SimTime(9);
+        rc.set(j(0), moved);
+        assert_eq!(rc.views(QueueId(1)), &[moved.expect("some")][..]);
+        assert!(rc.views(QueueId(0)).is_empty());
         let s = rc.summary(0);
         assert_eq!(s.min_prio, vec![None, Some(5)]);
         assert_eq!(s.min_prio_all, Some(5));

@@ -29,10 +29,13 @@ impl Running {
     /// Work lost if the job were stopped at `now`, GPU-milli·ms: progress since its last
     /// checkpoint times its accelerators.
     pub(crate) fn lost_gpu_milli_ms(&self, now: SimTime) -> u128 {
-        let ran = now.saturating_since(self.start);
-        let total = SimDuration(self.job.done.0 + ran.0);
-        let kept = kept_progress(total, self.job.checkpoint_interval);
-        (total.0 - kept.0) as u128 * self.job.total_gpu_milli() as u128
+        lost_gpu_milli_ms(
+            self.job.done,
+            self.start,
+            self.job.checkpoint_interval,
+            self.job.total_gpu_milli(),
+            now,
+        )
     }
 
     /// GPU·ms of service at `now`, earlier runs included.
@@ -47,6 +50,21 @@ impl Running {
         };
         self.job.attained_gpu_ms + gained
     }
+}
+
+/// Work lost, GPU-milli·ms, if a job that had made `done` progress before a run started at
+/// `start`, checkpointing every `checkpoint` and holding `gpu_milli`, stopped at `now`.
+pub(crate) fn lost_gpu_milli_ms(
+    done: SimDuration,
+    start: SimTime,
+    checkpoint: Option<SimDuration>,
+    gpu_milli: u64,
+    now: SimTime,
+) -> u128 {
+    let ran = now.saturating_since(start);
+    let total = SimDuration(done.0 + ran.0);
+    let kept = kept_progress(total, checkpoint);
+    (total.0 - kept.0) as u128 * gpu_milli as u128
 }
 
 /// A preemptor waiting for its victims' grace periods. Its request is reserved in its
