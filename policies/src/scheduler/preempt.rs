@@ -179,7 +179,14 @@ pub(crate) fn summary(c: &Core, cfg: &PreemptionConfig) -> RunSummary {
         return ix.summary(c);
     }
     if let (Some(ix), None) = (c.run_counts.as_ref(), cfg.las.as_ref()) {
-        let s = ix.summary(c.started_gpu_milli);
+        let (min_prio, tiers) = ix.summary();
+        let s = RunSummary {
+            min_prio_all: min_prio.iter().flatten().min().copied(),
+            min_prio,
+            tiers,
+            started_at: c.started_gpu_milli,
+            ..RunSummary::default()
+        };
         debug_assert_eq!(
             s,
             summary_walk(c, cfg),

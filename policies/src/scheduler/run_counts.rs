@@ -1,5 +1,5 @@
 //! What the running jobs offer as victims, kept as jobs start and stop (issue #18): the
-//! pass's [`RunSummary`] read in `O(queues)` instead of a walk of the whole running set in
+//! pass's run summary (`preempt::RunSummary`) read in `O(queues)` instead of a walk of the whole running set in
 //! every pass that tries a preemption, and per queue a contiguous copy of what the victim
 //! search reads of each job ([`VictimView`]), which the search streams through instead of
 //! visiting every running record (a cache miss each).
@@ -11,7 +11,6 @@
 //! is made, changed or taken out. The LAS parts of the summary move with time, so a summary
 //! with LAS preemption comes from the LAS victim index or a walk, not from here.
 
-use super::preempt::RunSummary;
 use super::*;
 
 /// What the victim search reads of a running job that is not being evicted (the fields of
@@ -129,27 +128,20 @@ impl RunCounts {
         self.views.get(q.index()).map_or(&[], Vec::as_slice)
     }
 
-    /// The summary a walk over the running jobs gives without LAS preemption
-    /// ([`super::preempt::summary`]): lowest priority per queue and overall, jobs per tier.
-    /// `O(queues)`.
-    pub(crate) fn summary(&self, started_at: u64) -> RunSummary {
-        let mut s = RunSummary {
-            started_at,
-            tiers: self.tiers,
-            ..RunSummary::default()
-        };
-        // As the walk, `min_prio` reaches up to the highest queue with a counted job.
+    /// What the run summary of a walk over the running jobs holds without LAS preemption
+    /// (`preempt::summary`): the lowest priority per queue, up to the highest queue with a
+    /// counted job (as the walk's), and the jobs per tier ([`Tier`] as index). `O(queues)`.
+    pub(crate) fn summary(&self) -> (Vec<Option<i32>>, [u64; 3]) {
         let len = self
             .by_queue
             .iter()
             .rposition(|m| !m.is_empty())
             .map_or(0, |q| q + 1);
-        s.min_prio = self.by_queue[..len]
+        let min_prio = self.by_queue[..len]
             .iter()
             .map(|m| m.keys().next().copied())
             .collect();
-        s.min_prio_all = s.min_prio.iter().flatten().min().copied();
-        s
+        (min_prio, self.tiers)
     }
 }
 
@@ -210,12 +202,10 @@ mod tests {
         rc.set(j(1), v(1, 1, 2, Tier::Production));
         rc.set(j(2), v(2, 0, 7, Tier::BestEffort));
         assert_eq!(rc.views(QueueId(1)).len(), 2);
-        let s = rc.summary(9);
-        assert_eq!(s.min_prio, vec![Some(7), Some(2)]);
-        assert_eq!(s.min_prio_all, Some(2));
-        assert_eq!(s.started_at, 9);
-        assert_eq!(s.tiers[Tier::Production as usize], 2);
-        assert_eq!(s.tiers[Tier::BestEffort as usize], 1);
+        let (min_prio, tiers) = rc.summary();
+        assert_eq!(min_prio, vec![Some(7), Some(2)]);
+        assert_eq!(tiers[Tier::Production as usize], 2);
+        assert_eq!(tiers[Tier::BestEffort as usize], 1);
         // Job 1 starts its eviction, job 2 ends, job 0 is set again as it was.
         rc.set(j(0), None);
         rc.set(j(2), None);
@@ -228,13 +218,12 @@ mod tests {
         rc.set(j(0), moved);
         assert_eq!(rc.views(QueueId(1)), &[moved.expect("some")][..]);
         assert!(rc.views(QueueId(0)).is_empty());
-        let s = rc.summary(0);
-        assert_eq!(s.min_prio, vec![None, Some(5)]);
-        assert_eq!(s.min_prio_all, Some(5));
-        assert_eq!(s.tiers.iter().sum::<u64>(), 1);
+        let (min_prio, tiers) = rc.summary();
+        assert_eq!(min_prio, vec![None, Some(5)]);
+        assert_eq!(tiers.iter().sum::<u64>(), 1);
         rc.set(j(0), None);
-        let s = rc.summary(0);
-        assert!(s.min_prio.is_empty() && s.min_prio_all.is_none());
-        assert_eq!(s.tiers, [0; 3]);
+        let (min_prio, tiers) = rc.summary();
+        assert!(min_prio.is_empty());
+        assert_eq!(tiers, [0; 3]);
     }
 }
