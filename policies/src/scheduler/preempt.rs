@@ -866,9 +866,7 @@ impl SimTrial<'_> {
             }
         }
     }
-}
 
-impl<'a> SimTrial<'a> {
     /// The walk has drawn the candidate at `pos` of `list`.
     fn pass_over(&mut self, list: &Listed, pos: usize) {
         let g = list.groups.of[pos];
@@ -895,39 +893,62 @@ impl<'a> SimTrial<'a> {
             return d;
         }
         let x = &list.groups.groups[g];
+        let dead = !self.quota_checks(x.rule, x.queue, x.flavor, &x.least, true);
+        self.walk.as_mut().expect("a listed source has a walk").dead[g] = Some(dead);
+        dead
+    }
+
+    /// The reclaim and fair-sharing rules' checks on a victim of queue `vq`, charged in
+    /// flavor `vf` with request `vreq`: may it be taken now? With `bound`, the one check that
+    /// a larger request passes more easily (fair sharing's S2-a needs the victim's queue
+    /// share to fall strictly) is left out, so that a `false` holds for every request at
+    /// least `vreq` in each resource (the dead groups of [`super::victim_groups`]).
+    fn quota_checks(
+        &mut self,
+        rule: PreemptReason,
+        vq: crate::ids::QueueId,
+        vf: Option<u16>,
+        vreq: &crate::quota::Request,
+        bound: bool,
+    ) -> bool {
         let t = self
             .c
             .quota
             .as_ref()
             .expect("reclaim and fair sharing imply quota");
-        let dead = match x.flavor {
-            None => true,
-            Some(f) => {
-                !t.is_borrowing(x.queue, f)
-                    || (self.guard == ReclaimGuard::Nominal
-                        && !t.keeps_nominal_after_removal(x.queue, f, &x.least))
-                    || (x.rule == PreemptReason::FairShare
-                        && match self.flavor {
-                            None => true,
-                            Some(pf) => {
-                                let (job, req) = (self.job, &self.req);
-                                let preemptor_new = *self
-                                    .pn_cache
-                                    .get_or_insert_with(|| t.drs_with(job.queue, pf, req, true));
-                                preemptor_new >= t.drs(x.queue)
-                                    || match self.strategy {
-                                        Some(FairStrategy::LessThanOrEqualToFinalShare) => {
-                                            t.drs_with(x.queue, f, &x.least, false) < preemptor_new
-                                        }
-                                        Some(FairStrategy::LessThanInitialShare) => false,
-                                        None => true,
-                                    }
-                            }
-                        })
+        let Some(f) = vf else { return false };
+        // Rule: the victim's queue must still be borrowing after earlier removals, and (the
+        // guard) not fall below its nominal quota by this removal.
+        if !t.is_borrowing(vq, f)
+            || (self.guard == ReclaimGuard::Nominal && !t.keeps_nominal_after_removal(vq, f, vreq))
+        {
+            return false;
+        }
+        if rule != PreemptReason::FairShare {
+            return true;
+        }
+        let Some(pf) = self.flavor else { return false };
+        let (job, req) = (self.job, &self.req);
+        let preemptor_new = *self
+            .pn_cache
+            .get_or_insert_with(|| t.drs_with(job.queue, pf, req, true));
+        let qi = vq.index();
+        if qi >= self.old_cache.len() {
+            self.old_cache.resize(qi + 1, None);
+        }
+        let target_old = *self.old_cache[qi].get_or_insert_with(|| t.drs(vq));
+        // Both strategies need the preemptor to end below the target's share before.
+        if preemptor_new >= target_old {
+            return false;
+        }
+        match self.strategy {
+            Some(FairStrategy::LessThanOrEqualToFinalShare) => {
+                let target_new = t.drs_with(vq, f, vreq, false);
+                preemptor_new <= target_new && (bound || target_new < target_old)
             }
-        };
-        self.walk.as_mut().expect("a listed source has a walk").dead[g] = Some(dead);
-        dead
+            Some(FairStrategy::LessThanInitialShare) => true,
+            None => false,
+        }
     }
 
     /// A victim of queue `q` under `rule` was taken out (`out`) or put back: the shares
@@ -952,51 +973,12 @@ impl VictimTrial for SimTrial<'_> {
 
     fn eligible(&mut self, v: usize) -> bool {
         let cand = &self.cands()[v];
+        let rule = cand.rule;
         let r = running(self.c, cand.id);
         let (vq, vf, vreq) = (r.job.queue, r.flavor, r.req);
-        match cand.rule {
-            PreemptReason::Reclaim => {
-                // Rule: the victim's queue must still be borrowing after earlier removals,
-                // and (the guard) not fall below its nominal quota by this removal.
-                let t = self.c.quota.as_ref().expect("reclaim implies quota");
-                vf.is_some_and(|f| {
-                    t.is_borrowing(vq, f)
-                        && (self.guard == ReclaimGuard::Off
-                            || t.keeps_nominal_after_removal(vq, f, &vreq))
-                })
-            }
-            PreemptReason::FairShare => {
-                let t = self.c.quota.as_ref().expect("fair sharing implies quota");
-                let (Some(f), Some(pf)) = (vf, self.flavor) else {
-                    return false;
-                };
-                if !t.is_borrowing(vq, f)
-                    || (self.guard == ReclaimGuard::Nominal
-                        && !t.keeps_nominal_after_removal(vq, f, &vreq))
-                {
-                    return false;
-                }
-                let (job, req) = (self.job, &self.req);
-                let preemptor_new = *self
-                    .pn_cache
-                    .get_or_insert_with(|| t.drs_with(job.queue, pf, req, true));
-                let qi = vq.index();
-                if qi >= self.old_cache.len() {
-                    self.old_cache.resize(qi + 1, None);
-                }
-                let target_old = *self.old_cache[qi].get_or_insert_with(|| t.drs(vq));
-                // Both strategies need the preemptor to end below the target's share before.
-                if preemptor_new >= target_old {
-                    return false;
-                }
-                match self.strategy {
-                    Some(FairStrategy::LessThanOrEqualToFinalShare) => {
-                        let target_new = t.drs_with(vq, f, &vreq, false);
-                        preemptor_new <= target_new && target_new < target_old
-                    }
-                    Some(FairStrategy::LessThanInitialShare) => true,
-                    None => false,
-                }
+        match rule {
+            PreemptReason::Reclaim | PreemptReason::FairShare => {
+                self.quota_checks(rule, vq, vf, &vreq, false)
             }
             _ => true,
         }
