@@ -13,8 +13,9 @@ use crate::state::FleetState;
 pub trait CellSelect: Send + Sync {
     /// The name scenarios use.
     fn name(&self) -> &'static str;
-    /// Writes the cells to try for `job`, in order, into `out` (cleared first). Only cells the
-    /// job allows.
+    /// Writes the cells to try for `job`, in order, into `out` (cleared first): every cell the
+    /// job allows, and only those. (A preemption search relies on it: a cell where the job
+    /// still fits is still tried.)
     fn candidates(&self, fleet: &FleetState, job: &PendingJob, out: &mut Vec<CellId>);
     /// As [`CellSelect::candidates`], with the quota tree when one is configured (for
     /// quota-aware selection). The default ignores the quota.

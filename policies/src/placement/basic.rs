@@ -18,6 +18,9 @@ impl Placement for FirstFit {
     fn select_is_pure(&self) -> bool {
         true
     }
+    fn select_is_complete(&self) -> bool {
+        true
+    }
     fn select(
         &self,
         ctx: &mut PlaceCtx,
@@ -45,6 +48,9 @@ impl Placement for BestFit {
         "best-fit"
     }
     fn select_is_pure(&self) -> bool {
+        true
+    }
+    fn select_is_complete(&self) -> bool {
         true
     }
     fn select(
@@ -116,6 +122,9 @@ impl Placement for WorstFit {
         "worst-fit"
     }
     fn select_is_pure(&self) -> bool {
+        true
+    }
+    fn select_is_complete(&self) -> bool {
         true
     }
     fn select(

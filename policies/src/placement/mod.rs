@@ -453,6 +453,17 @@ pub trait Placement: Send + Sync {
     fn select_is_pure(&self) -> bool {
         false
     }
+
+    /// True when [`Placement::select`] returns a node whenever a node of the cell fits the
+    /// task ([`FleetState::fits`]) and the context allows it: no fitting node is refused.
+    /// With [`Placement::select_is_pure`], a single task without a topology constraint then
+    /// fits a cell as long as one placement of it there is still valid, so a preemption
+    /// search that puts back a victim beside its tentative placement keeps that placement
+    /// instead of asking again, and asks once at the end (issue #18). `false` (the default)
+    /// asks after every victim put back.
+    fn select_is_complete(&self) -> bool {
+        false
+    }
 }
 
 /// Reserves one task at `choice`.

@@ -815,6 +815,13 @@ pub(crate) struct SimTrial<'a> {
     pub(crate) walk: Option<GroupWalk>,
     /// The rules of the victims out now.
     pub(crate) taken: TakenRules,
+    /// While victims are taken: whether some node could hold one of the preemptor's tasks
+    /// (`None`: not asked yet). See [`SimTrial::may_place`].
+    pub(crate) node_room: Option<bool>,
+    /// The tentative placement `fit` was kept over a victim put back beside it
+    /// ([`SimTrial::fit_survives`]): still valid, but not necessarily the placement the
+    /// policy would choose now. [`SimTrial::fresh_fit`] asks again.
+    pub(crate) stale: bool,
 }
 
 impl SimTrial<'_> {
@@ -823,6 +830,89 @@ impl SimTrial<'_> {
         match &self.source {
             Source::Listed(list, _) => &list.cands,
             Source::Las(..) => &self.drawn,
+        }
+    }
+
+    /// False only when no placement of the preemptor can succeed now: no node of the fleet
+    /// fits one of its tasks ([`FleetState::fits`]). A pure placement
+    /// ([`crate::placement::Placement::select_is_pure`]) picks among nodes that fit, so its
+    /// attempt would fail and leave nothing behind; the attempt is skipped (issue #18: a
+    /// many-GPU preemptor takes many one-GPU victims spread over the fleet, and each take
+    /// cost a placement attempt). Victims are only taken out between two calls, which frees
+    /// room and never takes it, so after one answer over the whole fleet only the nodes of
+    /// the victim just taken can start to fit. Always true for a CPU-only preemptor, an
+    /// impure placement or a recorded context (every attempt is then seen).
+    fn may_place(&mut self, taken: &[usize]) -> bool {
+        if self.job.shape.num_gpu == 0 || !self.c.placement.select_is_pure() || self.c.ctx.records()
+        {
+            return true;
+        }
+        let room = match self.node_room {
+            Some(true) => true,
+            Some(false) => {
+                let last = *taken.last().expect("fits is asked after a take");
+                let r = running(self.c, self.cands()[last].id);
+                r.allocs
+                    .iter()
+                    .any(|a| self.fleet.fits(a.node, &self.job.shape, self.models))
+            }
+            None => {
+                let need = self.job.shape.total_gpu_milli() as u32;
+                let fleet = &*self.fleet;
+                (0..fleet.cells().len()).map(|c| CellId(c as u16)).any(|c| {
+                    fleet
+                        .cell_models(c)
+                        .filter(|&m| self.models.allows(m))
+                        .any(|m| {
+                            fleet
+                                .gpu_candidates(c, m, need)
+                                .any(|n| fleet.fits(n, &self.job.shape, self.models))
+                        })
+                })
+            }
+        };
+        self.node_room = Some(room);
+        room
+    }
+
+    /// True when putting back running job `id` leaves the tentative placement valid and the
+    /// placement would still find one: a pure and complete placement
+    /// ([`crate::placement::Placement::select_is_complete`]) of a single task without a
+    /// topology constraint, not recorded, and the victim on none of the placement's nodes.
+    /// (Cell selection lists every allowed cell, so the placement's cell is still tried.)
+    fn fit_survives(&self, id: JobId) -> bool {
+        let Some((_, allocs)) = &self.fit else {
+            return false;
+        };
+        let p = self.c.placement.as_ref();
+        if self.job.tasks != 1
+            || self.job.topology.is_some_and(|t| !t.is_empty())
+            || !p.select_is_pure()
+            || !p.select_is_complete()
+            || self.c.ctx.records()
+        {
+            return false;
+        }
+        running(self.c, id)
+            .allocs
+            .iter()
+            .all(|v| allocs.iter().all(|a| a.node != v.node))
+    }
+
+    /// Replaces a kept tentative placement ([`SimTrial::stale`]) by the one the placement
+    /// chooses in the current state, which a search without kept placements ends with.
+    fn fresh_fit(&mut self) {
+        if !self.stale {
+            return;
+        }
+        self.stale = false;
+        if let Some((_, allocs)) = self.fit.take() {
+            release(self.fleet, &allocs);
+            self.fit = Some(
+                self.c
+                    .place_in_cells(self.pass, self.fleet, self.job, self.models)
+                    .expect("a valid placement was kept, so the placement finds one"),
+            );
         }
     }
 
@@ -992,16 +1082,27 @@ impl VictimTrial for SimTrial<'_> {
     }
 
     fn put_back(&mut self, v: usize) {
-        if let Some((_, allocs)) = self.fit.take() {
-            release(self.fleet, &allocs);
-        }
         let (id, rule) = (self.cands()[v].id, self.cands()[v].rule);
+        if !self.fit_survives(id) {
+            if let Some((_, allocs)) = self.fit.take() {
+                release(self.fleet, &allocs);
+            }
+        }
         let vq = running(self.c, id).job.queue;
         put_back(self.c, self.fleet, id);
         self.moved(vq, rule, false);
     }
 
     fn fits(&mut self, taken: &[usize]) -> bool {
+        if !self.may_place(taken) {
+            debug_assert!(
+                self.c
+                    .place_in_cells(self.pass, self.fleet, self.job, self.models)
+                    .is_none(),
+                "a placement succeeded where no node fits a task"
+            );
+            return false;
+        }
         if !quota_ok(
             self.c,
             self.job,
@@ -1022,7 +1123,7 @@ impl VictimTrial for SimTrial<'_> {
     }
 
     fn still_fits(&mut self, taken: &[usize]) -> bool {
-        self.fit = if quota_ok(
+        let quota = quota_ok(
             self.c,
             self.job,
             self.flavor,
@@ -1031,7 +1132,31 @@ impl VictimTrial for SimTrial<'_> {
             self.cands(),
             &self.taken,
             &self.before,
-        ) {
+        );
+        if let Some((_, allocs)) = &self.fit {
+            // Kept over the put-back (`fit_survives`): the placement would find one.
+            if quota {
+                #[cfg(debug_assertions)]
+                {
+                    let mut fleet = self.fleet.clone();
+                    release(&mut fleet, allocs);
+                    debug_assert!(
+                        self.c
+                            .place_in_cells(self.pass, &mut fleet, self.job, self.models)
+                            .is_some(),
+                        "a kept placement stands for one the placement finds"
+                    );
+                }
+                self.stale = true;
+                return true;
+            }
+            release(self.fleet, allocs);
+            self.fit = None;
+            self.stale = false;
+            return false;
+        }
+        self.stale = false;
+        self.fit = if quota {
             self.c
                 .place_in_cells(self.pass, self.fleet, self.job, self.models)
         } else {
@@ -1041,6 +1166,7 @@ impl VictimTrial for SimTrial<'_> {
     }
 
     fn refit(&mut self, _taken: &[usize]) {
+        self.stale = false;
         self.fit = Some(
             self.c
                 .place_in_cells(self.pass, self.fleet, self.job, self.models)
@@ -1096,8 +1222,11 @@ pub(crate) fn plan(
         taken: TakenRules::default(),
         fit: None,
         guard,
+        node_room: None,
+        stale: false,
     };
     let taken = minimal_victim_set_from(&mut trial, SimTrial::draw)?;
+    trial.fresh_fit();
     let (cell, allocs) = trial.fit.take().expect("a victim set is returned placed");
     let cands = trial.cands();
     let removed = taken
