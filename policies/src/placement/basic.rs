@@ -220,6 +220,67 @@ mod tests {
         assert_eq!(pick(&WorstFit, &f, &cpu_only), Some(NodeId(0)));
     }
 
+    proptest::proptest! {
+        /// `select_is_complete`: a policy that claims it finds a node whenever one of the
+        /// cell fits the task (whole or shared accelerators, CPU, memory, two models, a
+        /// node down), and picks only nodes that fit (`select_is_pure`).
+        #[test]
+        fn complete_policies_find_a_fitting_node_whenever_one_exists(
+            gpus in proptest::collection::vec(1u32..=8, 1..12),
+            load in proptest::collection::vec((0usize..12, 1u32..=4, 100u32..=1000, 0u64..600), 0..30),
+            shape in (1u32..=4, proptest::prop_oneof![proptest::strategy::Just(1000u32), 100u32..1000], 0u64..800),
+            models in 0u128..=3,
+            down in proptest::option::of(0usize..12),
+        ) {
+            let specs = gpus
+                .iter()
+                .enumerate()
+                .map(|(i, &g)| NodeSpec {
+                    name: format!("n{i}"),
+                    cell: CellId(0),
+                    block: 0,
+                    domain: 0,
+                    model: Some(ModelId((i % 2) as u16)),
+                    gpus: g,
+                    cpu_milli: 1000,
+                    mem_mib: 1000,
+                })
+                .collect();
+            let mut f =
+                FleetState::new(vec!["c".into()], vec!["A".into(), "B".into()], specs).unwrap();
+            for (node, n, milli, cpu) in load {
+                let id = NodeId((node % gpus.len()) as u32);
+                let t = TaskShape { num_gpu: n, gpu_milli: milli, cpu_milli: cpu, mem_mib: 0 };
+                if let Some(mask) = f.choose_gpus(id, &t).filter(|_| f.fits(id, &t, ModelSet::ANY)) {
+                    let a = crate::state::TaskAlloc {
+                        node: id,
+                        gpu_mask: mask,
+                        gpu_milli: t.gpu_milli,
+                        cpu_milli: t.cpu_milli,
+                        mem_mib: 0,
+                    };
+                    f.apply(&a).unwrap();
+                }
+            }
+            if let Some(d) = down {
+                f.set_schedulable(NodeId((d % gpus.len()) as u32), false);
+            }
+            let (n, milli, cpu) = shape;
+            let task = TaskShape { num_gpu: n, gpu_milli: milli, cpu_milli: cpu, mem_mib: 0 };
+            let models = ModelSet(models);
+            let any = (0..gpus.len()).any(|i| f.fits(NodeId(i as u32), &task, models));
+            let policies: [&dyn Placement; 3] = [&FirstFit, &BestFit, &WorstFit];
+            for p in policies {
+                proptest::prop_assert!(p.select_is_complete() && p.select_is_pure());
+                let got = p.select(&mut PlaceCtx::new(), &f, CellId(0), &task, models);
+                proptest::prop_assert_eq!(got.is_some(), any, "{}", p.name());
+                if let Some(c) = got {
+                    proptest::prop_assert!(f.fits(c.node, &task, models), "{} picked a node that does not fit", p.name());
+                }
+            }
+        }
+    }
+
     #[test]
     fn gang_is_all_or_nothing() {
         let mut f = b13();
