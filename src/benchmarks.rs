@@ -227,6 +227,25 @@ pub const LAS_PREEMPT: &str = "[policy]\nqueue_order = { name = \"las\", thresho
 /// # Panics
 /// Never for the workloads here: the generated TOML is valid by construction.
 pub fn bench_workload(name: &str, jobs: u64, nodes: Option<u32>) -> Option<BenchWorkload> {
+    bench_workload_at(name, jobs, nodes, None)
+}
+
+/// [`bench_workload`] at offered load `load_override` instead of the workload's own (a fraction of
+/// the fleet's GPU capacity, e.g. 0.9 for a fleet that keeps up with its arrivals); its
+/// nominal occupancy is then `min(load, 1)`. `None` for an unknown name.
+///
+/// # Panics
+/// If `load_override` is not a positive finite number (callers validate it).
+pub fn bench_workload_at(
+    name: &str,
+    jobs: u64,
+    nodes: Option<u32>,
+    load_override: Option<f64>,
+) -> Option<BenchWorkload> {
+    assert!(
+        load_override.is_none_or(|l| l.is_finite() && l > 0.0),
+        "offered load must be a positive finite number"
+    );
     let &(_, default_nodes) = WORKLOADS.iter().find(|(n, _)| *n == name)?;
     let nodes = nodes.unwrap_or(default_nodes);
     let (load, nominal, queues, policy) = match name {
@@ -237,6 +256,10 @@ pub fn bench_workload(name: &str, jobs: u64, nodes: Option<u32>) -> Option<Bench
         "saturated_las" => (1.1, 1.0, "single", LAS_PREEMPT.to_string()),
         "fleet_1m_gpus" => (0.95, 0.95, "single", FIFO_BESTFIT.to_string()),
         _ => return None,
+    };
+    let (load, nominal) = match load_override {
+        Some(l) => (l, l.min(1.0)),
+        None => (load, nominal),
     };
     let text = replay_toml(name, jobs, nodes, load, queues, &policy);
     let loaded = scenario::parse(&text, "<bench>", std::path::PathBuf::from("."))

@@ -35,6 +35,11 @@ pub struct LoadOptions {
     /// 8-GPU nodes.
     #[arg(long, default_value_t = 1000)]
     pub nodes: u32,
+    /// Offered load, a fraction of the fleet's GPU capacity (default: the workload's own,
+    /// 1.1 for the saturated ones). Below 1 the pending queue stays bounded, so a long run
+    /// shows whether the service's memory does.
+    #[arg(long, value_parser = parse_load)]
+    pub load: Option<f64>,
     /// Target rate, events per second.
     #[arg(long, default_value_t = 5000.0)]
     pub rate: f64,
@@ -50,6 +55,21 @@ pub struct LoadOptions {
     /// Also time a restart from a log of this many events (0 = skip).
     #[arg(long, default_value_t = 0)]
     pub restart_events: usize,
+    /// Decisions the service keeps for `GET /v1/decisions` (`serve --retain-decisions`).
+    #[arg(long, default_value_t = crate::service::DEFAULT_RETAIN_DECISIONS)]
+    pub retain_decisions: usize,
+}
+
+/// `--load`: a positive number at most 4.
+fn parse_load(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number (offered load, e.g. 0.9)"))?;
+    if v.is_finite() && v > 0.0 && v <= 4.0 {
+        Ok(v)
+    } else {
+        Err(format!("offered load {s} is outside (0, 4]"))
+    }
 }
 
 fn rss_mib() -> Option<f64> {
@@ -96,7 +116,7 @@ fn time_restart(
 /// # Errors
 /// A message: unknown workload, a run that fails or records incompletely, I/O, HTTP.
 pub async fn run(o: LoadOptions) -> Result<String, String> {
-    let w = fleetsim::benchmarks::bench_workload(&o.workload, o.jobs, Some(o.nodes))
+    let w = fleetsim::benchmarks::bench_workload_at(&o.workload, o.jobs, Some(o.nodes), o.load)
         .ok_or_else(|| format!("unknown workload `{}`", o.workload))?;
     let loaded = w.loaded;
     let opts = RunOptions {
@@ -118,10 +138,11 @@ pub async fn run(o: LoadOptions) -> Result<String, String> {
     }
     let events = rec.events;
     report += &format!(
-        "workload {} ({} jobs, {} nodes): {} events, {} decisions recorded in {:.1} s\n",
+        "workload {} ({} jobs, {} nodes, offered load {:.2}): {} events, {} decisions recorded in {:.1} s\n",
         o.workload,
         o.jobs,
         o.nodes,
+        w.load,
         events.len(),
         rec.decisions.len(),
         t0.elapsed().as_secs_f64()
@@ -129,7 +150,11 @@ pub async fn run(o: LoadOptions) -> Result<String, String> {
     std::fs::create_dir_all(&o.dir).map_err(|e| format!("{}: {e}", o.dir.display()))?;
     let wal = o.dir.join("load.wal");
     let _ = std::fs::remove_file(&wal);
-    let (state, _) = Service::with_wal(twin, &wal, Options::default())?;
+    let options = Options {
+        retain_decisions: o.retain_decisions,
+        ..Options::default()
+    };
+    let (state, _) = Service::with_wal(twin, &wal, options)?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| e.to_string())?;
@@ -241,4 +266,37 @@ pub async fn run(o: LoadOptions) -> Result<String, String> {
         let _ = std::fs::remove_file(&big);
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offered_load_is_a_positive_number_up_to_four() {
+        assert_eq!(parse_load("0.9"), Ok(0.9));
+        assert_eq!(parse_load("4"), Ok(4.0));
+        assert!(parse_load("abc").unwrap_err().contains("not a number"));
+        for bad in ["0", "-0.5", "4.5", "NaN", "inf"] {
+            assert!(
+                parse_load(bad).unwrap_err().contains("outside (0, 4]"),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_load_below_one_sets_the_nominal_occupancy() {
+        let w = fleetsim::benchmarks::bench_workload_at(
+            "saturated_quota_preempt",
+            1000,
+            Some(16),
+            Some(0.9),
+        )
+        .expect("a bench workload");
+        assert_eq!((w.load, w.nominal_occupancy), (0.9, 0.9));
+        let own = fleetsim::benchmarks::bench_workload("saturated_quota_preempt", 1000, Some(16))
+            .expect("a bench workload");
+        assert_eq!((own.load, own.nominal_occupancy), (1.1, 1.0));
+    }
 }
