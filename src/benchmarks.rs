@@ -85,9 +85,12 @@ pub fn arrival_rate_per_hour(nodes: u32, load: f64) -> f64 {
     load * gpus / (mean_gpus() * mean_runtime_s()) * 3600.0
 }
 
-/// Scenario TOML for `jobs` jobs on `nodes` 8-GPU nodes split over 4 cells, at `load` offered
-/// load (fraction of GPUs), with the given queue mapping (`single` or `per-tenant`) and
-/// policy tables.
+/// Cells of every bench fleet ([`replay_toml`]): the nodes are split evenly over them.
+pub const BENCH_CELLS: u32 = 4;
+
+/// Scenario TOML for `jobs` jobs on `nodes` 8-GPU nodes split over [`BENCH_CELLS`] cells, at
+/// `load` offered load (fraction of GPUs), with the given queue mapping (`single` or
+/// `per-tenant`) and policy tables.
 pub fn replay_toml(
     name: &str,
     jobs: u64,
@@ -96,7 +99,7 @@ pub fn replay_toml(
     queues: &str,
     policy: &str,
 ) -> String {
-    let cells = 4u32;
+    let cells = BENCH_CELLS;
     let mut s = format!("name = \"{name}\"\nseed = 1\n");
     for c in 0..cells {
         let n = nodes / cells + u32::from(c < nodes % cells);
@@ -222,32 +225,47 @@ pub const LAS_PREEMPT: &str = "[policy]\nqueue_order = { name = \"las\", thresho
     queueing_strategy = \"best-effort-fifo\"\nplacement = \"best-fit\"\n[policy.preemption]\nlas = true\n";
 
 /// The bench workload `name` at `jobs` jobs on `nodes` 8-GPU nodes (`None`: its default
-/// size, [`WORKLOADS`]); `None` for an unknown name.
+/// size, [`WORKLOADS`]).
 ///
-/// # Panics
-/// Never for the workloads here: the generated TOML is valid by construction.
-pub fn bench_workload(name: &str, jobs: u64, nodes: Option<u32>) -> Option<BenchWorkload> {
+/// # Errors
+/// As [`bench_workload_at`].
+pub fn bench_workload(name: &str, jobs: u64, nodes: Option<u32>) -> Result<BenchWorkload, String> {
     bench_workload_at(name, jobs, nodes, None)
 }
 
-/// [`bench_workload`] at offered load `load_override` instead of the workload's own (a fraction of
-/// the fleet's GPU capacity, e.g. 0.9 for a fleet that keeps up with its arrivals); its
-/// nominal occupancy is then `min(load, 1)`. `None` for an unknown name.
+/// [`bench_workload`] at offered load `load_override` instead of the workload's own (a
+/// fraction of the fleet's GPU capacity, e.g. 0.9 for a fleet that keeps up with its
+/// arrivals); its nominal occupancy is then `min(load, 1)`.
 ///
-/// # Panics
-/// If `load_override` is not a positive finite number (callers validate it).
+/// # Errors
+/// A message for an unknown name (listing the known ones), no jobs, fewer nodes than the
+/// fleet's four cells, a load that is not a positive finite number, or a fleet the scenario
+/// loader refuses (more nodes than it allows).
 pub fn bench_workload_at(
     name: &str,
     jobs: u64,
     nodes: Option<u32>,
     load_override: Option<f64>,
-) -> Option<BenchWorkload> {
-    assert!(
-        load_override.is_none_or(|l| l.is_finite() && l > 0.0),
-        "offered load must be a positive finite number"
-    );
-    let &(_, default_nodes) = WORKLOADS.iter().find(|(n, _)| *n == name)?;
+) -> Result<BenchWorkload, String> {
+    let Some(&(_, default_nodes)) = WORKLOADS.iter().find(|(n, _)| *n == name) else {
+        let known: Vec<&str> = WORKLOADS.iter().map(|(n, _)| *n).collect();
+        return Err(format!(
+            "unknown bench workload `{name}`; known: {}",
+            known.join(", ")
+        ));
+    };
     let nodes = nodes.unwrap_or(default_nodes);
+    if jobs == 0 {
+        return Err("a bench workload needs at least 1 job".into());
+    }
+    if nodes < BENCH_CELLS {
+        return Err(format!(
+            "a bench fleet has {BENCH_CELLS} cells, so at least {BENCH_CELLS} nodes (got {nodes})"
+        ));
+    }
+    if let Some(l) = load_override.filter(|l| !(l.is_finite() && *l > 0.0)) {
+        return Err(format!("offered load {l} is not a positive number"));
+    }
     let (load, nominal, queues, policy) = match name {
         "replay_1m_fifo_bestfit" => (0.9, 0.9, "single", FIFO_BESTFIT.to_string()),
         "replay_1m_quota_topology" => (0.9, 0.9, "per-tenant", quota_topology_policy(nodes)),
@@ -255,7 +273,7 @@ pub fn bench_workload_at(
         "saturated_quota_preempt" => (1.1, 1.0, "per-tenant", quota_preempt_policy(nodes)),
         "saturated_las" => (1.1, 1.0, "single", LAS_PREEMPT.to_string()),
         "fleet_1m_gpus" => (0.95, 0.95, "single", FIFO_BESTFIT.to_string()),
-        _ => return None,
+        _ => unreachable!("every name of WORKLOADS has its settings"),
     };
     let (load, nominal) = match load_override {
         Some(l) => (l, l.min(1.0)),
@@ -263,8 +281,8 @@ pub fn bench_workload_at(
     };
     let text = replay_toml(name, jobs, nodes, load, queues, &policy);
     let loaded = scenario::parse(&text, "<bench>", std::path::PathBuf::from("."))
-        .expect("valid bench scenario");
-    Some(BenchWorkload {
+        .map_err(|e| e.to_string())?;
+    Ok(BenchWorkload {
         loaded,
         load,
         nominal_occupancy: nominal,

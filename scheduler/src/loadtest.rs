@@ -29,27 +29,29 @@ pub struct LoadOptions {
     /// saturated_quota_preempt).
     #[arg(long, default_value = "saturated_quota_preempt")]
     pub workload: String,
-    /// Jobs in the generated workload.
-    #[arg(long, default_value_t = 100_000)]
+    /// Jobs in the generated workload (at least 1).
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub jobs: u64,
-    /// 8-GPU nodes.
-    #[arg(long, default_value_t = 1000)]
+    /// 8-GPU nodes, split over the bench fleet's 4 cells (at least 4).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(4..))]
     pub nodes: u32,
-    /// Offered load, a fraction of the fleet's GPU capacity (default: the workload's own,
-    /// 1.1 for the saturated ones). Below 1 the pending queue stays bounded, so a long run
-    /// shows whether the service's memory does.
+    /// Offered load, a fraction of the fleet's GPU capacity, in [0.05, 4] (default: the
+    /// workload's own, 1.1 for the saturated ones). Below 1 the pending queue stays bounded,
+    /// so a long run shows whether the service's memory does.
     #[arg(long, value_parser = parse_load)]
     pub load: Option<f64>,
-    /// Target rate, events per second.
-    #[arg(long, default_value_t = 5000.0)]
+    /// Target rate, events per second (> 0; `inf`: as fast as the service answers).
+    #[arg(long, default_value_t = 5000.0, value_parser = parse_positive)]
     pub rate: f64,
-    /// Events per batch.
-    #[arg(long, default_value_t = 50)]
+    /// Events per batch (at least 1).
+    #[arg(long, default_value_t = 50, value_parser = parse_batch)]
     pub batch: usize,
-    /// Longest run, seconds (stops earlier when the stream ends).
-    #[arg(long, default_value_t = 60.0)]
+    /// Longest run, seconds (> 0; stops earlier when the stream ends). No batch is sent
+    /// whose paced start falls after it.
+    #[arg(long, default_value_t = 60.0, value_parser = parse_positive)]
     pub duration_s: f64,
-    /// Directory for the write-ahead logs (removed after).
+    /// Directory for the write-ahead logs `load.wal` and `restart.wal`: files of those
+    /// names in it are replaced, and removed after; the directory is kept.
     #[arg(long, default_value = "out/loadtest")]
     pub dir: PathBuf,
     /// Also time a restart from a log of this many events (0 = skip).
@@ -60,15 +62,35 @@ pub struct LoadOptions {
     pub retain_decisions: usize,
 }
 
-/// `--load`: a positive number at most 4.
+/// `--load`: a number in [0.05, 4]. (Lower loads stretch the arrivals over years.)
 fn parse_load(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .parse()
         .map_err(|_| format!("`{s}` is not a number (offered load, e.g. 0.9)"))?;
-    if v.is_finite() && v > 0.0 && v <= 4.0 {
+    if (0.05..=4.0).contains(&v) {
         Ok(v)
     } else {
-        Err(format!("offered load {s} is outside (0, 4]"))
+        Err(format!("offered load {s} is outside [0.05, 4]"))
+    }
+}
+
+/// `--rate`, `--duration-s`: a number above 0 (`inf` allowed).
+fn parse_positive(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    if v > 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("{s} is not above 0"))
+    }
+}
+
+/// `--batch`: at least one event.
+fn parse_batch(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "`{s}` is not a whole number of events of at least 1"
+        )),
     }
 }
 
@@ -116,8 +138,10 @@ fn time_restart(
 /// # Errors
 /// A message: unknown workload, a run that fails or records incompletely, I/O, HTTP.
 pub async fn run(o: LoadOptions) -> Result<String, String> {
-    let w = fleetsim::benchmarks::bench_workload_at(&o.workload, o.jobs, Some(o.nodes), o.load)
-        .ok_or_else(|| format!("unknown workload `{}`", o.workload))?;
+    let w = fleetsim::benchmarks::bench_workload_at(&o.workload, o.jobs, Some(o.nodes), o.load)?;
+    // The log directory is made before the stream is recorded, so a bad one fails at once.
+    std::fs::create_dir_all(&o.dir)
+        .map_err(|e| format!("--dir {}: cannot make the directory: {e}", o.dir.display()))?;
     let loaded = w.loaded;
     let opts = RunOptions {
         seed: None,
@@ -147,7 +171,6 @@ pub async fn run(o: LoadOptions) -> Result<String, String> {
         rec.decisions.len(),
         t0.elapsed().as_secs_f64()
     );
-    std::fs::create_dir_all(&o.dir).map_err(|e| format!("{}: {e}", o.dir.display()))?;
     let wal = o.dir.join("load.wal");
     let _ = std::fs::remove_file(&wal);
     let options = Options {
@@ -183,10 +206,12 @@ pub async fn run(o: LoadOptions) -> Result<String, String> {
     let mut sent = 0usize;
     let mut decisions = 0usize;
     for (i, b) in all.iter().enumerate() {
-        if start.elapsed().as_secs_f64() >= o.duration_s {
+        // A batch whose paced start falls after the duration is not sent (nor waited for).
+        let due = interval.mul_f64(i as f64);
+        if due.as_secs_f64() >= o.duration_s || start.elapsed().as_secs_f64() >= o.duration_s {
             break;
         }
-        tokio::time::sleep_until(start + interval * i as u32).await;
+        tokio::time::sleep_until(start + due).await;
         let t = Instant::now();
         let r = client
             .post(format!("{base}/v1/events"))
@@ -209,7 +234,7 @@ pub async fn run(o: LoadOptions) -> Result<String, String> {
     server.abort();
     lat.sort_by(f64::total_cmp);
     report += &format!(
-        "sent {sent} events in {} batches of {} over {elapsed:.1} s: {:.0} events/s (target {:.0}), {decisions} decisions\n",
+        "sent {sent} events in {} batches of {} over {elapsed:.1} s: {:.0} events/s (target {}), {decisions} decisions\n",
         lat.len(),
         o.batch,
         sent as f64 / elapsed,
@@ -276,13 +301,58 @@ mod tests {
     fn offered_load_is_a_positive_number_up_to_four() {
         assert_eq!(parse_load("0.9"), Ok(0.9));
         assert_eq!(parse_load("4"), Ok(4.0));
+        assert_eq!(parse_load("0.05"), Ok(0.05));
         assert!(parse_load("abc").unwrap_err().contains("not a number"));
-        for bad in ["0", "-0.5", "4.5", "NaN", "inf"] {
+        for bad in ["0", "1e-9", "-0.5", "4.5", "NaN", "inf"] {
             assert!(
-                parse_load(bad).unwrap_err().contains("outside (0, 4]"),
+                parse_load(bad).unwrap_err().contains("outside [0.05, 4]"),
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn rate_duration_and_batch_are_checked() {
+        assert_eq!(parse_positive("5000"), Ok(5000.0));
+        assert_eq!(parse_positive("inf"), Ok(f64::INFINITY));
+        for bad in ["0", "-5", "NaN", "-inf"] {
+            assert!(
+                parse_positive(bad).unwrap_err().contains("not above 0"),
+                "{bad}"
+            );
+        }
+        assert!(parse_positive("fast").unwrap_err().contains("not a number"));
+        assert_eq!(parse_batch("50"), Ok(50));
+        for bad in ["0", "-1", "1.5", ""] {
+            assert!(
+                parse_batch(bad).unwrap_err().contains("at least 1"),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_workload_sizes_are_errors_not_panics() {
+        use fleetsim::benchmarks::bench_workload_at;
+        let err = |jobs, nodes, load| match bench_workload_at(
+            "saturated_quota_preempt",
+            jobs,
+            Some(nodes),
+            load,
+        ) {
+            Ok(_) => panic!("{jobs} jobs on {nodes} nodes at {load:?} accepted"),
+            Err(e) => e,
+        };
+        assert!(err(0, 16, None).contains("at least 1 job"));
+        assert!(err(100, 3, None).contains("at least 4 nodes (got 3)"));
+        assert!(err(100, 16, Some(f64::NAN)).contains("not a positive number"));
+        let unknown = bench_workload_at("nonsense", 100, Some(16), None)
+            .err()
+            .expect("refused");
+        assert!(
+            unknown.contains("known: replay_1m_fifo_bestfit"),
+            "{unknown}"
+        );
     }
 
     #[test]

@@ -113,12 +113,13 @@ pub fn measure(workload: &str, jobs: u64, nodes: Option<u32>) -> Result<Measurem
         return measure_sweep(threads.parse().context("sweep_8:<threads>")?, jobs);
     }
     let known: Vec<&str> = benchmarks::WORKLOADS.iter().map(|(n, _)| *n).collect();
-    let Some(w) = benchmarks::bench_workload(workload, jobs, nodes) else {
+    if !known.contains(&workload) {
         bail!(
             "unknown bench workload `{workload}`; known: {}, sweep_8:<threads>, openb_fgd_inflation, peer_replay:<FGD|BestFit>:<on|off>",
             known.join(", ")
         );
-    };
+    }
+    let w = benchmarks::bench_workload(workload, jobs, nodes).map_err(anyhow::Error::msg)?;
     let opts = RunOptions {
         seed: None,
         trace_dir: TraceDir(std::path::PathBuf::from("unused")),
