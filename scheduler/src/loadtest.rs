@@ -298,7 +298,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn offered_load_is_a_positive_number_up_to_four() {
+    fn offered_load_is_between_a_twentieth_and_four() {
         assert_eq!(parse_load("0.9"), Ok(0.9));
         assert_eq!(parse_load("4"), Ok(4.0));
         assert_eq!(parse_load("0.05"), Ok(0.05));

@@ -501,26 +501,31 @@ impl Core {
         if job.shape.num_gpu == 0 || job.total_gpu_milli() > self.free_for(fleet, job, models) {
             return PendingReason::NoCapacity;
         }
-        if job.tasks > 1 {
-            // Does one task fit some node now? (The capacity index, not the placement policy,
-            // so that a policy's own state — a seeded generator — is not touched.)
-            let need = job.shape.total_gpu_milli() as u32;
-            let one = (0..fleet.cells().len())
-                .map(|c| CellId(c as u16))
-                .filter(|&c| job.allows_cell(c))
-                .any(|c| {
-                    fleet.cell_models(c).filter(|&m| models.allows(m)).any(|m| {
-                        fleet
-                            .gpu_candidates(c, m, need)
-                            .any(|n| fleet.fits(n, &job.shape, models))
-                    })
-                });
-            if one {
-                return PendingReason::Gang;
-            }
+        // Does one task fit some node now? (The capacity index, not the placement policy,
+        // so that a policy's own state — a seeded generator — is not touched.)
+        if job.tasks > 1 && one_task_fits(fleet, job, models) {
+            return PendingReason::Gang;
         }
         PendingReason::Fragmentation
     }
+}
+
+/// True when some node of a cell `job` allows fits one of its GPU tasks with models
+/// `models` now ([`FleetState::fits`]), found through the capacity index. `O(cells ×
+/// models)` index lookups plus the nodes with enough free GPU-milli that fail on CPU,
+/// memory or how a share spreads.
+pub(crate) fn one_task_fits(fleet: &FleetState, job: &PendingJob, models: ModelSet) -> bool {
+    let need = job.shape.total_gpu_milli() as u32;
+    (0..fleet.cells().len())
+        .map(|c| CellId(c as u16))
+        .filter(|&c| job.allows_cell(c))
+        .any(|c| {
+            fleet.cell_models(c).filter(|&m| models.allows(m)).any(|m| {
+                fleet
+                    .gpu_candidates(c, m, need)
+                    .any(|n| fleet.fits(n, &job.shape, models))
+            })
+        })
 }
 
 impl Core {

@@ -833,8 +833,8 @@ impl SimTrial<'_> {
         }
     }
 
-    /// False only when no placement of the preemptor can succeed now: no node of the fleet
-    /// fits one of its tasks ([`FleetState::fits`]). A pure placement
+    /// False only when no placement of the preemptor can succeed now: no node of a cell it
+    /// allows fits one of its tasks ([`FleetState::fits`]). A pure placement
     /// ([`crate::placement::Placement::select_is_pure`]) picks among nodes that fit, so its
     /// attempt would fail and leave nothing behind; the attempt is skipped (issue #18: a
     /// many-GPU preemptor takes many one-GPU victims spread over the fleet, and each take
@@ -852,24 +852,12 @@ impl SimTrial<'_> {
             Some(false) => {
                 let last = *taken.last().expect("fits is asked after a take");
                 let r = running(self.c, self.cands()[last].id);
-                r.allocs
-                    .iter()
-                    .any(|a| self.fleet.fits(a.node, &self.job.shape, self.models))
-            }
-            None => {
-                let need = self.job.shape.total_gpu_milli() as u32;
-                let fleet = &*self.fleet;
-                (0..fleet.cells().len()).map(|c| CellId(c as u16)).any(|c| {
-                    fleet
-                        .cell_models(c)
-                        .filter(|&m| self.models.allows(m))
-                        .any(|m| {
-                            fleet
-                                .gpu_candidates(c, m, need)
-                                .any(|n| fleet.fits(n, &self.job.shape, self.models))
-                        })
+                r.allocs.iter().any(|a| {
+                    self.job.allows_cell(self.fleet.node(a.node).cell)
+                        && self.fleet.fits(a.node, &self.job.shape, self.models)
                 })
             }
+            None => super::core::one_task_fits(self.fleet, self.job, self.models),
         };
         self.node_room = Some(room);
         room
@@ -1064,10 +1052,10 @@ impl VictimTrial for SimTrial<'_> {
     fn eligible(&mut self, v: usize) -> bool {
         let cand = &self.cands()[v];
         let rule = cand.rule;
-        let r = running(self.c, cand.id);
-        let (vq, vf, vreq) = (r.job.queue, r.flavor, r.req);
         match rule {
             PreemptReason::Reclaim | PreemptReason::FairShare => {
+                let r = running(self.c, cand.id);
+                let (vq, vf, vreq) = (r.job.queue, r.flavor, r.req);
                 self.quota_checks(rule, vq, vf, &vreq, false)
             }
             _ => true,
