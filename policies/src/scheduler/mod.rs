@@ -443,6 +443,7 @@ impl Scheduler {
             reason,
             since: now,
             waited: None,
+            search_failed: false,
         };
         if jobs.classes.is_some() {
             entry.class = c.intern_class(class_of(&entry));

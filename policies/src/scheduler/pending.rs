@@ -18,6 +18,10 @@ pub(crate) struct Entry {
     /// Time pending so far, per reason; allocated when the job first waits a non-zero time
     /// (most jobs start in the pass that sees them arrive), so an entry stays small.
     pub(crate) waited: Option<Box<WaitProfile>>,
+    /// Its last preemption search found no victims: the next one first draws the whole
+    /// search without touching the fleet ([`super::preempt`]'s dry run), which is cheap
+    /// when it fails again and a waste when it succeeds.
+    pub(crate) search_failed: bool,
 }
 
 /// A queue's pending jobs in queue order.
