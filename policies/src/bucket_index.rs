@@ -77,6 +77,27 @@ impl Bitset {
         })
     }
 
+    /// The first member ascending for which `pred` holds: [`Bitset::iter_asc`]'s `find`,
+    /// as plain loops (the iterator's state is copied at every step of a flattened chain).
+    fn find_asc(&self, pred: &mut impl FnMut(u32) -> bool) -> Option<u32> {
+        for (s, &smask) in self.summary.iter().enumerate() {
+            let mut smask = smask;
+            while smask != 0 {
+                let w = s * 64 + smask.trailing_zeros() as usize;
+                smask &= smask - 1;
+                let mut wmask = self.words[w];
+                while wmask != 0 {
+                    let pos = (w * 64) as u32 + wmask.trailing_zeros();
+                    wmask &= wmask - 1;
+                    if pred(pos) {
+                        return Some(pos);
+                    }
+                }
+            }
+        }
+        None
+    }
+
     /// Members descending.
     fn iter_desc(&self) -> impl Iterator<Item = u32> + '_ {
         let mut s = self.summary.len();
@@ -145,6 +166,19 @@ impl BucketIndex {
             .range(min..)
             .filter(|(_, b)| b.count > 0)
             .flat_map(|(&f, b)| b.iter_asc().map(move |p| (f, p)))
+    }
+
+    /// The first member with free amount ≥ `min`, ascending by `(free, pos)`, for which
+    /// `pred` holds, with its amount: `ascending(min).find(..)` without the iterator chain.
+    pub fn find_ascending(
+        &self,
+        min: u64,
+        mut pred: impl FnMut(u32) -> bool,
+    ) -> Option<(u64, u32)> {
+        self.buckets
+            .range(min..)
+            .filter(|(_, b)| b.count > 0)
+            .find_map(|(&f, b)| b.find_asc(&mut pred).map(|p| (f, p)))
     }
 
     /// Members with free amount ≥ `min`, descending by `(free, pos)`, with their amount.
@@ -219,6 +253,12 @@ mod tests {
             let want_desc: Vec<_> = want.iter().rev().copied().collect();
             prop_assert_eq!(desc, want_desc);
             prop_assert_eq!(idx.len(), set.len());
+            // The first member passing a predicate, as the sorted set's `find` has it.
+            for k in 1..5u32 {
+                let found = idx.find_ascending(min, |p| p % k == k - 1);
+                let want_found = want.iter().copied().find(|&(_, p)| p % k == k - 1);
+                prop_assert_eq!(found, want_found);
+            }
             // Room for items of `need`: capped at `want`, else the exact sum.
             let need = min.max(1);
             let total: u64 = want.iter().map(|&(f, _)| f / need).sum();

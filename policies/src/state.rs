@@ -734,6 +734,21 @@ impl FleetState {
             .map(move |(_, pos)| c.nodes[pos as usize])
     }
 
+    /// The first of [`FleetState::gpu_candidates`]`(cell, model, min_free_gpu_milli)` for
+    /// which `pred` holds: the same node as that iterator's `find`, without its chain.
+    pub fn find_gpu_candidate(
+        &self,
+        cell: CellId,
+        model: ModelId,
+        min_free_gpu_milli: u32,
+        mut pred: impl FnMut(NodeId) -> bool,
+    ) -> Option<NodeId> {
+        let c = &self.cells[cell.index()];
+        let idx = c.gpu_index.get(&model)?;
+        idx.find_ascending(min_free_gpu_milli as u64, |pos| pred(c.nodes[pos as usize]))
+            .map(|(_, pos)| c.nodes[pos as usize])
+    }
+
     /// At least how many tasks of `shape` (a GPU task: `num_gpu` ≥ 1) the schedulable nodes of
     /// `cell` with a model in `models` could hold by free GPU-milli alone, counted until it
     /// reaches `want`: `Σ ⌊free GPU-milli / task GPU-milli⌋` over those nodes. CPU, memory

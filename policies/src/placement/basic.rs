@@ -70,10 +70,9 @@ impl Placement for BestFit {
         let need = shape.total_gpu_milli() as u32;
         let mut best: Option<(u32, NodeId)> = None;
         for m in fleet.cell_models(cell).filter(|&m| models.allows(m)) {
-            if let Some(n) = fleet
-                .gpu_candidates(cell, m, need)
-                .find(|&n| fleet.fits(n, shape, models) && ctx.allowed(fleet, n))
-            {
+            if let Some(n) = fleet.find_gpu_candidate(cell, m, need, |n| {
+                fleet.fits(n, shape, models) && ctx.allowed(fleet, n)
+            }) {
                 let key = (fleet.node(n).free_gpu_milli, n);
                 if best.is_none_or(|b| key < b) {
                     best = Some(key);

@@ -522,8 +522,8 @@ pub(crate) fn one_task_fits(fleet: &FleetState, job: &PendingJob, models: ModelS
         .any(|c| {
             fleet.cell_models(c).filter(|&m| models.allows(m)).any(|m| {
                 fleet
-                    .gpu_candidates(c, m, need)
-                    .any(|n| fleet.fits(n, &job.shape, models))
+                    .find_gpu_candidate(c, m, need, |n| fleet.fits(n, &job.shape, models))
+                    .is_some()
             })
         })
 }
