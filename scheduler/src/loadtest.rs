@@ -101,6 +101,14 @@ fn rss_mib() -> Option<f64> {
     Some(kb / 1024.0)
 }
 
+/// The window, seconds, over which `batches` batches paced `interval_s` apart were sent in
+/// a run of at most `duration_s` that took `elapsed_s`: a run cut short by the duration
+/// covered the duration (or the batches' intervals, if fewer), not only the time its last
+/// reply took; a client behind its pacing covered the time it took.
+fn rate_window(batches: usize, interval_s: f64, duration_s: f64, elapsed_s: f64) -> f64 {
+    elapsed_s.max((batches as f64 * interval_s).min(duration_s))
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -228,7 +236,12 @@ pub async fn run(o: LoadOptions) -> Result<String, String> {
         decisions += reply["decisions"].as_array().map_or(0, Vec::len);
         sent += b.events.len();
     }
-    let elapsed = start.elapsed().as_secs_f64();
+    let elapsed = rate_window(
+        lat.len(),
+        interval.as_secs_f64(),
+        o.duration_s,
+        start.elapsed().as_secs_f64(),
+    );
     sampler_stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let samples = sampler.await.map_err(|e| e.to_string())?;
     server.abort();
@@ -309,6 +322,19 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn the_rate_is_over_the_paced_window() {
+        // A run cut short after one batch: 50 events over the 1 s duration, not over the
+        // 3 ms the one reply took (which read as 16,667 events/s).
+        assert_eq!(rate_window(1, 10.0, 1.0, 0.003), 1.0);
+        // Cut short by the batches themselves: 2 batches 0.1 s apart cover 0.2 s.
+        assert_eq!(rate_window(2, 0.1, 30.0, 0.105), 0.2);
+        // A full run, on pace: its own time (the last reply after the last interval).
+        assert_eq!(rate_window(3000, 0.01, 30.0, 30.004), 30.004);
+        // A client behind its pacing: the time it took.
+        assert_eq!(rate_window(100, 0.01, 30.0, 42.0), 42.0);
     }
 
     #[test]
