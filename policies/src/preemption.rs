@@ -218,8 +218,10 @@ impl Default for PreemptionConfig {
 pub(crate) struct Candidate {
     pub(crate) id: JobId,
     pub(crate) rule: PreemptReason,
-    /// Read by debug builds only, which check the search's order against it.
-    #[cfg_attr(not(debug_assertions), allow(dead_code))]
+    /// Its place in the victim order. Kept by debug builds only, which check the search's
+    /// order against it (a release build orders by the listing's sort keys, and a search
+    /// lists every running job of the queues it may draw from: issue #18).
+    #[cfg(debug_assertions)]
     pub(crate) key: VictimKey,
 }
 

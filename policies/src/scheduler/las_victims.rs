@@ -18,8 +18,7 @@
 
 use super::*;
 use crate::decision::PreemptReason;
-use crate::fairshare::Share;
-use crate::preemption::{Candidate, CapacityPreemption, VictimKey, WithinQueue};
+use crate::preemption::{Candidate, CapacityPreemption, WithinQueue};
 
 /// A running job's place: ascending is the LAS victim order within a (tier, queue).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -382,20 +381,25 @@ impl LasCursor {
             if my_preemptors.contains(&v.seq) && !las_ahead {
                 continue;
             }
-            let key = VictimKey {
-                tier: v.tier as u8,
-                borrowing: false,
-                share: Share::ZERO,
-                same_queue: v.queue == job.queue,
-                priority: v.priority,
-                lost_gpu_milli_ms: r.lost_gpu_milli_ms(now),
-                start_ms: r.start.0,
-                seq: v.seq,
-            };
             return Some(Candidate {
                 id: v.id,
                 rule: PreemptReason::Las,
-                key: las_victim_key(las, r, now, key),
+                #[cfg(debug_assertions)]
+                key: las_victim_key(
+                    las,
+                    r,
+                    now,
+                    crate::preemption::VictimKey {
+                        tier: v.tier as u8,
+                        borrowing: false,
+                        share: crate::fairshare::Share::ZERO,
+                        same_queue: v.queue == job.queue,
+                        priority: v.priority,
+                        lost_gpu_milli_ms: r.lost_gpu_milli_ms(now),
+                        start_ms: r.start.0,
+                        seq: v.seq,
+                    },
+                ),
             });
         }
         None

@@ -665,6 +665,7 @@ fn candidates_in(
         out.push(Candidate {
             id: v.id,
             rule,
+            #[cfg(debug_assertions)]
             key,
         });
     }

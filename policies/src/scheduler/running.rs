@@ -27,7 +27,9 @@ pub(crate) struct Running {
 
 impl Running {
     /// Work lost if the job were stopped at `now`, GPU-milli·ms: progress since its last
-    /// checkpoint times its accelerators.
+    /// checkpoint times its accelerators. (The LAS search's victim keys, kept by debug
+    /// builds only.)
+    #[cfg(debug_assertions)]
     pub(crate) fn lost_gpu_milli_ms(&self, now: SimTime) -> u128 {
         lost_gpu_milli_ms(
             self.job.done,
