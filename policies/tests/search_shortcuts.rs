@@ -13,26 +13,8 @@
 use fleetsim_policies::quota::{Flavor, FlavorQuota, QuotaNodeSpec, QuotaSpec, ResourceQuota};
 use fleetsim_policies::*;
 
-/// A tiny deterministic generator (SplitMix64), so the cases are the same on every machine.
-struct Gen(u64);
-
-impl Gen {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-struct Job {
-    job: PendingJob,
-    run_ms: u64,
-}
+mod common;
+use common::{drive, Gen, Job};
 
 /// A recorder that asks for no call: installing it only tells the scheduler that every
 /// placement call must be made.
@@ -178,58 +160,7 @@ fn simulate(nodes: &[NodeSpec], jobs: &[Job], mode: u32, record: bool) -> String
         s.placement_ctx_mut()
             .set_recorder(Some(std::sync::Arc::new(Silent)));
     }
-    let mut out = String::new();
-    let mut running: Vec<(u64, JobId, QueueId, Vec<TaskAlloc>)> = Vec::new();
-    // Victims in their grace period: (release time, job, its bindings).
-    let mut evicting: Vec<(u64, JobId, Vec<TaskAlloc>)> = Vec::new();
-    let mut next = 0;
-    let mut t = 0;
-    while next < jobs.len() || !running.is_empty() || !evicting.is_empty() || s.pending_len() > 0 {
-        evicting.sort_by_key(|e| (e.0, e.1));
-        while evicting.first().is_some_and(|e| e.0 <= t) {
-            let (_, id, allocs) = evicting.remove(0);
-            for a in &allocs {
-                fleet.release(a).unwrap();
-            }
-            s.on_released(id, SimTime(t));
-        }
-        running.sort_by_key(|r| (r.0, r.1));
-        while running.first().is_some_and(|r| r.0 <= t) {
-            let (_, id, q, allocs) = running.remove(0);
-            let milli = jobs[id.index()].job.total_gpu_milli();
-            for a in &allocs {
-                fleet.release(a).unwrap();
-            }
-            s.on_job_end(id, q, milli, SimTime(t));
-        }
-        while next < jobs.len() && jobs[next].job.submit.0 <= t {
-            let _ = s.submit_at(&mut fleet, jobs[next].job.clone(), SimTime(t));
-            next += 1;
-        }
-        for d in s.schedule_at(&mut fleet, SimTime(t)) {
-            out.push_str(&format!("{t} {d:?}\n"));
-            match d {
-                Decision::Start { job, tasks, .. } => {
-                    let j = &jobs[job.index()];
-                    running.push((t + j.run_ms, job, j.job.queue, tasks));
-                }
-                Decision::Preempt { job, grace, .. } => {
-                    let i = running.iter().position(|r| r.1 == job).unwrap();
-                    let (_, id, _, allocs) = running.remove(i);
-                    if grace > SimDuration::ZERO {
-                        evicting.push((t + grace.0, id, allocs));
-                    }
-                }
-                Decision::Reject { .. } => {}
-            }
-        }
-        out.push_str(&format!("{t} reasons {:?}\n", s.pending_reason_counts()));
-        t += 1000;
-        if t > 10_000_000 {
-            break;
-        }
-    }
-    out
+    drive(&mut s, &mut fleet, jobs)
 }
 
 #[test]
