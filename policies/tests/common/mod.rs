@@ -3,21 +3,8 @@
 
 use fleetsim_policies::*;
 
-/// A tiny deterministic generator (SplitMix64), so the cases are the same on every machine.
-pub struct Gen(pub u64);
-
-impl Gen {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+/// The crate's own SplitMix64, so the cases are the same on every machine.
+pub use fleetsim_policies::placement::SplitMix64 as Gen;
 
 /// A job of a workload (ids are positions in the workload) and how long it runs once
 /// started, ms.
