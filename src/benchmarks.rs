@@ -239,8 +239,8 @@ pub fn bench_workload(name: &str, jobs: u64, nodes: Option<u32>) -> Result<Bench
 ///
 /// # Errors
 /// A message for an unknown name (listing the known ones), no jobs, fewer nodes than the
-/// fleet's four cells, a load that is not a positive finite number, or a fleet the scenario
-/// loader refuses (more nodes than it allows).
+/// fleet's four cells or more than [`crate::fleet::build::MAX_NODES`], or a load that is not
+/// a positive finite number.
 pub fn bench_workload_at(
     name: &str,
     jobs: u64,
@@ -261,6 +261,12 @@ pub fn bench_workload_at(
     if nodes < BENCH_CELLS {
         return Err(format!(
             "a bench fleet has {BENCH_CELLS} cells, so at least {BENCH_CELLS} nodes (got {nodes})"
+        ));
+    }
+    if nodes as usize > crate::fleet::build::MAX_NODES {
+        return Err(format!(
+            "a fleet has at most {} nodes (got {nodes})",
+            crate::fleet::build::MAX_NODES
         ));
     }
     if let Some(l) = load_override.filter(|l| !(l.is_finite() && *l > 0.0)) {

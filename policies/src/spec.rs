@@ -18,7 +18,7 @@
 //! # Reading one (`serde` feature)
 //! Every stage key takes a bare name (`placement = "fgd"`) or a table with a `name` and the
 //! policy's parameters (`queue_order = { name = "las", thresholds_gpu_s = [3250, 7200] }`);
-//! unknown keys are errors. Written back ([`serde::Serialize`]), a stage with default
+//! unknown keys are errors. Written back (serde `Serialize`), a stage with default
 //! parameters is a bare name.
 //!
 //! ```

@@ -371,6 +371,7 @@ mod tests {
         };
         assert!(err(0, 16, None).contains("at least 1 job"));
         assert!(err(100, 3, None).contains("at least 4 nodes (got 3)"));
+        assert!(err(100, 5_000_000, None).contains("at most 4194304 nodes (got 5000000)"));
         assert!(err(100, 16, Some(f64::NAN)).contains("not a positive number"));
         let unknown = bench_workload_at("nonsense", 100, Some(16), None)
             .err()
