@@ -2,9 +2,14 @@
 //! workloads with quota (a cohort of queues that borrow), reclaim and fair-sharing
 //! preemption, gangs and a pure placement, a scheduler whose placement context has a
 //! recorder installed (which turns every shortcut off: the room checks before and during a
-//! search, the skipped placement attempts, the kept placements, and the dry run of a search
-//! that failed before) makes the same decisions in the same order, and keeps the same
+//! search, the skipped placement attempts, the kept placements, the dry run of a search
+//! that failed before, and the draw from the running jobs kept in lost-work order instead
+//! of a list of them) makes the same decisions in the same order, and keeps the same
 //! pending-reason counts, as one without.
+//!
+//! Jobs checkpoint at one of a few intervals (or never) and have one of two priorities, so
+//! that the lost-work order wraps around checkpoint cycles; one mode adds the within-queue
+//! rule and one reclaims only from lower priorities.
 //!
 //! The dry run (`SimTrial::dry_run`, issue #18) is taken only for a preemptor whose last
 //! search failed; the workloads below keep gangs of whole nodes waiting behind borrowed
@@ -61,6 +66,12 @@ fn workload(g: &mut Gen) -> (Vec<NodeSpec>, Vec<Job>) {
                     seq: i,
                     shape,
                     tasks,
+                    priority: g.below(2) as i32,
+                    checkpoint_interval: match g.below(4) {
+                        0 => None,
+                        1 => Some(SimDuration(2500)),
+                        _ => Some(SimDuration(1000 * (1 + g.below(6)))),
+                    },
                     ..PendingJob::default()
                 },
                 run_ms: 1000 * (1 + g.below(30)),
@@ -115,7 +126,8 @@ fn quota(gpus: u64) -> QuotaTree {
 
 /// Runs the workload; returns every decision with its time and the pending-reason counts
 /// after every pass. `mode` picks the preemption rules (reclaim, fair sharing, or both;
-/// grace 0 or 3 s) and the placement (best-fit or topology-aware).
+/// grace 0 or 3 s; mode 4 adds the within-queue rule, mode 5 reclaims only from lower
+/// priorities) and the placement (best-fit or topology-aware).
 fn simulate(nodes: &[NodeSpec], jobs: &[Job], mode: u32, record: bool) -> String {
     let mut fleet = FleetState::new(vec!["c".into()], vec!["H100".into()], nodes.to_vec()).unwrap();
     let grace = SimDuration(if mode >= 3 { 3000 } else { 0 });
@@ -126,7 +138,11 @@ fn simulate(nodes: &[NodeSpec], jobs: &[Job], mode: u32, record: bool) -> String
             vec![preemption::FairStrategy::LessThanOrEqualToFinalShare],
         ),
         _ => (
-            preemption::ReclaimWithinCohort::Any,
+            if mode == 5 {
+                preemption::ReclaimWithinCohort::LowerPriority
+            } else {
+                preemption::ReclaimWithinCohort::Any
+            },
             vec![
                 preemption::FairStrategy::LessThanOrEqualToFinalShare,
                 preemption::FairStrategy::LessThanInitialShare,
@@ -151,6 +167,11 @@ fn simulate(nodes: &[NodeSpec], jobs: &[Job], mode: u32, record: bool) -> String
         preemption: Some(PreemptionConfig {
             reclaim_within_cohort: reclaim,
             fair_sharing: fair,
+            within_queue: if mode == 4 {
+                preemption::WithinQueue::LowerPriority
+            } else {
+                preemption::WithinQueue::Never
+            },
             grace,
             ..PreemptionConfig::default()
         }),

@@ -73,6 +73,7 @@ mod las_victims;
 mod pass;
 mod pending;
 mod preempt;
+mod quota_victims;
 mod redecide;
 mod reserve;
 mod run_counts;
@@ -80,6 +81,7 @@ mod running;
 #[cfg(test)]
 mod test_support;
 mod victim_groups;
+mod victim_key;
 mod withdraw;
 
 use self::core::*;
@@ -228,8 +230,13 @@ impl Scheduler {
             && c.preemption.as_ref().is_some_and(|p| p.las.is_some()))
         .then(LasVictims::default);
         c.ends = (c.backfill.is_some() && c.running.is_some()).then(EndsIndex::default);
-        c.run_counts =
-            (c.preemption.is_some() && c.running.is_some()).then(run_counts::RunCounts::default);
+        c.run_counts = (c.preemption.is_some() && c.running.is_some()).then(|| {
+            if c.quota.is_some() {
+                run_counts::RunCounts::with_lost_order()
+            } else {
+                run_counts::RunCounts::default()
+            }
+        });
         self
     }
 
@@ -444,6 +451,7 @@ impl Scheduler {
             since: now,
             waited: None,
             search_failed: false,
+            room_check_failed: false,
         };
         if jobs.classes.is_some() {
             entry.class = c.intern_class(class_of(&entry));

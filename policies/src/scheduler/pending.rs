@@ -22,6 +22,12 @@ pub(crate) struct Entry {
     /// search without touching the fleet ([`super::preempt`]'s dry run), which is cheap
     /// when it fails again and a waste when it succeeds.
     pub(crate) search_failed: bool,
+    /// Its last search failed at the check that even all candidates leave no room
+    /// ([`super::preempt`]'s `no_room_even_with_all`): the next one asks it again before a
+    /// dry run. (A search drawn from the lost-work order skips the check after a failure
+    /// found otherwise: it walks every candidate's nodes, where a dry run walks only the
+    /// victims it would take.)
+    pub(crate) room_check_failed: bool,
 }
 
 /// A queue's pending jobs in queue order.

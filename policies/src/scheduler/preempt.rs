@@ -1,8 +1,10 @@
 //! The preemption search of a pass: candidates by rule, a minimal victim set, the plan
 //! and its application (the rules and the victim order: [`crate::preemption`]).
 
+use super::quota_victims::QuotaCursor;
 use super::run_counts::VictimView;
 use super::victim_groups::{GroupWalk, VictimGroups, NO_GROUP};
+use super::victim_key::{share_ranks, SortKey};
 use super::*;
 use crate::decision::PreemptReason;
 use crate::fairshare::Share;
@@ -41,6 +43,8 @@ pub(crate) fn preempt_for(
     }
     pass.budget -= 1;
     let dry = entry.search_failed;
+    let room_check = !dry || entry.room_check_failed;
+    let mut room_check_failed = false;
     let flavors: Vec<(Option<u16>, ModelSet)> = match c.quota.as_ref() {
         Some(t) if t.has_queue(job.queue) => t
             .queue_flavors(job.queue)
@@ -78,32 +82,54 @@ pub(crate) fn preempt_for(
         // Under the LAS rule alone, the victims come from the index in victim order, and the
         // search stops at the first set that makes room (`scheduler::las_victims`).
         let indexed = las_only_victims(c, &cfg, job);
-        let mut cands = if indexed {
+        // Under quota alone, the victims come from the running jobs kept in lost-work order
+        // (`scheduler::quota_victims`), drawn as far as the search goes.
+        let cursor = (!indexed && super::quota_victims::applies(c, &cfg, job, flavor)).then(|| {
+            let queues = scanned_queues(c, &cfg, job, flavor).expect("applies: narrow rules");
+            QuotaCursor::new(c, &cfg, job, flavor, &queues)
+        });
+        #[cfg(debug_assertions)]
+        if let Some(cur) = &cursor {
+            debug_assert_eq!(
+                cur.clone().drain(c, &cfg, job),
+                candidates(c, &cfg, job, flavor).sorted(),
+                "the lost-work order gives the listed candidates in victim order"
+            );
+        }
+        let mut cands = if indexed || cursor.is_some() {
             Listed::default()
         } else {
             candidates(c, &cfg, job, flavor)
         };
-        if !indexed
-            && (cands.cands.is_empty()
-                || no_room_even_with_all(
-                    c,
-                    pass,
-                    fleet,
-                    job,
-                    models,
-                    cands.cands.iter().map(|v| v.id),
-                ))
-        {
+        let no_room = |c: &Core, pass: &mut PassState, ids: &mut dyn Iterator<Item = JobId>| {
+            no_room_even_with_all(c, pass, fleet, job, models, ids)
+        };
+        let skip = match &cursor {
+            // The room check walks the nodes of every job of the streams. After a failure
+            // it did not find (`Entry::room_check_failed`), the dry run certifies one from
+            // the victims it would take instead, fewer than all (`saturated_quota_preempt`:
+            // the check never certifies, and cost a quarter of the run).
+            Some(cur) => cur.is_empty() || (room_check && no_room(c, pass, &mut cur.member_ids(c))),
+            None => {
+                !indexed
+                    && (cands.cands.is_empty()
+                        || no_room(c, pass, &mut cands.cands.iter().map(|v| v.id)))
+            }
+        };
+        if skip {
+            room_check_failed |= cursor.as_ref().is_some_and(|cur| !cur.is_empty());
             continue;
         }
         // The keys, for the heap of each round (the last takes them).
         let mut order = std::mem::take(&mut cands.order);
         for (round, &strategy) in rounds.iter().enumerate() {
-            let source = match (indexed, c.las.as_ref()) {
-                (true, Some(las)) => Source::Las(LasCursor::new(las, job), &cfg),
+            let last = round + 1 == rounds.len();
+            let source = match (indexed, c.las.as_ref(), &cursor) {
+                (true, Some(las), _) => Source::Las(LasCursor::new(las, job), &cfg),
+                (_, _, Some(cur)) => Source::Quota(cur.clone(), &cfg),
                 _ => Source::Listed(
                     &cands,
-                    BinaryHeap::from(if round + 1 == rounds.len() {
+                    BinaryHeap::from(if last {
                         std::mem::take(&mut order)
                     } else {
                         order.clone()
@@ -125,12 +151,14 @@ pub(crate) fn preempt_for(
                 };
                 let started = apply(c, pass, fleet, job, key, plan, out, &cfg);
                 entry.search_failed = false;
+                entry.room_check_failed = false;
                 return Some(started);
             }
         }
     }
     pass.failed_preempt.insert(memo);
     entry.search_failed = true;
+    entry.room_check_failed = room_check_failed;
     None
 }
 
@@ -363,9 +391,21 @@ pub(crate) struct Listed {
 impl Listed {
     /// The candidates' ids in victim order (a sort of the whole list, for debug checks).
     fn sorted_ids(&self) -> Vec<JobId> {
+        self.sorted().into_iter().map(|(id, _)| id).collect()
+    }
+
+    /// The candidates with their rules in victim order (a sort of the whole list, for debug
+    /// checks).
+    #[cfg_attr(not(debug_assertions), allow(dead_code))]
+    pub(crate) fn sorted(&self) -> Vec<(JobId, PreemptReason)> {
         let mut o = self.order.clone();
         o.sort_unstable_by_key(|a| a.0);
-        o.iter().map(|r| self.cands[r.0 .1 as usize].id).collect()
+        o.iter()
+            .map(|r| {
+                let cand = &self.cands[r.0 .1 as usize];
+                (cand.id, cand.rule)
+            })
+            .collect()
     }
 }
 
@@ -376,40 +416,7 @@ pub(crate) fn candidates(
     job: &PendingJob,
     flavor: Option<u16>,
 ) -> Listed {
-    // Without the tier, priority and LAS rules, a victim of another queue must be taken by
-    // reclaim or fair sharing, which both need its queue borrowing; one of the preemptor's
-    // own queue, by the within-queue rule. The other queues hold no candidate, and their
-    // jobs are not looked at (the heap fixes the order whatever the walk's).
-    let narrow =
-        !cfg.tiers && cfg.capacity != CapacityPreemption::LowerPriority && cfg.las.is_none();
-    // With the within-queue rule off too, no victim of the preemptor's queue can be taken,
-    // so its share after admission stays put through the search. A queue none of whose
-    // jobs could be reclaimed (only fair sharing could take them) and whose share is at or
-    // below that share gives no victim in any round: both strategies need the preemptor to
-    // end below the victim queue's share before (`SimTrial::eligible`), and that share only
-    // falls as the queue's jobs leave. Its jobs are not walked either.
-    let fair_only_dead = |q: crate::ids::QueueId| -> bool {
-        let (Some(t), Some(pf)) = (c.quota.as_ref(), flavor) else {
-            return false;
-        };
-        let req = request(job);
-        narrow
-            && cfg.within_queue == WithinQueue::Never
-            && (cfg.reclaim_within_cohort == ReclaimWithinCohort::Never
-                || !t.may_reclaim_from(job.queue, q, pf, &req))
-            && t.drs_with(job.queue, pf, &req, true) >= t.drs(q)
-    };
-    let scanned: Option<Vec<crate::ids::QueueId>> = narrow.then(|| {
-        let mut qs: Vec<crate::ids::QueueId> = c.quota.as_ref().map_or(Vec::new(), |t| {
-            t.queues()
-                .filter(|&q| q != job.queue && t.borrows_any(q) && !fair_only_dead(q))
-                .collect()
-        });
-        if cfg.within_queue != WithinQueue::Never {
-            qs.push(job.queue);
-        }
-        qs
-    });
+    let scanned = scanned_queues(c, cfg, job, flavor);
     let out = candidates_in(c, cfg, job, flavor, scanned.as_deref());
     debug_assert!(
         scanned.is_none() || {
@@ -420,16 +427,71 @@ pub(crate) fn candidates(
             let kept: Vec<JobId> = all
                 .sorted_ids()
                 .into_iter()
-                .filter(|&id| !fair_only_dead(queue_of(id)))
+                .filter(|&id| !fair_only_dead(c, cfg, job, flavor, queue_of(id)))
                 .collect();
             kept == out.sorted_ids()
                 && all.cands.iter().all(|cand| {
-                    !fair_only_dead(queue_of(cand.id)) || cand.rule == PreemptReason::FairShare
+                    !fair_only_dead(c, cfg, job, flavor, queue_of(cand.id))
+                        || cand.rule == PreemptReason::FairShare
                 })
         },
         "the queues left out of the scan hold no candidate that could be taken"
     );
     out
+}
+
+/// Without the tier, priority and LAS rules (`None` otherwise), the queues whose running
+/// jobs can hold candidates for `job` in `flavor`: a victim of another queue must be taken
+/// by reclaim or fair sharing, which both need its queue borrowing; one of the preemptor's
+/// own queue, by the within-queue rule. The other queues hold no candidate, and their jobs
+/// are not looked at (the victim order does not depend on the walk's).
+pub(crate) fn scanned_queues(
+    c: &Core,
+    cfg: &PreemptionConfig,
+    job: &PendingJob,
+    flavor: Option<u16>,
+) -> Option<Vec<crate::ids::QueueId>> {
+    let narrow =
+        !cfg.tiers && cfg.capacity != CapacityPreemption::LowerPriority && cfg.las.is_none();
+    narrow.then(|| {
+        let mut qs: Vec<crate::ids::QueueId> = c.quota.as_ref().map_or(Vec::new(), |t| {
+            t.queues()
+                .filter(|&q| {
+                    q != job.queue && t.borrows_any(q) && !fair_only_dead(c, cfg, job, flavor, q)
+                })
+                .collect()
+        });
+        if cfg.within_queue != WithinQueue::Never {
+            qs.push(job.queue);
+        }
+        qs
+    })
+}
+
+/// With the within-queue rule off too (and no tier, priority or LAS rule), no victim of the
+/// preemptor's queue can be taken, so its share after admission stays put through the
+/// search. A queue none of whose jobs could be reclaimed (only fair sharing could take them)
+/// and whose share is at or below that share gives no victim in any round: both strategies
+/// need the preemptor to end below the victim queue's share before (`SimTrial::eligible`),
+/// and that share only falls as the queue's jobs leave. Its jobs are not walked either.
+fn fair_only_dead(
+    c: &Core,
+    cfg: &PreemptionConfig,
+    job: &PendingJob,
+    flavor: Option<u16>,
+    q: crate::ids::QueueId,
+) -> bool {
+    let (Some(t), Some(pf)) = (c.quota.as_ref(), flavor) else {
+        return false;
+    };
+    let req = request(job);
+    !cfg.tiers
+        && cfg.capacity != CapacityPreemption::LowerPriority
+        && cfg.las.is_none()
+        && cfg.within_queue == WithinQueue::Never
+        && (cfg.reclaim_within_cohort == ReclaimWithinCohort::Never
+            || !t.may_reclaim_from(job.queue, q, pf, &req))
+        && t.drs_with(job.queue, pf, &req, true) >= t.drs(q)
 }
 
 /// [`candidates`] among the running jobs of `queues` (`None`: every running job).
@@ -462,14 +524,7 @@ fn candidates_in(
             .map_or(0, |l| -(l.level(job.attained_gpu_ms) as i64)),
     );
     let my_preemptors: &[u64] = c.preempted_by.get(&job.seq).map_or(&[], Vec::as_slice);
-    // Every share a candidate can have (its queue's; zero outside quota), largest first
-    // and distinct: a share's position here orders candidates as the exact share does
-    // (component 3 of the victim order), at the cost of an integer comparison.
-    let mut shares: Vec<Share> =
-        quota.map_or(Vec::new(), |t| t.queues().map(|q| t.drs(q)).collect());
-    shares.push(Share::ZERO);
-    shares.sort_unstable_by(|a, b| b.cmp(a));
-    shares.dedup();
+    let shares = share_ranks(c);
     // Per queue, computed once per call: whether it is in the preemptor's cohort tree (and
     // not its own queue), whether the preemptor may reclaim from it (computed when first
     // asked), its share and that share's rank; and per flavor, whether it borrows in it.
@@ -686,20 +741,6 @@ fn candidates_in(
     }
 }
 
-/// [`candidates`]' sort key: [`VictimKey`]'s components in its order, the share replaced by
-/// its rank among the call's shares (0 for the largest), then the job id.
-type SortKey = (
-    u8,
-    bool,
-    u32,
-    bool,
-    i32,
-    u128,
-    Reverse<u64>,
-    Reverse<u64>,
-    JobId,
-);
-
 /// What [`candidates`] knows of a victim's queue during one call.
 #[derive(Clone, Copy)]
 struct QueueInfo {
@@ -798,6 +839,9 @@ pub(crate) enum Source<'a> {
     Listed(&'a Listed, BinaryHeap<Reverse<(SortKey, u32)>>),
     /// A walk of the LAS victim index ([`las_only_victims`]), with the preemption settings.
     Las(LasCursor, &'a PreemptionConfig),
+    /// A merge of the running jobs kept in lost-work order
+    /// ([`super::quota_victims::applies`]), with the preemption settings.
+    Quota(QuotaCursor, &'a PreemptionConfig),
 }
 
 /// The simulator's [`VictimTrial`]: victims are indices into the candidates drawn so far;
@@ -810,7 +854,7 @@ pub(crate) struct SimTrial<'a> {
     pub(crate) flavor: Option<u16>,
     pub(crate) models: ModelSet,
     pub(crate) source: Source<'a>,
-    /// Candidates drawn from a [`Source::Las`] walk, in order.
+    /// Candidates drawn from a [`Source::Las`] or [`Source::Quota`] walk, in order.
     pub(crate) drawn: Vec<Candidate>,
     pub(crate) strategy: Option<FairStrategy>,
     pub(crate) req: crate::quota::Request,
@@ -832,6 +876,11 @@ pub(crate) struct SimTrial<'a> {
     /// While victims are taken: whether some node could hold one of the preemptor's tasks
     /// (`None`: not asked yet). See [`SimTrial::may_place`].
     pub(crate) node_room: Option<bool>,
+    /// Victims taken out or put back so far (of quota, with or without the fleet).
+    pub(crate) moves: u64,
+    /// A [`Source::Quota`] stream found live, with `moves` then: it stays live until the
+    /// next move.
+    pub(crate) live_stream: Option<(u32, u64)>,
     /// The tentative placement `fit` was kept over a victim put back beside it
     /// ([`SimTrial::fit_survives`]): still valid, but not necessarily the placement the
     /// policy would choose now. [`SimTrial::fresh_fit`] asks again.
@@ -843,7 +892,7 @@ impl SimTrial<'_> {
     fn cands(&self) -> &[Candidate] {
         match &self.source {
             Source::Listed(list, _) => &list.cands,
-            Source::Las(..) => &self.drawn,
+            Source::Las(..) | Source::Quota(..) => &self.drawn,
         }
     }
 
@@ -935,7 +984,7 @@ impl SimTrial<'_> {
     /// [`plan`] asks for a dry run only for a preemptor whose last search failed
     /// ([`Entry::search_failed`]). `None`: not applicable, search as usual.
     fn dry_run(&mut self) -> Option<(Vec<usize>, bool)> {
-        if !matches!(self.source, Source::Listed(..))
+        if !matches!(self.source, Source::Listed(..) | Source::Quota(..))
             || self.job.shape.num_gpu == 0
             || !self.c.placement.select_is_pure()
             || self.c.ctx.records()
@@ -1013,6 +1062,30 @@ impl SimTrial<'_> {
                 self.drawn.push(cand);
                 Some(self.drawn.len() - 1)
             }
+            Source::Quota(..) => loop {
+                let Source::Quota(cursor, _) = &self.source else {
+                    unreachable!("matched above")
+                };
+                let (stream, rule, q, f, least) = cursor.peek()?;
+                // A stream whose least request fails the quota checks has no member that
+                // could be taken now; victims are only taken out while drawing, which never
+                // revives it (its queue's usage falls; the preemptor's own queue gives no
+                // victim here), so it is dropped whole.
+                let live = self.live_stream == Some((stream, self.moves))
+                    || self.quota_checks(rule, q, f, &least, true);
+                let Source::Quota(cursor, cfg) = &mut self.source else {
+                    unreachable!("matched above")
+                };
+                if !live {
+                    cursor.discard();
+                    continue;
+                }
+                self.live_stream = Some((stream, self.moves));
+                if let Some(cand) = cursor.advance(self.c, cfg, self.job) {
+                    self.drawn.push(cand);
+                    return Some(self.drawn.len() - 1);
+                }
+            },
         }
     }
 
@@ -1104,6 +1177,7 @@ impl SimTrial<'_> {
     /// cached for `q` (and the preemptor's, if `q` is its queue) and the verdicts of `q`'s
     /// groups no longer hold, and the count of taken rules moves.
     fn moved(&mut self, q: crate::ids::QueueId, rule: PreemptReason, out: bool) {
+        self.moves += 1;
         if q == self.job.queue {
             self.pn_cache = None;
         }
@@ -1263,7 +1337,7 @@ pub(crate) fn plan(
     };
     let walk = match &source {
         Source::Listed(list, _) => Some(GroupWalk::new(&list.groups)),
-        Source::Las(..) => None,
+        Source::Las(..) | Source::Quota(..) => None,
     };
     let mut trial = SimTrial {
         c,
@@ -1286,6 +1360,8 @@ pub(crate) fn plan(
         guard,
         node_room: None,
         stale: false,
+        moves: 0,
+        live_stream: None,
     };
     let taken = match if dry { trial.dry_run() } else { None } {
         None => minimal_victim_set_from(&mut trial, SimTrial::draw),

@@ -79,9 +79,104 @@ pub(crate) struct RunCounts {
     by_queue: Vec<BTreeMap<i32, u32>>,
     /// Running jobs not being evicted, per tier ([`Tier`] as index).
     tiers: [u64; 3],
+    /// Kept with quota ([`RunCounts::with_lost_order`]): per queue ([`QueueId`] index), its
+    /// counted jobs by stream, each in lost-work order ([`super::quota_victims`]).
+    lost_order: Option<Vec<BTreeMap<StreamKey, BTreeSet<PhaseKey>>>>,
+}
+
+/// A stream of [`RunCounts::lost_order`]: the counted jobs of one queue that share every
+/// component of the victim order fixed by the job (tier, priority) and how their lost work
+/// grows (GPU-milli, checkpoint interval), and the flavor and GPU-milli charged to quota.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct StreamKey {
+    pub(crate) flavor: Option<u16>,
+    pub(crate) tier: u8,
+    pub(crate) priority: i32,
+    pub(crate) gpu_milli: u64,
+    /// GPU-milli charged to quota (the request's first component).
+    pub(crate) req_gpu: u64,
+    /// Lost work restarts every this many ms (`None`: never, or nothing is lost at all).
+    pub(crate) modulus: Option<u64>,
+}
+
+/// A job's place in its stream: ascending `(phase, start, seq, id)`. Its lost work at `now` is
+/// `gpu_milli × ((now − phase) mod modulus)` (without a modulus, `now − phase`), so the least
+/// lost work comes first walking down from `now mod modulus` (then from the top, circularly),
+/// and among equal phases the latest start first: the victim order within the stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct PhaseKey {
+    /// `(start − done) mod modulus`, or `start − done` without one (0 for a stream losing
+    /// nothing), ms.
+    pub(crate) phase: i64,
+    pub(crate) start: u64,
+    pub(crate) seq: u64,
+    pub(crate) id: JobId,
+}
+
+impl VictimView {
+    /// Its stream and place in it.
+    pub(crate) fn lost_order_key(&self) -> (StreamKey, PhaseKey) {
+        let modulus = self
+            .checkpoint_interval
+            .filter(|c| c.0 > 0)
+            .map(|c| c.0)
+            .filter(|_| self.gpu_milli > 0);
+        let raw = self.start.0 as i64 - self.done.0 as i64;
+        let phase = match modulus {
+            Some(m) => raw.rem_euclid(m as i64),
+            None if self.gpu_milli == 0 => 0,
+            None => raw,
+        };
+        (
+            StreamKey {
+                flavor: self.flavor,
+                tier: self.tier as u8,
+                priority: self.priority,
+                gpu_milli: self.gpu_milli,
+                req_gpu: self.req[0],
+                modulus,
+            },
+            PhaseKey {
+                phase,
+                start: self.start.0,
+                seq: self.seq,
+                id: self.id,
+            },
+        )
+    }
 }
 
 impl RunCounts {
+    /// Counts that also keep each queue's jobs in lost-work order (for quota's victim
+    /// search, [`super::quota_victims`]).
+    pub(crate) fn with_lost_order() -> RunCounts {
+        RunCounts {
+            lost_order: Some(Vec::new()),
+            ..RunCounts::default()
+        }
+    }
+
+    /// Queue `q`'s streams in lost-work order (`None`: not kept).
+    pub(crate) fn lost_order(
+        &self,
+        q: QueueId,
+    ) -> Option<&BTreeMap<StreamKey, BTreeSet<PhaseKey>>> {
+        static EMPTY: BTreeMap<StreamKey, BTreeSet<PhaseKey>> = BTreeMap::new();
+        let order = self.lost_order.as_ref()?;
+        Some(order.get(q.index()).unwrap_or(&EMPTY))
+    }
+
+    /// The view of counted job `id` (`None`: not counted).
+    pub(crate) fn view(&self, id: JobId) -> Option<&VictimView> {
+        let (q, k) = (*self.at.get(id.index())?)?;
+        self.views.get(q.index())?.get(k as usize)
+    }
+
+    /// The least priority of queue `q`'s counted jobs (`None`: none).
+    pub(crate) fn min_priority(&self, q: QueueId) -> Option<i32> {
+        self.by_queue.get(q.index())?.keys().next().copied()
+    }
+
     /// Counts `job` with view `now` (`None`: not at all), in place of what it counted for
     /// before. `O(log priorities)`.
     pub(crate) fn set(&mut self, job: JobId, now: Option<VictimView>) {
@@ -108,6 +203,17 @@ impl RunCounts {
                 m.remove(&old.priority);
             }
             self.tiers[old.tier as usize] -= 1;
+            if let Some(order) = self.lost_order.as_mut() {
+                let (sk, pk) = old.lost_order_key();
+                let streams = &mut order[q.index()];
+                let set = streams
+                    .get_mut(&sk)
+                    .expect("a counted job is in its stream");
+                set.remove(&pk);
+                if set.is_empty() {
+                    streams.remove(&sk);
+                }
+            }
         }
         if let Some(v) = now {
             let q = v.queue.index();
@@ -117,6 +223,13 @@ impl RunCounts {
             }
             *self.by_queue[q].entry(v.priority).or_insert(0) += 1;
             self.tiers[v.tier as usize] += 1;
+            if let Some(order) = self.lost_order.as_mut() {
+                if q >= order.len() {
+                    order.resize_with(q + 1, BTreeMap::new);
+                }
+                let (sk, pk) = v.lost_order_key();
+                order[q].entry(sk).or_default().insert(pk);
+            }
             let k = u32::try_from(self.views[q].len()).expect("fewer than 2^32 running jobs");
             self.views[q].push(v);
             self.at[i] = Some((v.queue, k));
