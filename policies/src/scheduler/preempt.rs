@@ -878,9 +878,8 @@ pub(crate) struct SimTrial<'a> {
     pub(crate) node_room: Option<bool>,
     /// Victims taken out or put back so far (of quota, with or without the fleet).
     pub(crate) moves: u64,
-    /// A [`Source::Quota`] stream found live, with `moves` then: it stays live until the
-    /// next move.
-    pub(crate) live_stream: Option<(u32, u64)>,
+    /// `moves` when the last candidate was drawn from a [`Source::Quota`] (`None`: none yet).
+    pub(crate) drawn_at: Option<u64>,
     /// The tentative placement `fit` was kept over a victim put back beside it
     /// ([`SimTrial::fit_survives`]): still valid, but not necessarily the placement the
     /// policy would choose now. [`SimTrial::fresh_fit`] asks again.
@@ -1066,13 +1065,15 @@ impl SimTrial<'_> {
                 let Source::Quota(cursor, _) = &self.source else {
                     unreachable!("matched above")
                 };
-                let (stream, rule, q, f, least) = cursor.peek()?;
+                let (rule, q, f, least) = cursor.peek()?;
                 // A stream whose least request fails the quota checks has no member that
                 // could be taken now; victims are only taken out while drawing, which never
                 // revives it (its queue's usage falls; the preemptor's own queue gives no
-                // victim here), so it is dropped whole.
-                let live = self.live_stream == Some((stream, self.moves))
-                    || self.quota_checks(rule, q, f, &least, true);
+                // victim here), so it is dropped whole. Its members are ineligible, so the
+                // check is made only when the last candidate drawn was not taken (or none
+                // was drawn yet): a stream that dies gives at most one draw more.
+                let check = self.drawn_at.is_none_or(|m| m == self.moves);
+                let live = !check || self.quota_checks(rule, q, f, &least, true);
                 let Source::Quota(cursor, cfg) = &mut self.source else {
                     unreachable!("matched above")
                 };
@@ -1080,8 +1081,8 @@ impl SimTrial<'_> {
                     cursor.discard();
                     continue;
                 }
-                self.live_stream = Some((stream, self.moves));
                 if let Some(cand) = cursor.advance(self.c, cfg, self.job) {
+                    self.drawn_at = Some(self.moves);
                     self.drawn.push(cand);
                     return Some(self.drawn.len() - 1);
                 }
@@ -1361,7 +1362,7 @@ pub(crate) fn plan(
         node_room: None,
         stale: false,
         moves: 0,
-        live_stream: None,
+        drawn_at: None,
     };
     let taken = match if dry { trial.dry_run() } else { None } {
         None => minimal_victim_set_from(&mut trial, SimTrial::draw),

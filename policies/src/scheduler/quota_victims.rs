@@ -58,6 +58,14 @@ pub(crate) fn applies(
     }
 }
 
+/// Below every job's place (`..LEAST` is an empty range).
+const LEAST: PhaseKey = PhaseKey {
+    phase: i64::MIN,
+    start: 0,
+    seq: 0,
+    id: JobId(0),
+};
+
 /// One stream of one queue, as the preemptor sees it.
 #[derive(Clone, Debug)]
 struct Stream {
@@ -69,24 +77,27 @@ struct Stream {
     #[cfg(debug_assertions)]
     share: Share,
     rank: u32,
-    /// Its next job in victim order (`None`: none left).
-    next: Option<PhaseKey>,
+    /// Its next jobs in victim order, the next last (read from the set in runs, so that a
+    /// search drawing many of them seeks the set once per run, not once per job).
+    ahead: Vec<PhaseKey>,
+    /// Jobs to read in the next run.
+    run: usize,
 }
 
 impl Stream {
-    /// Its job after `last` (`None`: its first) in victim order at `now`.
-    fn next_after(
+    /// Its jobs after `last` (`None`: from its first) in victim order at `now`.
+    fn walk<'s>(
         &self,
-        set: &BTreeSet<PhaseKey>,
+        set: &'s BTreeSet<PhaseKey>,
         last: Option<PhaseKey>,
         now: SimTime,
-    ) -> Option<PhaseKey> {
+    ) -> impl Iterator<Item = &'s PhaseKey> + 's {
         let Some(m) = self.key.modulus else {
-            return match last {
-                None => set.last(),
-                Some(l) => set.range(..l).next_back(),
-            }
-            .copied();
+            let first = match last {
+                None => set.range(..),
+                Some(l) => set.range(..l),
+            };
+            return first.rev().chain(set.range(..LEAST).rev());
         };
         let at = (now.0 % m) as i64;
         let top = PhaseKey {
@@ -101,18 +112,34 @@ impl Stream {
             seq: 0,
             id: JobId(0),
         };
-        match last {
-            None => set
-                .range(..=top)
-                .next_back()
-                .or_else(|| set.range(wrap..).next_back()),
-            Some(l) if l.phase <= at => set
-                .range(..l)
-                .next_back()
-                .or_else(|| set.range(wrap..).next_back()),
-            Some(l) => set.range(wrap..l).next_back(),
-        }
-        .copied()
+        // Down from `now`'s phase, then down from the top of the cycle.
+        let (first, then) = match last {
+            None => (set.range(..=top), set.range(wrap..)),
+            Some(l) if l.phase <= at => (set.range(..l), set.range(wrap..)),
+            Some(l) => (set.range(wrap..l), set.range(..LEAST)),
+        };
+        first.rev().chain(then.rev())
+    }
+
+    /// Its job after `last` (`None`: its first) in victim order at `now`.
+    #[cfg(test)]
+    fn next_after(
+        &self,
+        set: &BTreeSet<PhaseKey>,
+        last: Option<PhaseKey>,
+        now: SimTime,
+    ) -> Option<PhaseKey> {
+        self.walk(set, last, now).next().copied()
+    }
+
+    /// Reads its next run of jobs after `last` into `ahead` (empty: none left).
+    fn read_ahead(&mut self, set: &BTreeSet<PhaseKey>, last: Option<PhaseKey>, now: SimTime) {
+        let mut ahead = std::mem::take(&mut self.ahead);
+        ahead.clear();
+        ahead.extend(self.walk(set, last, now).take(self.run).copied());
+        ahead.reverse();
+        self.ahead = ahead;
+        self.run = (self.run * 2).min(512);
     }
 
     /// Lost work at `now` of its job `p`, GPU-milli·ms.
@@ -201,15 +228,16 @@ impl QuotaCursor {
                     #[cfg(debug_assertions)]
                     share,
                     rank,
-                    next: None,
+                    ahead: Vec::new(),
+                    run: 8,
                 });
             }
         }
         let mut heads = BinaryHeap::with_capacity(streams.len());
         for (i, s) in streams.iter_mut().enumerate() {
             let set = &rc.lost_order(s.queue).expect("kept")[&s.key];
-            s.next = s.next_after(set, None, now);
-            if let Some(p) = &s.next {
+            s.read_ahead(set, None, now);
+            if let Some(p) = s.ahead.last() {
                 heads.push(Reverse((s.sort_key(p, now), i as u32)));
             }
         }
@@ -236,12 +264,12 @@ impl QuotaCursor {
         })
     }
 
-    /// The stream of the next job in victim order, with what its liveness check reads: rule,
-    /// queue, flavor and least request (`None`: no job left).
-    pub(crate) fn peek(&self) -> Option<(u32, PreemptReason, QueueId, Option<u16>, Request)> {
+    /// What the liveness check of the next job's stream reads: rule, queue, flavor and least
+    /// request (`None`: no job left).
+    pub(crate) fn peek(&self) -> Option<(PreemptReason, QueueId, Option<u16>, Request)> {
         let Reverse((_, i)) = self.heads.peek()?;
         let s = &self.streams[*i as usize];
-        Some((*i, s.rule, s.queue, s.key.flavor, [s.key.req_gpu, 0, 0]))
+        Some((s.rule, s.queue, s.key.flavor, [s.key.req_gpu, 0, 0]))
     }
 
     /// Drops the stream on top: none of its jobs can be taken.
@@ -258,15 +286,20 @@ impl QuotaCursor {
         cfg: &PreemptionConfig,
         job: &PendingJob,
     ) -> Option<Candidate> {
-        let Reverse((_, i)) = self.heads.pop()?;
+        let mut top = self.heads.peek_mut()?;
+        let i = top.0 .1;
         let now = self.now;
         let rc = c.run_counts.as_ref().expect("applies: run counts");
         let s = &mut self.streams[i as usize];
-        let set = &rc.lost_order(s.queue).expect("kept")[&s.key];
-        let p = s.next.expect("a stream with a head has a next job");
-        s.next = s.next_after(set, Some(p), now);
-        if let Some(n) = &s.next {
-            self.heads.push(Reverse((s.sort_key(n, now), i)));
+        let p = s.ahead.pop().expect("a stream with a head has a next job");
+        if s.ahead.is_empty() {
+            s.read_ahead(&rc.lost_order(s.queue).expect("kept")[&s.key], Some(p), now);
+        }
+        match s.ahead.last() {
+            Some(n) => *top = Reverse((s.sort_key(n, now), i)),
+            None => {
+                std::collections::binary_heap::PeekMut::pop(top);
+            }
         }
         let s = &self.streams[i as usize];
         let my_preemptors: &[u64] = c.preempted_by.get(&job.seq).map_or(&[], Vec::as_slice);
@@ -340,7 +373,8 @@ mod tests {
             #[cfg(debug_assertions)]
             share: Share::ZERO,
             rank: 0,
-            next: None,
+            ahead: Vec::new(),
+            run: 8,
         }
     }
 
