@@ -60,10 +60,10 @@ pub(crate) fn applies(
 
 /// Below every job's place (`..LEAST` is an empty range).
 const LEAST: PhaseKey = PhaseKey {
-    phase: i64::MIN,
+    phase: i128::MIN,
     start: 0,
     seq: 0,
-    id: JobId(0),
+    id: Reverse(JobId(u32::MAX)),
 };
 
 /// One stream of one queue, as the preemptor sees it.
@@ -99,18 +99,16 @@ impl Stream {
             };
             return first.rev().chain(set.range(..LEAST).rev());
         };
-        let at = (now.0 % m) as i64;
+        let at = i128::from(now.0 % m);
         let top = PhaseKey {
             phase: at,
             start: u64::MAX,
             seq: u64::MAX,
-            id: JobId(u32::MAX),
+            id: Reverse(JobId(0)),
         };
         let wrap = PhaseKey {
             phase: at + 1,
-            start: 0,
-            seq: 0,
-            id: JobId(0),
+            ..LEAST
         };
         // Down from `now`'s phase, then down from the top of the cycle.
         let (first, then) = match last {
@@ -142,11 +140,12 @@ impl Stream {
         self.run = (self.run * 2).min(512);
     }
 
-    /// Lost work at `now` of its job `p`, GPU-milli·ms.
+    /// Lost work at `now` of its job `p`, GPU-milli·ms (a running job started at or before
+    /// `now`, which every pass's instant is).
     fn lost(&self, p: &PhaseKey, now: SimTime) -> u128 {
-        let ran = now.0 as i64 - p.phase;
+        let ran = i128::from(now.0) - p.phase;
         let d = match self.key.modulus {
-            Some(m) => ran.rem_euclid(m as i64),
+            Some(m) => ran.rem_euclid(i128::from(m)),
             None => ran,
         };
         d as u128 * u128::from(self.key.gpu_milli)
@@ -163,7 +162,7 @@ impl Stream {
             self.lost(p, now),
             Reverse(p.start),
             Reverse(p.seq),
-            p.id,
+            p.id.0,
         )
     }
 }
@@ -260,7 +259,7 @@ impl QuotaCursor {
         self.streams.iter().flat_map(move |s| {
             rc.lost_order(s.queue).expect("kept")[&s.key]
                 .iter()
-                .map(|p| p.id)
+                .map(|p| p.id.0)
         })
     }
 
@@ -303,8 +302,9 @@ impl QuotaCursor {
         }
         let s = &self.streams[i as usize];
         let my_preemptors: &[u64] = c.preempted_by.get(&job.seq).map_or(&[], Vec::as_slice);
-        if p.id == job.id
-            || (c.preempted_now.0 == now && c.preempted_now.1.contains(&p.id))
+        let id = p.id.0;
+        if id == job.id
+            || (c.preempted_now.0 == now && c.preempted_now.1.contains(&id))
             || c.victim_counts.get(&p.seq).copied().unwrap_or(0) >= cfg.victim_cap
             || my_preemptors.contains(&p.seq)
         {
@@ -312,11 +312,11 @@ impl QuotaCursor {
         }
         debug_assert_eq!(
             Some(s.lost(&p, now)),
-            rc.view(p.id).map(|v| v.lost_gpu_milli_ms(now)),
+            rc.view(id).map(|v| v.lost_gpu_milli_ms(now)),
             "a stream's lost work is its view's"
         );
         Some(Candidate {
-            id: p.id,
+            id,
             rule: s.rule,
             #[cfg(debug_assertions)]
             key: crate::preemption::VictimKey {
@@ -380,12 +380,18 @@ mod tests {
 
     proptest! {
         /// Walking a stream from its first job gives its jobs by ascending lost work at
-        /// `now`, then latest start, then largest sequence: the victim order within it,
-        /// with and without a checkpoint cycle, wherever `now` falls in the cycle.
+        /// `now`, then latest start, then largest sequence, then smallest id: the victim
+        /// order within it, with and without a checkpoint cycle (of any `u64` length),
+        /// wherever `now` falls in the cycle, and with sequences shared between jobs.
         #[test]
         fn a_stream_walks_in_victim_order(
-            jobs in proptest::collection::vec((0u64..5_000, 0u64..3_000), 0..40),
-            modulus in proptest::option::of(1u64..2_000),
+            jobs in proptest::collection::vec((0u64..5_000, 0u64..3_000, 0u64..4), 0..40),
+            modulus in prop_oneof![
+                Just(None),
+                (1u64..2_000).prop_map(Some),
+                Just(Some(u64::MAX)),
+                Just(Some(1u64 << 63)),
+            ],
             gpu in prop_oneof![Just(0u64), 1u64..16_000],
             extra in 0u64..10_000,
         ) {
@@ -394,13 +400,13 @@ mod tests {
             let views: Vec<VictimView> = jobs
                 .iter()
                 .enumerate()
-                .map(|(i, &(start, done))| VictimView {
+                .map(|(i, &(start, done, seq))| VictimView {
                     id: JobId(i as u32),
                     queue: QueueId(0),
                     tier: Tier::BestEffort,
                     flavor: Some(0),
                     priority: 0,
-                    seq: i as u64,
+                    seq,
                     submit: SimTime(0),
                     start: SimTime(start),
                     done: SimDuration(done),
@@ -420,12 +426,14 @@ mod tests {
             let mut walked = Vec::new();
             let mut last = None;
             while let Some(p) = s.next_after(&set, last, now) {
-                prop_assert_eq!(s.lost(&p, now), views[p.id.index()].lost_gpu_milli_ms(now));
-                walked.push(p.id);
+                prop_assert_eq!(s.lost(&p, now), views[p.id.0.index()].lost_gpu_milli_ms(now));
+                walked.push(p.id.0);
                 last = Some(p);
             }
             let mut sorted: Vec<&VictimView> = views.iter().collect();
-            sorted.sort_by_key(|v| (v.lost_gpu_milli_ms(now), Reverse(v.start.0), Reverse(v.seq)));
+            sorted.sort_by_key(|v| {
+                (v.lost_gpu_milli_ms(now), Reverse(v.start.0), Reverse(v.seq), v.id)
+            });
             let want: Vec<JobId> = sorted.iter().map(|v| v.id).collect();
             prop_assert_eq!(walked, want);
         }

@@ -99,18 +99,20 @@ pub(crate) struct StreamKey {
     pub(crate) modulus: Option<u64>,
 }
 
-/// A job's place in its stream: ascending `(phase, start, seq, id)`. Its lost work at `now` is
-/// `gpu_milli × ((now − phase) mod modulus)` (without a modulus, `now − phase`), so the least
-/// lost work comes first walking down from `now mod modulus` (then from the top, circularly),
-/// and among equal phases the latest start first: the victim order within the stream.
+/// A job's place in its stream: ascending `(phase, start, seq, Reverse(id))`. Its lost work
+/// at `now` (at or after its start) is `gpu_milli × ((now − phase) mod modulus)` (without a
+/// modulus, `now − phase`), so walking the stream down from `now mod modulus` (then from the
+/// top, circularly) gives the least lost work first, then the latest start, the largest
+/// sequence and the smallest id: the victim order within the stream. In `i128`, exact for
+/// every `u64` time and interval.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct PhaseKey {
     /// `(start − done) mod modulus`, or `start − done` without one (0 for a stream losing
     /// nothing), ms.
-    pub(crate) phase: i64,
+    pub(crate) phase: i128,
     pub(crate) start: u64,
     pub(crate) seq: u64,
-    pub(crate) id: JobId,
+    pub(crate) id: Reverse<JobId>,
 }
 
 impl VictimView {
@@ -121,9 +123,9 @@ impl VictimView {
             .filter(|c| c.0 > 0)
             .map(|c| c.0)
             .filter(|_| self.gpu_milli > 0);
-        let raw = self.start.0 as i64 - self.done.0 as i64;
+        let raw = i128::from(self.start.0) - i128::from(self.done.0);
         let phase = match modulus {
-            Some(m) => raw.rem_euclid(m as i64),
+            Some(m) => raw.rem_euclid(i128::from(m)),
             None if self.gpu_milli == 0 => 0,
             None => raw,
         };
@@ -140,7 +142,7 @@ impl VictimView {
                 phase,
                 start: self.start.0,
                 seq: self.seq,
-                id: self.id,
+                id: Reverse(self.id),
             },
         )
     }
