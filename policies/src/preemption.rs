@@ -194,6 +194,29 @@ pub struct PreemptionConfig {
     pub victim_cap: u32,
 }
 
+impl WithinQueue {
+    /// Could this rule give a preemptor of `priority` a victim among running jobs of its
+    /// queue whose least priority is `queue_min` (`None`: it has none)? A necessary
+    /// condition: under [`WithinQueue::LowerOrNewerEqualPriority`] an equal priority
+    /// counts, whatever the submit times.
+    pub(crate) fn could_take(self, queue_min: Option<i32>, priority: i32) -> bool {
+        match self {
+            WithinQueue::Never => false,
+            WithinQueue::LowerPriority => queue_min.is_some_and(|m| m < priority),
+            WithinQueue::LowerOrNewerEqualPriority => queue_min.is_some_and(|m| m <= priority),
+        }
+    }
+}
+
+impl PreemptionConfig {
+    /// True without the tier rule, capacity preemption by priority and the LAS rule: a
+    /// victim can then only come from the within-queue, reclaim and fair-sharing rules,
+    /// which look at the queues alone.
+    pub(crate) fn queue_rules_only(&self) -> bool {
+        !self.tiers && self.capacity != CapacityPreemption::LowerPriority && self.las.is_none()
+    }
+}
+
 /// Rule P4's default: a job is preempted at most 3 times between two completions.
 pub const DEFAULT_VICTIM_CAP: u32 = 3;
 

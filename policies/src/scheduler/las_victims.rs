@@ -18,7 +18,7 @@
 
 use super::*;
 use crate::decision::PreemptReason;
-use crate::preemption::{Candidate, CapacityPreemption, WithinQueue};
+use crate::preemption::{Candidate, CapacityPreemption};
 
 /// A running job's place: ascending is the LAS victim order within a (tier, queue).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -228,11 +228,7 @@ pub(crate) fn las_only_victims(c: &Core, cfg: &PreemptionConfig, job: &PendingJo
         return false;
     }
     let queue_min = ix.min_priority(job.queue);
-    let within = match cfg.within_queue {
-        WithinQueue::Never => false,
-        WithinQueue::LowerPriority => queue_min.is_some_and(|m| m < job.priority),
-        WithinQueue::LowerOrNewerEqualPriority => queue_min.is_some_and(|m| m <= job.priority),
-    };
+    let within = cfg.within_queue.could_take(queue_min, job.priority);
     let priority = cfg.capacity == CapacityPreemption::LowerPriority
         && ix.min_priority_all().is_some_and(|m| m < job.priority);
     !within && !priority

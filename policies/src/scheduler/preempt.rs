@@ -85,7 +85,8 @@ pub(crate) fn preempt_for(
         // Under quota alone, the victims come from the running jobs kept in lost-work order
         // (`scheduler::quota_victims`), drawn as far as the search goes.
         let cursor = (!indexed && super::quota_victims::applies(c, &cfg, job, flavor)).then(|| {
-            let queues = scanned_queues(c, &cfg, job, flavor).expect("applies: narrow rules");
+            let queues =
+                scanned_queues(c, &cfg, job, flavor).expect("applies: the queue rules only");
             QuotaCursor::new(c, &cfg, job, flavor, &queues)
         });
         #[cfg(debug_assertions)]
@@ -311,11 +312,7 @@ pub(crate) fn las_only_bound(
 /// Could the within-queue rule give `job` a victim among the summary's running jobs?
 fn within_queue_possible(s: &RunSummary, cfg: &PreemptionConfig, job: &PendingJob) -> bool {
     let queue_min = s.min_prio.get(job.queue.index()).copied().flatten();
-    match cfg.within_queue {
-        WithinQueue::Never => false,
-        WithinQueue::LowerPriority => queue_min.is_some_and(|m| m < job.priority),
-        WithinQueue::LowerOrNewerEqualPriority => queue_min.is_some_and(|m| m <= job.priority),
-    }
+    cfg.within_queue.could_take(queue_min, job.priority)
 }
 
 /// Could any rule give `job` a victim in `flavor`? A cheap necessary condition: per rule,
@@ -451,9 +448,7 @@ pub(crate) fn scanned_queues(
     job: &PendingJob,
     flavor: Option<u16>,
 ) -> Option<Vec<crate::ids::QueueId>> {
-    let narrow =
-        !cfg.tiers && cfg.capacity != CapacityPreemption::LowerPriority && cfg.las.is_none();
-    narrow.then(|| {
+    cfg.queue_rules_only().then(|| {
         let mut qs: Vec<crate::ids::QueueId> = c.quota.as_ref().map_or(Vec::new(), |t| {
             t.queues()
                 .filter(|&q| {
@@ -485,9 +480,7 @@ fn fair_only_dead(
         return false;
     };
     let req = request(job);
-    !cfg.tiers
-        && cfg.capacity != CapacityPreemption::LowerPriority
-        && cfg.las.is_none()
+    cfg.queue_rules_only()
         && cfg.within_queue == WithinQueue::Never
         && (cfg.reclaim_within_cohort == ReclaimWithinCohort::Never
             || !t.may_reclaim_from(job.queue, q, pf, &req))

@@ -23,7 +23,7 @@ use super::*;
 use crate::decision::PreemptReason;
 #[cfg(debug_assertions)]
 use crate::fairshare::Share;
-use crate::preemption::{Candidate, CapacityPreemption, ReclaimWithinCohort, WithinQueue};
+use crate::preemption::{Candidate, ReclaimWithinCohort};
 
 /// True when the search for `job` in `flavor` can be drawn from the lost-work order: quota
 /// on and kept in order, a flavor, not recorded (a recording context sees the listed
@@ -44,18 +44,12 @@ pub(crate) fn applies(
         || flavor.is_none()
         || c.ctx.records()
         || rc.lost_order(job.queue).is_none()
-        || cfg.tiers
-        || cfg.capacity == CapacityPreemption::LowerPriority
-        || cfg.las.is_some()
+        || !cfg.queue_rules_only()
     {
         return false;
     }
-    let queue_min = rc.min_priority(job.queue);
-    match cfg.within_queue {
-        WithinQueue::Never => true,
-        WithinQueue::LowerPriority => queue_min.is_none_or(|m| m >= job.priority),
-        WithinQueue::LowerOrNewerEqualPriority => queue_min.is_none_or(|m| m > job.priority),
-    }
+    !cfg.within_queue
+        .could_take(rc.min_priority(job.queue), job.priority)
 }
 
 /// Below every job's place (`..LEAST` is an empty range).
