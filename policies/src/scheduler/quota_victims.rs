@@ -30,7 +30,7 @@ use crate::preemption::{Candidate, ReclaimWithinCohort};
 /// search), and only the reclaim and fair-sharing rules could give a victim: no tier rule,
 /// capacity preemption by priority or LAS rule, and no within-queue victim among the
 /// preemptor's queue's counted jobs (its least priority is above the preemptor's, or at it
-/// with [`WithinQueue::LowerPriority`]).
+/// with [`crate::preemption::WithinQueue::LowerPriority`]).
 pub(crate) fn applies(
     c: &Core,
     cfg: &PreemptionConfig,
