@@ -95,7 +95,7 @@ mod tests {
         std::fs::write(&f, "[preemption]\ngrace_s = -1\n").unwrap();
         let e = load(&f).unwrap_err();
         assert!(
-            e.ends_with("policy.preemption.grace_s: must be a number ≥ 0"),
+            e.ends_with("policy.preemption.grace_s: must be a number ≥ 0, got -1"),
             "{e}"
         );
         std::fs::remove_dir_all(&dir).unwrap();

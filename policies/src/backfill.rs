@@ -49,6 +49,7 @@ named_enum!(
 
 /// Backfill settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct BackfillConfig {
     /// Most reservations per pass (EASY: 1).
     pub depth: usize,
@@ -70,6 +71,7 @@ impl BackfillConfig {
 
 /// A job's reserved start: when and where.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Reservation {
     /// The job.
     pub job: JobId,

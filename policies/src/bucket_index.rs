@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 /// A set of positions `0..len` as a two-level bitset.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 struct Bitset {
     words: Vec<u64>,
     summary: Vec<u64>,
@@ -127,6 +128,7 @@ impl Bitset {
 
 /// Positions `0..len` of one cell's nodes, bucketed by a free amount.
 #[derive(Clone, Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct BucketIndex {
     len: usize,
     buckets: BTreeMap<u64, Bitset>,

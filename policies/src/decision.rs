@@ -260,6 +260,7 @@ pub enum Decision {
 /// randomized scheduler checker reads it to check that no preemption happens while free
 /// capacity would have sufficed, and that the over-reclaim guard holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct PreemptionContext {
     /// The job the victims make room for.
     pub preemptor: JobId,
@@ -279,6 +280,7 @@ pub struct PreemptionContext {
 
 /// One node's free resources in a [`PreemptionContext`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct NodeFree {
     /// Wholly free accelerators.
     pub whole_gpus: u32,

@@ -65,6 +65,7 @@ pub fn exp2_neg_q32(x_q32: u128) -> u64 {
 
 /// A non-negative share as an exact fraction, or infinite (a queue of weight zero).
 #[derive(Clone, Copy, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Share {
     num: u128,
     /// Zero means infinite.
@@ -150,12 +151,14 @@ impl Ord for Share {
 /// GPU-milli·ms: `U(t) = ∫ r(s) · 2^(−(t−s)/h) ds` for the rate `r` (GPU-milli held) and
 /// half-life `h`. Updated lazily: `O(1)` per rate change or read.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct DecayedUsage {
     half_life_ms: u64,
     entries: Vec<DecayEntry>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 struct DecayEntry {
     value: u128,
     rate: u64,

@@ -62,6 +62,7 @@ impl std::str::FromStr for Tier {
 
 /// A job waiting to start: a gang of `tasks` identical tasks of `shape`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct PendingJob {
     /// The job.
     pub id: JobId,

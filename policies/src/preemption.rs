@@ -172,6 +172,7 @@ named_enum!(
 
 /// Preemption settings. [`PreemptionConfig::default`] preempts nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct PreemptionConfig {
     /// Within a queue.
     pub within_queue: WithinQueue,

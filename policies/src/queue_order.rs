@@ -29,6 +29,7 @@ use crate::time::{SimDuration, SimTime};
 /// A total order key: `(primary, submit ms, seq)`, compared lexicographically, smallest first.
 /// `seq` (input position) makes every key unique, so no two jobs ever tie.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct OrderKey(pub i64, pub u64, pub u64);
 
 /// What a dynamic order may read besides the job.
@@ -144,6 +145,7 @@ impl QueueOrder for Srtf {
 /// first, FIFO (submit, sequence) within a queue. A pending job's service does not grow, so
 /// the key is static; running jobs move down as they run, which matters for LAS preemption.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Las {
     /// Ascending thresholds in GPU·ms (GPU-milli × ms / 1000).
     pub thresholds_gpu_ms: Vec<u64>,

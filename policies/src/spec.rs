@@ -310,8 +310,9 @@ impl SchedulerSpec {
     /// # Errors
     /// [`SpecError`] naming the first bad field (dotted, relative to the table:
     /// `preemption.grace_s`, `las.thresholds_gpu_s[1]`): a time that is negative or not a
-    /// number, an interval or half-life that is not positive, LAS thresholds that are empty
-    /// or not strictly ascending, LAS thresholds or multifactor weights given both in
+    /// number, an interval or half-life that is not positive (or, for the checkpoint, retry
+    /// and recalculation intervals and the fair-share half-life, rounds to 0 ms), a time
+    /// above `u64::MAX` ms, LAS thresholds that are empty or not strictly ascending, LAS thresholds or multifactor weights given both in
     /// `queue_order` and in their own table, a depth or budget of 0, or a topology with
     /// both `required` and `preferred`.
     pub fn validate(&self) -> Result<(), SpecError> {
@@ -356,12 +357,10 @@ impl SchedulerSpec {
             check_multifactor("multifactor", m)?;
         }
         if let Some(f) = &self.fair_share {
-            positive("fair_share.half_life_s", f.half_life_s)?;
+            positive_ms("fair_share.half_life_s", f.half_life_s)?;
         }
         if let Some(pr) = &self.preemption {
-            if !(pr.grace_s.is_finite() && pr.grace_s >= 0.0) {
-                return Err(SpecError::new("preemption.grace_s", "must be a number ≥ 0"));
-            }
+            non_negative("preemption.grace_s", pr.grace_s)?;
             if pr.victim_cap == Some(0) {
                 // Rule P4 is what bounds every preemption cycle; it cannot be switched off.
                 return Err(SpecError::new(
@@ -370,12 +369,12 @@ impl SchedulerSpec {
                 ));
             }
             if let Some(c) = pr.checkpoint_interval_s {
-                positive("preemption.checkpoint_interval_s", c)?;
+                positive_ms("preemption.checkpoint_interval_s", c)?;
             }
         }
         if let Some(c) = &self.cycle {
             if let Some(v) = c.retry_interval_s {
-                positive("cycle.retry_interval_s", v)?;
+                positive_ms("cycle.retry_interval_s", v)?;
             }
             if let Some(v) = c.round_s {
                 positive("cycle.round_s", v)?;
@@ -599,15 +598,48 @@ impl std::fmt::Display for SpecError {
 
 impl std::error::Error for SpecError {}
 
+/// The longest time a spec can give, seconds: `u64::MAX` milliseconds, about 585 million
+/// years. A longer one would be cut to it silently when converted.
+const MAX_TIME_S: f64 = u64::MAX as f64 / 1000.0;
+
 fn positive(field: &str, v: f64) -> Result<(), SpecError> {
-    if v.is_finite() && v > 0.0 {
-        Ok(())
-    } else {
-        Err(SpecError::new(
+    time_s(field, v, v > 0.0, "> 0")
+}
+
+/// [`positive`], and at least 1 ms once rounded to milliseconds: an interval that rounds
+/// to 0 ms would mean "never" (a checkpoint interval) or a loop (a retry interval).
+fn positive_ms(field: &str, v: f64) -> Result<(), SpecError> {
+    positive(field, v)?;
+    if secs_to_ms(v) == 0 {
+        return Err(SpecError::new(
             field,
-            format!("must be a number > 0, got {v}"),
-        ))
+            format!("must be at least 1 ms (0.0005 s rounds up to it), got {v}"),
+        ));
     }
+    Ok(())
+}
+
+fn non_negative(field: &str, v: f64) -> Result<(), SpecError> {
+    time_s(field, v, v >= 0.0, "≥ 0")
+}
+
+/// A time in seconds: finite, `sign_ok` (described by `bound`), at most [`MAX_TIME_S`].
+fn time_s(field: &str, v: f64, sign_ok: bool, bound: &str) -> Result<(), SpecError> {
+    if !(v.is_finite() && sign_ok) {
+        return Err(SpecError::new(
+            field,
+            format!("must be a number {bound}, got {v}"),
+        ));
+    }
+    if v > MAX_TIME_S {
+        return Err(SpecError::new(
+            field,
+            format!(
+                "must be at most {MAX_TIME_S:.0} s (the largest time in milliseconds), got {v:e}"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn check_thresholds(field: &str, t: &[f64]) -> Result<(), SpecError> {
@@ -631,7 +663,7 @@ fn check_multifactor(at: &str, m: &MultifactorParams) -> Result<(), SpecError> {
         positive(&format!("{at}.max_age_s"), v)?;
     }
     if let Some(v) = m.recalc_interval_s {
-        positive(&format!("{at}.recalc_interval_s"), v)?;
+        positive_ms(&format!("{at}.recalc_interval_s"), v)?;
     }
     Ok(())
 }
@@ -891,8 +923,45 @@ mod tests {
         });
         assert_eq!(
             s.validate().unwrap_err().to_string(),
-            "`preemption.grace_s`: must be a number ≥ 0"
+            "`preemption.grace_s`: must be a number ≥ 0, got -1"
         );
+        s.preemption = Some(PreemptionSpec {
+            grace_s: f64::INFINITY,
+            ..PreemptionSpec::default()
+        });
+        assert_eq!(
+            s.validate().unwrap_err().to_string(),
+            "`preemption.grace_s`: must be a number ≥ 0, got inf"
+        );
+        // An interval that rounds to 0 ms would mean no checkpoint at all: refused.
+        s.preemption = Some(PreemptionSpec {
+            checkpoint_interval_s: Some(0.0001),
+            ..PreemptionSpec::default()
+        });
+        assert_eq!(
+            s.validate().unwrap_err().to_string(),
+            "`preemption.checkpoint_interval_s`: must be at least 1 ms (0.0005 s rounds up to it), got 0.0001"
+        );
+        s.preemption = Some(PreemptionSpec {
+            checkpoint_interval_s: Some(0.0005),
+            ..PreemptionSpec::default()
+        });
+        assert!(s.validate().is_ok());
+        // A time beyond u64 milliseconds would be cut silently: refused, naming the limit.
+        s.preemption = Some(PreemptionSpec {
+            checkpoint_interval_s: Some(1e300),
+            ..PreemptionSpec::default()
+        });
+        assert_eq!(
+            s.validate().unwrap_err().to_string(),
+            "`preemption.checkpoint_interval_s`: must be at most 18446744073709552 s \
+             (the largest time in milliseconds), got 1e300"
+        );
+        s.preemption = Some(PreemptionSpec {
+            checkpoint_interval_s: Some(MAX_TIME_S),
+            ..PreemptionSpec::default()
+        });
+        assert!(s.validate().is_ok());
         // Rule P4 bounds every preemption cycle: it cannot be switched off.
         s.preemption = Some(PreemptionSpec {
             victim_cap: Some(0),

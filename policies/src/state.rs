@@ -132,6 +132,7 @@ impl TaskAlloc {
 
 /// One node's live state.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct NodeState {
     /// The node's cell.
     pub cell: CellId,
@@ -167,6 +168,7 @@ pub struct NodeState {
 
 /// Per-cell totals and index.
 #[derive(Clone, Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct CellState {
     /// The cell's name.
     pub name: String,
@@ -188,6 +190,7 @@ pub struct CellState {
 
 /// The whole fleet: nodes, cells, accelerator model names.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct FleetState {
     nodes: Vec<NodeState>,
     names: Vec<String>,

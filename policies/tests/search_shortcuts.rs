@@ -128,7 +128,13 @@ fn quota(gpus: u64) -> QuotaTree {
 /// after every pass. `mode` picks the preemption rules (reclaim, fair sharing, or both;
 /// grace 0 or 3 s; mode 4 adds the within-queue rule, mode 5 reclaims only from lower
 /// priorities) and the placement (best-fit or topology-aware).
-fn simulate(nodes: &[NodeSpec], jobs: &[Job], mode: u32, record: bool) -> String {
+fn simulate(
+    nodes: &[NodeSpec],
+    jobs: &[Job],
+    mode: u32,
+    backfill: Option<usize>,
+    record: bool,
+) -> String {
     let mut fleet = FleetState::new(vec!["c".into()], vec!["H100".into()], nodes.to_vec()).unwrap();
     let grace = SimDuration(if mode >= 3 { 3000 } else { 0 });
     let (reclaim, fair) = match mode % 3 {
@@ -149,7 +155,7 @@ fn simulate(nodes: &[NodeSpec], jobs: &[Job], mode: u32, record: bool) -> String
             ],
         ),
     };
-    let placement: Box<dyn Placement> = if mode % 2 == 0 {
+    let placement: Box<dyn Placement> = if mode.is_multiple_of(2) {
         Box::new(placement::BestFit)
     } else {
         Box::new(placement::TopologyAware)
@@ -175,6 +181,7 @@ fn simulate(nodes: &[NodeSpec], jobs: &[Job], mode: u32, record: bool) -> String
             grace,
             ..PreemptionConfig::default()
         }),
+        backfill: backfill.map(|depth| BackfillConfig { depth }),
         ..Extensions::default()
     });
     if record {
@@ -184,6 +191,21 @@ fn simulate(nodes: &[NodeSpec], jobs: &[Job], mode: u32, record: bool) -> String
     drive(&mut s, &mut fleet, jobs)
 }
 
+/// Requires the run with shortcuts (`fast`) to equal the one without (`slow`), naming the
+/// first line that differs, and to have run: more lines than `jobs`.
+fn assert_same(fast: &str, slow: &str, jobs: usize, label: &str) {
+    assert!(fast.lines().count() > jobs, "{label} ran");
+    if let Some((i, (a, b))) = fast
+        .lines()
+        .zip(slow.lines())
+        .enumerate()
+        .find(|(_, (a, b))| a != b)
+    {
+        panic!("{label}, line {i}: with shortcuts `{a}`, without `{b}`");
+    }
+    assert_eq!(fast, slow, "{label}");
+}
+
 #[test]
 fn search_shortcuts_change_no_decision() {
     let mut g = Gen(18);
@@ -191,20 +213,44 @@ fn search_shortcuts_change_no_decision() {
     for case in 0..240 {
         let mode = (case % 6) as u32;
         let (nodes, jobs) = workload(&mut g);
-        let fast = simulate(&nodes, &jobs, mode, false);
-        let slow = simulate(&nodes, &jobs, mode, true);
-        assert!(fast.lines().count() > jobs.len(), "case {case} ran");
-        if let Some((i, (a, b))) = fast
-            .lines()
-            .zip(slow.lines())
-            .enumerate()
-            .find(|(_, (a, b))| a != b)
-        {
-            panic!("case {case} (mode {mode}), line {i}: with shortcuts `{a}`, without `{b}`");
-        }
-        assert_eq!(fast, slow, "case {case}");
+        let fast = simulate(&nodes, &jobs, mode, None, false);
+        let slow = simulate(&nodes, &jobs, mode, None, true);
+        assert_same(
+            &fast,
+            &slow,
+            jobs.len(),
+            &format!("case {case} (mode {mode})"),
+        );
         preempts += fast.matches("Preempt {").count();
     }
     // The cases do preempt (an exact count would be brittle).
     assert!(preempts > 200, "{preempts} preemptions");
+}
+
+/// The same with backfill (EASY, or conservative with up to 3 reservations) and runtime
+/// estimates: the reservation walk's skipped placement attempts (no node fits a task, or no
+/// cell could hold the gang by free GPU-milli; `reserve::NodeRoom`) change no decision.
+/// Debug builds also place at every skipped attempt and require it to fail.
+#[test]
+fn reservation_shortcuts_change_no_decision() {
+    let mut g = Gen(21);
+    let mut backfilled = 0;
+    for case in 0..120 {
+        let mode = (case % 6) as u32;
+        let depth = if case % 12 < 6 { 1 } else { 3 };
+        let (nodes, mut jobs) = workload(&mut g);
+        for j in &mut jobs {
+            // Estimates at or above the run time, some far above.
+            j.job.runtime_estimate = Some(SimDuration(j.run_ms * (1 + j.job.seq % 3)));
+        }
+        let fast = simulate(&nodes, &jobs, mode, Some(depth), false);
+        let slow = simulate(&nodes, &jobs, mode, Some(depth), true);
+        let label = format!("case {case} (mode {mode}, depth {depth})");
+        assert_same(&fast, &slow, jobs.len(), &label);
+        if fast != simulate(&nodes, &jobs, mode, None, false) {
+            backfilled += 1;
+        }
+    }
+    // Backfill changes the decisions of many cases (an exact count would be brittle).
+    assert!(backfilled > 30, "{backfilled} cases changed by backfill");
 }

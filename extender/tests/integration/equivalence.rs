@@ -162,7 +162,7 @@ struct Recorder {
 impl PlacementRecorder for Recorder {
     fn wants(&self) -> bool {
         let i = self.seen.fetch_add(1, Ordering::Relaxed);
-        i % self.stride == 0 && i / self.stride < self.cap
+        i.is_multiple_of(self.stride) && i / self.stride < self.cap
     }
 
     fn record(&self, call: &PlacementCall<'_>) {
@@ -294,7 +294,7 @@ async fn replay(name: &str, stride: u64, cap: u64, base: String) -> Outcome {
                 case.index
             ));
         }
-        if case.index % 10 == 0 {
+        if case.index.is_multiple_of(10) {
             let resp = client
                 .post(format!("{base}/filter"))
                 .body(case.body.clone())

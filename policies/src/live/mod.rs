@@ -10,4 +10,4 @@ pub mod event;
 pub mod state;
 
 pub use event::{Binding, Decision, Event, JobSpec};
-pub use state::{LiveError, LiveState, Phase};
+pub use state::{Decoded, LiveError, LiveState, Phase};

@@ -61,6 +61,7 @@ impl std::error::Error for LiveError {}
 
 /// Where a job known to the live state is.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Phase {
     /// In a queue (or awaiting requeue inside the scheduler).
     Pending,
@@ -71,6 +72,7 @@ pub enum Phase {
 }
 
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 struct Known {
     tenant: TenantId,
     queue: QueueId,
@@ -88,6 +90,30 @@ pub struct LiveState {
     buf: Vec<PolicyDecision>,
 }
 
+/// What [`LiveState::save`] writes.
+#[cfg(feature = "serde")]
+#[derive(serde::Serialize)]
+struct SnapshotRef<'a> {
+    sched: &'a Scheduler,
+    fleet: &'a FleetState,
+    jobs: &'a BTreeMap<u32, Known>,
+    now: u64,
+}
+
+/// A snapshot decoded by [`LiveState::decode`], not yet applied ([`LiveState::adopt`]).
+#[cfg(feature = "serde")]
+pub struct Decoded(Box<Snapshot>);
+
+/// What [`LiveState::decode`] reads (the same fields, owned).
+#[cfg(feature = "serde")]
+#[derive(serde::Deserialize)]
+struct Snapshot {
+    sched: Scheduler,
+    fleet: FleetState,
+    jobs: BTreeMap<u32, Known>,
+    now: u64,
+}
+
 impl LiveState {
     /// A live state on a scheduler and fleet built as the simulator builds them (e.g.
     /// [`crate::SchedulerSpec::build`] and [`FleetState::new`]).
@@ -99,6 +125,67 @@ impl LiveState {
             now: 0,
             buf: Vec::new(),
         }
+    }
+
+    /// Writes the whole state (scheduler, fleet, known jobs, time) to `serializer`: a
+    /// snapshot from which [`LiveState::decode`] and [`LiveState::adopt`] continue exactly
+    /// where this state is, so a service restarts from its last snapshot and the events
+    /// logged after it.
+    ///
+    /// The policy objects (queue order, placement, cell selection) are configuration and
+    /// are left out; the snapshot is only meaningful to a state built from the same spec
+    /// and fleet. Needs a format that takes any map key (e.g. postcard; not JSON).
+    ///
+    /// # Errors
+    /// The serializer's.
+    #[cfg(feature = "serde")]
+    pub fn save<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::Serialize;
+        SnapshotRef {
+            sched: &self.sched,
+            fleet: &self.fleet,
+            jobs: &self.jobs,
+            now: self.now,
+        }
+        .serialize(serializer)
+    }
+
+    /// Decodes a snapshot written by [`LiveState::save`] without applying it, so a caller
+    /// can check the rest of its input before [`LiveState::adopt`].
+    ///
+    /// # Errors
+    /// The deserializer's.
+    #[cfg(feature = "serde")]
+    pub fn decode<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Decoded, D::Error> {
+        use serde::Deserialize;
+        Ok(Decoded(Box::new(Snapshot::deserialize(deserializer)?)))
+    }
+
+    /// Replaces this state with a decoded snapshot. `self` must be freshly built from the
+    /// spec and fleet the snapshot's state was built from: its policy objects are kept (the
+    /// snapshot has none).
+    ///
+    /// # Errors
+    /// When the snapshot's fleet has another node count or model list than this state's (a
+    /// snapshot of another fleet); `self` is unchanged then.
+    #[cfg(feature = "serde")]
+    pub fn adopt(&mut self, snap: Decoded) -> Result<(), String> {
+        let mut snap = *snap.0;
+        let (ours, theirs) = (self.fleet.nodes().len(), snap.fleet.nodes().len());
+        if ours != theirs || self.fleet.models() != snap.fleet.models() {
+            return Err(format!(
+                "the snapshot is of another fleet ({theirs} nodes, models {:?}; this fleet: {ours} nodes, models {:?})",
+                snap.fleet.models(),
+                self.fleet.models()
+            ));
+        }
+        snap.sched.adopt_policies(&mut self.sched);
+        self.sched = snap.sched;
+        self.fleet = snap.fleet;
+        self.jobs = snap.jobs;
+        self.now = snap.now;
+        self.buf.clear();
+        Ok(())
     }
 
     /// The latest accepted event time, ms.

@@ -71,6 +71,7 @@ use crate::state::FleetState;
 
 /// One group of the typical-task table.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct TypicalTask {
     /// CPU request, milli-cores.
     pub cpu_milli: u64,
@@ -90,6 +91,7 @@ pub struct TypicalTask {
 
 /// The workload's typical tasks: the distribution FGD optimises for (see the module docs).
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct TypicalTasks {
     tasks: Vec<TypicalTask>,
     distinct_m: Vec<u32>,

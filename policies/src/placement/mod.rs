@@ -106,6 +106,7 @@ impl Choice {
 /// fixed output on every platform, no dependency. The caller seeds it from its own named
 /// stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct SplitMix64(pub u64);
 
 impl SplitMix64 {
@@ -173,6 +174,7 @@ impl ScoreArithmetic {
 /// a context belongs to one fleet), and the node filter a gang placement sets while it
 /// places inside one topology group.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct PlaceCtx {
     rank: Vec<u32>,
     /// The generator of policies that draw (`random`).
@@ -184,6 +186,8 @@ pub struct PlaceCtx {
     /// The fleet's total of `frag_cache` and the fleet change count it was summed at
     /// ([`fgd::fleet_frag_scaled`]).
     pub(crate) frag_total: Option<(u64, u128)>,
+    /// Left out of snapshots: a cache, refilled on use.
+    #[cfg_attr(feature = "serde", serde(skip))]
     score_cache: ScoreCache,
     restrict: Vec<(Level, u32)>,
     exclude: Vec<NodeId>,
@@ -196,6 +200,7 @@ pub struct PlaceCtx {
     pub tied_decisions: u64,
     /// Called after every [`place_gang`] with the state it started from and its answer
     /// (decision recording; off by default, one branch per gang when off).
+    #[cfg_attr(feature = "serde", serde(skip))]
     recorder: Option<Recorder>,
 }
 
@@ -803,7 +808,7 @@ mod recorder_tests {
     impl PlacementRecorder for Rec {
         fn wants(&self) -> bool {
             // Every other call.
-            self.asked.fetch_add(1, Ordering::Relaxed) % 2 == 0
+            self.asked.fetch_add(1, Ordering::Relaxed).is_multiple_of(2)
         }
         fn record(&self, call: &PlacementCall<'_>) {
             self.calls.lock().unwrap().push((

@@ -86,6 +86,7 @@ pub struct FlavorQuota {
 
 /// A resource flavor: a name for a set of accelerator models (Kueue ResourceFlavor).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Flavor {
     /// Name (`"*"` conventionally for any model).
     pub name: String,

@@ -40,6 +40,7 @@ pub enum QuotaFit {
 }
 
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 struct Node {
     name: String,
     parent: Option<usize>,
@@ -74,6 +75,7 @@ impl Node {
 
 /// Queues and cohorts with their quotas and usage. See the [module docs](super).
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct QuotaTree {
     flavors: Vec<Flavor>,
     nodes: Vec<Node>,

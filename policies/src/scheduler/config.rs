@@ -4,6 +4,7 @@ use super::*;
 
 /// Per-queue settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct QueueConfig {
     /// What the queue does when its head cannot start.
     pub strategy: QueueingStrategy,

@@ -5,14 +5,21 @@ use super::*;
 
 /// Everything but the pending queues, so that a pass can borrow one pending entry and the
 /// rest of the scheduler at once.
+///
+/// A snapshot ([`crate::live::LiveState::save`]) leaves out the three policy objects: they
+/// hold no state (every method takes `&self`) and are rebuilt from the spec on load.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct Core {
+    #[cfg_attr(feature = "serde", serde(skip, default = "unset::order"))]
     pub(crate) order: Box<dyn QueueOrder>,
+    #[cfg_attr(feature = "serde", serde(skip, default = "unset::placement"))]
     pub(crate) placement: Box<dyn Placement>,
     /// The placement context (node rank, seeded generator, FGD's typical tasks).
     pub(crate) ctx: PlaceCtx,
     pub(crate) default_topology: Option<TopologySpec>,
     /// The configuration's own topology constraint (`None`: the placement's default).
     pub(crate) configured_topology: Option<TopologySpec>,
+    #[cfg_attr(feature = "serde", serde(skip, default = "unset::cell_select"))]
     pub(crate) cell_select: Box<dyn CellSelect>,
     pub(crate) queues: Vec<QueueConfig>,
     pub(crate) default_queue: QueueConfig,
@@ -528,6 +535,26 @@ pub(crate) fn one_task_fits(fleet: &FleetState, job: &PendingJob, models: ModelS
         })
 }
 
+/// True when some node holding one of `allocs` is in a cell `job` allows and fits one of
+/// its GPU tasks with models `models` now ([`FleetState::fits`]): after a whole-fleet
+/// [`one_task_fits`], the only nodes that can start to fit when those bindings were freed.
+pub(crate) fn fits_on_any<'a>(
+    fleet: &FleetState,
+    job: &PendingJob,
+    models: ModelSet,
+    allocs: impl IntoIterator<Item = &'a TaskAlloc>,
+) -> bool {
+    allocs
+        .into_iter()
+        .any(|a| job.allows_cell(fleet.node(a.node).cell) && fleet.fits(a.node, &job.shape, models))
+}
+
+/// True when `node` counts toward a cell's room for GPU tasks of models `models`
+/// ([`FleetState::gpu_task_room`]: a schedulable node of an allowed model).
+pub(crate) fn in_gpu_room(node: &crate::state::NodeState, models: ModelSet) -> bool {
+    node.schedulable && node.model.is_some_and(|m| models.allows(m))
+}
+
 impl Core {
     /// How many of the pass's reservations (ascending by start) begin before `job`, started
     /// now, would end by its estimate: those it must not use.
@@ -537,5 +564,24 @@ impl Core {
         }
         let end = job.runtime_estimate.map_or(SimTime::MAX, |e| self.now + e);
         pass.reservations.partition_point(|r| r.start < end)
+    }
+}
+
+/// Stand-ins for the policy objects while a snapshot loads; [`Scheduler::adopt_policies`]
+/// replaces them with the ones built from the spec.
+#[cfg(feature = "serde")]
+mod unset {
+    use super::*;
+
+    pub(super) fn order() -> Box<dyn QueueOrder> {
+        Box::new(crate::queue_order::Fifo)
+    }
+
+    pub(super) fn placement() -> Box<dyn Placement> {
+        Box::new(crate::placement::FirstFit)
+    }
+
+    pub(super) fn cell_select() -> Box<dyn CellSelect> {
+        Box::new(crate::cell_select::FirstCell)
     }
 }

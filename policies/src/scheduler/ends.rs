@@ -21,6 +21,7 @@ type Entry = (SimTime, JobId);
 
 /// The index (module docs).
 #[derive(Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct EndsIndex {
     set: BTreeSet<Entry>,
     /// Each job's entry instant, by [`JobId`] index (`None`: not running).
@@ -34,6 +35,7 @@ pub(crate) struct EndsIndex {
 }
 
 #[derive(Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 struct Journal {
     added: BTreeSet<Entry>,
     removed: BTreeSet<Entry>,

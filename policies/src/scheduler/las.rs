@@ -293,7 +293,7 @@ mod wakes_vs_scan {
             .collect();
         // Every fourth case as the scans' first version had it: one queue, one priority, no
         // rule but LAS.
-        let plain = i % 4 == 0;
+        let plain = i.is_multiple_of(4);
         let queues = if plain { 1 } else { 1 + g.below(3) as u32 };
         let tiered = !plain && g.below(2) == 0;
         let priorities = if plain { 1 } else { 1 + g.below(2) };
@@ -301,7 +301,7 @@ mod wakes_vs_scan {
             las: Some(queue_order::Las {
                 thresholds_gpu_ms: vec![3_000, 9_000],
             }),
-            grace: SimDuration(if i % 2 == 0 { 0 } else { 3000 }),
+            grace: SimDuration(if i.is_multiple_of(2) { 0 } else { 3000 }),
             ..PreemptionConfig::default()
         };
         if !plain {

@@ -22,6 +22,7 @@ use crate::preemption::{Candidate, CapacityPreemption};
 
 /// A running job's place: ascending is the LAS victim order within a (tier, queue).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct Slot {
     tier: u8,
     queue: QueueId,
@@ -48,6 +49,7 @@ impl Slot {
 
 /// What an indexed job contributes to the aggregates.
 #[derive(Clone, Copy, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 struct Indexed {
     slot: Slot,
     gpu_milli: u64,
@@ -56,6 +58,7 @@ struct Indexed {
 
 /// The index (module docs).
 #[derive(Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct LasVictims {
     order: BTreeSet<Slot>,
     /// By [`JobId`] index: the job's entry, when indexed.

@@ -105,6 +105,10 @@ use running::*;
 /// Pending jobs are kept per queue, each queue a `BTreeMap` in queue order; a pass merges the
 /// queues' heads through a binary heap, so a strict-FIFO queue whose head is blocked costs
 /// nothing more in that pass, however long it is.
+///
+/// With the `serde` feature a scheduler serializes whole, less its policy objects (see
+/// [`crate::live::LiveState::save`]).
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Scheduler {
     core: Core,
     pending: Vec<QueueJobs>,
@@ -120,6 +124,15 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
+    /// Takes the policy objects (queue order, placement, cell selection) of `built`, a
+    /// scheduler built from the same spec, in place of the stand-ins a loaded snapshot has.
+    #[cfg(feature = "serde")]
+    pub(crate) fn adopt_policies(&mut self, built: &mut Scheduler) {
+        std::mem::swap(&mut self.core.order, &mut built.core.order);
+        std::mem::swap(&mut self.core.placement, &mut built.core.placement);
+        std::mem::swap(&mut self.core.cell_select, &mut built.core.cell_select);
+    }
+
     /// A scheduler with the given policies and queue settings (indexed by [`QueueId`]; a job
     /// naming a queue beyond the table gets `config.queueing_strategy` and no maximum).
     pub fn new(config: SchedulerConfig, queues: Vec<QueueConfig>) -> Scheduler {

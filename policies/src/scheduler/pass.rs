@@ -12,6 +12,7 @@ pub(crate) type AdmissionPrefix = (u64, crate::quota::FairKey);
 
 /// Reusable per-pass buffers.
 #[derive(Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct PassState {
     pub(crate) heads: BinaryHeap<Head>,
     pub(crate) failed_exact: BTreeMap<ExactKey, PendingReason>,
@@ -52,6 +53,7 @@ pub(crate) type Verdict = (PendingReason, Option<u64>);
 /// preemption), stamped with the generation of the pass that made them, so that
 /// [`Verdicts::clear`] is `O(1)`.
 #[derive(Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct Verdicts {
     generation: u32,
     by_class: Vec<(u32, Vec<(QueueId, Verdict)>)>,
@@ -107,6 +109,7 @@ impl Verdicts {
 /// fleet (or skipped as their class's verdict, `policies/tests/class_skip.rs`), which
 /// changes nothing.
 #[derive(Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct Settled {
     /// The fleet's change count ([`FleetState::change_count`]) the pass left.
     pub(crate) changes: u64,

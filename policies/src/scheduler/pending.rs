@@ -4,6 +4,7 @@ use super::*;
 
 /// One pending job with its scheduler-side bookkeeping.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct Entry {
     pub(crate) job: PendingJob,
     /// Interned id of `job.cells` (jobs with equal cell lists share it).
@@ -32,6 +33,7 @@ pub(crate) struct Entry {
 
 /// A queue's pending jobs in queue order.
 #[derive(Clone, Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct QueueJobs {
     pub(crate) jobs: PendingMap,
 }
@@ -39,6 +41,11 @@ pub(crate) struct QueueJobs {
 /// Pending entries by `(order key, job id)`: the order map holds slab indices and the
 /// entries stay put in the slab, so inserting or removing a job moves a few words in the
 /// B-tree instead of shifting ~200-byte entries.
+///
+/// With the `serde` feature it serializes canonically: the entries in queue order, without
+/// slab slots or the buckets' memos, so that two maps holding the same jobs write the same
+/// bytes however their slots were reused (a snapshot's state check relies on it); loading
+/// re-inserts them.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct PendingMap {
     pub(crate) order: BTreeMap<(OrderKey, JobId), u32>,
@@ -120,6 +127,49 @@ impl Bucket {
             .map(|(p, _)| *p);
         self.next = Some((k, first));
         first
+    }
+}
+
+/// The entries of a [`PendingMap`] in queue order, as its canonical form serializes them.
+#[cfg(feature = "serde")]
+struct InOrder<'a>(&'a PendingMap);
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for InOrder<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let m = self.0;
+        s.collect_seq(m.order.iter().map(|(k, &i)| (k, &m.entries[i as usize])))
+    }
+}
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for PendingMap {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("PendingMap", 2)?;
+        st.serialize_field("class_index", &self.classes.is_some())?;
+        st.serialize_field("entries", &InOrder(self))?;
+        st.end()
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for PendingMap {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        struct Canonical {
+            class_index: bool,
+            entries: Vec<((OrderKey, JobId), Entry)>,
+        }
+        let c = Canonical::deserialize(d)?;
+        let mut m = PendingMap {
+            classes: c.class_index.then(BTreeMap::new),
+            ..PendingMap::default()
+        };
+        for (k, e) in c.entries {
+            m.insert(k, e);
+        }
+        Ok(m)
     }
 }
 

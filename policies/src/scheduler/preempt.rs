@@ -195,6 +195,7 @@ fn context(c: &Core, fleet: &FleetState, preemptor: JobId) -> crate::PreemptionC
 /// Jobs started later in the pass are not in it (preempting a job started at the same instant
 /// is waste anyway); victims taken in the pass stay in it (a needless scan at worst).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct RunSummary {
     /// Lowest priority of a running job, per queue.
     pub(crate) min_prio: Vec<Option<i32>>,
@@ -801,7 +802,7 @@ fn no_room_even_with_all(
     for a in victims.flat_map(|id| running(c, id).allocs.iter()) {
         let extra = a.total_gpu_milli();
         let n = fleet.node(a.node);
-        if extra == 0 || !n.schedulable || !n.model.is_some_and(|m| models.allows(m)) {
+        if extra == 0 || !super::core::in_gpu_room(n, models) {
             continue;
         }
         let Some(r) = room[n.cell.index()].as_mut() else {
@@ -907,10 +908,7 @@ impl SimTrial<'_> {
             Some(false) => {
                 let last = *taken.last().expect("fits is asked after a take");
                 let r = running(self.c, self.cands()[last].id);
-                r.allocs.iter().any(|a| {
-                    self.job.allows_cell(self.fleet.node(a.node).cell)
-                        && self.fleet.fits(a.node, &self.job.shape, self.models)
-                })
+                super::core::fits_on_any(self.fleet, self.job, self.models, &r.allocs)
             }
             None => super::core::one_task_fits(self.fleet, self.job, self.models),
         };

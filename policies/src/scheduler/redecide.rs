@@ -31,6 +31,7 @@ use std::ops::Bound;
 
 /// How jobs are ordered when every job is re-decided.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum RedecideOrder {
     /// Arrival order.
     Arrival,
@@ -45,6 +46,7 @@ pub enum RedecideOrder {
 
 /// The re-decide state: every live job, the order lists, the last pass.
 #[derive(Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct Redecide {
     order: RedecideOrder,
     /// Pending jobs by id (running ones are in the core's running set).
@@ -173,6 +175,7 @@ type Pos = (u64, i64);
 
 /// Where a live job is in the index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 enum Place {
     /// Arrived since the last pass (the tail of the first list, not ranked yet).
     Fresh,
@@ -183,6 +186,7 @@ enum Place {
 }
 
 #[derive(Clone, Copy, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 struct Slot {
     /// Arrival rank (the order LAS demotions are checked in).
     arrival: u64,
@@ -200,6 +204,7 @@ struct Slot {
 /// is left: its cost is the running jobs plus the jobs started, times the number of needs,
 /// whatever the number of pending jobs.
 #[derive(Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 struct Seq {
     run: Vec<(Pos, JobId)>,
     wait: BTreeMap<u64, BTreeMap<Pos, JobId>>,
@@ -217,6 +222,7 @@ struct Seq {
 ///   pass the running jobs get ranks ahead of all, in list order (the stable "running
 ///   first").
 #[derive(Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 struct Fast {
     slots: Vec<Option<Slot>>,
     seqs: Vec<Seq>,

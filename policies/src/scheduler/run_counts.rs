@@ -16,6 +16,7 @@ use super::*;
 /// What the victim search reads of a running job that is not being evicted (the fields of
 /// its running record it uses outside LAS).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct VictimView {
     pub(crate) id: JobId,
     pub(crate) queue: QueueId,
@@ -69,6 +70,7 @@ impl VictimView {
 
 /// The counts and views (module docs).
 #[derive(Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct RunCounts {
     /// Each counted job's place, by [`JobId`] index: its queue and its index in the queue's
     /// views (`None`: not counted).
@@ -88,6 +90,7 @@ pub(crate) struct RunCounts {
 /// component of the victim order fixed by the job (tier, priority) and how their lost work
 /// grows (GPU-milli, checkpoint interval), and the flavor and GPU-milli charged to quota.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct StreamKey {
     pub(crate) flavor: Option<u16>,
     pub(crate) tier: u8,
@@ -106,6 +109,7 @@ pub(crate) struct StreamKey {
 /// sequence and the smallest id: the victim order within the stream. In `i128`, exact for
 /// every `u64` time and interval.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct PhaseKey {
     /// `(start − done) mod modulus`, or `start − done` without one (0 for a stream losing
     /// nothing), ms.

@@ -5,6 +5,7 @@ use super::*;
 
 /// An eviction in progress.
 #[derive(Clone, Copy, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct Eviction {
     /// When the job stopped making progress.
     pub(crate) at: SimTime,
@@ -14,6 +15,7 @@ pub(crate) struct Eviction {
 
 /// A running job as the scheduler keeps it (Kueue's cache of admitted workloads).
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct Running {
     pub(crate) job: PendingJob,
     pub(crate) flavor: Option<u16>,
@@ -73,6 +75,7 @@ pub(crate) fn lost_gpu_milli_ms(
 /// queue's quota meanwhile, so that no other job claims the same nominal quota (or reclaims
 /// for it a second time) before it starts.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct Nomination {
     pub(crate) preemptor: JobId,
     pub(crate) queue: QueueId,
