@@ -316,8 +316,10 @@ def test_thread_pool_of_four_beats_serial(repo: Path) -> None:
     [start, end) intersects another's for at least half its length (with the GIL held they
     would run one after another, overlapping ~0). (2) Speed: best of three tries > 1.3x.
     A timing cannot be judged when other processes take the cores, so (2) is asserted only
-    when the serial phase got a whole core (its process CPU time >= 0.9 of its wall time)
-    and more than one core exists; otherwise the figures are printed and (1) stands alone.
+    when the serial phase got a whole core (its process CPU time >= 0.9 of its wall time),
+    the pool got at least 1.6 cores (CPU time >= 1.6 of its wall time: a busy second core
+    cannot give a speedup) and more than one core exists; otherwise the figures are printed
+    and (1) stands alone.
     """
     # The default fleet and workload over 8 weeks of arrivals (about 67,000 jobs): long
     # enough runs (about 1 s each on an idle core) for the pool's overhead not to matter.
@@ -339,7 +341,7 @@ def test_thread_pool_of_four_beats_serial(repo: Path) -> None:
         c1, t1 = time.process_time(), time.perf_counter()
         with ThreadPoolExecutor(max_workers=4) as pool:
             spans = list(pool.map(timed, seeds))
-        t2 = time.perf_counter()
+        c2, t2 = time.process_time(), time.perf_counter()
         assert [s for _, _, s in spans] == serial
         for i, (a0, a1, _) in enumerate(spans):
             overlap = max(
@@ -352,13 +354,16 @@ def test_thread_pool_of_four_beats_serial(repo: Path) -> None:
                 "the GIL is not released while a run executes"
             )
         cpu_share = (c1 - c0) / (t1 - t0)
+        pool_share = (c2 - c1) / (t2 - t1)
         speedup = (t1 - t0) / (t2 - t1)
         print(
             f"4 runs: serial {t1 - t0:.2f} s (CPU {cpu_share:.2f} of wall), pool of 4 threads "
-            f"{t2 - t1:.2f} s, speedup {speedup:.2f}x ({os.cpu_count()} cores, load average "
-            f"{os.getloadavg()[0]:.1f})"
+            f"{t2 - t1:.2f} s (CPU {pool_share:.2f} of wall), speedup {speedup:.2f}x "
+            f"({os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f})"
         )
-        if cpu_share >= 0.9 and (os.cpu_count() or 1) > 1:
+        # Judged only when the serial phase had a whole core and the pool at least 1.6:
+        # another process on the second core (a build beside the tests) is not a defect.
+        if cpu_share >= 0.9 and pool_share >= 1.6 and (os.cpu_count() or 1) > 1:
             judged = True
             best = max(best, speedup)
             if best > 1.3:
@@ -366,4 +371,4 @@ def test_thread_pool_of_four_beats_serial(repo: Path) -> None:
     if judged:
         assert best > 1.3, f"best speedup {best:.2f}x of a pool of 4 over serial"
     else:
-        print("speed not judged: the serial phase never had a whole core (machine busy)")
+        print("speed not judged: the phases never had their cores (machine busy)")

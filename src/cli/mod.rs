@@ -63,7 +63,8 @@ pub enum Command {
         /// Directory of public traces (default: $FLEETSIM_TRACE_DIR, else traces/public).
         #[arg(long)]
         trace_dir: Option<PathBuf>,
-        /// Do not print the summary table.
+        /// Do not print the summary table (standard output stays empty; warnings and the
+        /// one `wrote …` line still go to standard error).
         #[arg(long, short)]
         quiet: bool,
         /// Formats of the per-job and time-series outputs, comma-separated: `csv`
@@ -79,6 +80,10 @@ pub enum Command {
         /// Smaller sizes (100k jobs), for a quick look.
         #[arg(long)]
         quick: bool,
+        /// Run the main table's rows one at a time instead of two at once (one per core).
+        /// Slower; a run beside another measured 6–8 % more CPU time on the 2-core VM.
+        #[arg(long)]
+        serial: bool,
         /// Internal: measure one workload in this process and print it as JSON.
         #[arg(long, hide = true)]
         child: Option<String>,
@@ -284,10 +289,11 @@ pub fn main(cli: Cli) -> Result<()> {
         }
         Command::Bench {
             quick,
+            serial,
             child,
             jobs,
             nodes,
-        } => bench::main(child, jobs, nodes, quick),
+        } => bench::main(child, jobs, nodes, quick, serial),
         Command::Sweep(a) => {
             elastic::refuse_study(Some(&a.scenario), "sweep")?;
             sweep::sweep(a)

@@ -671,7 +671,8 @@ pub struct LiveRecord {
     /// The decisions, in the order the scheduler made them.
     pub decisions: Vec<live::Decision>,
     /// Set when the run used a transition the live events cannot express yet (hot spares,
-    /// keep-survivors gang recovery): the record is then incomplete.
+    /// keep-survivors gang recovery, autoscaled node groups): the record is then
+    /// incomplete.
     pub unsupported: Option<String>,
 }
 
@@ -995,6 +996,11 @@ impl Simulation {
             }
         }
         sim.known_queues = sim.queues.len() as u32;
+        if sim.auto.is_some() {
+            // Nodes the autoscaler provisions and removes change the fleet without events
+            // in the live stream, so a service replaying it would diverge.
+            sim.live_unsupported("autoscaling (nodes provisioned and removed)");
+        }
         sim
     }
 
@@ -1345,7 +1351,7 @@ impl Simulation {
                 last_submit = spec.submit;
                 self.event_count += 1;
                 self.arrive(spec, sink)?;
-                if self.counts.submitted % 4096 == 0 {
+                if self.counts.submitted.is_multiple_of(4096) {
                     progress(self.counts.submitted, t);
                 }
                 next = stream.next().transpose()?;
@@ -1540,7 +1546,9 @@ impl Simulation {
     /// Whether passes may run at `t`: always without a round-based cadence, else only at
     /// multiples of the round ([`EngineConfig::round`]).
     fn on_round(&self, t: SimTime) -> bool {
-        self.cfg.round.is_none_or(|r| t.0 % r.0.max(1) == 0)
+        self.cfg
+            .round
+            .is_none_or(|r| t.0.is_multiple_of(r.0.max(1)))
     }
 
     /// The first round boundary at or after `t` (`t` itself without a cadence).

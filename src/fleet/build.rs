@@ -157,9 +157,9 @@ impl Builder {
     fn add(&mut self, cell: CellId, rows: Vec<MachineRow>, npd: u32, dpb: u32) {
         for (i, r) in rows.into_iter().enumerate() {
             let i = i as u32;
-            if i > 0 && i % npd == 0 {
+            if i > 0 && i.is_multiple_of(npd) {
                 self.domain += 1;
-                if (i / npd) % dpb == 0 {
+                if (i / npd).is_multiple_of(dpb) {
                     self.block += 1;
                 }
             }

@@ -34,7 +34,10 @@ pub struct Summary {
     pub fleetsim_version: String,
     /// [`SCHEMA_VERSION`]: the layout of this document.
     pub schema_version: u32,
-    /// Policy names by stage.
+    /// Policy names by stage, by `[policy]` key. `queueing_strategy` also counts the
+    /// declared queues by strategy when one sets its own
+    /// (`default:strict-fifo;queues:best-effort-fifo=11`: the default, for queues not
+    /// declared, then the declared queues' strategies).
     pub policy: BTreeMap<String, String>,
     /// Fleet facts.
     pub fleet: FleetFacts,

@@ -53,8 +53,20 @@ pub fn render(s: &Summary) -> String {
     let j = &s.jobs;
     let _ = writeln!(
         out,
-        "jobs     {} submitted, {} started, {} completed, {} rejected, {} censored, {} cancelled ({})",
-        j.submitted, j.started, j.completed, j.rejected, j.censored, j.cancelled, s.end_reason
+        "jobs     {} submitted, {} started, {} completed, {} running at end{}, {} rejected, {} censored, {} cancelled ({})",
+        j.submitted,
+        j.started,
+        j.completed,
+        j.running_at_end,
+        if j.requeued_at_end > 0 {
+            format!(", {} pending again after a start", j.requeued_at_end)
+        } else {
+            String::new()
+        },
+        j.rejected,
+        j.censored,
+        j.cancelled,
+        s.end_reason
     );
     let _ = writeln!(
         out,

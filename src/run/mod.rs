@@ -232,6 +232,39 @@ fn prepare_out_dir(loaded: &Loaded, opts: &RunOptions) -> Result<(), RunError> {
     Ok(())
 }
 
+/// Each stage's chosen name for `summary.json`'s `policy` ([`SchedulerSpec::describe`]).
+/// When a `[[queues]]` entry sets its own `strategy`, `queueing_strategy` also counts the
+/// declared queues by strategy: `default:strict-fifo;queues:best-effort-fifo=11` says the
+/// default (for queues not declared) is strict FIFO and all 11 declared queues use
+/// best-effort FIFO.
+///
+/// [`SchedulerSpec::describe`]: fleetsim_policies::SchedulerSpec::describe
+fn policy_names(s: &crate::scenario::Scenario) -> BTreeMap<String, String> {
+    let mut names = s.policy.describe();
+    let default = s.policy.queueing_strategy;
+    if s.queues
+        .iter()
+        .any(|q| q.strategy.is_some_and(|st| st != default))
+    {
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for q in &s.queues {
+            *counts
+                .entry(q.strategy.unwrap_or(default).as_str())
+                .or_default() += 1;
+        }
+        let per_queue: Vec<String> = counts.iter().map(|(k, n)| format!("{k}={n}")).collect();
+        names.insert(
+            "queueing_strategy".into(),
+            format!(
+                "default:{};queues:{}",
+                default.as_str(),
+                per_queue.join(",")
+            ),
+        );
+    }
+    names
+}
+
 /// The engine settings a scenario asks for.
 pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
     let s = &loaded.scenario;
@@ -795,7 +828,7 @@ fn run_inner(
         .as_ref()
         .map(|t| t.report(&result.occupancy))
         .unwrap_or_default();
-    let policy = loaded.scenario.policy.describe();
+    let policy = policy_names(&loaded.scenario);
     let mut summary = summary::build(
         summary::SummaryInput {
             scenario: &loaded.scenario.name,

@@ -70,7 +70,7 @@ pub fn gang_split(num_gpus: u32, max_per_task: u32) -> (u32, u32) {
         return (1, num_gpus);
     }
     let mut size = 1u32 << (31 - max_per_task.max(1).leading_zeros());
-    while num_gpus % size != 0 {
+    while !num_gpus.is_multiple_of(size) {
         size /= 2;
     }
     (num_gpus / size, size)

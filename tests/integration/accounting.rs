@@ -402,3 +402,43 @@ fn validate_reports_never_fitting_jobs_by_reason_without_failing() {
         "{out}"
     );
 }
+
+/// The summary names per-queue strategies and counts jobs still running at the horizon.
+/// One 8-GPU node; queue A best-effort FIFO, queue B the default (strict FIFO); a1 (A, 8
+/// GPUs, 0–1,000 s) completes, b1 (B, 8 GPUs, submitted at 0) starts at 1,000 s and is
+/// still running at the 1,500 s horizon.
+#[test]
+fn summary_names_queue_strategies_and_jobs_running_at_the_horizon() {
+    let scenario = format!(
+        "name = \"qs\"\n{}[metrics]\nhorizon_s = 1500\n[[queues]]\nname = \"A\"\nstrategy = \"best-effort-fifo\"\n[[queues]]\nname = \"B\"\n",
+        fleet(&["n1"])
+    );
+    let out = run(
+        &scenario,
+        &[(
+            "jobs.csv",
+            "id,submit_s,tenant,queue,tasks,num_gpu,runtime_s\na1,0,t,A,1,8,1000\nb1,0,t,B,1,8,1000\n",
+        )],
+    );
+    assert_eq!(
+        out.summary.policy["queueing_strategy"],
+        "default:strict-fifo;queues:best-effort-fifo=1,strict-fifo=1"
+    );
+    let (j, table) = (
+        &out.summary.jobs,
+        fleetsim::report::table::render(&out.summary),
+    );
+    assert_eq!((j.started, j.completed, j.running_at_end), (2, 1, 1));
+    assert!(
+        table.contains(
+            "jobs     2 submitted, 2 started, 1 completed, 1 running at end, 0 rejected, 0 censored, 0 cancelled (horizon)"
+        ),
+        "{table}"
+    );
+    assert!(
+        table.contains(
+            "queueing_strategy=default:strict-fifo;queues:best-effort-fifo=1,strict-fifo=1"
+        ),
+        "{table}"
+    );
+}

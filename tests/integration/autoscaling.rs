@@ -97,6 +97,33 @@ fn a_gang_and_a_job_scale_up_together_and_an_idle_node_scales_down() {
     assert_eq!(a.pending_for_capacity_job_s, 120.0);
 }
 
+/// The live recorder (issue 21) has no events for nodes the autoscaler provisions and
+/// removes yet, so its record of an autoscaled run is marked incomplete, naming why: a
+/// service replaying it would diverge (philly-autoscale's stream was refused with `job …
+/// is not running` before this mark).
+#[test]
+fn the_live_record_of_an_autoscaled_run_is_marked_incomplete() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("jobs.csv"), JOBS).unwrap();
+    let path = dir.path().join("scenario.toml");
+    std::fs::write(&path, tiny(BURST)).unwrap();
+    let loaded = scenario::load(&path).unwrap();
+    let opts = fleetsim::run::RunOptions {
+        seed: None,
+        trace_dir: fleetsim::scenario::TraceDir(dir.path().to_path_buf()),
+        out_dir: None,
+        keep_rows: true,
+    };
+    let (out, _) = fleetsim::run::run_scenario_live(&loaded, &opts).unwrap();
+    let rec = out.result.live.as_ref().expect("recorder on");
+    assert_eq!(
+        rec.unsupported.as_deref(),
+        Some("autoscaling (nodes provisioned and removed)")
+    );
+    // The run itself is the one worked out by hand above.
+    assert_eq!(span(&out, "J2"), (Some(70), Some(370)));
+}
+
 /// The same case's `timeseries.csv` with 100 s intervals over the window [0, 370): rows
 /// [0, 100), [100, 200), [200, 300), [300, 370). By hand from the timeline above:
 /// - nodes up: 2 over [70, 80), 3 over [80, 250), 2 over [250, 370): 20 + 60 = 80 in the
