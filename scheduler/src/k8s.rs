@@ -238,7 +238,7 @@ impl Obj<'_> {
         Quantity::parse(&text).map_err(|m| self.err(field, m))
     }
     fn whole(&self, q: Quantity, field: &str) -> Result<u32, AdapterError> {
-        if q.0 % 1000 != 0 {
+        if !q.0.is_multiple_of(1000) {
             return Err(self.err(field, "GPUs must be whole (an integer extended resource)"));
         }
         u32::try_from(q.0 / 1000).map_err(|_| self.err(field, "too many GPUs"))

@@ -13,5 +13,6 @@ pub mod security;
 pub mod serve;
 pub mod service;
 pub mod shadow;
+pub mod snapshot;
 pub mod tenancy;
 pub mod wal;

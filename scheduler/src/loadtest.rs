@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 
 use fleetsim::run::{live_twin, run_scenario_live, RunOptions};
 use fleetsim::scenario::TraceDir;
-use fleetsim_policies::live::Event;
 
 use crate::service::{router, Batch, Options, Service};
 
@@ -32,8 +31,10 @@ pub struct LoadOptions {
     /// Jobs in the generated workload (at least 1).
     #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub jobs: u64,
-    /// 8-GPU nodes, split over the bench fleet's 4 cells (at least 4).
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(4..))]
+    /// 8-GPU nodes, split over the bench fleet's 4 cells (at least 4, at most
+    /// `fleetsim::fleet::build::MAX_NODES` = 4,194,304).
+    #[arg(long, default_value_t = 1000,
+          value_parser = clap::value_parser!(u32).range(4..=fleetsim::fleet::build::MAX_NODES as i64))]
     pub nodes: u32,
     /// Offered load, a fraction of the fleet's GPU capacity, in [0.05, 4] (default: the
     /// workload's own, 1.1 for the saturated ones). Below 1 the pending queue stays bounded,
@@ -60,6 +61,10 @@ pub struct LoadOptions {
     /// Decisions the service keeps for `GET /v1/decisions` (`serve --retain-decisions`).
     #[arg(long, default_value_t = crate::service::DEFAULT_RETAIN_DECISIONS)]
     pub retain_decisions: usize,
+    /// Events between the service's snapshots (`serve --snapshot-every`; 0: none). The
+    /// restarts timed here load the last one and replay the log after it.
+    #[arg(long, default_value_t = crate::service::DEFAULT_SNAPSHOT_EVERY)]
+    pub snapshot_every: u64,
 }
 
 /// `--load`: a number in [0.05, 4]. (Lower loads stretch the arrivals over years.)
@@ -117,28 +122,33 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[i]
 }
 
-fn batches(events: &[Event], size: usize) -> Vec<Batch> {
-    events
-        .chunks(size)
-        .enumerate()
-        .map(|(i, c)| Batch {
-            batch: Some(i as u64),
-            events: c.to_vec(),
-        })
-        .collect()
-}
-
-/// Times opening and replaying the log at `wal` on a fresh twin; returns (seconds, events,
-/// decisions).
+/// Times opening the log at `wal` on a fresh twin, loading its snapshot when there is one
+/// and replaying the rest; returns the seconds and what the restart did, as report text.
 fn time_restart(
     loaded: &fleetsim::scenario::Loaded,
     opts: &RunOptions,
     wal: &Path,
-) -> Result<(f64, u64, u64), String> {
+) -> Result<(f64, String), String> {
     let twin = live_twin(loaded, opts).map_err(|e| e.to_string())?;
     let t0 = Instant::now();
-    let (_state, rec) = Service::with_wal(twin, wal, Options::default())?;
-    Ok((t0.elapsed().as_secs_f64(), rec.events, rec.decisions))
+    let options = Options {
+        policy_digest: crate::snapshot::policy_digest(&loaded.scenario.policy),
+        ..Options::default()
+    };
+    let (_state, rec) = Service::with_wal(twin, wal, options)?;
+    let secs = t0.elapsed().as_secs_f64();
+    let how = match (&rec.snapshot, &rec.snapshot_unused) {
+        (Some(s), _) => format!(
+            "snapshot of {} events ({} bytes) loaded in {:.2} s, then {} batches replayed",
+            s.events, s.bytes, s.seconds, rec.replayed_batches
+        ),
+        (None, Some(why)) => format!("no snapshot used ({why}); every batch replayed"),
+        (None, None) => "no snapshot; every batch replayed".to_string(),
+    };
+    Ok((
+        secs,
+        format!("{} events, {} decisions; {how}", rec.events, rec.decisions),
+    ))
 }
 
 /// Runs the load test; returns the report text.
@@ -181,8 +191,11 @@ pub async fn run(o: LoadOptions) -> Result<String, String> {
     );
     let wal = o.dir.join("load.wal");
     let _ = std::fs::remove_file(&wal);
+    let policy_digest = crate::snapshot::policy_digest(&loaded.scenario.policy);
     let options = Options {
         retain_decisions: o.retain_decisions,
+        snapshot_every: o.snapshot_every,
+        policy_digest,
         ..Options::default()
     };
     let (state, _) = Service::with_wal(twin, &wal, options)?;
@@ -207,7 +220,7 @@ pub async fn run(o: LoadOptions) -> Result<String, String> {
         samples
     });
     let client = reqwest::Client::new();
-    let all = batches(&events, o.batch);
+    let all = Batch::numbered(&events, o.batch);
     let interval = Duration::from_secs_f64(o.batch as f64 / o.rate);
     let start = tokio::time::Instant::now();
     let mut lat = Vec::new();
@@ -266,23 +279,31 @@ pub async fn run(o: LoadOptions) -> Result<String, String> {
         .collect();
     report += &format!("RSS MiB over time: {}\n", rss.join(", "));
     let (l3, o3, w3) = (loaded.clone(), opts.clone(), wal.clone());
-    let (secs, ev, ds) = tokio::task::spawn_blocking(move || time_restart(&l3, &o3, &w3))
+    let (secs, how) = tokio::task::spawn_blocking(move || time_restart(&l3, &o3, &w3))
         .await
         .map_err(|e| e.to_string())??;
     report += &format!(
-        "restart from this log ({} bytes): {ev} events, {ds} decisions replayed in {secs:.2} s\n",
+        "restart from this log ({} bytes) in {secs:.2} s: {how}\n",
         std::fs::metadata(&wal).map_or(0, |m| m.len())
     );
     let _ = std::fs::remove_file(&wal);
+    let _ = std::fs::remove_file(crate::snapshot::path_for(&wal));
     if o.restart_events > 0 {
         let n = o.restart_events.min(events.len());
         let big = o.dir.join("restart.wal");
         let _ = std::fs::remove_file(&big);
+        let _ = std::fs::remove_file(crate::snapshot::path_for(&big));
         let (l4, o4, b4) = (loaded.clone(), opts.clone(), big.clone());
-        let bs = batches(&events[..n], 500);
+        let snap_every = o.snapshot_every;
+        let bs = Batch::numbered(&events[..n], 500);
         let line = tokio::task::spawn_blocking(move || -> Result<String, String> {
             let twin = live_twin(&l4, &o4).map_err(|e| e.to_string())?;
-            let (state, _) = Service::with_wal(twin, &b4, Options::default())?;
+            let options = Options {
+                snapshot_every: snap_every,
+                policy_digest,
+                ..Options::default()
+            };
+            let (state, _) = Service::with_wal(twin, &b4, options)?;
             let t = Instant::now();
             {
                 let mut svc = state.lock().map_err(|e| e.to_string())?;
@@ -291,10 +312,24 @@ pub async fn run(o: LoadOptions) -> Result<String, String> {
                 }
             }
             let write_s = t.elapsed().as_secs_f64();
+            let last = state
+                .lock()
+                .map_err(|e| e.to_string())?
+                .last_snapshot()
+                .cloned();
             drop(state);
-            let (secs, ev, ds) = time_restart(&l4, &o4, &b4)?;
+            let snap = match last {
+                Some(w) => format!(
+                    "; its last snapshot covers {} batches, {} bytes written in {:.2} s",
+                    w.batches.map_or("no".into(), |b| b.to_string()),
+                    w.bytes,
+                    w.seconds
+                ),
+                None => "; no snapshot written".into(),
+            };
+            let (secs, how) = time_restart(&l4, &o4, &b4)?;
             Ok(format!(
-                "restart from a {n}-event log ({} bytes, written in process in {write_s:.1} s): {ev} events, {ds} decisions replayed in {secs:.2} s\n",
+                "restart from a {n}-event log ({} bytes, written in process in {write_s:.1} s{snap}) in {secs:.2} s: {how}\n",
                 std::fs::metadata(&b4).map_or(0, |m| m.len())
             ))
         })
@@ -302,6 +337,7 @@ pub async fn run(o: LoadOptions) -> Result<String, String> {
         .map_err(|e| e.to_string())??;
         report += &line;
         let _ = std::fs::remove_file(&big);
+        let _ = std::fs::remove_file(crate::snapshot::path_for(&big));
     }
     Ok(report)
 }

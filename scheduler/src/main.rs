@@ -55,6 +55,10 @@ enum Command {
         /// Decisions kept for GET /v1/decisions (older ones answer 410).
         #[arg(long, default_value_t = fleetsim_scheduler::service::DEFAULT_RETAIN_DECISIONS)]
         retain_decisions: usize,
+        /// Write a snapshot of the state beside the log (`<wal>.snapshot`) every this many
+        /// accepted events, so a restart replays only the log after it (0: never).
+        #[arg(long, default_value_t = fleetsim_scheduler::service::DEFAULT_SNAPSHOT_EVERY)]
+        snapshot_every: u64,
         /// Directory of public traces (for a scenario's fleet file under it).
         #[arg(long)]
         trace_dir: Option<PathBuf>,
@@ -136,6 +140,7 @@ fn main() -> ExitCode {
             client_ca,
             clock,
             retain_decisions,
+            snapshot_every,
             trace_dir,
         } => {
             let o = fleetsim_scheduler::serve::ServeOptions {
@@ -155,6 +160,7 @@ fn main() -> ExitCode {
                     _ => fleetsim_scheduler::service::Clock::Event,
                 },
                 retain_decisions,
+                snapshot_every,
             };
             match runtime().and_then(|rt| rt.block_on(fleetsim_scheduler::serve::run(o))) {
                 Ok(()) => ExitCode::SUCCESS,

@@ -57,10 +57,21 @@ pub fn document() -> Value {
                 "path": {"type": "string"},
                 "records": {"type": "integer"},
                 "bytes": {"type": "integer"},
-                "replayed_batches": {"type": "integer", "description": "Records replayed on start."},
+                "replayed_batches": {"type": "integer", "description": "Records replayed on start (after the snapshot, when one was loaded)."},
+                "snapshot_loaded": {"type": ["object", "null"], "description": "The snapshot the state was loaded from on start (null: none).", "properties": {
+                    "path": {"type": "string"}, "bytes": {"type": "integer"},
+                    "batches": {"type": "integer", "description": "Log records it covers."},
+                    "events": {"type": "integer"}, "seconds": {"type": "number"}}},
+                "snapshot_unused": {"type": ["string", "null"], "description": "Why a snapshot beside the log was not used on start (null: none was refused)."},
+                "last_snapshot": {"type": ["object", "null"], "description": "The last snapshot written since start (null: none yet).", "properties": {
+                    "batches": {"type": ["integer", "null"], "description": "Log records it covers (null: the write failed)."},
+                    "events": {"type": "integer", "description": "Events accepted over the service's life when it was attempted."},
+                    "bytes": {"type": "integer"}, "seconds": {"type": "number", "description": "Time the write took; the service answered nothing meanwhile."},
+                    "error": {"type": ["string", "null"]}}},
                 "tail_defect": {"type": ["object", "null"], "description": "The bad tail cut on start (null: the log was clean).", "properties": {
                     "offset": {"type": "integer"}, "file_bytes": {"type": "integer"},
-                    "records_kept": {"type": "integer"}, "reason": {"type": "string"}}}
+                    "records_kept": {"type": "integer"}, "reason": {"type": "string"},
+                    "saved_to": {"type": ["string", "null"], "description": "Where the cut bytes were saved before the truncation (null: saving failed)."}}}
             }}
         }}),
     );

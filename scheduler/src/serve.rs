@@ -28,6 +28,8 @@ pub struct ServeOptions {
     pub clock: Clock,
     /// Decisions kept for `GET /v1/decisions`.
     pub retain_decisions: usize,
+    /// Events between snapshots (0: none); see [`crate::snapshot`].
+    pub snapshot_every: u64,
 }
 
 /// The live state a scenario file starts the service from: built by
@@ -36,6 +38,17 @@ pub struct ServeOptions {
 /// # Errors
 /// A message naming the file: it does not load, or its fleet or workload does not.
 pub fn twin(spec: &Path, trace_dir: TraceDir) -> Result<LiveState, String> {
+    twin_and_policy_digest(spec, trace_dir).map(|(live, _)| live)
+}
+
+/// [`twin`], and the [`crate::snapshot::policy_digest`] of the spec's `[policy]` table.
+///
+/// # Errors
+/// As [`twin`].
+pub fn twin_and_policy_digest(
+    spec: &Path,
+    trace_dir: TraceDir,
+) -> Result<(LiveState, u32), String> {
     let loaded = scenario::load(spec).map_err(|e| e.to_string())?;
     let opts = RunOptions {
         seed: None,
@@ -43,7 +56,11 @@ pub fn twin(spec: &Path, trace_dir: TraceDir) -> Result<LiveState, String> {
         out_dir: None,
         keep_rows: false,
     };
-    live_twin(&loaded, &opts).map_err(|e| format!("{}: {e}", spec.display()))
+    let live = live_twin(&loaded, &opts).map_err(|e| format!("{}: {e}", spec.display()))?;
+    Ok((
+        live,
+        crate::snapshot::policy_digest(&loaded.scenario.policy),
+    ))
 }
 
 /// Which requests need what in the security layer: the OpenAPI description is open to any
@@ -102,6 +119,44 @@ pub struct Started {
     pub app: axum::Router,
     /// TLS, when serving HTTPS.
     pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    /// The service behind the routes.
+    pub state: crate::service::AppState,
+    /// The log file, locked (`flock`, exclusive) while this is held: a second `serve` on
+    /// the same log is refused instead of writing over its records.
+    pub log_lock: std::fs::File,
+}
+
+/// Opens (creating if absent) the log at `wal` and takes an exclusive lock on it.
+///
+/// # Errors
+/// A message naming the log: its directory does not exist, another process holds the lock
+/// (another `serve` on it), or another I/O error.
+pub fn lock_log(wal: &Path) -> Result<std::fs::File, String> {
+    if let Some(dir) = wal.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.is_dir() {
+            return Err(format!(
+                "write-ahead log {}: its directory {} does not exist (the log file is created, not its directory)",
+                wal.display(),
+                dir.display()
+            ));
+        }
+    }
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(wal)
+        .map_err(|e| format!("write-ahead log {}: {e}", wal.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(format!(
+            "write-ahead log {} is locked by another process (another `serve` on the same log?)",
+            wal.display()
+        )),
+        Err(std::fs::TryLockError::Error(e)) => Err(format!(
+            "write-ahead log {}: cannot lock it: {e}",
+            wal.display()
+        )),
+    }
 }
 
 /// Everything [`run`] does before serving: the exposure check, certificate and tokens, the
@@ -116,23 +171,37 @@ pub async fn start(o: ServeOptions) -> Result<Started, String> {
     prepared.security.resolver = resolver();
     let tenants = tenancy(prepared.security.tokens.as_ref())?;
     let (spec, dir) = (o.spec.clone(), o.trace_dir.clone());
-    let live = tokio::task::spawn_blocking(move || twin(&spec, dir))
-        .await
-        .map_err(|e| e.to_string())??;
+    let (live, policy_digest) =
+        tokio::task::spawn_blocking(move || twin_and_policy_digest(&spec, dir))
+            .await
+            .map_err(|e| e.to_string())??;
     let options = Options {
         clock: o.clock,
         retain_decisions: o.retain_decisions,
+        snapshot_every: o.snapshot_every,
+        policy_digest,
     };
+    let log_lock = lock_log(&o.wal)?;
     let wal = o.wal.clone();
     let (state, rec) = tokio::task::spawn_blocking(move || Service::with_wal(live, &wal, options))
         .await
         .map_err(|e| e.to_string())??;
+    if let Some(why) = &rec.snapshot_unused {
+        eprintln!("fleetsim-scheduler: WARNING: {why}; not used, the whole log is replayed");
+    }
+    if let Some(snap) = &rec.snapshot {
+        eprintln!(
+            "fleetsim-scheduler: loaded snapshot {} ({} log records, {} events, {} bytes) in {:.3} s",
+            snap.path, snap.batches, snap.events, snap.bytes, snap.seconds
+        );
+    }
     eprintln!(
-        "fleetsim-scheduler: replayed {} batches ({} events, {} decisions) from {} in {:.3} s",
+        "fleetsim-scheduler: replayed {} of {} log records from {} ({} events, {} decisions in all) in {:.3} s",
+        rec.replayed_batches,
         rec.batches,
+        o.wal.display(),
         rec.events,
         rec.decisions,
-        o.wal.display(),
         rec.seconds
     );
     if let Some(d) = &rec.tail_defect {
@@ -142,7 +211,7 @@ pub async fn start(o: ServeOptions) -> Result<Started, String> {
         );
     }
     crate::service::lock(&state).set_tenancy(tenants);
-    let app = secure(router(state), prepared.security);
+    let app = secure(router(state.clone()), prepared.security);
     let listener = tokio::net::TcpListener::bind(prepared.listen)
         .await
         .map_err(|e| format!("bind {}: {e}", prepared.listen))?;
@@ -152,6 +221,8 @@ pub async fn start(o: ServeOptions) -> Result<Started, String> {
         addr,
         app,
         tls: prepared.tls,
+        state,
+        log_lock,
     })
 }
 
@@ -170,6 +241,7 @@ pub async fn run(o: ServeOptions) -> Result<(), String> {
     serve(st.listener, st.app, st.tls, shutdown_signal())
         .await
         .map_err(|e| e.to_string())?;
+    crate::service::lock(&st.state).snapshot_on_shutdown();
     eprintln!("fleetsim-scheduler: shut down");
     Ok(())
 }

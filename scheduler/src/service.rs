@@ -59,6 +59,8 @@ pub const OPENAPI_JSON: &str = include_str!("../openapi.json");
 
 /// Default number of decisions kept for `GET /v1/decisions` and the stream.
 pub const DEFAULT_RETAIN_DECISIONS: usize = 1_000_000;
+/// Default events between snapshots (`serve --snapshot-every`).
+pub const DEFAULT_SNAPSHOT_EVERY: u64 = 100_000;
 /// Default / largest `limit` of `GET /v1/decisions`.
 pub const DEFAULT_DECISIONS_LIMIT: usize = 1_000;
 /// Largest `limit` of `GET /v1/decisions`.
@@ -73,6 +75,23 @@ pub struct Batch {
     pub batch: Option<u64>,
     /// The events, in order.
     pub events: Vec<Event>,
+}
+
+impl Batch {
+    /// `events` cut into batches of `size` (the last may be shorter), numbered from 0.
+    ///
+    /// # Panics
+    /// If `size` is 0.
+    pub fn numbered(events: &[Event], size: usize) -> Vec<Batch> {
+        events
+            .chunks(size)
+            .enumerate()
+            .map(|(i, c)| Batch {
+                batch: Some(i as u64),
+                events: c.to_vec(),
+            })
+            .collect()
+    }
 }
 
 /// The answer to an accepted batch.
@@ -101,6 +120,13 @@ pub struct Options {
     /// Decisions kept for `GET /v1/decisions` (older ones answer `410`). Keeps memory
     /// bounded on a long-running service.
     pub retain_decisions: usize,
+    /// With a log: write a snapshot ([`crate::snapshot`]) once this many events were
+    /// accepted since the last one (0: never). A restart then replays only the records
+    /// after it.
+    pub snapshot_every: u64,
+    /// [`crate::snapshot::policy_digest`] of the spec's `[policy]` table: part of the
+    /// snapshots' fingerprint, since the policy objects are not in the state (0: unknown).
+    pub policy_digest: u32,
 }
 
 impl Default for Options {
@@ -108,6 +134,8 @@ impl Default for Options {
         Options {
             clock: Clock::Event,
             retain_decisions: DEFAULT_RETAIN_DECISIONS,
+            snapshot_every: 0,
+            policy_digest: 0,
         }
     }
 }
@@ -115,16 +143,53 @@ impl Default for Options {
 /// What replaying the write-ahead log on start did.
 #[derive(Clone, Debug, Serialize)]
 pub struct Recovery {
-    /// Batches (log records) replayed.
+    /// Batches (log records) in the log: the snapshot's and those replayed after it.
     pub batches: u64,
     /// Events in them.
     pub events: u64,
     /// Decisions they produced.
     pub decisions: u64,
+    /// Batches replayed from the log (after the snapshot, when one was used).
+    pub replayed_batches: u64,
+    /// The snapshot the state was loaded from, if one was used.
+    pub snapshot: Option<SnapshotUsed>,
+    /// Why a snapshot beside the log was not used (the whole log was replayed instead).
+    pub snapshot_unused: Option<String>,
     /// The defect that cut the log's tail, if any.
     pub tail_defect: Option<TailDefect>,
     /// Time taken to read and replay the log, seconds.
     pub seconds: f64,
+}
+
+/// The snapshot a restart loaded ([`crate::snapshot`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct SnapshotUsed {
+    /// The snapshot file.
+    pub path: String,
+    /// Its size, bytes.
+    pub bytes: u64,
+    /// Log records (batches) it covers.
+    pub batches: u64,
+    /// Events in them.
+    pub events: u64,
+    /// Time taken to read and load it, seconds.
+    pub seconds: f64,
+}
+
+/// The last snapshot the running service wrote (or failed to write).
+#[derive(Clone, Debug, Serialize)]
+pub struct SnapshotWritten {
+    /// Log records it covers (`null` when the write failed).
+    pub batches: Option<u64>,
+    /// Events accepted over the service's life when it was attempted.
+    pub events: u64,
+    /// Its size, bytes.
+    pub bytes: u64,
+    /// Time the write took (the service answers nothing meanwhile), seconds.
+    pub seconds: f64,
+    /// The write's error, if it failed (the log is unaffected; the next attempt comes after
+    /// another interval).
+    pub error: Option<String>,
 }
 
 /// The service's state: the live scheduler, the retained decisions and the log.
@@ -142,6 +207,13 @@ pub struct Service {
     wall_base: u64,
     notify: watch::Sender<u64>,
     tenancy: Tenancy,
+    /// Events accepted over the service's life (the log's, replayed or from a snapshot).
+    events: u64,
+    /// Events accepted since the last snapshot (or start).
+    since_snapshot: u64,
+    /// The start state's [`crate::snapshot::fingerprint`] (with a log).
+    fingerprint: Option<u32>,
+    last_snapshot: Option<SnapshotWritten>,
 }
 
 /// Shared handle to the service state.
@@ -197,6 +269,10 @@ impl Service {
             wall_base,
             notify: watch::channel(0).0,
             tenancy: Tenancy::default(),
+            events: 0,
+            since_snapshot: 0,
+            fingerprint: None,
+            last_snapshot: None,
         }
     }
 
@@ -204,6 +280,10 @@ impl Service {
     /// records are replayed first, reaching the state, decision sequence numbers and last
     /// batch number the service had when it wrote them; a bad tail is cut (see
     /// [`crate::wal`]) and reported in the returned [`Recovery`] and in `/healthz`.
+    ///
+    /// When a usable snapshot lies beside the log ([`crate::snapshot`]), the state is
+    /// loaded from it and only the records after it are replayed; one that cannot be used
+    /// is reported in [`Recovery::snapshot_unused`] and the whole log replayed.
     ///
     /// # Errors
     /// A message naming the log: I/O errors, or a record whose checksum is good but whose
@@ -214,34 +294,81 @@ impl Service {
         options: Options,
     ) -> Result<(AppState, Recovery), String> {
         let t0 = Instant::now();
+        let fingerprint = crate::snapshot::fingerprint(&live, options.policy_digest)
+            .map_err(|e| format!("the start state does not serialize: {e}"))?;
         let opened = crate::wal::Wal::open(wal)
             .map_err(|e| format!("write-ahead log {}: {e}", wal.display()))?;
         let mut svc = Service::bare(live, options);
-        let mut events = 0u64;
-        for (i, rec) in opened.records.iter().enumerate() {
+        svc.fingerprint = Some(fingerprint);
+        let (mut snapshot, mut snapshot_unused, mut skip) = (None, None, 0usize);
+        let snap_path = crate::snapshot::path_for(wal);
+        let t_snap = Instant::now();
+        let loaded = crate::snapshot::read(&snap_path).and_then(|p| match p {
+            None => Ok(None),
+            Some(p) => {
+                let len = (crate::snapshot::HEADER_BYTES + p.len()) as u64;
+                crate::snapshot::load(&p, &mut svc.live, fingerprint, &opened.records)
+                    .map(|m| Some((m, len)))
+                    .map_err(|e| format!("snapshot {}: {e}", snap_path.display()))
+            }
+        });
+        match loaded {
+            Ok(None) => {}
+            Ok(Some(((meta, ds), bytes))) => {
+                svc.first_retained = meta.first_retained;
+                svc.decisions = ds.into();
+                svc.record(&[]);
+                svc.last_batch = meta.last_batch;
+                svc.events = meta.events;
+                skip = meta.wal_records as usize;
+                snapshot = Some(SnapshotUsed {
+                    path: snap_path.display().to_string(),
+                    bytes,
+                    batches: meta.wal_records,
+                    events: meta.events,
+                    seconds: t_snap.elapsed().as_secs_f64(),
+                });
+            }
+            Err(why) => snapshot_unused = Some(why),
+        }
+        for (i, rec) in opened.records.iter().enumerate().skip(skip) {
             let batch: Batch = serde_json::from_slice(rec).map_err(|e| {
                 format!(
                     "write-ahead log {}: record {i} is not a batch: {e}",
                     wal.display()
                 )
             })?;
-            events += batch.events.len() as u64;
+            svc.events += batch.events.len() as u64;
             // A refused event was refused the same way when the batch was first accepted.
             let _ = svc.apply(&batch);
         }
+        svc.since_snapshot = svc.events - snapshot.as_ref().map_or(0, |s| s.events);
         let recovery = Recovery {
             batches: opened.records.len() as u64,
-            events,
+            events: svc.events,
             decisions: svc.total_decisions(),
+            replayed_batches: (opened.records.len() - skip.min(opened.records.len())) as u64,
+            snapshot,
+            snapshot_unused,
             tail_defect: opened.defect,
             seconds: t0.elapsed().as_secs_f64(),
         };
         svc.wal = Some(opened.wal);
+        if recovery.snapshot_unused.is_some() && svc.options.snapshot_every > 0 {
+            // Replace the snapshot that could not be used now, rather than warn on every
+            // restart until the next one is due.
+            svc.write_snapshot();
+        }
         svc.recovery = Some(recovery.clone());
         svc.wall_base = svc.live.now();
         svc.started = Instant::now();
         svc.notify.send_replace(svc.total_decisions());
         Ok((Arc::new(Mutex::new(svc)), recovery))
+    }
+
+    /// The last snapshot this service wrote or failed to write (`None`: none yet).
+    pub fn last_snapshot(&self) -> Option<&SnapshotWritten> {
+        self.last_snapshot.as_ref()
     }
 
     /// Decisions made over the service's life (the next decision's sequence number).
@@ -364,12 +491,90 @@ impl Service {
             wal.append(&payload).map_err(Refused::Log)?;
         }
         let r = self.apply(&batch);
+        self.events += batch.events.len() as u64;
+        self.since_snapshot += batch.events.len() as u64;
+        if self.wal.is_some()
+            && self.options.snapshot_every > 0
+            && self.since_snapshot >= self.options.snapshot_every
+        {
+            self.write_snapshot();
+        }
         self.notify.send_replace(self.total_decisions());
         r.map_err(|(index, error, reply)| Refused::Event {
             index,
             error,
             reply,
         })
+    }
+}
+
+impl Service {
+    /// On a clean shutdown: writes a snapshot when snapshots are on and events came since
+    /// the last one, so the next start replays nothing.
+    pub fn snapshot_on_shutdown(&mut self) {
+        if self.options.snapshot_every > 0 && self.since_snapshot > 0 {
+            self.write_snapshot();
+        }
+    }
+
+    /// Writes the snapshot of the current state beside the log (see [`crate::snapshot`]);
+    /// the outcome is kept for `/healthz`. A failed write is reported on stderr and
+    /// retried after another interval: the log alone still restores everything.
+    fn write_snapshot(&mut self) {
+        let (Some(wal), Some(fingerprint)) = (&self.wal, self.fingerprint) else {
+            return;
+        };
+        let t0 = Instant::now();
+        let meta = crate::snapshot::Meta {
+            fingerprint,
+            wal_records: wal.records(),
+            wal_bytes: wal.bytes(),
+            last_record_crc: wal.last_crc(),
+            events: self.events,
+            last_batch: self.last_batch,
+            first_retained: self.first_retained,
+            decisions_json: serde_json::to_vec(&self.decisions).expect("decisions serialize"),
+        };
+        let path = crate::snapshot::path_for(wal.path());
+        // Reset on failure too: the next attempt comes after another interval, so a disk
+        // that refuses the file does not cost a whole serialization per batch.
+        self.since_snapshot = 0;
+        let written = match crate::snapshot::write(&path, &meta, &self.live) {
+            Ok(bytes) => {
+                if self
+                    .last_snapshot
+                    .as_ref()
+                    .is_some_and(|w| w.error.is_some())
+                {
+                    eprintln!(
+                        "fleetsim-scheduler: snapshot {} written again after a failure",
+                        path.display()
+                    );
+                }
+                SnapshotWritten {
+                    batches: Some(meta.wal_records),
+                    events: meta.events,
+                    bytes,
+                    seconds: t0.elapsed().as_secs_f64(),
+                    error: None,
+                }
+            }
+            Err(e) => {
+                eprintln!(
+                    "fleetsim-scheduler: WARNING: snapshot {}: {e} (the log is unaffected; the next attempt after another {} events)",
+                    path.display(),
+                    self.options.snapshot_every
+                );
+                SnapshotWritten {
+                    batches: None,
+                    events: meta.events,
+                    bytes: 0,
+                    seconds: t0.elapsed().as_secs_f64(),
+                    error: Some(e.to_string()),
+                }
+            }
+        };
+        self.last_snapshot = Some(written);
     }
 }
 
@@ -610,7 +815,10 @@ async fn healthz(State(s): State<AppState>) -> Response {
             "path": w.path().display().to_string(),
             "records": w.records(),
             "bytes": w.bytes(),
-            "replayed_batches": r.map_or(0, |r| r.batches),
+            "replayed_batches": r.map_or(0, |r| r.replayed_batches),
+            "snapshot_loaded": r.and_then(|r| r.snapshot.as_ref()),
+            "snapshot_unused": r.and_then(|r| r.snapshot_unused.as_ref()),
+            "last_snapshot": svc.last_snapshot.as_ref(),
             "tail_defect": r.and_then(|r| r.tail_defect.as_ref()),
         })
     });

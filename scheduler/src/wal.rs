@@ -35,6 +35,10 @@ pub struct TailDefect {
     pub records_kept: u64,
     /// What was wrong, e.g. `payload cut short: 12 of 40 bytes`.
     pub reason: String,
+    /// Where the cut bytes were saved (`<log>.cut-at-<offset>`) before the truncation, for
+    /// an operator to inspect: a flipped byte mid-log also cuts the good records after it.
+    /// `None` when saving them failed (the truncation then still happens).
+    pub saved_to: Option<String>,
 }
 
 impl std::fmt::Display for TailDefect {
@@ -43,8 +47,24 @@ impl std::fmt::Display for TailDefect {
             f,
             "bad record at byte {} of {} ({}); kept the {} records before it and truncated the log there",
             self.offset, self.file_bytes, self.reason, self.records_kept
-        )
+        )?;
+        match &self.saved_to {
+            Some(p) => write!(
+                f,
+                "; the {} bytes cut are saved in {p}",
+                self.file_bytes - self.offset
+            ),
+            None => write!(f, "; the bytes cut could not be saved"),
+        }
     }
+}
+
+/// `path` with `suffix` appended to its file name (`wal` → `wal.snapshot`): the files the
+/// service keeps beside its log.
+pub fn beside(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
 }
 
 /// Splits `bytes` into good record payloads; returns them, the length of the good prefix,
@@ -87,6 +107,7 @@ pub fn scan(bytes: &[u8]) -> (Vec<&[u8]>, u64, Option<TailDefect>) {
         file_bytes: bytes.len() as u64,
         records_kept: out.len() as u64,
         reason,
+        saved_to: None,
     });
     (out, at as u64, defect)
 }
@@ -114,6 +135,8 @@ pub struct Wal {
     path: PathBuf,
     bytes: u64,
     records: u64,
+    /// CRC-32 of the last record's payload (0 for an empty log).
+    last_crc: u32,
 }
 
 /// What [`Wal::open`] found.
@@ -141,8 +164,17 @@ impl Wal {
             .open(path)?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)?;
-        let (good, good_len, defect) = scan(&bytes);
+        let (good, good_len, mut defect) = scan(&bytes);
         let records: Vec<Vec<u8>> = good.into_iter().map(<[u8]>::to_vec).collect();
+        let last_crc = records.last().map_or(0, |r| crc32fast::hash(r));
+        if let Some(d) = &mut defect {
+            let cut = beside(path, &format!(".cut-at-{good_len}"));
+            let saved = File::create(&cut).and_then(|mut f| {
+                f.write_all(&bytes[good_len as usize..])
+                    .and_then(|()| f.sync_all())
+            });
+            d.saved_to = saved.ok().map(|()| cut.display().to_string());
+        }
         drop(bytes);
         if defect.is_some() {
             file.set_len(good_len)?;
@@ -155,6 +187,7 @@ impl Wal {
                 path: path.to_path_buf(),
                 bytes: good_len,
                 records: records.len() as u64,
+                last_crc,
             },
             records,
             defect,
@@ -179,6 +212,7 @@ impl Wal {
         }
         self.bytes += rec.len() as u64;
         self.records += 1;
+        self.last_crc = u32::from_le_bytes(rec[4..8].try_into().expect("a header"));
         Ok(())
     }
 
@@ -195,6 +229,11 @@ impl Wal {
     /// Number of records in the file.
     pub fn records(&self) -> u64 {
         self.records
+    }
+
+    /// CRC-32 of the last record's payload (0 for an empty log).
+    pub fn last_crc(&self) -> u32 {
+        self.last_crc
     }
 }
 
@@ -292,6 +331,14 @@ mod tests {
         assert_eq!((d.offset, d.file_bytes, d.records_kept), (19, 346, 1));
         assert!(d.reason.starts_with("CRC mismatch"), "{}", d.reason);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 19);
+        // The cut bytes, good third record included, are saved beside the log.
+        let saved = dir.path().join("wal.cut-at-19");
+        assert_eq!(d.saved_to, Some(saved.display().to_string()));
+        assert_eq!(std::fs::read(&saved).unwrap(), bad[19..]);
+        assert!(d.to_string().ends_with(&format!(
+            "; the 327 bytes cut are saved in {}",
+            saved.display()
+        )));
         // A length field flipped out of range in the last record.
         let mut bad = full;
         bad[ends[1] as usize + 3] = 0xff;

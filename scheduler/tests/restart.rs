@@ -4,6 +4,8 @@
 //! unacknowledged batch (`409` = already logged: skip it). The full decision sequence
 //! (`GET /v1/decisions`) must equal an uninterrupted run's. A second test cuts the log's
 //! tail after a clean SIGTERM shutdown and requires it to be reported and recovered from.
+//! Others: the kill test with snapshots on, the last snapshot a SIGTERM writes, and the
+//! log lock (one `serve` per log).
 //!
 //! The stream: the first 3,000 events kueue-cohorts records (cohorts, borrowing, DRF and
 //! preemption), in batches of 50. The uninterrupted run is the same batches applied in
@@ -74,13 +76,15 @@ struct Server {
     stderr: PathBuf,
 }
 
-fn start(wal: &Path, stderr: PathBuf) -> Server {
+fn start(wal: &Path, stderr: PathBuf, snapshot_every: u64) -> Server {
     let err = std::fs::File::create(&stderr).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_fleetsim-scheduler"))
         .args(["serve", "--listen", "127.0.0.1:0", "--spec"])
         .arg(spec())
         .arg("--wal")
         .arg(wal)
+        .arg("--snapshot-every")
+        .arg(snapshot_every.to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(err))
         .spawn()
@@ -151,6 +155,19 @@ fn check_reply(reference: &[Decision], text: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_at_random_points_loses_nothing() {
+    sigkill_run(21, 0).await;
+}
+
+/// The same with a snapshot every 250 events (about every fifth batch): kills land before,
+/// during and after snapshot writes, and restarts load the last whole snapshot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_with_snapshots_loses_nothing() {
+    sigkill_run(2121, 250).await;
+}
+
+/// Kills the server at 24 seeded points of the stream; `snapshot_every` as `serve`'s
+/// `--snapshot-every` (0: none).
+async fn sigkill_run(seed: u64, snapshot_every: u64) {
     let s = tokio::task::spawn_blocking(stream).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let wal = dir.path().join("wal");
@@ -158,7 +175,7 @@ async fn sigkill_at_random_points_loses_nothing() {
     // 24 kill points: a batch index (distinct, sorted) and a delay after its POST starts,
     // 0..4 ms, so some kills land before the log write, some after it but before the reply,
     // some after the reply.
-    let mut seed = 21;
+    let mut seed = seed;
     let mut points: Vec<(usize, u64)> = Vec::new();
     while points.len() < 24 {
         let b = (next(&mut seed) % s.batches.len() as u64) as usize;
@@ -167,7 +184,7 @@ async fn sigkill_at_random_points_loses_nothing() {
         }
     }
     points.sort_unstable();
-    let mut server = start(&wal, dir.path().join("stderr-0"));
+    let mut server = start(&wal, dir.path().join("stderr-0"), snapshot_every);
     let (mut kills, mut skipped, mut acked_before_kill) = (0, 0, 0);
     let mut i = 0;
     let mut p = 0;
@@ -186,7 +203,11 @@ async fn sigkill_at_random_points_loses_nothing() {
                 acked_before_kill += 1;
                 i += 1;
             }
-            server = start(&wal, dir.path().join(format!("stderr-{kills}")));
+            server = start(
+                &wal,
+                dir.path().join(format!("stderr-{kills}")),
+                snapshot_every,
+            );
             continue;
         }
         let (status, text) = send(&client, &server.base, &s.batches[i]).await.unwrap();
@@ -209,22 +230,25 @@ async fn sigkill_at_random_points_loses_nothing() {
     );
     assert!(kills >= 20);
     assert!(log.contains("replayed "), "{log}");
+    if snapshot_every > 0 {
+        // The last restart (batch > 10) loaded a snapshot.
+        assert!(log.contains("loaded snapshot"), "{log}");
+    }
     assert_eq!(got.len(), s.reference.len());
     assert!(got == s.reference, "decision sequence differs");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn truncated_tail_is_reported_and_recovered() {
+/// Starts `serve` on `wal` (stderr in `dir/stderr-0`), sends the stream's first 10
+/// batches, stops it with SIGTERM (a clean shutdown, checked) and returns its decisions.
+async fn ten_batches_then_sigterm(wal: &Path, dir: &Path, snapshot_every: u64) -> Vec<Decision> {
     let s = tokio::task::spawn_blocking(stream).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let wal = dir.path().join("wal");
     let client = reqwest::Client::new();
-    let mut server = start(&wal, dir.path().join("stderr-0"));
+    let mut server = start(wal, dir.join("stderr-0"), snapshot_every);
     for b in &s.batches[..10] {
         let (status, text) = send(&client, &server.base, b).await.unwrap();
         assert_eq!(status, 200, "{text}");
     }
-    // Clean shutdown on SIGTERM.
+    let got = all_decisions(&client, &server.base).await;
     let pid = server.child.id().to_string();
     assert!(Command::new("kill")
         .args(["-TERM", &pid])
@@ -235,6 +259,16 @@ async fn truncated_tail_is_reported_and_recovered() {
     assert!(std::fs::read_to_string(&server.stderr)
         .unwrap()
         .contains("shut down"));
+    got
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn truncated_tail_is_reported_and_recovered() {
+    let s = tokio::task::spawn_blocking(stream).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let wal = dir.path().join("wal");
+    let client = reqwest::Client::new();
+    ten_batches_then_sigterm(&wal, dir.path(), 0).await;
     // Cut 5 bytes off the last (10th) record.
     let len = std::fs::metadata(&wal).unwrap().len();
     std::fs::OpenOptions::new()
@@ -243,7 +277,7 @@ async fn truncated_tail_is_reported_and_recovered() {
         .unwrap()
         .set_len(len - 5)
         .unwrap();
-    let mut server = start(&wal, dir.path().join("stderr-1"));
+    let mut server = start(&wal, dir.path().join("stderr-1"), 0);
     let health: serde_json::Value = client
         .get(format!("{}/healthz", server.base))
         .send()
@@ -279,4 +313,56 @@ async fn truncated_tail_is_reported_and_recovered() {
     server.child.kill().unwrap();
     server.child.wait().unwrap();
     assert!(got == s.reference, "decision sequence differs");
+}
+
+/// One `serve` per log: a second one on the same log is refused (the first holds an
+/// exclusive lock on it) and says why; so is a log whose directory does not exist.
+#[test]
+fn a_second_serve_on_the_same_log_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let wal = dir.path().join("wal");
+    let mut first = start(&wal, dir.path().join("stderr-0"), 0);
+    let serve = |wal: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_fleetsim-scheduler"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--spec"])
+            .arg(spec())
+            .arg("--wal")
+            .arg(wal)
+            .output()
+            .unwrap()
+    };
+    let second = serve(&wal);
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "{err}");
+    assert!(err.contains("is locked by another process"), "{err}");
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    // Once the first is gone, the log is free again.
+    let mut again = start(&wal, dir.path().join("stderr-1"), 0);
+    again.child.kill().unwrap();
+    again.child.wait().unwrap();
+    let missing = serve(&dir.path().join("no-such-dir").join("wal"));
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert!(!missing.status.success());
+    assert!(err.contains("no-such-dir does not exist"), "{err}");
+}
+
+/// A clean shutdown (SIGTERM) writes a last snapshot when snapshots are on, so the next
+/// start loads it and replays no log record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_writes_a_last_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let wal = dir.path().join("wal");
+    let client = reqwest::Client::new();
+    // An interval the 10 batches (500 events) do not reach: no snapshot until the shutdown.
+    let before = ten_batches_then_sigterm(&wal, dir.path(), 1_000_000).await;
+    assert!(fleetsim_scheduler::snapshot::path_for(&wal).exists());
+    let mut server = start(&wal, dir.path().join("stderr-1"), 1_000_000);
+    let log = std::fs::read_to_string(&server.stderr).unwrap();
+    assert!(log.contains("loaded snapshot"), "{log}");
+    assert!(log.contains("replayed 0 of 10 log records"), "{log}");
+    let after = all_decisions(&client, &server.base).await;
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    assert_eq!(after, before);
 }

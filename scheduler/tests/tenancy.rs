@@ -64,6 +64,7 @@ async fn server() -> Server {
         },
         clock: Clock::Event,
         retain_decisions: DEFAULT_RETAIN_DECISIONS,
+        snapshot_every: 0,
     })
     .await
     .unwrap();
@@ -287,6 +288,7 @@ async fn a_tokens_file_with_tenants_needs_the_tenant_table() {
         },
         clock: Clock::Event,
         retain_decisions: DEFAULT_RETAIN_DECISIONS,
+        snapshot_every: 0,
     })
     .await
     .err()
