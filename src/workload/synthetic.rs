@@ -52,6 +52,11 @@ fn default_gpu_milli() -> u32 {
     WHOLE_GPU_MILLI
 }
 
+/// Most jobs a synthetic workload may generate (10 times the largest bench workload,
+/// `fleet_1m_gpus`): a typo in `jobs` or the arrival rate is refused up front instead of
+/// running for hours.
+pub const MAX_SYNTHETIC_JOBS: u64 = 100_000_000;
+
 /// The synthetic generator's parameters (`[workload.synthetic]`).
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -266,7 +271,8 @@ impl SyntheticSpec {
     /// `gpus` 0, `gpu_milli` outside 1..=1000 or fractional with `gpus` > 1;
     /// `max_gpus_per_task` is outside `1..=64`; a distribution parameter is out of range
     /// (median/scale/mean ≤ 0, sigma < 0, shape ≤ 0, Pareto shape ≤ 1 without `max_s`,
-    /// `min_s` < 0, `max_s` < `min_s`).
+    /// `min_s` < 0, `max_s` < `min_s`); more than [`MAX_SYNTHETIC_JOBS`] jobs (`jobs`, or
+    /// without it the expected arrivals `arrival_rate_per_hour` × `duration_s`).
     pub fn validate(&self) -> Result<(), String> {
         match (self.jobs, self.duration_s) {
             (None, None) => return Err("set `jobs`, `duration_s` or both".to_string()),
@@ -279,6 +285,20 @@ impl SyntheticSpec {
                 "`arrival_rate_per_hour` must be a positive number, not {}",
                 self.arrival_rate_per_hour
             ));
+        }
+        if let Some(n) = self.jobs.filter(|&n| n > MAX_SYNTHETIC_JOBS) {
+            return Err(format!(
+                "`jobs` = {n}: a synthetic workload has at most {MAX_SYNTHETIC_JOBS} jobs"
+            ));
+        }
+        if let (None, Some(d)) = (self.jobs, self.duration_s) {
+            let expected = self.arrival_rate_per_hour / 3600.0 * d as f64;
+            if expected > MAX_SYNTHETIC_JOBS as f64 {
+                return Err(format!(
+                    "`arrival_rate_per_hour` × `duration_s` = {expected:.3e} jobs expected: a synthetic \
+                     workload has at most {MAX_SYNTHETIC_JOBS} (set `jobs` to stop earlier, or lower the rate)"
+                ));
+            }
         }
         if self.tenants.is_empty() {
             return Err("`tenants` must not be empty".to_string());
@@ -613,6 +633,25 @@ mod tests {
     }
 
     #[test]
+    fn job_counts_over_the_cap_are_refused_up_front() {
+        let mut s = spec();
+        s.jobs = Some(MAX_SYNTHETIC_JOBS);
+        assert_eq!(s.validate(), Ok(()));
+        s.jobs = Some(MAX_SYNTHETIC_JOBS + 1);
+        let e = s.validate().unwrap_err();
+        assert!(e.starts_with("`jobs` = 100000001: "), "{e}");
+        // Without `jobs`, the expected arrivals over `duration_s`: 1e12 an hour for 1 s.
+        s.jobs = None;
+        s.duration_s = Some(1);
+        s.arrival_rate_per_hour = 1e12;
+        let e = s.validate().unwrap_err();
+        assert!(e.contains("2.778e8 jobs expected"), "{e}");
+        // With `jobs` set the stream stops there, whatever the rate.
+        s.jobs = Some(1_000);
+        assert_eq!(s.validate(), Ok(()));
+    }
+
+    #[test]
     fn deterministic_per_seed() {
         let s = spec();
         s.validate().unwrap();
@@ -785,7 +824,7 @@ mod tests {
     #[test]
     fn lazily_generated() {
         let mut s = spec();
-        s.jobs = Some(u64::MAX);
+        s.jobs = Some(MAX_SYNTHETIC_JOBS);
         assert_eq!(generate(&s, 1).take(3).count(), 3);
     }
 
