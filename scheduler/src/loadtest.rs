@@ -189,6 +189,26 @@ pub async fn run(o: LoadOptions) -> Result<String, String> {
         rec.decisions.len(),
         t0.elapsed().as_secs_f64()
     );
+    // What the stream makes the fleet do, as the simulator measured it while recording
+    // (the bench rows' fields): a standing queue shows here.
+    let arrivals = fleetsim::benchmarks::arrival_window(&out.result.occupancy, w.arrival_span_s);
+    let window = match arrivals {
+        Some((occ, pending)) => format!(
+            "occupancy {:.1} %, pending jobs {pending:.0} on average over the arrival window",
+            occ * 100.0
+        ),
+        None => format!(
+            "no arrival window measured (arrivals end within the first {} h, which it leaves out)",
+            fleetsim::benchmarks::CAP_S / 3600.0
+        ),
+    };
+    report += &format!(
+        "the recorded run: {window}; {} pending at most; wait mean {:.0} s, p99 {:.0} s; {} preemptions\n",
+        out.result.occupancy.pending_max,
+        out.summary.wait_s.mean.unwrap_or(0.0),
+        out.summary.wait_s.p99.unwrap_or(0.0),
+        out.summary.preemption.preemptions
+    );
     let wal = o.dir.join("load.wal");
     let _ = std::fs::remove_file(&wal);
     let policy_digest = crate::snapshot::policy_digest(&loaded.scenario.policy);

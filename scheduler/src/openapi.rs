@@ -71,7 +71,11 @@ pub fn document() -> Value {
                 "tail_defect": {"type": ["object", "null"], "description": "The bad tail cut on start (null: the log was clean).", "properties": {
                     "offset": {"type": "integer"}, "file_bytes": {"type": "integer"},
                     "records_kept": {"type": "integer"}, "reason": {"type": "string"},
-                    "saved_to": {"type": ["string", "null"], "description": "Where the cut bytes were saved before the truncation (null: saving failed)."}}}
+                    "saved_to": {"type": ["string", "null"], "description": "Where the cut bytes were saved before the truncation (null: saving failed)."}}},
+                "refused_on_replay": {"type": "integer", "description": "Replayed records with a refused event: refused when first sent too under the log's own spec; under a changed --spec, a sign the replay diverged."},
+                "first_refused": {"type": ["object", "null"], "description": "The first of them (null: none).", "properties": {
+                    "record": {"type": "integer"}, "batch": {"type": ["integer", "null"]},
+                    "index": {"type": "integer"}, "error": {"type": "string"}}}
             }}
         }}),
     );

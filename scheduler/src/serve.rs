@@ -186,6 +186,13 @@ pub async fn start(o: ServeOptions) -> Result<Started, String> {
     let (state, rec) = tokio::task::spawn_blocking(move || Service::with_wal(live, &wal, options))
         .await
         .map_err(|e| e.to_string())??;
+    // The cut tail was found on opening the log, before the snapshot and the replay.
+    if let Some(d) = &rec.tail_defect {
+        eprintln!(
+            "fleetsim-scheduler: WARNING: write-ahead log {}: {d}",
+            o.wal.display()
+        );
+    }
     if let Some(why) = &rec.snapshot_unused {
         eprintln!("fleetsim-scheduler: WARNING: {why}; not used, the whole log is replayed");
     }
@@ -204,10 +211,18 @@ pub async fn start(o: ServeOptions) -> Result<Started, String> {
         rec.decisions,
         rec.seconds
     );
-    if let Some(d) = &rec.tail_defect {
+    if let Some(f) = &rec.first_refused {
         eprintln!(
-            "fleetsim-scheduler: WARNING: write-ahead log {}: {d}",
-            o.wal.display()
+            "fleetsim-scheduler: WARNING: {} replayed log records had a refused event, the first \
+             record {} (batch {}) at event {}: {}. Under the spec and fleet the log was written \
+             with, these were refused when first sent too; if --spec changed since, the replay \
+             diverged from what was acknowledged: restart with the log's own spec, or start a \
+             new log",
+            rec.refused_on_replay,
+            f.record,
+            f.batch.map_or("unnumbered".to_string(), |b| b.to_string()),
+            f.index,
+            f.error
         );
     }
     crate::service::lock(&state).set_tenancy(tenants);

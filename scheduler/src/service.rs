@@ -157,8 +157,28 @@ pub struct Recovery {
     pub snapshot_unused: Option<String>,
     /// The defect that cut the log's tail, if any.
     pub tail_defect: Option<TailDefect>,
+    /// Replayed records with a refused event. Each was refused the same way when first
+    /// accepted only if the service runs the spec and fleet the log was written under;
+    /// under another spec a replay can refuse what was accepted (a job started elsewhere
+    /// finishes "unknown"), and the records after it diverge.
+    pub refused_on_replay: u64,
+    /// The first of them.
+    pub first_refused: Option<RefusedRecord>,
     /// Time taken to read and replay the log, seconds.
     pub seconds: f64,
+}
+
+/// A log record whose replay refused one of its events ([`Recovery::first_refused`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct RefusedRecord {
+    /// The record's index in the log, from 0.
+    pub record: u64,
+    /// Its batch number, if the client numbered it.
+    pub batch: Option<u64>,
+    /// The refused event's index in the batch.
+    pub index: usize,
+    /// Why it was refused.
+    pub error: String,
 }
 
 /// The snapshot a restart loaded ([`crate::snapshot`]).
@@ -301,6 +321,7 @@ impl Service {
         let mut svc = Service::bare(live, options);
         svc.fingerprint = Some(fingerprint);
         let (mut snapshot, mut snapshot_unused, mut skip) = (None, None, 0usize);
+        let (mut refused_on_replay, mut first_refused) = (0u64, None);
         let snap_path = crate::snapshot::path_for(wal);
         let t_snap = Instant::now();
         let loaded = crate::snapshot::read(&snap_path).and_then(|p| match p {
@@ -339,11 +360,20 @@ impl Service {
                 )
             })?;
             svc.events += batch.events.len() as u64;
-            // A refused event was refused the same way when the batch was first accepted.
-            let _ = svc.apply(&batch);
+            // Under the spec the log was written with, a refused event was refused the same
+            // way when the batch was first accepted; counted and reported either way.
+            if let Err((index, error, _)) = svc.apply(&batch) {
+                refused_on_replay += 1;
+                first_refused.get_or_insert(RefusedRecord {
+                    record: i as u64,
+                    batch: batch.batch,
+                    index,
+                    error,
+                });
+            }
         }
         svc.since_snapshot = svc.events - snapshot.as_ref().map_or(0, |s| s.events);
-        let recovery = Recovery {
+        let mut recovery = Recovery {
             batches: opened.records.len() as u64,
             events: svc.events,
             decisions: svc.total_decisions(),
@@ -351,12 +381,21 @@ impl Service {
             snapshot,
             snapshot_unused,
             tail_defect: opened.defect,
+            refused_on_replay,
+            first_refused,
             seconds: t0.elapsed().as_secs_f64(),
         };
         svc.wal = Some(opened.wal);
         if recovery.snapshot_unused.is_some() && svc.options.snapshot_every > 0 {
             // Replace the snapshot that could not be used now, rather than warn on every
-            // restart until the next one is due.
+            // restart until the next one is due. The refused one is kept aside first: it may
+            // be the only copy of acknowledged state (one covering a log tail cut since).
+            let aside = crate::wal::beside(&snap_path, ".refused");
+            if std::fs::rename(&snap_path, &aside).is_ok() {
+                if let Some(why) = &mut recovery.snapshot_unused {
+                    why.push_str(&format!(" (kept as {})", aside.display()));
+                }
+            }
             svc.write_snapshot();
         }
         svc.recovery = Some(recovery.clone());
@@ -820,6 +859,8 @@ async fn healthz(State(s): State<AppState>) -> Response {
             "snapshot_unused": r.and_then(|r| r.snapshot_unused.as_ref()),
             "last_snapshot": svc.last_snapshot.as_ref(),
             "tail_defect": r.and_then(|r| r.tail_defect.as_ref()),
+            "refused_on_replay": r.map_or(0, |r| r.refused_on_replay),
+            "first_refused": r.and_then(|r| r.first_refused.as_ref()),
         })
     });
     Json(serde_json::json!({
@@ -863,6 +904,29 @@ mod tests {
             batch: Some(batch),
             events: vec![Event::Pass { t }],
         }
+    }
+
+    #[test]
+    fn records_refused_on_replay_are_counted_and_the_first_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let wal = dir.path().join("wal");
+        let (s, _) = Service::with_wal(empty_live(), &wal, Options::default()).unwrap();
+        {
+            let mut svc = s.lock().unwrap();
+            svc.accept(pass(0, 1_000)).unwrap();
+            // Earlier than the last event: refused, but logged (write-ahead).
+            assert!(matches!(
+                svc.accept(pass(1, 500)),
+                Err(Refused::Event { index: 0, .. })
+            ));
+            svc.accept(pass(2, 2_000)).unwrap();
+        }
+        drop(s);
+        let (_, rec) = Service::with_wal(empty_live(), &wal, Options::default()).unwrap();
+        assert_eq!((rec.batches, rec.refused_on_replay), (3, 1));
+        let f = rec.first_refused.unwrap();
+        assert_eq!((f.record, f.batch, f.index), (1, Some(1), 0));
+        assert!(!f.error.is_empty());
     }
 
     #[test]

@@ -87,11 +87,19 @@ pub fn fingerprint(live: &LiveState, policy_digest: u32) -> Result<u32, String> 
 }
 
 /// CRC-32 of a spec's `[policy]` table as JSON: every stage's choice and setting
-/// (placement, queue order and its LAS thresholds, cell selection, …). Engine-only
-/// settings outside it (`retry_interval_s`, the scenario's name) do not change what the
-/// service decides and are not in it.
+/// (placement, queue order and its LAS thresholds, cell selection, …), less
+/// `cycle.retry_interval_s`. That one only paces the simulator's engine (the service runs
+/// a pass on every batch), so like the scenario's name it does not change what the
+/// service decides and a change to it keeps a snapshot valid.
 pub fn policy_digest(policy: &fleetsim_policies::SchedulerSpec) -> u32 {
-    crc32fast::hash(&serde_json::to_vec(policy).expect("a policy spec serializes"))
+    let mut policy = policy.clone();
+    if let Some(c) = &mut policy.cycle {
+        c.retry_interval_s = None;
+    }
+    if policy.cycle == Some(Default::default()) {
+        policy.cycle = None;
+    }
+    crc32fast::hash(&serde_json::to_vec(&policy).expect("a policy spec serializes"))
 }
 
 /// Writes the snapshot of `live` with `meta` to `path` (see the module docs); returns its
@@ -117,7 +125,11 @@ pub fn write(path: &Path, meta: &Meta, live: &LiveState) -> io::Result<u64> {
             .and_then(|()| f.sync_all())
             .map_err(at(&tmp, "writing"))?;
     }
-    std::fs::rename(&tmp, path).map_err(at(&tmp, "renaming"))?;
+    if let Err(e) = std::fs::rename(&tmp, path) {
+        // Leave nothing behind: the next write makes a new one.
+        let _ = std::fs::remove_file(&tmp);
+        return Err(at(&tmp, "renaming")(e));
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -173,7 +185,9 @@ pub fn load(
     records: &[Vec<u8>],
 ) -> Result<(Meta, Vec<Decision>), String> {
     let mut de = postcard::Deserializer::from_bytes(payload);
-    let meta = Meta::deserialize(&mut de).map_err(|e| format!("its header: {e}"))?;
+    let meta = Meta::deserialize(&mut de).map_err(|e| {
+        format!("its metadata (fingerprint, log position, decisions) does not decode: {e}")
+    })?;
     if meta.fingerprint != fingerprint {
         return Err(format!(
             "taken of another spec or fleet (fingerprint {:08x}; this one {fingerprint:08x})",

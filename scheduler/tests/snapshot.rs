@@ -193,6 +193,7 @@ fn unusable_snapshots_are_reported_and_the_whole_log_replayed() {
     let (state, rec) = open(&loaded, &wal, 500);
     assert_eq!(rec.snapshot.as_ref().map(|s| s.batches), Some(60));
     assert_eq!(rec.replayed_batches, 0);
+    assert_eq!(rec.refused_on_replay, 0);
     assert_eq!(all_decisions(&state), reference);
     drop(state);
 
@@ -235,15 +236,39 @@ fn unusable_snapshots_are_reported_and_the_whole_log_replayed() {
     let (_, rec) = open(&worst_fit, &wal, 0);
     let why = rec.snapshot_unused.unwrap();
     assert!(why.contains("another spec or fleet"), "{why}");
+    // Its replay diverges from what was acknowledged, and says so: a job finishes that
+    // worst-fit had not started (57 of the 60 records here).
+    assert!(rec.refused_on_replay > 0);
+    let first = rec.first_refused.unwrap();
+    assert!(first.error.contains("is not running"), "{first:?}");
+    // A changed retry interval only paces the simulator's engine: the snapshot stays valid.
+    let mut retry = loaded.clone();
+    retry.scenario.policy.cycle = Some(fleetsim_policies::spec::CycleSpec {
+        retry_interval_s: Some(7.0),
+        ..retry.scenario.policy.cycle.clone().unwrap_or_default()
+    });
+    let (state, rec) = open(&retry, &wal, 0);
+    assert_eq!(rec.snapshot_unused, None);
+    assert_eq!(rec.snapshot.as_ref().map(|s| s.batches), Some(60));
+    assert_eq!(all_decisions(&state), reference);
+    drop(state);
     let mut sjf = loaded.clone();
     sjf.scenario.policy.queue_order = fleetsim_policies::QueueOrderSpec::Sjf {};
     let (_, rec) = open(&sjf, &wal, 0);
     assert!(rec.snapshot_unused.is_some());
-    // A snapshot refused at start is replaced at once when snapshots are on: the next
-    // start of the same spec uses the new one.
+    // A snapshot refused at start is replaced at once when snapshots are on (the refused
+    // one kept aside as `.refused`): the next start of the same spec uses the new one.
     std::fs::write(&snap, &bad).unwrap();
     let (state, rec) = open(&loaded, &wal, 500);
-    assert!(rec.snapshot_unused.is_some());
+    let why = rec.snapshot_unused.unwrap();
+    assert!(
+        why.contains("kept as") && why.ends_with("wal.snapshot.refused)"),
+        "{why}"
+    );
+    assert_eq!(
+        std::fs::read(wal.with_file_name("wal.snapshot.refused")).unwrap(),
+        bad
+    );
     assert_eq!(all_decisions(&state), reference);
     drop(state);
     let (_, rec) = open(&loaded, &wal, 500);
