@@ -26,7 +26,7 @@ use crate::service::{router, Batch, Options, Service};
 pub struct LoadOptions {
     /// Bench workload (see `fleetsim::benchmarks::WORKLOADS`; quota, DRF and preemption:
     /// saturated_quota_preempt).
-    #[arg(long, default_value = "saturated_quota_preempt")]
+    #[arg(long, default_value = "saturated_quota_preempt", value_parser = parse_workload)]
     pub workload: String,
     /// Jobs in the generated workload (at least 1).
     #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
@@ -65,6 +65,23 @@ pub struct LoadOptions {
     /// restarts timed here load the last one and replay the log after it.
     #[arg(long, default_value_t = crate::service::DEFAULT_SNAPSHOT_EVERY)]
     pub snapshot_every: u64,
+}
+
+/// `--workload`: one of `fleetsim::benchmarks::WORKLOADS` (a bad name is a usage error,
+/// exit 2, before anything is recorded).
+fn parse_workload(s: &str) -> Result<String, String> {
+    let known: Vec<&str> = fleetsim::benchmarks::WORKLOADS
+        .iter()
+        .map(|(n, _)| *n)
+        .collect();
+    if known.contains(&s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "unknown bench workload `{s}`; known: {}",
+            known.join(", ")
+        ))
+    }
 }
 
 /// `--load`: a number in [0.05, 4]. (Lower loads stretch the arrivals over years.)
@@ -404,6 +421,15 @@ mod tests {
             );
         }
         assert!(parse_positive("fast").unwrap_err().contains("not a number"));
+        assert_eq!(
+            parse_workload("saturated_las"),
+            Ok("saturated_las".to_string())
+        );
+        let e = parse_workload("nope").unwrap_err();
+        assert!(
+            e.starts_with("unknown bench workload `nope`; known: replay_1m_fifo_bestfit"),
+            "{e}"
+        );
         assert_eq!(parse_batch("50"), Ok(50));
         for bad in ["0", "-1", "1.5", ""] {
             assert!(
