@@ -206,6 +206,23 @@ pub const WORKLOADS: &[(&str, u32)] = &[
     ("fleet_1m_gpus", 131_072),
 ];
 
+/// The default fleet size (nodes) of the bench workload `name` ([`WORKLOADS`]).
+///
+/// # Errors
+/// An unknown name: `unknown bench workload `…`; known: …`, listing [`WORKLOADS`].
+pub fn default_nodes(name: &str) -> Result<u32, String> {
+    match WORKLOADS.iter().find(|(n, _)| *n == name) {
+        Some(&(_, nodes)) => Ok(nodes),
+        None => {
+            let known: Vec<&str> = WORKLOADS.iter().map(|(n, _)| *n).collect();
+            Err(format!(
+                "unknown bench workload `{name}`; known: {}",
+                known.join(", ")
+            ))
+        }
+    }
+}
+
 /// Best-effort FIFO (one queue) + best-fit + first-fit cells.
 pub const BESTEFFORT_BESTFIT: &str = "[policy]\nqueue_order = \"fifo\"\nqueueing_strategy = \"best-effort-fifo\"\nplacement = \"best-fit\"\ncell_selection = \"first-fit\"";
 
@@ -247,14 +264,7 @@ pub fn bench_workload_at(
     nodes: Option<u32>,
     load_override: Option<f64>,
 ) -> Result<BenchWorkload, String> {
-    let Some(&(_, default_nodes)) = WORKLOADS.iter().find(|(n, _)| *n == name) else {
-        let known: Vec<&str> = WORKLOADS.iter().map(|(n, _)| *n).collect();
-        return Err(format!(
-            "unknown bench workload `{name}`; known: {}",
-            known.join(", ")
-        ));
-    };
-    let nodes = nodes.unwrap_or(default_nodes);
+    let nodes = nodes.unwrap_or(default_nodes(name)?);
     if jobs == 0 {
         return Err("a bench workload needs at least 1 job".into());
     }
