@@ -1,5 +1,6 @@
 //! Replays the 32 Pollux OSDI '21 workloads (4 load levels × 8 files) elastic vs rigid on one
-//! 64-GPU cell with a 30 s resize overhead and prints the README table: per load level, JCT
+//! 64-GPU cell with a 30 s resize overhead and prints the table of the book's Pollux page
+//! (`docs/src/experiments/pollux.md`): per load level, JCT
 //! mean / p50 / p95 (nearest rank) over the level's jobs pooled, GPU-hours and resizes.
 //!
 //! `cargo run --release --example pollux_elastic -- [TRACE_DIR]` (default

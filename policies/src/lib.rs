@@ -9,7 +9,7 @@
 //! table as read (`serde` feature), what studies vary, and what a production service loads
 //! (`fleetsim-extender --spec FILE`); [`SchedulerSpec::build`] makes the [`Scheduler`]. The
 //! stages' names and the objects they build are in [`registry`], the only name → policy
-//! table; `docs/adding-a-policy.md` walks through adding one.
+//! table; `docs/src/guides/adding-a-policy.md` walks through adding one.
 //!
 //! Policies read a [`FleetState`] (nodes, cells, free resources, capacity index) and
 //! [`PendingJob`]s, and return [`Decision`]s as values. Stages follow the Kubernetes

@@ -1,5 +1,5 @@
 //! A placement policy with one parameter, written outside the crate against its public API
-//! only — what `docs/adding-a-policy.md` walks through. Outside the crate it is plugged in
+//! only — what `docs/src/guides/adding-a-policy.md` walks through. Outside the crate it is plugged in
 //! through [`Extensions::placement`]; inside, it would be one variant of
 //! [`fleetsim_policies::PlacementSpec`].
 

@@ -7,7 +7,7 @@ tables, in any process. The GIL is released while the engine runs, so runs in a
 
 Tables are ``pyarrow.Table`` objects built from the engine's Arrow buffers without a copy
 (``.to_pandas()``, ``polars.from_arrow(t)``), with the column types of ``jobs.parquet`` and
-``timeseries.parquet`` (README, "Output columns").
+``timeseries.parquet`` (``docs/src/reference/outputs.md``, "Output columns").
 """
 
 from __future__ import annotations

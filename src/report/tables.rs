@@ -3,7 +3,7 @@
 //! `timeseries.parquet`: `outputs = ["parquet"]` in `[metrics]`, or `fleetsim run --format`)
 //! and the Python package's `pyarrow` tables, so that every run has the same column types.
 //!
-//! Types, stable across runs (the README's "Output columns" lists them):
+//! Types, stable across runs (`docs/src/reference/outputs.md`, "Output columns", lists them):
 //! - times and durations: `Float64` seconds (the engine's integer milliseconds / 1000, the
 //!   nearest double to the CSV's three-decimal text);
 //! - counts and integer quantities (`job_id`, `priority`, `num_gpu`, `preemptions`, …):
