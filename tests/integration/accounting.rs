@@ -6,17 +6,9 @@
 use fleetsim::engine::FinalState;
 use proptest::prelude::*;
 
-use crate::support::{job, last_span, run};
+use crate::support::{job, last_span, one_cell_first_fit, run};
 
 /// A one-cell fleet of named 8-GPU H100 nodes, native trace `jobs.csv`, first-fit.
-fn fleet(names: &[&str]) -> String {
-    let names: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
-    format!(
-        "[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.nodes]]\nnames = [{}]\naccelerator = \"H100\"\ngpus = 8\n[workload]\ntrace = {{ format = \"native\", path = \"jobs.csv\" }}\n[policy]\nplacement = \"first-fit\"\n",
-        names.join(", ")
-    )
-}
-
 /// A failed node's capacity and the allocation it still holds through the grace leave
 /// together.
 ///
@@ -34,7 +26,7 @@ fn fleet(names: &[&str]) -> String {
 fn grace_on_a_failed_node_is_held_not_occupancy() {
     let scenario = format!(
         "name = \"held\"\n{}[metrics]\ntimeseries_interval_s = 100\n[[node_events]]\nat_s = 100\nnode = \"n1\"\nkind = \"fail\"\ngrace_s = 300\n[failures]\n",
-        fleet(&["n1", "n2"])
+        one_cell_first_fit(&["n1", "n2"], "H100", 8)
     );
     let out = run(
         &scenario,
@@ -93,7 +85,7 @@ proptest! {
         }
         let mut toml = format!(
             "name = \"prop\"\nseed = {seed}\n{}gang_recovery = \"{rule}\"\n[metrics]\ntimeseries_interval_s = 50\n[failures]\nmtbf_h = {{ H100 = 0.4 }}\nrepair = {{ distribution = \"exponential\", mean_s = 300 }}\nuntil_s = 4000\ngrace_s = {grace}\nspares_per_cell = {spares}\n",
-            fleet(&["n0", "n1", "n2", "n3"])
+            one_cell_first_fit(&["n0", "n1", "n2", "n3"], "H100", 8)
         );
         if let Some(c) = ckpt {
             toml += &format!("[policy.preemption]\ncheckpoint_interval_s = {c}\n");
@@ -227,7 +219,10 @@ proptest! {
 /// = 800 GPU-s (the 65-GPU job would have added 65 × 100 = 6,500).
 #[test]
 fn oversize_task_is_rejected_at_submit_and_not_demand() {
-    let scenario = format!("name = \"oversize\"\n{}", fleet(&["n1", "n2"]));
+    let scenario = format!(
+        "name = \"oversize\"\n{}",
+        one_cell_first_fit(&["n1", "n2"], "H100", 8)
+    );
     let out = run(
         &scenario,
         &[(
@@ -256,7 +251,7 @@ fn oversize_task_is_rejected_at_submit_and_not_demand() {
 fn horizon_window_ends_at_the_last_event_not_the_last_completion() {
     let scenario = format!(
         "name = \"win\"\n{}[metrics]\nhorizon_s = 10000\n[[node_events]]\nat_s = 50\nnode = \"n2\"\nkind = \"fail\"\n[[node_events]]\nat_s = 400\nnode = \"n1\"\nkind = \"fail\"\n",
-        fleet(&["n1", "n2"])
+        one_cell_first_fit(&["n1", "n2"], "H100", 8)
     );
     let out = run(
         &scenario,
@@ -282,7 +277,7 @@ fn horizon_window_ends_at_the_last_event_not_the_last_completion() {
 fn jobs_csv_stretch_service_and_pending_time_match_the_summary() {
     let scenario = format!(
         "name = \"perjob\"\n{}[[node_events]]\nat_s = 100\nnode = \"n1\"\nkind = \"fail\"\n[[node_events]]\nat_s = 300\nnode = \"n1\"\nkind = \"repair\"\n",
-        fleet(&["n1"])
+        one_cell_first_fit(&["n1"], "H100", 8)
     );
     let out = run(
         &scenario,
@@ -411,7 +406,7 @@ fn validate_reports_never_fitting_jobs_by_reason_without_failing() {
 fn summary_names_queue_strategies_and_jobs_running_at_the_horizon() {
     let scenario = format!(
         "name = \"qs\"\n{}[metrics]\nhorizon_s = 1500\n[[queues]]\nname = \"A\"\nstrategy = \"best-effort-fifo\"\n[[queues]]\nname = \"B\"\n",
-        fleet(&["n1"])
+        one_cell_first_fit(&["n1"], "H100", 8)
     );
     let out = run(
         &scenario,

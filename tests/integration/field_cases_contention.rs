@@ -5,17 +5,9 @@
 //! is an exact test of the outcome worked out there, run through the scenario loader and the
 //! engine with every-instant audits.
 
-use crate::support::{job, last_span, occupancy, run, span, wait_s};
+use crate::support::{job, last_span, occupancy, one_cell, run, span, wait_s};
 
 /// A one-cell fleet of named nodes of one model.
-fn fleet(names: &[&str], gpus: u32) -> String {
-    let names: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
-    format!(
-        "[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.nodes]]\nnames = [{}]\naccelerator = \"H100\"\ngpus = {gpus}\n[workload]\ntrace = {{ format = \"native\", path = \"jobs.csv\" }}\n",
-        names.join(", ")
-    )
-}
-
 /// Two cells `w1`, `w2` of `n` nodes × 8 GPUs each (nodes `w1n1`, …).
 fn two_cells(n: usize) -> String {
     let mut s = String::new();
@@ -58,7 +50,7 @@ flavors = [{{ name = "H100", gpus = {{ nominal = 4 }} }}]
 [policy.preemption]
 reclaim_within_cohort = "any"
 "#,
-        fleet(&["n1"], 8)
+        one_cell(&["n1"], "H100", 8)
     );
     let mut jobs = String::from("id,submit_s,tenant,queue,num_gpu,runtime_s\n");
     for i in 1..=4 {
@@ -126,7 +118,7 @@ cohort = "guaranteed"
 flavors = [{{ name = "H100", gpus = {{ nominal = 0 }} }}]
 [policy.preemption]
 {preemption}"#,
-            fleet(&["n1"], 4)
+            one_cell(&["n1"], "H100", 4)
         );
         let jobs = "id,submit_s,tenant,queue,num_gpu,runtime_s
 be1,0,b,best-effort,4,1000
@@ -145,7 +137,7 @@ g1,10,g,guaranteed,4,100
 fn b24_scenario(queues: &[(&str, u32)]) -> String {
     let mut s = format!(
         "name = \"b24\"\n{}[[cohorts]]\nname = \"K\"\n",
-        fleet(&["n1"], 8)
+        one_cell(&["n1"], "H100", 8)
     );
     for (q, nominal) in queues {
         s += &format!(
@@ -267,7 +259,7 @@ at_s = 100
 node = "n2"
 kind = "fail"
 "#,
-        fleet(&["n1", "n2", "n3"], 8)
+        one_cell(&["n1", "n2", "n3"], "H100", 8)
     );
     let jobs = "id,submit_s,tenant,queue,tasks,num_gpu,runtime_s
 A,0,a,CQ-A,2,8,600
@@ -345,7 +337,7 @@ J,0,t,2,8,1000
 fn b31_gang_of_small_tasks_preempts_a_big_task() {
     let scenario = format!(
         "name = \"b31\"\n{}queues = \"single\"\n[policy]\nqueue_order = \"priority\"\n[policy.preemption]\ncapacity = \"lower-priority\"\n",
-        fleet(&["n1"], 8)
+        one_cell(&["n1"], "H100", 8)
     );
     let jobs = "id,submit_s,tenant,priority,tasks,num_gpu,runtime_s
 L,0,t,1,1,8,5000
@@ -399,7 +391,7 @@ reclaim_within_cohort = "any"
 within_queue = "lower-priority"
 grace_s = 30
 "#,
-        fleet(&["n1"], 3)
+        one_cell(&["n1"], "H100", 3)
     );
     let jobs = "id,submit_s,tenant,queue,priority,num_gpu,runtime_s
 b1,0,b,cq2,0,1,1000
@@ -438,7 +430,7 @@ H,20,a,cq1,10000,2,500
 fn no_did_not_fit_memory_across_a_zero_grace_preemption() {
     let scenario = format!(
         "name = \"item6\"\n{}queues = \"single\"\n[policy]\nqueue_order = \"priority\"\n[policy.preemption]\ncapacity = \"lower-priority\"\n",
-        fleet(&["n1"], 8)
+        one_cell(&["n1"], "H100", 8)
     );
     let jobs = "id,submit_s,tenant,priority,num_gpu,runtime_s
 V,0,t,0,4,1000
@@ -472,7 +464,7 @@ B,10,t,5,2,100
 fn preemptor_replans_when_its_planned_node_fails() {
     let scenario = format!(
         "name = \"item5\"\n{}queues = \"single\"\n[policy]\nqueue_order = \"priority\"\n[policy.cycle]\nretry_interval_s = 1\n[policy.preemption]\ncapacity = \"lower-priority\"\ngrace_s = 30\n[[node_events]]\nat_s = 110\nnode = \"n2\"\nkind = \"fail\"\ngrace_s = 60\n",
-        fleet(&["n1", "n2"], 8)
+        one_cell(&["n1", "n2"], "H100", 8)
     );
     let jobs = "id,submit_s,tenant,priority,num_gpu,runtime_s
 L1,0,t,1,8,3000
@@ -581,7 +573,7 @@ admission_order = "{order}"
 fn requeued_victim_does_not_take_back_the_preemptors_room() {
     let scenario = format!(
         "name = \"victim-ahead\"\n{}queues = \"single\"\n[policy.preemption]\ncapacity = \"lower-priority\"\ngrace_s = 5\n",
-        fleet(&["n1"], 4)
+        one_cell(&["n1"], "H100", 4)
     );
     let jobs = "id,submit_s,tenant,priority,num_gpu,runtime_s
 J0,0,t,0,4,53
@@ -636,7 +628,7 @@ flavors = [{{ name = "H100", gpus = {{ nominal = 0 }} }}]
 [policy.preemption]
 reclaim_within_cohort = "any"
 "#,
-            fleet(&["n1"], 4)
+            one_cell(&["n1"], "H100", 4)
         );
         let jobs = "id,submit_s,tenant,queue,num_gpu,runtime_s
 a1,0,a,A,2,1000

@@ -6,17 +6,9 @@
 use fleetsim::engine::FinalState;
 use fleetsim_policies::PendingReason;
 
-use crate::support::{job, last_span, occupancy, run, span, state, wait_s};
+use crate::support::{job, last_span, occupancy, one_cell, run, span, state, wait_s};
 
 /// A one-cell fleet of named nodes of one model.
-fn fleet(names: &[&str], gpus: u32) -> String {
-    let names: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
-    format!(
-        "[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.nodes]]\nnames = [{}]\naccelerator = \"H100\"\ngpus = {gpus}\n[workload]\ntrace = {{ format = \"native\", path = \"jobs.csv\" }}\n",
-        names.join(", ")
-    )
-}
-
 /// B01 — a job that can never fit must not keep forcing the same preemption.
 ///
 /// Cohort C = {CQ-A nominal 3, reclaims from borrowers; CQ-B nominal 0, borrows up to 3};
@@ -51,7 +43,7 @@ admission_order = "nominal-first"
 [policy.preemption]
 reclaim_within_cohort = "any"
 "#,
-        fleet(&["n1"], 3)
+        one_cell(&["n1"], "H100", 3)
     );
     let jobs = "id,submit_s,tenant,queue,num_gpu,runtime_s
 W1,0,b,CQ-B,1,1000
@@ -125,7 +117,7 @@ grace_s = 30
 [policy.cycle]
 retry_interval_s = 1
 "#,
-        fleet(&["n1"], 8)
+        one_cell(&["n1"], "H100", 8)
     );
     let jobs = "id,submit_s,tenant,queue,num_gpu,runtime_s
 x1,0,x,CQ-X,2,1000
@@ -186,7 +178,7 @@ flavors = [{{ name = "H100", gpus = {{ nominal = 1, borrowing_limit = 4 }} }}]
 [policy.preemption]
 reclaim_within_cohort = "any"
 "#,
-        fleet(&["n1"], 5)
+        one_cell(&["n1"], "H100", 5)
     );
     let jobs = "id,submit_s,tenant,queue,num_gpu,runtime_s
 a1,0,A,A,1,3600
@@ -235,7 +227,10 @@ reclaim_within_cohort = "any"
 /// * Variant, be1 lasting 1000: at 500 g2 reclaims be1; g2 runs 500–800, be1 restarts 800–1800.
 #[test]
 fn b06_strict_fifo_head_does_not_block_borrowers() {
-    let scenario = format!("name = \"b06\"\n{}{B06_QUEUES}", fleet(&["n1"], 2));
+    let scenario = format!(
+        "name = \"b06\"\n{}{B06_QUEUES}",
+        one_cell(&["n1"], "H100", 2)
+    );
     let jobs = "id,submit_s,tenant,queue,num_gpu,runtime_s
 g1,0,g,CQ-G,1,500
 g2,10,g,CQ-G,2,300
@@ -329,7 +324,7 @@ attempt_budget = 50
 fn b08_gangs_stay_whole_under_preemption() {
     let scenario = format!(
         "name = \"b08p\"\n{}[policy]\nqueue_order = \"priority\"\n[policy.preemption]\ncapacity = \"lower-priority\"\n",
-        fleet(&["n1", "n2", "n3", "n4"], 1)
+        one_cell(&["n1", "n2", "n3", "n4"], "H100", 1)
     );
     let jobs = "id,submit_s,tenant,priority,tasks,num_gpu,runtime_s
 G1,0,t,0,4,1,600
@@ -352,7 +347,7 @@ G2,10,u,1,4,1,600
 fn b10_gang_preemption_counts_free_nodes() {
     let scenario = format!(
         "name = \"b10\"\n{}[policy]\nqueue_order = \"priority\"\n[policy.preemption]\ncapacity = \"lower-priority\"\n",
-        fleet(&["n1", "n2"], 8)
+        one_cell(&["n1", "n2"], "H100", 8)
     );
     let jobs = "id,submit_s,tenant,priority,tasks,num_gpu,runtime_s
 L,0,low,1,1,8,5000
@@ -383,7 +378,7 @@ s8,350,t,1,1,8,1000,1000
 fn b11(backfill: &str) -> fleetsim::run::RunOutput {
     let scenario = format!(
         "name = \"b11\"\n{}queues = \"single\"\n[policy]\nqueue_order = \"priority\"\nqueueing_strategy = \"best-effort-fifo\"\nbackfill = \"{backfill}\"\n",
-        fleet(&["n1", "n2", "n3", "n4"], 8)
+        one_cell(&["n1", "n2", "n3", "n4"], "H100", 8)
     );
     run(&scenario, &[("jobs.csv", B11_JOBS)])
 }
@@ -446,7 +441,7 @@ node = "n1"
 kind = "fail"
 grace_s = 30
 "#,
-        fleet(&["n1", "n2"], 8)
+        one_cell(&["n1", "n2"], "H100", 8)
     );
     let jobs = "id,submit_s,tenant,queue,num_gpu,runtime_s
 J1,0,T,T,8,3600
@@ -498,7 +493,7 @@ flavors = [{{ name = "H100", gpus = {{ nominal = 8 }} }}]
 timeline = {{ path = "failures.csv" }}
 {startup}
 "#,
-            fleet(&["n1", "n2"], 8)
+            one_cell(&["n1", "n2"], "H100", 8)
         )
     };
     let jobs = "id,submit_s,tenant,queue,num_gpu,runtime_s

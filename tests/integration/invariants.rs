@@ -9,27 +9,23 @@ use fleetsim::engine::{EngineConfig, FinalState, JobRow, Simulation};
 use fleetsim::scenario::QueueMapping;
 use fleetsim::workload::{JobSpec, VecStream};
 use fleetsim_policies::{
-    CellId, CellSelectKind, FleetState, ModelId, NodeSpec, PlacementKind, QueueOrderKind,
-    QueueingStrategy, SchedulerConfig, SimDuration, SimTime, TaskShape,
+    CellId, CellSelectKind, FleetState, NodeSpec, PlacementKind, QueueOrderKind, QueueingStrategy,
+    SchedulerConfig, SimDuration, SimTime, TaskShape,
 };
 use proptest::prelude::*;
+
+use crate::support::{fleet_state, node};
 
 fn fleet(nodes: &[(u8, u8)]) -> FleetState {
     let specs = nodes
         .iter()
         .enumerate()
         .map(|(i, &(cell, gpus))| NodeSpec {
-            name: format!("n{i}"),
             cell: CellId(cell as u16),
-            block: 0,
-            domain: i as u32,
-            model: Some(ModelId(0)),
-            gpus: gpus as u32,
-            cpu_milli: 16_000,
-            mem_mib: 64_000,
+            ..node(i, gpus as u32)
         })
         .collect();
-    FleetState::new(vec!["a".into(), "b".into()], vec!["H100".into()], specs).unwrap()
+    fleet_state(&["a", "b"], &["H100"], specs)
 }
 
 #[derive(Clone, Debug)]

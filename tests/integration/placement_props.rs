@@ -19,28 +19,22 @@ use fleetsim_policies::{
 };
 use proptest::prelude::*;
 
+use crate::support::{fleet_state, node};
+
 /// Nodes: (model 0..3, gpus 1..=8, cpu cores 1..=32); 2 nodes per domain, 2 domains per block.
 fn fleet(nodes: &[(u8, u8, u8)]) -> FleetState {
     let specs = nodes
         .iter()
         .enumerate()
         .map(|(i, &(m, g, c))| NodeSpec {
-            name: format!("n{i}"),
-            cell: CellId(0),
             block: (i / 4) as u32,
             domain: (i / 2) as u32,
             model: Some(ModelId(m as u16)),
-            gpus: g as u32,
             cpu_milli: c as u64 * 1000,
-            mem_mib: 64_000,
+            ..node(i, g as u32)
         })
         .collect();
-    FleetState::new(
-        vec!["c".into()],
-        vec!["A".into(), "B".into(), "C".into()],
-        specs,
-    )
-    .unwrap()
+    fleet_state(&["c"], &["A", "B", "C"], specs)
 }
 
 #[derive(Clone, Debug)]

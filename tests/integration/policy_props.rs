@@ -27,28 +27,25 @@ use fleetsim_policies::preemption::{
 };
 use fleetsim_policies::quota::{Flavor, FlavorQuota, QuotaNodeSpec, QuotaSpec, ResourceQuota};
 use fleetsim_policies::{
-    AdmissionOrder, CellId, Extensions, FleetState, ModelId, ModelSet, NodeId, PreemptionConfig,
-    QueueConfig, QueueId, QueueOrderKind, QueueingStrategy, QuotaTree, SchedulerConfig,
-    SimDuration, SimTime, TaskShape, Tier,
+    AdmissionOrder, Extensions, FleetState, ModelSet, NodeId, PreemptionConfig, QueueConfig,
+    QueueId, QueueOrderKind, QueueingStrategy, QuotaTree, SchedulerConfig, SimDuration, SimTime,
+    TaskShape, Tier,
 };
 use proptest::prelude::*;
+
+use crate::support::{fleet_state, node};
 
 fn fleet(nodes: &[u8]) -> FleetState {
     let specs = nodes
         .iter()
         .enumerate()
         .map(|(i, &gpus)| fleetsim_policies::NodeSpec {
-            name: format!("n{i}"),
-            cell: CellId(0),
-            block: 0,
-            domain: i as u32,
-            model: Some(ModelId(0)),
-            gpus: gpus as u32,
             cpu_milli: 64_000,
             mem_mib: 256_000,
+            ..node(i, gpus as u32)
         })
         .collect();
-    FleetState::new(vec!["c".into()], vec!["H100".into()], specs).unwrap()
+    fleet_state(&["c"], &["H100"], specs)
 }
 
 #[derive(Clone, Debug)]

@@ -7,17 +7,9 @@ use fleetsim::run::{run_scenario, RunOptions};
 use fleetsim::scenario::{self, TraceDir};
 use proptest::prelude::*;
 
-use crate::support::{job, last_span, run, span};
+use crate::support::{job, last_span, one_cell_first_fit, run, span};
 
 /// A one-cell fleet of named 8-GPU nodes of `model`, native trace `jobs.csv`.
-fn fleet(names: &[&str], model: &str) -> String {
-    let names: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
-    format!(
-        "[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.nodes]]\nnames = [{}]\naccelerator = \"{model}\"\ngpus = 8\n[workload]\ntrace = {{ format = \"native\", path = \"jobs.csv\" }}\n[policy]\nplacement = \"first-fit\"\n",
-        names.join(", ")
-    )
-}
-
 /// A job with a 600 s checkpoint interval fails at 1,500 s of progress: it keeps the
 /// checkpoint at 1,200 s and loses exactly 300 s.
 ///
@@ -39,7 +31,7 @@ node = "n1"
 kind = "fail"
 [failures]
 "#,
-        fleet(&["n1", "n2"], "H100")
+        one_cell_first_fit(&["n1", "n2"], "H100", 8)
     );
     let out = run(
         &scenario,
@@ -129,7 +121,7 @@ nodes = ["n1"]
 deadline_s = 500
 duration_s = 1000
 "#,
-        fleet(&["n1", "n2"], "H100")
+        one_cell_first_fit(&["n1", "n2"], "H100", 8)
     );
     let jobs =
         "id,submit_s,tenant,num_gpu,runtime_s\nJ1,0,T,8,1000\nJ2,150,T,8,200\nJ3,400,T,8,100\n";
@@ -246,7 +238,7 @@ fn bad_timeline_row_names_file_line_and_column() {
     let dir = tempfile::tempdir().unwrap();
     let toml = format!(
         "name = \"bad\"\n{}[failures]\ntimeline = {{ path = \"t.csv\" }}\n",
-        fleet(&["n1"], "H100")
+        one_cell_first_fit(&["n1"], "H100", 8)
     );
     std::fs::write(dir.path().join("scenario.toml"), toml).unwrap();
     std::fs::write(
@@ -360,7 +352,7 @@ proptest! {
         }
         let mut toml = format!(
             "name = \"prop\"\nseed = {seed}\n{}[failures]\nmtbf_h = {{ H100 = 0.4 }}\nrepair = {{ distribution = \"exponential\", mean_s = 300 }}\nuntil_s = 4000\ngrace_s = {grace}\nrestart_overhead_s = {restart}\n[startup]\nbase_s = {base}\nper_doubling_s = {per_doubling}\n",
-            fleet(&["n0", "n1", "n2"], "H100")
+            one_cell_first_fit(&["n0", "n1", "n2"], "H100", 8)
         );
         if let Some(c) = ckpt {
             toml += &format!("[policy.preemption]\ncheckpoint_interval_s = {c}\n");
@@ -406,7 +398,7 @@ fn generated_failures_start_at_the_first_submit() {
     let scen = |extra: &str| {
         format!(
             "name = \"origin\"\n{}[failures]\nmtbf_h = {{ H100 = 10 }}\nrepair = {{ distribution = \"fixed\", mean_s = 600 }}\n{extra}",
-            fleet(&["n1", "n2"], "H100")
+            one_cell_first_fit(&["n1", "n2"], "H100", 8)
         )
     };
     let timeline = |all: &str| -> Vec<(u64, String)> {
@@ -463,7 +455,7 @@ kind = "repair"
 restart_overhead_s = 100
 {spares}
 "#,
-        fleet(&["n1", "n2", "n3"], "H100")
+        one_cell_first_fit(&["n1", "n2", "n3"], "H100", 8)
     )
 }
 

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use fleetsim::engine::{FinalState, JobRow};
 use fleetsim::run::{run_scenario, RunOptions, RunOutput};
 use fleetsim::scenario::{self, TraceDir};
+use fleetsim_policies::{CellId, FleetState, ModelId, NodeSpec};
 
 /// Writes `files` (name, contents) and `scenario.toml` into a fresh directory, runs it with
 /// every-instant audits on, and returns the output with job rows in memory.
@@ -135,4 +136,45 @@ pub fn last_span(out: &RunOutput, name: &str) -> (Option<u64>, Option<u64>) {
 pub fn wait_s(out: &RunOutput, name: &str) -> Option<u64> {
     let r = job(out, name);
     r.start.map(|s| (s - r.submit).0 / 1000)
+}
+
+/// The fleet and workload of a hand-computed case: one cell `c` of the nodes `names`, each of
+/// `gpus` × `accelerator`, reading the native trace `jobs.csv` beside the scenario.
+pub fn one_cell(names: &[&str], accelerator: &str, gpus: u32) -> String {
+    let names: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    format!(
+        "[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.nodes]]\nnames = [{}]\naccelerator = \"{accelerator}\"\ngpus = {gpus}\n[workload]\ntrace = {{ format = \"native\", path = \"jobs.csv\" }}\n",
+        names.join(", ")
+    )
+}
+
+/// [`one_cell`] with first-fit placement (`[policy] placement = "first-fit"`), so that a case
+/// knows which node each job takes.
+pub fn one_cell_first_fit(names: &[&str], accelerator: &str, gpus: u32) -> String {
+    one_cell(names, accelerator, gpus) + "[policy]\nplacement = \"first-fit\"\n"
+}
+
+/// Node `n{i}` of a policy-crate fleet: cell 0, block 0, an NVLink domain of its own, model 0,
+/// `gpus` accelerators, 16 cores and 64,000 MiB. Change fields with `NodeSpec { …, ..node(i, g) }`.
+pub fn node(i: usize, gpus: u32) -> NodeSpec {
+    NodeSpec {
+        name: format!("n{i}"),
+        cell: CellId(0),
+        block: 0,
+        domain: i as u32,
+        model: Some(ModelId(0)),
+        gpus,
+        cpu_milli: 16_000,
+        mem_mib: 64_000,
+    }
+}
+
+/// A policy-crate fleet of `nodes`, its cells and models named in id order.
+pub fn fleet_state(cells: &[&str], models: &[&str], nodes: Vec<NodeSpec>) -> FleetState {
+    FleetState::new(
+        cells.iter().map(|c| c.to_string()).collect(),
+        models.iter().map(|m| m.to_string()).collect(),
+        nodes,
+    )
+    .unwrap()
 }
