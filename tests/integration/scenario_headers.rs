@@ -283,6 +283,15 @@ fn claims() -> Vec<Claim> {
             gpu_total(v)
         ]),
         c!("philly-multicell.toml", "arrivals compressed {}x", |v| vec![num(v, "transforms.arrival_rate_scale")]),
+        c!(
+            "philly-multicell.toml",
+            "submitted in the {} days from 2017-10-01 (trace seconds {} .. {};",
+            |v| vec![
+                (num(v, "transforms.window.end_s") - num(v, "transforms.window.start_s")) / 86_400.0,
+                num(v, "transforms.window.start_s"),
+                num(v, "transforms.window.end_s")
+            ]
+        ),
         c!("philly-multicell.toml", "MTBF {} h (P40) and {} h (V100)", |v| vec![
             num(v, "failures.mtbf_h.P40"),
             num(v, "failures.mtbf_h.V100M32")
