@@ -9,6 +9,7 @@ pub mod k8s;
 pub mod k8s_live;
 pub mod loadtest;
 pub mod openapi;
+pub mod quarantine;
 pub mod security;
 pub mod serve;
 pub mod service;

@@ -75,7 +75,14 @@ pub fn document() -> Value {
                 "refused_on_replay": {"type": "integer", "description": "Replayed records with a refused event: refused when first sent too under the log's own spec; under a changed --spec, a sign the replay diverged."},
                 "first_refused": {"type": ["object", "null"], "description": "The first of them (null: none).", "properties": {
                     "record": {"type": "integer"}, "batch": {"type": ["integer", "null"]},
-                    "index": {"type": "integer"}, "error": {"type": "string"}}}
+                    "index": {"type": "integer"}, "error": {"type": "string"}}},
+                "quarantine": {"type": "object", "description": "Log records set aside (<wal>.quarantine): they did not decode, failed validation or panicked when applied; replays skip them.", "properties": {
+                    "path": {"type": ["string", "null"]},
+                    "records": {"type": "integer", "description": "Records the file lists."},
+                    "set_aside_since_start": {"type": "integer"},
+                    "first": {"type": "array", "description": "The first 10 (record index, byte offset, batch, event index, reason).", "items": {"type": "object"}},
+                    "panics": {"type": "integer", "description": "Panics caught applying a batch since start."},
+                    "write_error": {"type": ["string", "null"], "description": "The last error writing the file (the records are still skipped by this process)."}}}
             }}
         }}),
     );
@@ -110,8 +117,8 @@ pub fn document() -> Value {
                     "200": ok_json("The batch's decisions, in order.", r("BatchReply")),
                     "403": error_response("Event `index` is not the principal's to send: a submit for a tenant it is not listed for, a cancel of a job that is not its tenants' (or unknown), or a cluster-wide event from a non-admin. The whole batch is refused: nothing logged or applied (body also has `index`)."),
                     "409": error_response("Batch number at or below the last accepted one: nothing applied (a resend of a logged batch)."),
-                    "422": error_response("Event `index` refused; the events before it applied (body also has `index`, `first_seq`, `decisions`)."),
-                    "500": error_response("The write-ahead log write failed: nothing applied.")
+                    "422": error_response("Event `index` refused (body also has `index`, `applied`, `first_seq`, `decisions`). A field out of the spec's range (a queue, cell, model or node id it does not have, a shape `TaskShape` refuses, a time before the state's or the previous event's, a size over its bound; body also has `field`): nothing of the batch logged or applied, `applied` 0. An event the state refuses (an unknown job, a job not in the phase the event needs): the `applied` events before it were logged and applied, their decisions given."),
+                    "500": error_response("The write-ahead log write failed, or applying the batch failed (a defect; the record was set aside in the quarantine file and the state rebuilt without it): nothing applied.")
                 }
             }},
             "/v1/decisions": {"get": {

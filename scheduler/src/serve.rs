@@ -225,6 +225,7 @@ pub async fn start(o: ServeOptions) -> Result<Started, String> {
             f.error
         );
     }
+    report_set_aside(&o.wal, &rec);
     crate::service::lock(&state).set_tenancy(tenants);
     let app = secure(router(state.clone()), prepared.security);
     let listener = tokio::net::TcpListener::bind(prepared.listen)
@@ -239,6 +240,37 @@ pub async fn start(o: ServeOptions) -> Result<Started, String> {
         state,
         log_lock,
     })
+}
+
+/// Reports on stderr the log records a start set aside ([`crate::quarantine`]): the first
+/// 10 one by one, then a count.
+pub fn report_set_aside(wal: &Path, rec: &crate::service::Recovery) {
+    let file = crate::quarantine::path_for(wal);
+    for e in rec.set_aside.iter().take(10) {
+        eprintln!(
+            "fleetsim-scheduler: WARNING: write-ahead log {}: record {} at byte {} (batch {}) set aside in {}: {}",
+            wal.display(),
+            e.record,
+            e.offset,
+            e.batch.map_or("unnumbered".to_string(), |b| b.to_string()),
+            file.display(),
+            e.reason
+        );
+    }
+    if rec.set_aside.len() > 10 {
+        eprintln!(
+            "fleetsim-scheduler: WARNING: … and {} more records set aside in {}",
+            rec.set_aside.len() - 10,
+            file.display()
+        );
+    }
+    if rec.set_aside_before > 0 {
+        eprintln!(
+            "fleetsim-scheduler: {} log records set aside by earlier starts skipped (listed in {})",
+            rec.set_aside_before,
+            file.display()
+        );
+    }
 }
 
 /// Runs the service until SIGTERM or ctrl-c. Prints `listening on ADDR` (stdout) once

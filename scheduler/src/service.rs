@@ -29,13 +29,16 @@
 //! Time: with [`Clock::Event`] (the default) decisions use the events' `t`, never the wall
 //! clock, so a replay is deterministic. With [`Clock::Wall`] the service overwrites each
 //! accepted event's `t` with the milliseconds since it started (offset by the state's time at
-//! start, so a restart continues where the log ended), never going backwards; the stamped
-//! events are what the log holds, so a restart replays them to the same state.
+//! start, so a restart continues where the log ended), never going backwards; a job's
+//! `submit` becomes that stamp too and a `job_lost`'s `release_at` is raised to it (the
+//! sender's times are on another clock). The stamped events are what the log holds, so a
+//! restart replays them to the same state.
 //!
 //! [`router`] builds the routes only, so a security layer ([`crate::security::secure`]) can
 //! wrap them.
 
 use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
 use std::path::Path as FsPath;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -46,10 +49,11 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use fleetsim_policies::live::{Decision, Event, LiveState, Phase};
+use fleetsim_policies::live::{Decision, Event, Invalid, LiveState, Phase};
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
+use crate::quarantine::Quarantine;
 use crate::security::Principal;
 use crate::tenancy::Tenancy;
 use crate::wal::{TailDefect, Wal};
@@ -164,6 +168,11 @@ pub struct Recovery {
     pub refused_on_replay: u64,
     /// The first of them.
     pub first_refused: Option<RefusedRecord>,
+    /// Records this start set aside ([`crate::quarantine`]): they do not decode, fail
+    /// validation or panicked when applied; the state is as if they had never been logged.
+    pub set_aside: Vec<crate::quarantine::Entry>,
+    /// Records set aside by earlier starts (listed in the quarantine file), skipped.
+    pub set_aside_before: u64,
     /// Time taken to read and replay the log, seconds.
     pub seconds: f64,
 }
@@ -179,6 +188,24 @@ pub struct RefusedRecord {
     pub index: usize,
     /// Why it was refused.
     pub error: String,
+}
+
+/// What [`Service::replay`] did.
+struct Replayed {
+    snapshot: Option<SnapshotUsed>,
+    snapshot_unused: Option<String>,
+    skip: usize,
+    refused_on_replay: u64,
+    first_refused: Option<RefusedRecord>,
+}
+
+/// The message of a caught panic.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
 }
 
 /// The snapshot a restart loaded ([`crate::snapshot`]).
@@ -234,6 +261,14 @@ pub struct Service {
     /// The start state's [`crate::snapshot::fingerprint`] (with a log).
     fingerprint: Option<u32>,
     last_snapshot: Option<SnapshotWritten>,
+    /// The start state, serialized ([`crate::snapshot::state_bytes`]; with a log): a
+    /// rebuild after a caught panic starts from it (or from the snapshot).
+    base: Vec<u8>,
+    /// Log records set aside ([`crate::quarantine`]).
+    quarantine: Quarantine,
+    /// Panics caught while applying a batch over the service's life (each set its record
+    /// aside and rebuilt the state without it).
+    panics: u64,
 }
 
 /// Shared handle to the service state.
@@ -256,8 +291,18 @@ pub enum Refused {
         /// Why (the `403` body).
         error: String,
     },
+    /// Event `index` has a field out of the spec's range or the caller's rights (nothing
+    /// logged or applied).
+    Invalid(Invalid),
     /// The log write failed (nothing applied).
     Log(std::io::Error),
+    /// Applying the logged batch panicked (a defect): the record was set aside
+    /// ([`crate::quarantine`]) and the state rebuilt without it, so nothing of it is
+    /// applied.
+    Panicked {
+        /// The panic's message.
+        error: String,
+    },
     /// Event `index` was refused; the events before it were applied.
     Event {
         /// The refused event's index in the batch.
@@ -293,6 +338,9 @@ impl Service {
             since_snapshot: 0,
             fingerprint: None,
             last_snapshot: None,
+            base: Vec::new(),
+            quarantine: Quarantine::default(),
+            panics: 0,
         }
     }
 
@@ -305,73 +353,37 @@ impl Service {
     /// loaded from it and only the records after it are replayed; one that cannot be used
     /// is reported in [`Recovery::snapshot_unused`] and the whole log replayed.
     ///
+    /// A record that cannot be replayed — it does not decode as a batch, fails
+    /// [`LiveState::validate`], or panics when applied — is set aside in
+    /// `<wal>.quarantine` ([`crate::quarantine`]) and reported in
+    /// [`Recovery::set_aside`]; the state is then as if it had never been logged.
+    ///
     /// # Errors
-    /// A message naming the log: I/O errors, or a record whose checksum is good but whose
-    /// JSON is not a batch (a log from another program or version).
+    /// A message naming the log or the quarantine file: I/O errors.
     pub fn with_wal(
         live: LiveState,
         wal: &FsPath,
         options: Options,
     ) -> Result<(AppState, Recovery), String> {
         let t0 = Instant::now();
-        let fingerprint = crate::snapshot::fingerprint(&live, options.policy_digest)
+        let base = crate::snapshot::state_bytes(&live)
             .map_err(|e| format!("the start state does not serialize: {e}"))?;
+        let fingerprint = crate::snapshot::fingerprint_of(&base, options.policy_digest);
+        let quarantine = Quarantine::open(wal, fingerprint)?;
         let opened = crate::wal::Wal::open(wal)
             .map_err(|e| format!("write-ahead log {}: {e}", wal.display()))?;
         let mut svc = Service::bare(live, options);
         svc.fingerprint = Some(fingerprint);
-        let (mut snapshot, mut snapshot_unused, mut skip) = (None, None, 0usize);
-        let (mut refused_on_replay, mut first_refused) = (0u64, None);
+        svc.base = base;
+        svc.quarantine = quarantine;
         let snap_path = crate::snapshot::path_for(wal);
-        let t_snap = Instant::now();
-        let loaded = crate::snapshot::read(&snap_path).and_then(|p| match p {
-            None => Ok(None),
-            Some(p) => {
-                let len = (crate::snapshot::HEADER_BYTES + p.len()) as u64;
-                crate::snapshot::load(&p, &mut svc.live, fingerprint, &opened.records)
-                    .map(|m| Some((m, len)))
-                    .map_err(|e| format!("snapshot {}: {e}", snap_path.display()))
-            }
-        });
-        match loaded {
-            Ok(None) => {}
-            Ok(Some(((meta, ds), bytes))) => {
-                svc.first_retained = meta.first_retained;
-                svc.decisions = ds.into();
-                svc.record(&[]);
-                svc.last_batch = meta.last_batch;
-                svc.events = meta.events;
-                skip = meta.wal_records as usize;
-                snapshot = Some(SnapshotUsed {
-                    path: snap_path.display().to_string(),
-                    bytes,
-                    batches: meta.wal_records,
-                    events: meta.events,
-                    seconds: t_snap.elapsed().as_secs_f64(),
-                });
-            }
-            Err(why) => snapshot_unused = Some(why),
-        }
-        for (i, rec) in opened.records.iter().enumerate().skip(skip) {
-            let batch: Batch = serde_json::from_slice(rec).map_err(|e| {
-                format!(
-                    "write-ahead log {}: record {i} is not a batch: {e}",
-                    wal.display()
-                )
-            })?;
-            svc.events += batch.events.len() as u64;
-            // Under the spec the log was written with, a refused event was refused the same
-            // way when the batch was first accepted; counted and reported either way.
-            if let Err((index, error, _)) = svc.apply(&batch) {
-                refused_on_replay += 1;
-                first_refused.get_or_insert(RefusedRecord {
-                    record: i as u64,
-                    batch: batch.batch,
-                    index,
-                    error,
-                });
-            }
-        }
+        let Replayed {
+            snapshot,
+            snapshot_unused,
+            skip,
+            refused_on_replay,
+            first_refused,
+        } = svc.replay(wal, &opened.records, true)?;
         svc.since_snapshot = svc.events - snapshot.as_ref().map_or(0, |s| s.events);
         let mut recovery = Recovery {
             batches: opened.records.len() as u64,
@@ -383,6 +395,9 @@ impl Service {
             tail_defect: opened.defect,
             refused_on_replay,
             first_refused,
+            set_aside: svc.quarantine.added().to_vec(),
+            set_aside_before: (svc.quarantine.entries().len() - svc.quarantine.added().len())
+                as u64,
             seconds: t0.elapsed().as_secs_f64(),
         };
         svc.wal = Some(opened.wal);
@@ -403,6 +418,241 @@ impl Service {
         svc.started = Instant::now();
         svc.notify.send_replace(svc.total_decisions());
         Ok((Arc::new(Mutex::new(svc)), recovery))
+    }
+
+    /// Puts back the state the service started from (before any log record).
+    fn reset_to_base(&mut self) -> Result<(), String> {
+        crate::snapshot::restore_state(&mut self.live, &self.base)
+            .map_err(|e| format!("the start state does not load back: {e}"))?;
+        self.decisions.clear();
+        self.first_retained = 0;
+        self.last_batch = None;
+        self.events = 0;
+        Ok(())
+    }
+
+    /// Loads the snapshot beside the log at `wal` into the state when it is usable for
+    /// `records`; returns what was used (or why not) and the records it covers.
+    fn load_snapshot(
+        &mut self,
+        wal: &FsPath,
+        records: &[Vec<u8>],
+    ) -> (Option<SnapshotUsed>, Option<String>, usize) {
+        let Some(fingerprint) = self.fingerprint else {
+            return (None, None, 0);
+        };
+        let snap_path = crate::snapshot::path_for(wal);
+        let t_snap = Instant::now();
+        let live = &mut self.live;
+        let loaded = crate::snapshot::read(&snap_path).and_then(|p| match p {
+            None => Ok(None),
+            Some(p) => {
+                let len = (crate::snapshot::HEADER_BYTES + p.len()) as u64;
+                // A snapshot is input too: a decoder defect must not keep the service down.
+                let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    crate::snapshot::load(&p, live, fingerprint, records)
+                }))
+                .unwrap_or_else(|panic| {
+                    Err(format!("loading it panicked: {}", panic_message(&*panic)))
+                });
+                r.map(|m| Some((m, len)))
+                    .map_err(|e| format!("snapshot {}: {e}", snap_path.display()))
+            }
+        });
+        match loaded {
+            Ok(None) => (None, None, 0),
+            Ok(Some(((meta, ds), bytes))) => {
+                self.first_retained = meta.first_retained;
+                self.decisions = ds.into();
+                self.record(&[]);
+                self.last_batch = meta.last_batch;
+                self.events = meta.events;
+                let used = SnapshotUsed {
+                    path: snap_path.display().to_string(),
+                    bytes,
+                    batches: meta.wal_records,
+                    events: meta.events,
+                    seconds: t_snap.elapsed().as_secs_f64(),
+                };
+                (Some(used), None, meta.wal_records as usize)
+            }
+            Err(why) => (None, Some(why), 0),
+        }
+    }
+
+    /// Brings the state to the end of `records` (the log at `wal`): from the snapshot when
+    /// one is usable, else from the start state (`fresh`: the state is the start state
+    /// already). A record that does not decode, fails [`LiveState::validate`] or panics
+    /// when applied is set aside ([`crate::quarantine`]); after a panic the state is
+    /// rebuilt and the replay starts again without that record, so that what follows
+    /// applies to the state the log describes.
+    fn replay(
+        &mut self,
+        wal: &FsPath,
+        records: &[Vec<u8>],
+        mut fresh: bool,
+    ) -> Result<Replayed, String> {
+        loop {
+            if !fresh {
+                self.reset_to_base()?;
+            }
+            fresh = false;
+            let (snapshot, snapshot_unused, skip) = self.load_snapshot(wal, records);
+            let (mut refused_on_replay, mut first_refused) = (0u64, None);
+            let mut offset: u64 = records[..skip.min(records.len())]
+                .iter()
+                .map(|r| (crate::wal::HEADER_BYTES + r.len()) as u64)
+                .sum();
+            let mut panicked = false;
+            for (i, rec) in records.iter().enumerate().skip(skip) {
+                let at = offset;
+                offset += (crate::wal::HEADER_BYTES + rec.len()) as u64;
+                if self.quarantine.contains(at, crc32fast::hash(rec)) {
+                    continue;
+                }
+                let batch: Batch = match serde_json::from_slice(rec) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        let why = format!("does not decode as a batch: {e}");
+                        self.quarantine.add(i as u64, at, rec, None, None, why);
+                        continue;
+                    }
+                };
+                if let Err(bad) = self.live.validate(&batch.events) {
+                    let (index, why) = (bad.index, bad.to_string());
+                    self.quarantine
+                        .add(i as u64, at, rec, batch.batch, Some(index), why);
+                    continue;
+                }
+                match self.apply_caught(&batch) {
+                    Ok(r) => {
+                        self.events += batch.events.len() as u64;
+                        // Under the spec the log was written with, a refused event was
+                        // refused the same way when the batch was first accepted; counted
+                        // and reported either way.
+                        if let Err((index, error, _)) = r {
+                            refused_on_replay += 1;
+                            first_refused.get_or_insert(RefusedRecord {
+                                record: i as u64,
+                                batch: batch.batch,
+                                index,
+                                error,
+                            });
+                        }
+                    }
+                    Err(panic) => {
+                        self.panics += 1;
+                        let why = format!("applying it panicked: {panic}");
+                        self.quarantine
+                            .add(i as u64, at, rec, batch.batch, None, why);
+                        panicked = true;
+                        break;
+                    }
+                }
+            }
+            if !panicked {
+                return Ok(Replayed {
+                    snapshot,
+                    snapshot_unused,
+                    skip,
+                    refused_on_replay,
+                    first_refused,
+                });
+            }
+        }
+    }
+
+    /// [`Service::apply`] with a panic caught: `Err(message)` then, and the state is
+    /// whatever the panic left (rebuild it).
+    fn apply_caught(
+        &mut self,
+        batch: &Batch,
+    ) -> Result<Result<BatchReply, (usize, String, BatchReply)>, String> {
+        std::panic::catch_unwind(AssertUnwindSafe(|| self.apply(batch)))
+            .map_err(|panic| panic_message(&*panic))
+    }
+
+    /// After a panic applying the last logged record: sets it aside and rebuilds the state
+    /// from the log without it. Without a log the state stays as the panic left it.
+    fn recover_from_panic(&mut self, batch: &Batch, error: String) -> Refused {
+        self.panics += 1;
+        let Some(wal) = &self.wal else {
+            return Refused::Panicked { error };
+        };
+        let path = wal.path().to_path_buf();
+        let payload = serde_json::to_vec(batch).expect("a batch serializes");
+        let at = wal.bytes() - (crate::wal::HEADER_BYTES + payload.len()) as u64;
+        let record = wal.records() - 1;
+        let why = format!("applying it panicked: {error}");
+        self.quarantine
+            .add(record, at, &payload, batch.batch, None, why);
+        let rebuilt = crate::wal::read_records(&path)
+            .map_err(|e| format!("write-ahead log {}: {e}", path.display()))
+            .and_then(|records| self.replay(&path, &records, false));
+        match rebuilt {
+            Ok(_) => {
+                eprintln!(
+                    "fleetsim-scheduler: WARNING: applying log record {record} (batch {}) panicked: {error}; set aside in {} and the state rebuilt without it",
+                    batch.batch.map_or("unnumbered".to_string(), |b| b.to_string()),
+                    crate::quarantine::path_for(&path).display()
+                );
+                Refused::Panicked { error }
+            }
+            Err(e) => {
+                // The state cannot be trusted and cannot be rebuilt: stop, so that a
+                // restart replays the log (which skips the record set aside).
+                eprintln!(
+                    "fleetsim-scheduler: FATAL: applying log record {record} panicked ({error}) and the state could not be rebuilt ({e}); exiting so that a restart replays the log"
+                );
+                std::process::exit(70);
+            }
+        }
+    }
+
+    /// CRC-32 of everything a restart must give back: the live state, the retained
+    /// decisions and their first sequence number, the last batch number, the events
+    /// accepted. Two services with the same digest answer alike.
+    pub fn state_digest(&self) -> u32 {
+        let mut h = crc32fast::Hasher::new();
+        h.update(&crate::snapshot::state_bytes(&self.live).unwrap_or_default());
+        h.update(&serde_json::to_vec(&self.decisions).expect("decisions serialize"));
+        h.update(&self.first_retained.to_le_bytes());
+        h.update(&serde_json::to_vec(&self.last_batch).expect("a number serializes"));
+        h.update(&self.events.to_le_bytes());
+        h.finalize()
+    }
+
+    /// The records set aside ([`crate::quarantine`]).
+    pub fn quarantine(&self) -> &Quarantine {
+        &self.quarantine
+    }
+
+    /// Panics caught while applying batches (each record was set aside).
+    pub fn panics(&self) -> u64 {
+        self.panics
+    }
+
+    /// `/healthz`'s `wal.quarantine`: the file, how many records it lists, the first 10 of
+    /// them (without their payload), the panics caught, the last write error.
+    fn quarantine_health(&self) -> serde_json::Value {
+        let q = &self.quarantine;
+        let first: Vec<_> = q
+            .entries()
+            .iter()
+            .take(10)
+            .map(|e| {
+                serde_json::json!({"record": e.record, "offset": e.offset, "batch": e.batch,
+                    "index": e.index, "reason": e.reason})
+            })
+            .collect();
+        serde_json::json!({
+            "path": q.path().map(|p| p.display().to_string()),
+            "records": q.entries().len(),
+            "set_aside_since_start": q.added().len(),
+            "first": first,
+            "panics": self.panics,
+            "write_error": q.write_error(),
+        })
     }
 
     /// The last snapshot this service wrote or failed to write (`None`: none yet).
@@ -523,13 +773,31 @@ impl Service {
             let t = wall.max(self.live.now());
             for e in &mut batch.events {
                 e.set_t(t);
+                // The sender's other times are on its own clock, not the service's: a
+                // submit time becomes the stamp, a release time is at least the stamp.
+                match e {
+                    Event::JobSubmitted { job, .. } | Event::JobStarted { job, .. } => {
+                        job.submit = None;
+                    }
+                    Event::JobLost {
+                        release_at: Some(r),
+                        ..
+                    } => *r = (*r).max(t),
+                    _ => {}
+                }
             }
         }
+        self.live
+            .validate(&batch.events)
+            .map_err(Refused::Invalid)?;
         if let Some(wal) = &mut self.wal {
             let payload = serde_json::to_vec(&batch).expect("a batch serializes");
             wal.append(&payload).map_err(Refused::Log)?;
         }
-        let r = self.apply(&batch);
+        let r = match self.apply_caught(&batch) {
+            Ok(r) => r,
+            Err(panic) => return Err(self.recover_from_panic(&batch, panic)),
+        };
         self.events += batch.events.len() as u64;
         self.since_snapshot += batch.events.len() as u64;
         if self.wal.is_some()
@@ -650,9 +918,24 @@ async fn post_events(
             StatusCode::FORBIDDEN,
             serde_json::json!({"error": msg, "index": index}),
         ),
+        Err(Refused::Invalid(bad)) => error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            serde_json::json!({
+                "error": format!("{bad}; nothing of the batch was logged or applied"),
+                "index": bad.index,
+                "field": bad.field,
+                "applied": 0,
+                "first_seq": svc.total_decisions(),
+                "decisions": [],
+            }),
+        ),
         Err(Refused::Log(e)) => error(
             StatusCode::INTERNAL_SERVER_ERROR,
             serde_json::json!({"error": format!("write-ahead log: {e}; batch not applied")}),
+        ),
+        Err(Refused::Panicked { error: msg }) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            serde_json::json!({"error": format!("applying the batch failed ({msg}); it was set aside and nothing of it is applied")}),
         ),
         Err(Refused::Event {
             index,
@@ -663,6 +946,7 @@ async fn post_events(
             serde_json::json!({
                 "error": msg,
                 "index": index,
+                "applied": index,
                 "first_seq": reply.first_seq,
                 "decisions": reply.decisions,
             }),
@@ -861,6 +1145,7 @@ async fn healthz(State(s): State<AppState>) -> Response {
             "tail_defect": r.and_then(|r| r.tail_defect.as_ref()),
             "refused_on_replay": r.map_or(0, |r| r.refused_on_replay),
             "first_refused": r.and_then(|r| r.first_refused.as_ref()),
+            "quarantine": svc.quarantine_health(),
         })
     });
     Json(serde_json::json!({
@@ -896,7 +1181,7 @@ mod tests {
         let fleet =
             fleetsim_policies::FleetState::new(vec!["c".into()], vec!["G".into()], vec![]).unwrap();
         let sched = fleetsim_policies::Scheduler::new(Default::default(), vec![]);
-        LiveState::new(sched, fleet)
+        LiveState::new(sched, fleet, vec!["q0".into()])
     }
 
     fn pass(batch: u64, t: u64) -> Batch {
@@ -914,9 +1199,14 @@ mod tests {
         {
             let mut svc = s.lock().unwrap();
             svc.accept(pass(0, 1_000)).unwrap();
-            // Earlier than the last event: refused, but logged (write-ahead).
+            // A job the state does not know: refused by the state, after the log
+            // (write-ahead), and refused the same way on replay.
+            let finish = Batch {
+                batch: Some(1),
+                events: vec![Event::JobFinished { t: 1_500, job: 7 }],
+            };
             assert!(matches!(
-                svc.accept(pass(1, 500)),
+                svc.accept(finish),
                 Err(Refused::Event { index: 0, .. })
             ));
             svc.accept(pass(2, 2_000)).unwrap();
@@ -926,7 +1216,169 @@ mod tests {
         assert_eq!((rec.batches, rec.refused_on_replay), (3, 1));
         let f = rec.first_refused.unwrap();
         assert_eq!((f.record, f.batch, f.index), (1, Some(1), 0));
-        assert!(!f.error.is_empty());
+        assert_eq!(f.error, "unknown job 7");
+    }
+
+    #[test]
+    fn an_invalid_event_refuses_the_whole_batch_before_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let wal = dir.path().join("wal");
+        let (s, _) = Service::with_wal(empty_live(), &wal, Options::default()).unwrap();
+        let mut svc = s.lock().unwrap();
+        svc.accept(pass(0, 1_000)).unwrap();
+        // A pass at 2 s, then one at 0.5 s: the second goes back in time.
+        let back = Batch {
+            batch: Some(1),
+            events: vec![Event::Pass { t: 2_000 }, Event::Pass { t: 500 }],
+        };
+        let Err(Refused::Invalid(bad)) = svc.accept(back) else {
+            panic!("not refused as invalid")
+        };
+        assert_eq!((bad.index, bad.field.as_str()), (1, "t"));
+        assert_eq!(
+            bad.to_string(),
+            "event 1: field `t`: event time 500 ms is before the current time 2000 ms"
+        );
+        // Nothing logged, nothing applied (the first pass of the batch neither).
+        assert_eq!(svc.wal.as_ref().unwrap().records(), 1);
+        assert_eq!((svc.live().now(), svc.last_batch()), (1_000, Some(0)));
+    }
+
+    /// A queue order that panics on a job of priority 666 (a stand-in for a defect the
+    /// validation does not foresee), after the scheduler began to change its state.
+    struct PanicsOn666;
+
+    impl fleetsim_policies::QueueOrder for PanicsOn666 {
+        fn name(&self) -> &'static str {
+            "panics-on-666"
+        }
+        fn key(&self, job: &fleetsim_policies::PendingJob) -> fleetsim_policies::OrderKey {
+            assert!(job.priority != 666, "a defect met priority 666");
+            fleetsim_policies::OrderKey(0, job.submit.0, job.seq)
+        }
+    }
+
+    /// One cell of two 8-GPU nodes, FIFO but for [`PanicsOn666`], one queue.
+    fn small_live() -> LiveState {
+        let node = |i: u32| fleetsim_policies::NodeSpec {
+            name: format!("n{i}"),
+            cell: fleetsim_policies::CellId(0),
+            block: 0,
+            domain: i,
+            model: Some(fleetsim_policies::ModelId(0)),
+            gpus: 8,
+            cpu_milli: 64_000,
+            mem_mib: 512_000,
+        };
+        let fleet = fleetsim_policies::FleetState::new(
+            vec!["c".into()],
+            vec!["G".into()],
+            vec![node(0), node(1)],
+        )
+        .unwrap();
+        let sched = fleetsim_policies::Scheduler::new(Default::default(), vec![]).with(
+            fleetsim_policies::Extensions {
+                order: Some(Box::new(PanicsOn666)),
+                ..Default::default()
+            },
+        );
+        LiveState::new(sched, fleet, vec!["q0".into()])
+    }
+
+    fn submit(batch: u64, t: u64, id: u32, priority: i32) -> Batch {
+        let job = fleetsim_policies::live::JobSpec {
+            id,
+            tenant: 0,
+            queue: 0,
+            priority,
+            submit: None,
+            seq: u64::from(id),
+            shape: fleetsim_policies::TaskShape::whole_gpus(4),
+            tasks: 1,
+            models: vec![],
+            cells: vec![],
+            runtime_estimate_ms: None,
+            topology: None,
+            checkpoint_interval_ms: None,
+            done_ms: 0,
+            attained_gpu_ms: 0,
+        };
+        Batch {
+            batch: Some(batch),
+            events: vec![Event::JobSubmitted { t, job }, Event::Pass { t }],
+        }
+    }
+
+    /// The digest of a service with no log fed `batches`.
+    fn digest_of(batches: &[Batch]) -> u32 {
+        let s = Service::new(small_live());
+        let mut svc = s.lock().unwrap();
+        for b in batches {
+            svc.accept(b.clone()).unwrap();
+        }
+        svc.state_digest()
+    }
+
+    #[test]
+    fn a_panic_applying_a_batch_sets_its_record_aside_and_rebuilds_the_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let wal = dir.path().join("wal");
+        let (s, _) = Service::with_wal(small_live(), &wal, Options::default()).unwrap();
+        let (b0, b1, b2) = (
+            submit(0, 0, 1, 0),
+            submit(1, 10, 2, 666),
+            submit(2, 20, 3, 0),
+        );
+        let digest = {
+            let mut svc = s.lock().unwrap();
+            svc.accept(b0.clone()).unwrap();
+            let Err(Refused::Panicked { error }) = svc.accept(b1.clone()) else {
+                panic!("the panic was not caught")
+            };
+            assert_eq!(error, "a defect met priority 666");
+            assert_eq!((svc.panics(), svc.quarantine().entries().len()), (1, 1));
+            let e = &svc.quarantine().entries()[0];
+            assert_eq!((e.record, e.batch), (1, Some(1)));
+            // As if batch 1 had never come: job 2 unknown, and the digest of a service
+            // that saw only batch 0.
+            assert_eq!(svc.live().phase(2), None);
+            assert_eq!(svc.state_digest(), digest_of(std::slice::from_ref(&b0)));
+            // Batch 1 stays in the log, set aside; batch 2 follows it.
+            svc.accept(b2.clone()).unwrap();
+            assert_eq!(svc.wal.as_ref().unwrap().records(), 3);
+            svc.state_digest()
+        };
+        drop(s);
+        // A restart skips the record set aside and reaches the same state.
+        let (s, rec) = Service::with_wal(small_live(), &wal, Options::default()).unwrap();
+        assert_eq!((rec.set_aside.len(), rec.set_aside_before), (0, 1));
+        assert_eq!(s.lock().unwrap().state_digest(), digest);
+        assert_eq!(digest, digest_of(&[b0, b2]));
+    }
+
+    #[test]
+    fn a_record_that_panics_on_replay_is_set_aside_and_the_rest_replayed() {
+        let dir = tempfile::tempdir().unwrap();
+        let wal = dir.path().join("wal");
+        // A log as a service without the catch would have written it: the panicking
+        // batch in the middle.
+        let (b0, b1, b2) = (
+            submit(0, 0, 1, 0),
+            submit(1, 10, 2, 666),
+            submit(2, 20, 3, 0),
+        );
+        let mut bytes = Vec::new();
+        for b in [&b0, &b1, &b2] {
+            bytes.extend(crate::wal::encode(&serde_json::to_vec(b).unwrap()));
+        }
+        std::fs::write(&wal, &bytes).unwrap();
+        let (s, rec) = Service::with_wal(small_live(), &wal, Options::default()).unwrap();
+        assert_eq!(rec.set_aside.len(), 1);
+        let e = &rec.set_aside[0];
+        let first_len = crate::wal::encode(&serde_json::to_vec(&b0).unwrap()).len() as u64;
+        assert_eq!((e.record, e.offset, e.batch), (1, first_len, Some(1)));
+        assert_eq!(e.reason, "applying it panicked: a defect met priority 666");
+        assert_eq!(s.lock().unwrap().state_digest(), digest_of(&[b0, b2]));
     }
 
     #[test]

@@ -79,11 +79,34 @@ impl Serialize for Saved<'_> {
 /// # Errors
 /// The serializer's message (a state that does not serialize).
 pub fn fingerprint(live: &LiveState, policy_digest: u32) -> Result<u32, String> {
-    let bytes = postcard::to_allocvec(&Saved(live)).map_err(|e| e.to_string())?;
+    Ok(fingerprint_of(&state_bytes(live)?, policy_digest))
+}
+
+/// [`fingerprint`] of a state already serialized by [`state_bytes`].
+pub fn fingerprint_of(state: &[u8], policy_digest: u32) -> u32 {
     let mut h = crc32fast::Hasher::new();
-    h.update(&bytes);
+    h.update(state);
     h.update(&policy_digest.to_le_bytes());
-    Ok(h.finalize())
+    h.finalize()
+}
+
+/// `live`'s state ([`LiveState::save`]) in postcard: what [`restore_state`] puts back.
+///
+/// # Errors
+/// The serializer's message.
+pub fn state_bytes(live: &LiveState) -> Result<Vec<u8>, String> {
+    postcard::to_allocvec(&Saved(live)).map_err(|e| e.to_string())
+}
+
+/// Puts the state serialized by [`state_bytes`] back into `live` (built from the same spec:
+/// its policy objects are kept).
+///
+/// # Errors
+/// The bytes do not decode, or are of another fleet.
+pub fn restore_state(live: &mut LiveState, state: &[u8]) -> Result<(), String> {
+    let decoded = LiveState::decode(&mut postcard::Deserializer::from_bytes(state))
+        .map_err(|e| e.to_string())?;
+    live.adopt(decoded)
 }
 
 /// CRC-32 of a spec's `[policy]` table as JSON: every stage's choice and setting

@@ -112,6 +112,16 @@ pub fn scan(bytes: &[u8]) -> (Vec<&[u8]>, u64, Option<TailDefect>) {
     (out, at as u64, defect)
 }
 
+/// The good records of the log at `path`, read without changing the file (a bad tail is
+/// left out, not cut).
+///
+/// # Errors
+/// I/O errors reading the file.
+pub fn read_records(path: &Path) -> io::Result<Vec<Vec<u8>>> {
+    let bytes = std::fs::read(path)?;
+    Ok(scan(&bytes).0.into_iter().map(<[u8]>::to_vec).collect())
+}
+
 /// The encoded form of one record (header + payload).
 ///
 /// # Panics

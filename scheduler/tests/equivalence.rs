@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use fleetsim::run::{run_scenario_live, RunOptions};
+use fleetsim::run::{live_twin, run_scenario_live, RunOptions};
 use fleetsim::scenario::{self, TraceDir};
 use fleetsim_policies::live::{Decision, Event};
 use fleetsim_scheduler::service::{router, Batch, BatchReply, Service};
@@ -31,12 +31,20 @@ async fn replay(name: &str) -> (u64, Vec<String>, usize) {
         out_dir: None,
         keep_rows: false,
     };
-    let (out, twin) = tokio::task::spawn_blocking(move || run_scenario_live(&loaded, &opts))
-        .await
-        .unwrap()
-        .expect("scenario runs");
+    let (out, twin, served) = tokio::task::spawn_blocking(move || {
+        let (out, twin) = run_scenario_live(&loaded, &opts).expect("scenario runs");
+        // What `serve` starts from: the queue table read from the workload, not the run.
+        let served = live_twin(&loaded, &opts).expect("twin builds");
+        (out, twin, served)
+    })
+    .await
+    .unwrap();
     let rec = out.result.live.expect("recorder on");
     assert_eq!(rec.unsupported, None, "{name}: record incomplete");
+    // The twin knows the queue ids the simulator gave (declared queues, then the names the
+    // workload uses in arrival order), and so does the one `serve` builds without a run.
+    assert_eq!(twin.queue_names(), rec.queues, "{name}");
+    assert_eq!(served.queue_names(), rec.queues, "{name}");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let app = router(Service::new(twin));
@@ -141,7 +149,11 @@ fn events_need_time_order() {
     let fleet =
         fleetsim_policies::FleetState::new(vec!["c".into()], vec!["G".into()], vec![]).unwrap();
     let sched = fleetsim_policies::Scheduler::new(Default::default(), vec![]);
-    let svc = Service::new(fleetsim_policies::live::LiveState::new(sched, fleet));
+    let svc = Service::new(fleetsim_policies::live::LiveState::new(
+        sched,
+        fleet,
+        vec![],
+    ));
     let mut svc = svc.lock().unwrap();
     let ok = svc.apply(&Batch {
         batch: None,

@@ -674,6 +674,84 @@ pub struct LiveRecord {
     /// keep-survivors gang recovery, autoscaled node groups): the record is then
     /// incomplete.
     pub unsupported: Option<String>,
+    /// The run's queue table, names by queue id: the declared queues, then the names jobs
+    /// used, in arrival order (the queue ids the events carry).
+    pub queues: Vec<String>,
+}
+
+/// The name of the queue `spec` joins under `mapping`: its own queue, else its tenant
+/// ([`QueueMapping::PerTenant`]) or `default` ([`QueueMapping::Single`]). A declared
+/// queue's `local_queues` are other names of it.
+pub fn queue_name(spec: &crate::workload::JobSpec, mapping: QueueMapping) -> &str {
+    match (&spec.queue, mapping) {
+        (Some(q), _) => q,
+        (None, QueueMapping::PerTenant) => &spec.tenant,
+        (None, QueueMapping::Single) => "default",
+    }
+}
+
+/// The queue table a run of `cfg` over `stream` builds (names by queue id), without running
+/// it: the declared queues ([`EngineConfig::queues`], a `local_queues` name being another
+/// name of its queue), then the names the arrivals use ([`queue_name`]), serving replicas
+/// before the trace's jobs of the same instant, up to the horizon, as the run registers
+/// them. The live service's twin refuses queue ids outside it.
+///
+/// # Errors
+/// The stream's.
+pub fn queue_table(
+    cfg: &EngineConfig,
+    stream: &mut dyn JobStream,
+) -> Result<Vec<String>, TraceError> {
+    let mut names: Vec<String> = Vec::new();
+    let mut ids: BTreeMap<String, usize> = BTreeMap::new();
+    // As `Simulation::queue_id`: a known name keeps its id, a new one gets the next.
+    fn id_of(names: &mut Vec<String>, ids: &mut BTreeMap<String, usize>, n: &str) -> usize {
+        if let Some(&q) = ids.get(n) {
+            return q;
+        }
+        ids.insert(n.to_string(), names.len());
+        names.push(n.to_string());
+        names.len() - 1
+    }
+    for q in &cfg.queues {
+        let id = id_of(&mut names, &mut ids, &q.name);
+        for lq in &q.local_queues {
+            ids.entry(lq.clone()).or_insert(id);
+        }
+    }
+    // Replica arrivals in the engine's order: (start, service, replica index).
+    let mut replicas: Vec<(SimTime, usize, u32)> = Vec::new();
+    if let Some(plan) = &cfg.serving {
+        for (s, svc) in plan.services.iter().enumerate() {
+            replicas.extend(svc.replicas.iter().map(|r| (r.start, s, r.index)));
+        }
+    }
+    replicas.sort_unstable();
+    let mut replicas = replicas.into_iter().peekable();
+    let mut next = stream.next().transpose()?;
+    loop {
+        let t = match (
+            next.as_ref().map(|j| j.submit),
+            replicas.peek().map(|r| r.0),
+        ) {
+            (None, None) => break,
+            (Some(a), Some(r)) => a.min(r),
+            (a, r) => a.or(r).expect("one is some"),
+        };
+        if cfg.horizon.is_some_and(|h| t > h) {
+            break;
+        }
+        while let Some(&(_, s, _)) = replicas.peek().filter(|r| r.0 == t) {
+            let plan = cfg.serving.as_ref().expect("replicas come from a plan");
+            id_of(&mut names, &mut ids, &plan.services[s].queue);
+            replicas.next();
+        }
+        while let Some(spec) = next.as_ref().filter(|j| j.submit == t) {
+            id_of(&mut names, &mut ids, queue_name(spec, cfg.queue_mapping));
+            next = stream.next().transpose()?;
+        }
+    }
+    Ok(names)
 }
 
 /// A job's record while it is in flight (pending, awaiting a recorded start, or running).
@@ -1588,11 +1666,7 @@ impl Simulation {
         self.counts.submitted += 1;
         let tenant = self.tenant_id(&spec.tenant);
         let named_queue = spec.queue.is_some() || self.cfg.queue_mapping == QueueMapping::PerTenant;
-        let queue = match (&spec.queue, self.cfg.queue_mapping) {
-            (Some(q), _) => self.queue_id(q),
-            (None, QueueMapping::PerTenant) => self.queue_id(&spec.tenant),
-            (None, QueueMapping::Single) => self.queue_id("default"),
-        };
+        let queue = self.queue_id(queue_name(&spec, self.cfg.queue_mapping));
         let (default_limit, max_limit) = self.queue_limits[queue.index()];
         let mut limit = spec.time_limit.or(default_limit);
         if let (Some(l), Some(m)) = (limit, max_limit) {
@@ -2574,7 +2648,10 @@ impl Simulation {
                 r.lost_gpu_milli_ms = self.lost_gpu_milli_ms;
                 r
             }),
-            live: self.live.take().map(|b| *b),
+            live: self.live.take().map(|mut b| {
+                b.queues = self.queues.clone();
+                *b
+            }),
         })
     }
 

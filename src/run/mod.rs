@@ -737,10 +737,14 @@ fn run_inner(
         }
         let queues: Vec<QueueConfig> = cfg.queues.iter().map(|q| q.config).collect();
         let sched = fleetsim_policies::Scheduler::new(policies.clone(), queues).with(e);
-        fleetsim_policies::live::LiveState::new(sched, fleet)
+        // The queue table is set below: read from the workload (twin only) or taken from
+        // the run (recording).
+        fleetsim_policies::live::LiveState::new(sched, fleet, Vec::new())
     });
     if mode == Live::TwinOnly {
-        return Ok(Ran::Twin(twin.expect("a live mode builds its twin")));
+        let mut twin = twin.expect("a live mode builds its twin");
+        twin.set_queue_names(crate::engine::queue_table(&cfg, stream.as_mut())?);
+        return Ok(Ran::Twin(twin));
     }
     let mut sim = Simulation::with_extensions(state, policies, ext, cfg);
     // Queueing SLOs read the job rows as they are written (none without `[[metrics.slo]]`).
@@ -913,6 +917,11 @@ fn run_inner(
     )
     .into_iter()
     .collect();
+    let twin = twin.map(|mut t| {
+        let queues = result.live.as_ref().map(|l| l.queues.clone());
+        t.set_queue_names(queues.unwrap_or_default());
+        t
+    });
     Ok(Ran::Output(
         RunOutput {
             summary,

@@ -8,6 +8,8 @@
 
 pub mod event;
 pub mod state;
+pub mod validate;
 
 pub use event::{Binding, Decision, Event, JobSpec};
 pub use state::{Decoded, LiveError, LiveState, Phase};
+pub use validate::Invalid;

@@ -39,6 +39,13 @@ pub enum LiveError {
     InvalidJob(String),
     /// A transition the live state cannot make yet.
     Unsupported(&'static str),
+    /// A field out of the spec's range ([`LiveState::validate`]).
+    Invalid {
+        /// The field, as a path in the event's JSON.
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
 }
 
 impl std::fmt::Display for LiveError {
@@ -53,6 +60,7 @@ impl std::fmt::Display for LiveError {
             LiveError::WrongPhase { job, needs } => write!(f, "job {job} is not {needs}"),
             LiveError::InvalidJob(m) => write!(f, "invalid job: {m}"),
             LiveError::Unsupported(m) => write!(f, "unsupported: {m}"),
+            LiveError::Invalid { field, message } => write!(f, "field `{field}`: {message}"),
         }
     }
 }
@@ -88,6 +96,10 @@ pub struct LiveState {
     jobs: BTreeMap<u32, Known>,
     now: u64,
     buf: Vec<PolicyDecision>,
+    /// Queue names by queue id: the ids jobs may name.
+    queues: Vec<String>,
+    /// Largest job id accepted (configuration, not in snapshots).
+    max_job_id: u32,
 }
 
 /// What [`LiveState::save`] writes.
@@ -98,6 +110,7 @@ struct SnapshotRef<'a> {
     fleet: &'a FleetState,
     jobs: &'a BTreeMap<u32, Known>,
     now: u64,
+    queues: &'a [String],
 }
 
 /// A snapshot decoded by [`LiveState::decode`], not yet applied ([`LiveState::adopt`]).
@@ -112,19 +125,47 @@ struct Snapshot {
     fleet: FleetState,
     jobs: BTreeMap<u32, Known>,
     now: u64,
+    queues: Vec<String>,
 }
 
 impl LiveState {
     /// A live state on a scheduler and fleet built as the simulator builds them (e.g.
-    /// [`crate::SchedulerSpec::build`] and [`FleetState::new`]).
-    pub fn new(sched: Scheduler, fleet: FleetState) -> LiveState {
+    /// [`crate::SchedulerSpec::build`] and [`FleetState::new`]), with the queue table
+    /// `queues` (names by queue id, as the simulator numbers them: the spec's declared
+    /// queues first, then the names its workload uses, in arrival order). A job naming a
+    /// queue id outside the table is refused ([`LiveState::validate`]).
+    pub fn new(sched: Scheduler, fleet: FleetState, queues: Vec<String>) -> LiveState {
         LiveState {
             sched,
             fleet,
             jobs: BTreeMap::new(),
             now: 0,
             buf: Vec::new(),
+            queues,
+            max_job_id: super::validate::DEFAULT_MAX_JOB_ID,
         }
+    }
+
+    /// The queue table: queue names by queue id.
+    pub fn queue_names(&self) -> &[String] {
+        &self.queues
+    }
+
+    /// Replaces the queue table (see [`LiveState::new`]).
+    pub fn set_queue_names(&mut self, queues: Vec<String>) {
+        self.queues = queues;
+    }
+
+    /// The largest job id accepted ([`super::validate::DEFAULT_MAX_JOB_ID`] unless set).
+    pub fn max_job_id(&self) -> u32 {
+        self.max_job_id
+    }
+
+    /// Sets the largest job id accepted. The scheduler keeps tables indexed by job id, so
+    /// this bounds their size; a log replayed under a smaller bound refuses the records
+    /// above it.
+    pub fn set_max_job_id(&mut self, id: u32) {
+        self.max_job_id = id;
     }
 
     /// Writes the whole state (scheduler, fleet, known jobs, time) to `serializer`: a
@@ -146,6 +187,7 @@ impl LiveState {
             fleet: &self.fleet,
             jobs: &self.jobs,
             now: self.now,
+            queues: &self.queues,
         }
         .serialize(serializer)
     }
@@ -184,6 +226,7 @@ impl LiveState {
         self.fleet = snap.fleet;
         self.jobs = snap.jobs;
         self.now = snap.now;
+        self.queues = snap.queues;
         self.buf.clear();
         Ok(())
     }
@@ -254,6 +297,12 @@ impl LiveState {
         let t = ev.t();
         if t < self.now {
             return Err(LiveError::TimeWentBackwards { t, now: self.now });
+        }
+        if let Err(bad) = self.validate(std::slice::from_ref(ev)) {
+            return Err(LiveError::Invalid {
+                field: bad.field,
+                message: bad.message,
+            });
         }
         let now = SimTime(t);
         let mut out = Vec::new();
