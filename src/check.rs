@@ -77,6 +77,7 @@ impl Tolerance {
             .unwrap_or(match crate::study::better(metric) {
                 Some(Better::Higher) => Direction::HigherIsBetter,
                 Some(Better::Lower) => Direction::LowerIsBetter,
+                Some(Better::Neither) => Direction::None,
                 None => Direction::Both,
             })
     }
@@ -138,9 +139,7 @@ pub fn baseline_of(spec: &CheckSpec, summary: &Value) -> Result<Baseline, BadInp
     let mut metrics = BTreeMap::new();
     for m in spec.tracked() {
         if !metric_exists(summary, &m) {
-            return Err(BadInput(format!(
-                "unknown metric `{m}`: not in summary.json"
-            )));
+            return Err(crate::report::tracked::unknown_metric(&m, summary));
         }
         metrics.insert(m.clone(), metric_value(summary, &m));
     }
@@ -192,9 +191,7 @@ pub fn compare(spec: &CheckSpec, base: &Baseline, summary: &Value) -> Result<Vec
     let mut lines = Vec::new();
     for m in spec.tracked() {
         if !metric_exists(summary, &m) {
-            return Err(BadInput(format!(
-                "unknown metric `{m}`: not in summary.json"
-            )));
+            return Err(crate::report::tracked::unknown_metric(&m, summary));
         }
         let Some(&b) = base.metrics.get(&m) else {
             return Err(BadInput(format!(
@@ -209,7 +206,7 @@ pub fn compare(spec: &CheckSpec, base: &Baseline, summary: &Value) -> Result<Vec
             (Some(b), Some(n)) => {
                 let allowed = tol.abs.max(tol.rel * b.abs());
                 let d = n - b;
-                let status = if d.abs() <= allowed {
+                let status = if d.abs() <= allowed || direction == Direction::None {
                     Status::Ok
                 } else {
                     match (direction, d > 0.0) {
@@ -221,6 +218,7 @@ pub fn compare(spec: &CheckSpec, base: &Baseline, summary: &Value) -> Result<Vec
                 };
                 (status, allowed)
             }
+            _ if direction == Direction::None => (Status::Ok, 0.0),
             _ => (Status::Regressed, 0.0),
         };
         lines.push(Line {
@@ -265,6 +263,7 @@ pub fn render(lines: &[Line]) -> String {
             Direction::Both => tol,
             Direction::HigherIsBetter => format!("{tol} (fall)"),
             Direction::LowerIsBetter => format!("{tol} (rise)"),
+            Direction::None => "(reported)".to_string(),
         };
         let _ = writeln!(
             s,
@@ -293,6 +292,7 @@ pub fn status_text(l: &Line) -> String {
         Direction::HigherIsBetter => "; higher is better",
         Direction::LowerIsBetter => "; lower is better",
         Direction::Both => "; any change fails",
+        Direction::None => "",
     };
     match l.status {
         Status::Ok => "ok".into(),

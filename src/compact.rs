@@ -188,7 +188,10 @@ pub fn run(source: &Source, extra: &[Override], opts: &CompactOptions) -> Result
             .with_context(|| format!("seed {seed}, fleet scale {scale}"))?;
         for g in &opts.goals {
             if !metric_exists(&p.summary, &g.metric) {
-                return Err(BadInput(format!("goal on unknown metric `{}`", g.metric)).into());
+                let e = crate::report::tracked::unknown_metric(&g.metric, &p.summary);
+                return Err(
+                    BadInput(format!("goal `{}{}{}`: {e}", g.metric, g.op, g.value)).into(),
+                );
             }
         }
         Ok(Probe {

@@ -35,6 +35,10 @@ pub struct JobLite {
     pub start_ms: Option<u64>,
     /// Finish, ms.
     pub finish_ms: Option<u64>,
+    /// Time pending in all (submit → first start plus every stop → next start), ms; `None`
+    /// for a job that never started.
+    #[serde(default)]
+    pub pending_ms: Option<u64>,
     /// GPU-milli of the whole gang.
     pub gpu_milli: u64,
     /// Counted in per-job statistics.
@@ -51,13 +55,13 @@ pub struct Jobs {
 }
 
 impl Jobs {
-    /// Waits of measured started jobs, seconds, sorted.
+    /// Waits (all pending time) of measured started jobs, seconds, sorted.
     pub fn waits_s(&self) -> Vec<f64> {
         let mut v: Vec<u64> = self
             .jobs
             .iter()
             .filter(|j| j.measured)
-            .filter_map(|j| j.start_ms.map(|s| s - j.submit_ms))
+            .filter_map(|j| j.pending_ms.filter(|_| j.start_ms.is_some()))
             .collect();
         v.sort_unstable();
         v.into_iter().map(|ms| ms as f64 / 1000.0).collect()
@@ -166,8 +170,9 @@ pub fn run_point(
                         submit_ms: r.submit.0,
                         start_ms: r.start.map(|t| t.0),
                         finish_ms: r.finish.map(|t| t.0),
+                        pending_ms: r.start.and(r.pending_ms),
                         gpu_milli: r.shape.total_gpu_milli().saturating_mul(r.tasks as u64),
-                        measured: r.measured,
+                        measured: r.measured && !r.serving_replica,
                     },
                 )
             })
@@ -268,6 +273,7 @@ mod tests {
                 submit_ms: 0,
                 start_ms: Some(5_000),
                 finish_ms: Some(25_000),
+                pending_ms: Some(5_000),
                 gpu_milli: 2000,
                 measured: true,
             }],

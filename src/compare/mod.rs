@@ -557,7 +557,7 @@ pub fn run(
         plots: rendered,
         notes: vec![
             METHOD.to_string(),
-            "Occupancy, tenant-share and pending-reason plots show the first seed's run; the CDFs pool every seed's measured jobs (x axis log-scaled, values below 1 s drawn at 1 s).".into(),
+            "Occupancy, tenant-share and pending-reason plots show the first seed's run; the CDFs pool every seed's measured jobs (x axis log-scaled, values below 1 s drawn at 1 s). The wait CDF is of each job's whole pending time.".into(),
             "Tenant shares: each tenant's share of the GPU-time allocated in the interval; dashed lines are entitlements: each queue's nominal GPU quota over all nominal quotas when the scenario declares quotas, else the equal share 1/n over the n tenants with jobs.".into(),
             "Fragmentation: the fleet's fragmented GPUs (FGD measure, Weng et al. ATC'23, against the typical tasks submitted so far) sampled at each interval start, as a share of the capacity available in that interval; `fragmentation.mean_pct_of_capacity` is its time-weighted mean.".into(),
         ],
@@ -622,20 +622,21 @@ fn occupancy_table(variants: &[Variant], points: &[Vec<Point>]) -> html::Table {
     let mut header = vec!["occupancy of".to_string()];
     header.extend(variants.iter().map(|v| v.label.clone()));
     let mut rows = Vec::new();
-    for (what, key, names) in [
-        (
-            "cell",
-            "occupancy_by_cell",
-            union(points.iter().map(|ps| ps[0].cells.as_slice())),
-        ),
+    let cells = union(points.iter().map(|ps| ps[0].cells.as_slice()));
+    let models = union(points.iter().map(|ps| ps[0].models.as_slice()));
+    for (what, key, kind, names) in [
+        ("cell", "occupancy_by_cell", "useful", &cells),
+        ("cell", "allocated_occupancy_by_cell", "allocated", &cells),
+        ("model", "occupancy_by_model", "useful", &models),
         (
             "model",
-            "occupancy_by_model",
-            union(points.iter().map(|ps| ps[0].models.as_slice())),
+            "allocated_occupancy_by_model",
+            "allocated",
+            &models,
         ),
     ] {
         for n in names {
-            let mut row = vec![Cell::plain(format!("{what} {n}"))];
+            let mut row = vec![Cell::plain(format!("{what} {n}, {kind}"))];
             for ps in points {
                 let vals: Vec<f64> = ps
                     .iter()
@@ -650,7 +651,7 @@ fn occupancy_table(variants: &[Variant], points: &[Vec<Point>]) -> html::Table {
     }
     html::Table {
         title: "Occupancy per cell and accelerator model (mean over seeds)".into(),
-        caption: "Every cell and model any policy's fleet has; – where a policy's fleet has none (a what-if that adds or removes a cell).".into(),
+        caption: "Useful occupancy (work completed or kept) and allocated occupancy (everything held, lost work and grace included) of every cell and model any policy's fleet has; – where a policy's fleet has none (a what-if that adds or removes a cell).".into(),
         header,
         rows,
     }
@@ -675,10 +676,8 @@ fn tables(c: &Comparison, bi: usize) -> Vec<html::Table> {
             .iter()
             .flatten()
             .copied()
-            .reduce(|a, b| match m.better {
-                Better::Higher => a.max(b),
-                Better::Lower => a.min(b),
-            });
+            .reduce(|a, b| m.better.pick(a, b).unwrap_or(a))
+            .filter(|_| m.better != Better::Neither);
         let mut row = vec![Cell::plain(m.name)];
         row.extend(vals.iter().map(|v| {
             Cell {
@@ -728,7 +727,7 @@ fn tables(c: &Comparison, bi: usize) -> Vec<html::Table> {
     vec![
         html::Table {
             title: "Mean over seeds".into(),
-            caption: "Best policy per metric marked ★ (higher is better for occupancy and completed jobs, lower for the rest; no mark when all are equal).".into(),
+            caption: "Best policy per metric marked ★ (higher is better for occupancy — the useful occupancy: work completed or kept, not lost to preemption or failure — for fairness and completed jobs; lower for the rest; allocated occupancy is shown beside it unmarked; no mark when all are equal). wait_s counts every second a job was pending (submit → first start plus each preemption or failure → next start); first_start_wait_s only submit → first start.".into(),
             header,
             rows: means,
         },
@@ -786,25 +785,45 @@ fn figures(variants: &[Variant], points: &[Vec<Point>], seeds: &[u64]) -> Vec<Fi
         targets.insert(0, ("fleet".into(), None));
     }
     for (name, cell) in targets {
-        let series = over_time(variants, points, |vi, r| {
-            let (al, av) = match cell {
+        // (allocated, unproductive, available) GPU-milli·ms of the row in the cell or fleet.
+        let parts = |vi: usize, r: &crate::metrics::SeriesRow| -> Option<(u128, u128, u128)> {
+            let unprod = |i: usize| r.unproductive_milli.get(i).copied().unwrap_or(0);
+            Some(match cell {
                 Some(c) => {
                     let i = points[vi][0].cells.iter().position(|x| x == c)?;
-                    (*r.allocated_milli.get(i)?, *r.available_milli.get(i)?)
+                    (
+                        *r.allocated_milli.get(i)?,
+                        unprod(i),
+                        *r.available_milli.get(i)?,
+                    )
                 }
                 None => (
                     r.allocated_milli.iter().sum(),
+                    (0..r.allocated_milli.len()).map(unprod).sum(),
                     r.available_milli.iter().sum(),
                 ),
-            };
-            crate::metrics::ratio(al, av)
+            })
+        };
+        let useful = over_time(variants, points, |vi, r| {
+            let (al, un, av) = parts(vi, r)?;
+            crate::metrics::ratio(al.saturating_sub(un), av)
         });
+        let allocated: Vec<Series> = over_time(variants, points, |vi, r| {
+            let (al, _, av) = parts(vi, r)?;
+            crate::metrics::ratio(al, av)
+        })
+        .into_iter()
+        .map(|mut s| {
+            s.name = format!("{} allocated", s.name);
+            s
+        })
+        .collect();
         figs.push(Figure {
             file: format!("occupancy-{}", study::safe_name(&name.replace("cell ", ""))),
             title: format!("Occupancy over time, {name} (seed {s0})"),
             x_label: "days since the window start".into(),
-            y_label: "allocated / available accelerators".into(),
-            kind: Kind::Lines(series),
+            y_label: "useful (solid) and allocated (dashed) / available accelerators".into(),
+            kind: Kind::LinesWithReference(useful, allocated),
         });
     }
     // Fragmentation over time (FGD measure sampled at each interval start), one line per
@@ -826,7 +845,7 @@ fn figures(variants: &[Variant], points: &[Vec<Point>], seeds: &[u64]) -> Vec<Fi
     // CDFs pooled over seeds.
     for (what, file, f) in [
         (
-            "wait",
+            "wait (all pending time)",
             "cdf-wait",
             study::Jobs::waits_s as fn(&study::Jobs) -> Vec<f64>,
         ),
@@ -851,7 +870,7 @@ fn figures(variants: &[Variant], points: &[Vec<Point>], seeds: &[u64]) -> Vec<Fi
         figs.push(Figure {
             file: file.into(),
             title: format!("CDF of {what} per policy (all seeds)"),
-            x_label: format!("{what} (log scale)"),
+            x_label: format!("{} (log scale)", what.split(" (").next().unwrap_or(what)),
             y_label: "fraction of jobs".into(),
             kind: Kind::LogCdf(series),
         });

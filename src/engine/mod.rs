@@ -95,17 +95,17 @@ pub struct QueueSettings {
 pub const MAX_SERIES_INTERVALS: u64 = 4_000_000;
 
 /// The memory the time series' interval snapshots may take while a run goes, bytes
-/// (128 MiB). The snapshots are about an eighth of what an interval costs in all: the
-/// report's rows, the summary's per-interval figures and `timeseries.csv` come on top
-/// (measured: 1,000,000 intervals of a one-cell fleet peak at 2.7 GB resident, 2.7 KB per
-/// interval against 368 bytes of snapshot), so this bounds a run's time series to about
-/// 1 GB.
+/// (128 MiB). The snapshots are a fraction of what an interval costs in all: the report's
+/// rows, the summary's per-interval figures and `timeseries.csv` come on top (measured:
+/// 1,000,000 intervals of a one-cell fleet peak at 2.7 GB resident, 2.7 KB per interval,
+/// when a snapshot took 368 bytes; it takes 480 now, with the useful-occupancy levels), so
+/// this bounds a run's time series to about 1 GB.
 pub const MAX_SERIES_BYTES: u64 = 128 << 20;
 
 /// The most intervals a run may span when one interval's snapshot takes `row_bytes`
 /// (estimated by the metrics collector from the fleet's cells and models and the tenants
 /// and pending reasons seen): [`MAX_SERIES_INTERVALS`], or fewer so that they fit in
-/// [`MAX_SERIES_BYTES`]. A single-cell fleet has room for about 365,000 intervals.
+/// [`MAX_SERIES_BYTES`]. A single-cell fleet has room for about 280,000 intervals.
 pub fn series_interval_cap(row_bytes: u64) -> u64 {
     MAX_SERIES_INTERVALS.min(MAX_SERIES_BYTES / row_bytes.max(1))
 }
@@ -344,7 +344,7 @@ pub struct TenantStats {
     pub lost_gpu_milli_ms: u128,
     /// Accelerator-time its jobs asked for (run time × accelerators), GPU-milli·ms.
     pub demand_gpu_milli_ms: u128,
-    /// Waits of its measured started jobs, seconds.
+    /// Waits (all pending time) of its measured started jobs, seconds.
     pub wait_s: Dist,
     /// Its entitlement: the nominal GPU quota (GPU-milli) of the queue named after it, when
     /// quota is configured.
@@ -415,8 +415,9 @@ pub struct JobRow {
     /// Wall time it held resources running, over all its runs (grace periods excluded), ms;
     /// `None` if it never started.
     pub service_ms: Option<u64>,
-    /// Time it waited in the queues, over all its waits (first wait and every wait after a
-    /// preemption or failure, up to the end of the run for a job pending then), ms.
+    /// Time it was pending, over all its waits: submit → first start, plus each stop
+    /// (preemption, failure, eviction; its grace period included) → the next start, up to
+    /// the end of the run for a job pending then, ms: what the summary's `wait_s` counts.
     pub pending_ms: Option<u64>,
     /// Time limit, if any.
     pub requested_time: Option<SimDuration>,
@@ -460,6 +461,9 @@ pub struct JobRow {
     pub reason: Option<String>,
     /// Left out of per-job statistics (pre-existing load or submitted during warm-up).
     pub measured: bool,
+    /// A serving replica ([`serving`]): reported in the serving section, never among the
+    /// jobs' wait, JCT and slowdown statistics.
+    pub serving_replica: bool,
     /// Every run, in order, when [`EngineConfig::record_runs`] is on (else empty).
     pub runs: Vec<RunSegment>,
 }
@@ -621,8 +625,11 @@ pub struct RunResult {
     pub trace_start: Option<crate::workload::TraceStart>,
     /// Time-weighted results.
     pub occupancy: Occupancy,
-    /// Waits, seconds.
+    /// Waits (all pending time: submit → first start plus every wait after a preemption or
+    /// failure), seconds.
     pub wait_s: Dist,
+    /// First-start waits (first start − submit), seconds.
+    pub first_start_wait_s: Dist,
     /// JCTs, seconds.
     pub jct_s: Dist,
     /// Bounded slowdowns.
@@ -819,9 +826,10 @@ struct Restarts {
     held_incomplete_gpu_milli_ms: u64,
     /// Wall time of its stopped runs, ms.
     served_ms: u64,
-    /// Time it waited after its first start (requeued), ms.
+    /// Time it waited after its first start (from each stop to the next start), ms.
     requeued_pending_ms: u64,
-    /// Pending again since (after a stop), until it restarts.
+    /// Not running since (its last stop: a preemption, failure or eviction), until it
+    /// restarts.
     pending_since: Option<SimTime>,
     /// Its home cell (the first of the cells its trace row allows, when it allows several;
     /// kept only with the goodput account): a first start elsewhere is a cross-cell dispatch.
@@ -938,6 +946,9 @@ pub struct Simulation {
     tenant_stats: Vec<TenantStats>,
     /// Tenant of each wait the collector keeps, in the same order.
     wait_tenant: Vec<u32>,
+    /// Waits (all pending time) of serving replicas that started, ms: reported in the
+    /// serving section, not among the jobs' waits.
+    replica_waits_ms: Vec<u64>,
     lost_gpu_milli_ms: u128,
     preemption_log: Vec<PreemptionEvent>,
     preemption_plans: Vec<PreemptionPlan>,
@@ -1030,6 +1041,7 @@ impl Simulation {
             passes: 0,
             tenant_stats: Vec::new(),
             wait_tenant: Vec::new(),
+            replica_waits_ms: Vec::new(),
             lost_gpu_milli_ms: 0,
             preemption_log: Vec::new(),
             preemption_plans: Vec::new(),
@@ -1186,16 +1198,7 @@ impl Simulation {
                 };
                 x.map_or(0, |x| x.served_ms) + current
             }),
-            pending_ms: Some(match r.start {
-                None => self.now.saturating_since(r.submit).0,
-                Some(s) => {
-                    let x = r.extra.as_deref();
-                    let open = x
-                        .and_then(|x| x.pending_since)
-                        .map_or(0, |p| self.now.saturating_since(p).0);
-                    (s - r.submit).0 + x.map_or(0, |x| x.requeued_pending_ms) + open
-                }
-            }),
+            pending_ms: Some(self.pending_total(id)),
             requested_time: r.time_limit,
             tasks: r.tasks,
             shape: r.shape,
@@ -1225,6 +1228,47 @@ impl Simulation {
             state,
             reason,
             measured: r.measured && r.kind != RecordedKind::PreExisting,
+            serving_replica: self.is_replica(id),
+        }
+    }
+
+    /// Time job `id` has been pending in all, ms: submit → first start (→ now if it never
+    /// started), plus every wait after a preemption or failure (the open one up to now).
+    fn pending_total(&self, id: JobId) -> u64 {
+        let r = &self.jobs[id.index()];
+        match r.start {
+            None => self.now.saturating_since(r.submit).0,
+            Some(s) => {
+                let x = r.extra.as_deref();
+                let open = x
+                    .and_then(|x| x.pending_since)
+                    .map_or(0, |p| self.now.saturating_since(p).0);
+                (s - r.submit).0 + x.map_or(0, |x| x.requeued_pending_ms) + open
+            }
+        }
+    }
+
+    /// True when job `id` is a serving replica ([`serving`]).
+    fn is_replica(&self, id: JobId) -> bool {
+        self.serve.as_ref().is_some_and(|s| s.is_replica(id))
+    }
+
+    /// Job `id`, which started at least once, reached its final state (or the end of the
+    /// run): its whole pending time joins the waits (a replica's, the serving section's).
+    fn settle_wait(&mut self, id: JobId) {
+        let r = &self.jobs[id.index()];
+        if r.start.is_none() {
+            return;
+        }
+        let pending = self.pending_total(id);
+        if self.is_replica(id) {
+            self.replica_waits_ms.push(pending);
+            return;
+        }
+        let pre = r.kind == RecordedKind::PreExisting || !r.measured;
+        let (submit, tenant) = (r.submit, r.tenant);
+        if self.metrics.on_settled(submit, pending, pre) {
+            self.wait_tenant.push(tenant.0);
         }
     }
 
@@ -2009,7 +2053,7 @@ impl Simulation {
                 let rec = &self.jobs[job.index()];
                 let (submit, pre, tenant, gpu) = (
                     rec.submit,
-                    rec.kind == RecordedKind::PreExisting || !rec.measured,
+                    rec.kind == RecordedKind::PreExisting || !rec.measured || self.is_replica(job),
                     rec.tenant,
                     rec.shape.total_gpu_milli() * rec.tasks as u64,
                 );
@@ -2024,17 +2068,17 @@ impl Simulation {
                         slot => *slot = Some(w),
                     }
                 }
-                self.metrics
-                    .on_allocs(&self.fleet, self.jobs[job.index()].allocs.as_slice(), true);
+                self.metrics.on_allocs(
+                    &self.fleet,
+                    self.jobs[job.index()].allocs.as_slice(),
+                    true,
+                    false,
+                );
                 self.metrics.on_tenant_alloc(tenant, gpu, true);
                 if first {
                     self.metrics.on_start(submit, now, pre);
                     self.counts.started += 1;
                     self.tenant_stats[tenant.index()].started += 1;
-                    if !pre {
-                        // Parallel to the collector's waits (same condition).
-                        self.wait_tenant.push(tenant.0);
-                    }
                 }
                 self.running += 1;
                 self.events
@@ -2114,10 +2158,27 @@ impl Simulation {
             (kept, (total.0 - kept.0 + grace.0) as u128 * gpu as u128)
         };
         let now = self.now;
+        // Useful occupancy: the run's startup (if still going) ends now, and its work since
+        // the last checkpoint, `lost` less the grace, was unproductive.
+        if let Some(end) = self.startup_end(id) {
+            self.metrics.startup_cut(self.jobs[id.index()].run, end);
+        }
+        let rec = &self.jobs[id.index()];
+        let gpu = u128::from(rec.shape.total_gpu_milli()) * u128::from(rec.tasks);
+        if let Some(per_gpu) = lost.checked_div(gpu) {
+            let wall = per_gpu.saturating_sub(u128::from(grace.0));
+            self.metrics.lost_work(
+                &self.fleet,
+                rec.allocs.as_slice(),
+                wall.min(u64::MAX as u128) as u64,
+            );
+        }
         let rec = &mut self.jobs[id.index()];
         let start = rec.start.unwrap_or(now);
         let x = rec.extra.get_or_insert_with(Box::default);
         x.served_ms += now.saturating_since(x.run_start.unwrap_or(start)).0;
+        // Pending (not running) from the stop to the next start, its grace included.
+        x.pending_since = Some(now);
         x.done = kept;
         x.lost_gpu_milli_ms = x
             .lost_gpu_milli_ms
@@ -2132,6 +2193,8 @@ impl Simulation {
 
     /// A stopped job keeps its bindings until `now + grace`, then [`Simulation::release`].
     fn terminate(&mut self, id: JobId, grace: SimDuration) {
+        self.metrics
+            .unproductive(&self.fleet, self.jobs[id.index()].allocs.as_slice(), true);
         let rec = &mut self.jobs[id.index()];
         rec.state = JobState::Terminating;
         let run = self.next_run;
@@ -2149,8 +2212,9 @@ impl Simulation {
     fn unbind(&mut self, id: JobId) {
         let rec = &self.jobs[id.index()];
         let (tenant, gpu) = (rec.tenant, rec.shape.total_gpu_milli() * rec.tasks as u64);
+        let idle = rec.state == JobState::Terminating;
         self.metrics
-            .on_allocs(&self.fleet, rec.allocs.as_slice(), false);
+            .on_allocs(&self.fleet, rec.allocs.as_slice(), false, idle);
         self.metrics.on_tenant_alloc(tenant, gpu, false);
         let nodes: Vec<NodeId> = if self.draining.is_empty() {
             Vec::new()
@@ -2168,7 +2232,11 @@ impl Simulation {
         }
         rec.allocs = Allocs::None;
         rec.state = JobState::Pending;
-        rec.extra.get_or_insert_with(Box::default).pending_since = Some(now);
+        // Waiting since its stop (a grace period ended now; without one, it stopped now).
+        rec.extra
+            .get_or_insert_with(Box::default)
+            .pending_since
+            .get_or_insert(now);
         rec.run = NOT_RUNNING;
         self.running -= 1;
         if !nodes.is_empty() {
@@ -2210,15 +2278,17 @@ impl Simulation {
                 job: id.0,
             });
         }
-        if let Some(s) = &mut self.serve {
-            s.on_withdrawn(id);
-        }
         if self.jobs[id.index()].start.is_none() {
             self.counts.cancelled += 1;
+        } else {
+            self.settle_wait(id);
         }
         emit(sink, || {
             self.row(id, FinalState::Cancelled, None, Some("withdrawn".into()))
         })?;
+        if let Some(s) = &mut self.serve {
+            s.on_withdrawn(id);
+        }
         self.free_slot(id);
         self.dirty = true;
         Ok(())
@@ -2318,7 +2388,7 @@ impl Simulation {
             })?;
         }
         self.metrics
-            .on_allocs(&self.fleet, rec.allocs.as_slice(), false);
+            .on_allocs(&self.fleet, rec.allocs.as_slice(), false, false);
         let total = rec.shape.total_gpu_milli() * rec.tasks as u64;
         self.metrics.on_tenant_alloc(rec.tenant, total, false);
         if let Some(l) = self.live.as_mut() {
@@ -2329,9 +2399,11 @@ impl Simulation {
         }
         let rec = &self.jobs[id.index()];
         self.sched.on_job_end(id, rec.queue, total, now);
-        let pre = rec.kind == RecordedKind::PreExisting || !rec.measured;
+        let pre = rec.kind == RecordedKind::PreExisting || !rec.measured || self.is_replica(id);
         self.metrics.on_finish(rec.submit, now, rec.runtime.0, pre);
-        let state = if rec.walltime_cut {
+        let walltime_cut = rec.walltime_cut;
+        self.settle_wait(id);
+        let state = if walltime_cut {
             self.counts.walltime_reached += 1;
             FinalState::WalltimeReached
         } else {
@@ -2339,12 +2411,13 @@ impl Simulation {
         };
         self.counts.completed += 1;
         self.running -= 1;
+        self.end_run_account(id, true);
+        // The row first: a replica's account forgets it.
+        emit(sink, || self.row(id, state, Some(now), None))?;
         if let Some(s) = &mut self.serve {
             let rec = &self.jobs[id.index()];
             s.on_stop(id, rec.shape.num_gpu as u64 * rec.tasks as u64, true);
         }
-        self.end_run_account(id, true);
-        emit(sink, || self.row(id, state, Some(now), None))?;
         if !self.draining.is_empty() {
             let nodes: Vec<NodeId> = self.jobs[id.index()]
                 .allocs
@@ -2520,6 +2593,7 @@ impl Simulation {
             .partition(|&(id, _)| self.jobs[id.index()].start.is_some());
         for &(id, reason) in &requeued {
             self.counts.requeued_at_end += 1;
+            self.settle_wait(id);
             let r = reason.map(|r| r.as_str().to_string());
             emit(sink, || self.row(id, FinalState::RequeuedAtEnd, None, r))?;
         }
@@ -2551,6 +2625,7 @@ impl Simulation {
         running.sort_by_key(|id| self.jobs[id.index()].seq);
         for id in running {
             self.counts.running_at_end += 1;
+            self.settle_wait(id);
             if self.jobs[id.index()].state == JobState::Recovering {
                 self.book_pause(id);
             }
@@ -2612,12 +2687,17 @@ impl Simulation {
                 (allocated, available, serve_alloc),
             )
         });
+        let serving = serving.map(|mut s| {
+            s.replica_wait_s = crate::metrics::dist_ms(&mut self.replica_waits_ms);
+            s
+        });
         Ok(RunResult {
             counts: self.counts.clone(),
             skipped_rows,
             trace_start,
             occupancy,
             wait_s: crate::metrics::dist_ms(&mut self.metrics.waits_ms),
+            first_start_wait_s: crate::metrics::dist_ms(&mut self.metrics.first_waits_ms),
             jct_s: crate::metrics::dist_ms(&mut self.metrics.jcts_ms),
             bounded_slowdown: crate::metrics::dist_f64(&mut self.metrics.slowdowns),
             makespan_ms,

@@ -222,7 +222,13 @@ impl Simulation {
     ) -> SimDuration {
         let now = self.now;
         let wall = wall_for(remaining, self.run_speed(id));
-        let wall = SimDuration(wall.0.saturating_add(self.run_overhead(id).0));
+        let ovh = self.run_overhead(id);
+        let wall = SimDuration(wall.0.saturating_add(ovh.0));
+        if ovh > SimDuration::ZERO {
+            let rec = &self.jobs[id.index()];
+            self.metrics
+                .startup(&self.fleet, rec.allocs.as_slice(), rec.run, now + ovh);
+        }
         let model = self.jobs[id.index()]
             .allocs
             .as_slice()
@@ -258,6 +264,18 @@ impl Simulation {
             e.1 += 1;
         }
         wall
+    }
+
+    /// When the startup of job `id`'s current run ends (its start plus its overhead), if it
+    /// has one.
+    pub(super) fn startup_end(&self, id: JobId) -> Option<SimTime> {
+        let ovh = self.run_overhead(id);
+        if ovh == SimDuration::ZERO {
+            return None;
+        }
+        let rec = &self.jobs[id.index()];
+        let start = rec.extra.as_ref().and_then(|x| x.run_start).or(rec.start)?;
+        Some(start + ovh)
     }
 
     /// A job's current run stops now and holds its accelerators for `grace` more: returns
@@ -530,11 +548,13 @@ impl Simulation {
                 .release(a)
                 .expect("a running job's task releases from its node");
         }
-        self.metrics.on_members(&self.fleet, &gone, false);
+        self.metrics.on_members(&self.fleet, &gone, false, false);
         let gone_gpu: u64 = gone.iter().map(TaskAlloc::total_gpu_milli).sum();
         self.metrics.on_tenant_alloc(tenant, gone_gpu, false);
         let run = self.next_run;
         self.next_run = (self.next_run + 1) % super::NOT_RUNNING;
+        // Paused survivors hold their accelerators without progress.
+        self.metrics.unproductive(&self.fleet, &kept, true);
         let rec = &mut self.jobs[id.index()];
         rec.allocs = Allocs::from_vec(kept);
         rec.state = JobState::Recovering;
@@ -609,8 +629,10 @@ impl Simulation {
     fn resume_gang(&mut self, id: JobId, new: Vec<TaskAlloc>) {
         let now = self.now;
         self.book_pause(id);
+        self.metrics
+            .unproductive(&self.fleet, self.jobs[id.index()].allocs.as_slice(), false);
         let tenant = self.jobs[id.index()].tenant;
-        self.metrics.on_members(&self.fleet, &new, true);
+        self.metrics.on_members(&self.fleet, &new, true, false);
         let new_gpu: u64 = new.iter().map(TaskAlloc::total_gpu_milli).sum();
         self.metrics.on_tenant_alloc(tenant, new_gpu, true);
         let run = self.next_run;
@@ -623,6 +645,9 @@ impl Simulation {
         rec.run = run;
         let x = rec.extra.get_or_insert_with(Box::default);
         x.run_start = Some(now);
+        if let Some(p) = x.pending_since.take() {
+            x.requeued_pending_ms += since(now, p);
+        }
         let done = x.done;
         let mut remaining = SimDuration(rec.runtime.0.saturating_sub(done.0));
         self.recovering.remove(&id);
@@ -648,7 +673,7 @@ impl Simulation {
                 .release(a)
                 .expect("a recovering gang's member releases from its node");
         }
-        self.metrics.on_members(&self.fleet, &left, false);
+        self.metrics.on_members(&self.fleet, &left, false, true);
         let gpu: u64 = left.iter().map(TaskAlloc::total_gpu_milli).sum();
         // `unbind` releases the whole gang's tenant share; the missing members' part left
         // already: give it back first.
@@ -726,6 +751,7 @@ impl Simulation {
         rec.run = run;
         let x = rec.extra.get_or_insert_with(Box::default);
         x.run_start = Some(now);
+        x.pending_since = None; // restarted at once
         let done = x.done;
         let mut remaining = SimDuration(rec.runtime.0.saturating_sub(done.0));
         if self.cfg.reliability {

@@ -88,6 +88,9 @@ pub struct ServingStats {
     pub fleet_occupancy: f64,
     /// The part of `fleet_occupancy` held by replicas.
     pub serving_occupancy: f64,
+    /// Waits of the replicas that started (all pending time, as the jobs' `wait_s`),
+    /// seconds: replicas are not in the jobs' wait, JCT and slowdown statistics.
+    pub replica_wait_s: crate::metrics::Dist,
 }
 
 #[derive(Clone, Debug)]
@@ -376,6 +379,7 @@ impl Serving {
             training_preemptions_by_serving: self.preemptions_by_serving,
             fleet_occupancy: ratio(occupancy.0, occupancy.1),
             serving_occupancy: ratio(occupancy.2, occupancy.1),
+            replica_wait_s: crate::metrics::Dist::default(),
         }
     }
 }

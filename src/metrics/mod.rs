@@ -1,14 +1,28 @@
 //! Metric collectors, accumulated in streaming form while the engine runs (DESIGN §6).
 //!
-//! * **occupancy** (allocation rate) = allocated GPU-milli·ms / available GPU-milli·ms over the
-//!   window `[a, b]`; a node that is down or drained is not available; a fractional task counts
-//!   its GPU-milli. Fleet-wide, per cell and per accelerator model, and per time-series interval.
+//! * **allocated occupancy** (allocation rate) = allocated GPU-milli·ms / available
+//!   GPU-milli·ms over the window `[a, b]`; a node that is down or drained is not available; a
+//!   fractional task counts its GPU-milli. Fleet-wide, per cell and per accelerator model, and
+//!   per time-series interval.
+//! * **useful occupancy** (the headline `occupancy`) = (allocated − *unproductive*)
+//!   GPU-milli·ms / available GPU-milli·ms, where the unproductive accelerator-time is what
+//!   the allocation held without making progress a job keeps: work lost when a run is stopped
+//!   (preemption, failure, eviction: from its last checkpoint to the stop, booked back in
+//!   time when the stop happens), termination grace, the surviving members of a gang paused
+//!   until it is whole again, and startup latency and restart overhead. Each is an interval
+//!   of time on known nodes, so it is integrated exactly like the allocation, per cell,
+//!   per model and per interval.
 //! * **window**: `a` = first submission + warm-up; `b` = with a horizon, the horizon or the
 //!   last event, whichever is first; without one, the last completion.
-//! * **wait** (queueing delay) = first start − submit; **JCT** = finish − submit; **bounded
-//!   slowdown** = max(1, JCT / max(run time, 10 s)) (Feitelson). Counted for jobs submitted
-//!   inside the window; jobs that did not start by `b` are *censored*, counted apart. Jobs
-//!   running before the trace window (pre-existing load) are left out of per-job statistics.
+//! * **wait** (queueing delay, Tiresias's *pending time*) = every millisecond a job is
+//!   pending: submit → first start, plus each preemption or failure → the next start (and,
+//!   for a job pending again when the run stops, up to the end); taken when the job reaches
+//!   its final state. **first-start wait** = first start − submit (Batsim's waiting time,
+//!   Kueue's admission wait); **JCT** = finish − submit; **bounded slowdown** = max(1, JCT /
+//!   max(run time, 10 s)) (Feitelson). Counted for jobs submitted inside the window; jobs
+//!   that did not start by `b` are *censored*, counted apart. Jobs running before the trace
+//!   window (pre-existing load) and serving replicas are left out of these per-job
+//!   statistics (serving reports its replicas in its own section).
 //! * **makespan** = last finish − first submission.
 //! * **per tenant**: allocated GPU-milli·ms over the window (and per interval), the basis of
 //!   the fairness figures (share vs entitlement, Jain's index) in the summary.
@@ -46,10 +60,17 @@ pub struct SeriesRow {
     /// Time-integrated allocated accelerators per cell (GPU-milli·ms; divide by `len_ms`
     /// for the mean).
     pub allocated_milli: Vec<u128>,
+    /// The part of `allocated_milli` that made no kept progress (lost work, grace, paused
+    /// gang members, startup), per cell (GPU-milli·ms): useful = allocated − this.
+    #[serde(default)]
+    pub unproductive_milli: Vec<u128>,
     /// Time-integrated available accelerators per cell (GPU-milli·ms).
     pub available_milli: Vec<u128>,
     /// Time-integrated allocated accelerators per model (GPU-milli·ms).
     pub allocated_model_milli: Vec<u128>,
+    /// The unproductive part of `allocated_model_milli`, per model (GPU-milli·ms).
+    #[serde(default)]
+    pub unproductive_model_milli: Vec<u128>,
     /// Time-integrated available accelerators per model (GPU-milli·ms).
     pub available_model_milli: Vec<u128>,
     /// Fleet fragmentation at the interval's start (FGD measure), GPU-milli; `None` before
@@ -102,10 +123,15 @@ impl Level {
     }
 }
 
+/// One task's share of a running startup: its cell, its model (if any) and its GPU-milli.
+type StartupPart = (usize, Option<usize>, u64);
+
 /// Every level's `J` at one time (an interval boundary, the last completion, the end).
 #[derive(Clone, Debug, Default)]
 struct Snap {
     alloc: Vec<i128>,
+    unprod: Vec<i128>,
+    unprod_model: Vec<i128>,
     avail: Vec<i128>,
     alloc_model: Vec<i128>,
     avail_model: Vec<i128>,
@@ -139,8 +165,8 @@ fn to_u128(x: i128) -> u128 {
 pub fn snapshot_bytes(cells: usize, models: usize, reasons: usize, tenants: usize) -> u64 {
     let block = |len: usize| if len == 0 { 0 } else { 16 * len as u64 + 16 };
     std::mem::size_of::<Snap>() as u64
-        + 3 * block(cells)
-        + 2 * block(models)
+        + 4 * block(cells)
+        + 3 * block(models)
         + block(reasons)
         + block(tenants)
 }
@@ -157,6 +183,16 @@ pub struct Collector {
     last_t: SimTime,
     // Current levels.
     alloc_cell: Vec<Level>,
+    /// Allocated GPU-milli that makes no kept progress now (grace, paused gang members,
+    /// startup), per cell and model; lost work is booked back in time into the same levels
+    /// ([`Collector::lost_work`]).
+    unprod_cell: Vec<Level>,
+    unprod_model: Vec<Level>,
+    /// Per node: GPU-milli of its allocation counted as unproductive now (grace, paused).
+    unprod_node: Vec<u64>,
+    /// Startup intervals still running: at their end time (key: end, run id) their
+    /// GPU-milli per (cell, model) stop counting as unproductive.
+    startups: std::collections::BTreeMap<(SimTime, u32), Vec<StartupPart>>,
     avail_cell: Vec<Level>,
     alloc_model: Vec<Level>,
     avail_model: Vec<Level>,
@@ -186,8 +222,10 @@ pub struct Collector {
     avail_finish_stale: bool,
     /// Fragmentation samples at interval starts `a + k·Δ`: (fragmented, idle) GPU-milli.
     frag_samples: Vec<(Option<u64>, u64)>,
-    /// Waits of measured started jobs, ms.
+    /// Waits (all pending time) of measured started jobs, ms, in the order they settled.
     pub waits_ms: Vec<u64>,
+    /// First-start waits of measured started jobs, ms.
+    pub first_waits_ms: Vec<u64>,
     /// JCTs of measured finished jobs, ms.
     pub jcts_ms: Vec<u64>,
     /// Bounded slowdowns of measured finished jobs.
@@ -327,10 +365,15 @@ pub struct Occupancy {
     pub window_end: SimTime,
     /// Allocated GPU-milli·ms per cell.
     pub allocated_cell: Vec<u128>,
+    /// Of the allocated GPU-milli·ms per cell, those that made no kept progress (lost work,
+    /// grace, paused gang members, startup): useful = allocated − unproductive.
+    pub unproductive_cell: Vec<u128>,
     /// Available GPU-milli·ms per cell.
     pub available_cell: Vec<u128>,
     /// Allocated GPU-milli·ms per model.
     pub allocated_model: Vec<u128>,
+    /// Unproductive GPU-milli·ms per model.
+    pub unproductive_model: Vec<u128>,
     /// Available GPU-milli·ms per model.
     pub available_model: Vec<u128>,
     /// Time series rows.
@@ -389,6 +432,10 @@ impl Collector {
             last_finish: None,
             last_t: SimTime::ZERO,
             alloc_cell: vec![Level::default(); cells],
+            unprod_cell: vec![Level::default(); cells],
+            unprod_model: vec![Level::default(); models],
+            unprod_node: vec![0; fleet.nodes().len()],
+            startups: std::collections::BTreeMap::new(),
             avail_cell: vec![Level::default(); cells],
             alloc_model: vec![Level::default(); models],
             avail_model: vec![Level::default(); models],
@@ -407,6 +454,7 @@ impl Collector {
             avail_finish_stale: false,
             frag_samples: Vec::new(),
             waits_ms: Vec::new(),
+            first_waits_ms: Vec::new(),
             jcts_ms: Vec::new(),
             slowdowns: Vec::new(),
             topo: TopoTracker::new(fleet),
@@ -419,6 +467,8 @@ impl Collector {
         let j = |v: &[Level]| v.iter().map(|l| l.j(t)).collect::<Vec<_>>();
         Snap {
             alloc: j(&self.alloc_cell),
+            unprod: j(&self.unprod_cell),
+            unprod_model: j(&self.unprod_model),
             avail: j(&self.avail_cell),
             alloc_model: j(&self.alloc_model),
             avail_model: j(&self.avail_model),
@@ -471,6 +521,7 @@ impl Collector {
     /// boundary passed (a level that does not change costs nothing).
     pub fn advance(&mut self, t: SimTime) {
         let Some(a) = self.window_start else {
+            self.end_startups(t);
             self.last_t = t;
             return;
         };
@@ -478,14 +529,17 @@ impl Collector {
         if t > from {
             self.topo.integrate((t.0 - from.0) as u128);
         }
-        // Boundaries at or before `t` (the state holds only changes before them).
+        // Boundaries at or before `t` (the state holds only changes before them), with the
+        // startups that ended before each.
         while let Some(b) =
             a.0.checked_add(self.bounds.len() as u64 * self.interval_ms)
                 .filter(|&b| b <= t.0)
         {
+            self.end_startups(SimTime(b));
             let snap = self.snap(SimTime(b));
             self.bounds.push(snap);
         }
+        self.end_startups(t);
         self.last_t = self.last_t.max(t);
     }
 
@@ -539,6 +593,17 @@ impl Collector {
         self.held_cell[n.cell.index()].add(g, now);
         if let Some(m) = n.model {
             self.alloc_model[m.index()].sub(g, now);
+        }
+        // What leaves the allocation was unproductive (every job on the node was stopped).
+        let u = &mut self.unprod_node[node.index()];
+        let idle = g.min(*u);
+        debug_assert_eq!(idle, g, "a failed node's allocation is all in grace");
+        if idle > 0 {
+            *u -= idle;
+            self.unprod_cell[n.cell.index()].sub(idle, now);
+            if let Some(m) = n.model {
+                self.unprod_model[m.index()].sub(idle, now);
+            }
         }
     }
 
@@ -620,8 +685,10 @@ impl Collector {
 
     /// Some members of a gang that keeps running (or stays bound) were bound or released:
     /// the allocated levels move, the running-job count and the gang statistics do not
-    /// ([`fleetsim_policies::GangRecovery::KeepSurvivors`]).
-    pub fn on_members(&mut self, fleet: &FleetState, allocs: &[TaskAlloc], bind: bool) {
+    /// ([`fleetsim_policies::GangRecovery::KeepSurvivors`]). Released members counted as
+    /// unproductive (`idle`: in a grace or paused, [`Collector::unproductive`]) leave that
+    /// account too.
+    pub fn on_members(&mut self, fleet: &FleetState, allocs: &[TaskAlloc], bind: bool, idle: bool) {
         let now = self.last_t;
         for a in allocs {
             let n = fleet.node(a.node);
@@ -634,6 +701,17 @@ impl Collector {
                 g -= from_held;
                 if from_held > 0 {
                     self.held_cell[n.cell.index()].sub(from_held, now);
+                }
+                if idle {
+                    let u = &mut self.unprod_node[a.node.index()];
+                    let off = g.min(*u);
+                    if off > 0 {
+                        *u -= off;
+                        self.unprod_cell[n.cell.index()].sub(off, now);
+                        if let Some(m) = n.model {
+                            self.unprod_model[m.index()].sub(off, now);
+                        }
+                    }
                 }
             }
             let cell = &mut self.alloc_cell[n.cell.index()];
@@ -654,10 +732,137 @@ impl Collector {
         self.topo.refresh(fleet);
     }
 
-    /// Tasks were bound (`sign = +1`) or released (`-1`).
-    pub fn on_allocs(&mut self, fleet: &FleetState, allocs: &[TaskAlloc], bind: bool) {
+    /// Bound tasks `allocs` stop (`on`) or start again (`!on`) making kept progress while
+    /// they stay allocated: a termination grace, a gang paused for its missing members.
+    /// A release of unproductive tasks ([`Collector::on_allocs`]) ends their account by
+    /// itself. `O(tasks)`.
+    pub fn unproductive(&mut self, fleet: &FleetState, allocs: &[TaskAlloc], on: bool) {
         let now = self.last_t;
-        self.on_members(fleet, allocs, bind);
+        for a in allocs {
+            let n = fleet.node(a.node);
+            let u = &mut self.unprod_node[a.node.index()];
+            let g = if on {
+                a.total_gpu_milli()
+            } else {
+                a.total_gpu_milli().min(*u)
+            };
+            if g == 0 {
+                continue;
+            }
+            if on {
+                *u += g;
+                self.unprod_cell[n.cell.index()].add(g, now);
+                if let Some(m) = n.model {
+                    self.unprod_model[m.index()].add(g, now);
+                }
+            } else {
+                *u -= g;
+                self.unprod_cell[n.cell.index()].sub(g, now);
+                if let Some(m) = n.model {
+                    self.unprod_model[m.index()].sub(g, now);
+                }
+            }
+        }
+    }
+
+    /// A run on `allocs` (run id `run`) starts now with a startup latency (and restart
+    /// overhead) until `end`: its accelerators count as unproductive until then (or until
+    /// [`Collector::startup_cut`]).
+    pub fn startup(&mut self, fleet: &FleetState, allocs: &[TaskAlloc], run: u32, end: SimTime) {
+        let now = self.last_t;
+        if end <= now {
+            return;
+        }
+        let parts: Vec<StartupPart> = allocs
+            .iter()
+            .map(|a| {
+                let n = fleet.node(a.node);
+                (
+                    n.cell.index(),
+                    n.model.map(|m| m.index()),
+                    a.total_gpu_milli(),
+                )
+            })
+            .collect();
+        for &(c, m, g) in &parts {
+            self.unprod_cell[c].add(g, now);
+            if let Some(m) = m {
+                self.unprod_model[m].add(g, now);
+            }
+        }
+        self.startups.insert((end, run), parts);
+    }
+
+    /// Run `run`, whose startup was to end at `end`, stops now: its startup ends now.
+    pub fn startup_cut(&mut self, run: u32, end: SimTime) {
+        let now = self.last_t;
+        if let Some(parts) = self.startups.remove(&(end, run)) {
+            self.end_startup(&parts, now);
+        }
+    }
+
+    fn end_startup(&mut self, parts: &[StartupPart], at: SimTime) {
+        for &(c, m, g) in parts {
+            self.unprod_cell[c].sub(g, at);
+            if let Some(m) = m {
+                self.unprod_model[m].sub(g, at);
+            }
+        }
+    }
+
+    /// Ends the startups due at or before `t`, each at its own end time.
+    fn end_startups(&mut self, t: SimTime) {
+        while let Some(e) = self.startups.first_entry() {
+            if e.key().0 > t {
+                break;
+            }
+            let ((at, _), parts) = e.remove_entry();
+            self.end_startup(&parts, at);
+        }
+    }
+
+    /// A run on `allocs` stopped now lost its last `wall_ms` ms of work (since its last
+    /// checkpoint): that accelerator-time, allocated until now, is booked as unproductive
+    /// back in time, into the levels and into the interval boundaries passed since.
+    /// `O(tasks × boundaries in the lost span)`.
+    pub fn lost_work(&mut self, fleet: &FleetState, allocs: &[TaskAlloc], wall_ms: u64) {
+        let now = self.last_t;
+        let t0 = now.0.saturating_sub(wall_ms);
+        let w = i128::from(now.0 - t0);
+        if w == 0 {
+            return;
+        }
+        // Boundaries in (t0, now]: the first is `a + k0·Δ` with k0 = ⌊(t0 − a)/Δ⌋ + 1.
+        let k0 = match self.window_start {
+            Some(a) if t0 >= a.0 => ((t0 - a.0) / self.interval_ms + 1) as usize,
+            Some(_) => 0,
+            None => self.bounds.len(),
+        };
+        for a in allocs {
+            let n = fleet.node(a.node);
+            let g = i128::from(a.total_gpu_milli());
+            let (c, m) = (n.cell.index(), n.model.map(|m| m.index()));
+            self.unprod_cell[c].s -= g * w;
+            if let Some(m) = m {
+                self.unprod_model[m].s -= g * w;
+            }
+            let start = self.window_start.map_or(0, |a| a.0);
+            for k in k0..self.bounds.len() {
+                let b = start + k as u64 * self.interval_ms;
+                let part = g * i128::from(b.min(now.0).saturating_sub(t0));
+                self.bounds[k].unprod[c] += part;
+                if let Some(m) = m {
+                    self.bounds[k].unprod_model[m] += part;
+                }
+            }
+        }
+    }
+
+    /// A job's tasks were bound (`bind`) or released (`idle`: released from a grace period,
+    /// counted as unproductive until now).
+    pub fn on_allocs(&mut self, fleet: &FleetState, allocs: &[TaskAlloc], bind: bool, idle: bool) {
+        let now = self.last_t;
+        self.on_members(fleet, allocs, bind, idle);
         if bind {
             self.running.add(1, now);
             if allocs.len() > 1 {
@@ -677,12 +882,24 @@ impl Collector {
         }
     }
 
-    /// A job started at `start`, submitted at `submit`; `pre_existing` jobs are left out of
-    /// per-job statistics.
+    /// A job started for the first time at `start`, submitted at `submit`; `pre_existing`
+    /// jobs (and any other job kept out of per-job statistics) are left out.
     pub fn on_start(&mut self, submit: SimTime, start: SimTime, pre_existing: bool) {
         if !pre_existing && self.measured(submit) {
-            self.waits_ms.push((start - submit).0);
+            self.first_waits_ms.push((start - submit).0);
         }
+    }
+
+    /// A job that started at least once reached its final state (or the end of the run)
+    /// after `pending_ms` pending in all (first wait and every wait after a preemption or
+    /// failure). Returns whether it was counted (submitted inside the window, not
+    /// `pre_existing`).
+    pub fn on_settled(&mut self, submit: SimTime, pending_ms: u64, pre_existing: bool) -> bool {
+        let counted = !pre_existing && self.measured(submit);
+        if counted {
+            self.waits_ms.push(pending_ms);
+        }
+        counted
     }
 
     /// A job finished at `t` after running `run_ms`.
@@ -767,6 +984,8 @@ impl Collector {
                     frag_milli,
                     idle_milli,
                     allocated_milli: diff(&hi.alloc, &lo.alloc),
+                    unproductive_milli: diff(&hi.unprod, &lo.unprod),
+                    unproductive_model_milli: diff(&hi.unprod_model, &lo.unprod_model),
                     available_milli: diff(&hi.avail, &lo.avail),
                     allocated_model_milli: diff(&hi.alloc_model, &lo.alloc_model),
                     available_model_milli: diff(&hi.avail_model, &lo.avail_model),
@@ -780,6 +999,15 @@ impl Collector {
             .collect();
         let allocated_cell = over_window(&at_now.alloc, &start.alloc);
         let allocated_model = over_window(&at_now.alloc_model, &start.alloc_model);
+        let unproductive_cell = over_window(&at_now.unprod, &start.unprod);
+        let unproductive_model = over_window(&at_now.unprod_model, &start.unprod_model);
+        debug_assert!(
+            unproductive_cell
+                .iter()
+                .zip(&allocated_cell)
+                .all(|(u, a)| u <= a),
+            "unproductive {unproductive_cell:?} above allocated {allocated_cell:?}"
+        );
         // Nothing is allocated after the last completion: the integral so far is the
         // window's.
         let allocated_tenant = over_window(&at_now.tenant, &start.tenant);
@@ -813,8 +1041,10 @@ impl Collector {
             window_start: a,
             window_end: end,
             allocated_cell,
+            unproductive_cell,
             available_cell: avail_cell,
             allocated_model,
+            unproductive_model,
             available_model: avail_model,
             series,
             pending_reasons: self.reason_names.clone(),
@@ -829,18 +1059,18 @@ mod tests {
     use super::snapshot_bytes;
     use crate::engine::series_interval_cap;
 
-    /// A snapshot is 7 level lists (24 bytes each, 168, padded to 176 for the two i128
-    /// counters) + 32 = 208 bytes; a list of one integral is one 16-byte block + 16 of
-    /// allocator overhead = 32. One cell, one model: 3 + 2 lists = 160, so 368 bytes, and
-    /// 128 MiB / 368 = 364,722 intervals. With a tenant too: 400 → 335,544. A fleet of
-    /// 10,000 cells: 208 + 3 × 160,016 + 2 × 32 = 480,320 → 279.
+    /// A snapshot is 9 level lists (24 bytes each, 216, padded to 224 for the two i128
+    /// counters) + 32 = 256 bytes; a list of one integral is one 16-byte block + 16 of
+    /// allocator overhead = 32. One cell, one model: 4 + 3 lists = 224, so 480 bytes, and
+    /// 128 MiB / 480 = 279,620 intervals. With a tenant too: 512 → 262,144. A fleet of
+    /// 10,000 cells: 256 + 4 × 160,016 + 3 × 32 = 640,416 → 209.
     #[test]
     fn the_interval_cap_follows_the_snapshot_size() {
-        assert_eq!(snapshot_bytes(1, 1, 0, 0), 368);
-        assert_eq!(series_interval_cap(snapshot_bytes(1, 1, 0, 0)), 364_722);
-        assert_eq!(series_interval_cap(snapshot_bytes(1, 1, 0, 1)), 335_544);
-        assert_eq!(snapshot_bytes(10_000, 1, 0, 0), 480_320);
-        assert_eq!(series_interval_cap(snapshot_bytes(10_000, 1, 0, 0)), 279);
+        assert_eq!(snapshot_bytes(1, 1, 0, 0), 480);
+        assert_eq!(series_interval_cap(snapshot_bytes(1, 1, 0, 0)), 279_620);
+        assert_eq!(series_interval_cap(snapshot_bytes(1, 1, 0, 1)), 262_144);
+        assert_eq!(snapshot_bytes(10_000, 1, 0, 0), 640_416);
+        assert_eq!(series_interval_cap(snapshot_bytes(10_000, 1, 0, 0)), 209);
         // The interval count cap still holds for a tiny snapshot.
         assert_eq!(series_interval_cap(1), crate::engine::MAX_SERIES_INTERVALS);
     }

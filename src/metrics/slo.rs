@@ -211,9 +211,16 @@ pub fn validate(slos: &[SloSpec], queues: &[SloQueue]) -> Result<(), (String, St
 }
 
 fn kind_name(k: SloKind) -> &'static str {
-    match k {
-        SloKind::WaitQuantile => "wait_quantile",
-        SloKind::StartWithin => "start_within",
+    k.as_str()
+}
+
+impl SloKind {
+    /// The name scenarios use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SloKind::WaitQuantile => "wait_quantile",
+            SloKind::StartWithin => "start_within",
+        }
     }
 }
 

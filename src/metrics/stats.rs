@@ -17,6 +17,8 @@ pub struct Dist {
     pub p50: Option<f64>,
     /// 90th percentile.
     pub p90: Option<f64>,
+    /// 95th percentile.
+    pub p95: Option<f64>,
     /// 99th percentile.
     pub p99: Option<f64>,
     /// 99.9th percentile.
@@ -51,7 +53,7 @@ fn select_quantiles(v: &mut [u64], ps: &[f64]) -> Vec<Option<u64>> {
         .collect()
 }
 
-const PS: [f64; 5] = [0.50, 0.90, 0.99, 0.999, 1.0];
+const PS: [f64; 6] = [0.50, 0.90, 0.95, 0.99, 0.999, 1.0];
 
 /// Summarizes durations given in milliseconds, reporting seconds. Reorders `ms` (by
 /// selection: afterwards it is *not* sorted).
@@ -64,9 +66,10 @@ pub fn dist_ms(ms: &mut [u64]) -> Dist {
         mean: (!ms.is_empty()).then(|| sum as f64 / ms.len() as f64 / 1000.0),
         p50: s(q[0]),
         p90: s(q[1]),
-        p99: s(q[2]),
-        p999: s(q[3]),
-        max: s(q[4]),
+        p95: s(q[2]),
+        p99: s(q[3]),
+        p999: s(q[4]),
+        max: s(q[5]),
     }
 }
 
@@ -120,6 +123,7 @@ pub fn dist_f64(v: &mut [f64]) -> Dist {
         mean: (!v.is_empty()).then(|| sum / v.len() as f64),
         p50: nearest_rank(v, 0.50),
         p90: nearest_rank(v, 0.90),
+        p95: nearest_rank(v, 0.95),
         p99: nearest_rank(v, 0.99),
         p999: nearest_rank(v, 0.999),
         max: v.last().copied(),
@@ -143,12 +147,14 @@ mod tests {
 
     #[test]
     fn nearest_rank_by_hand() {
-        // 10 values 1..=10: p50 → rank 5 → 5; p90 → rank 9 → 9; p99 → rank ceil(9.9)=10.
+        // 10 values 1..=10: p50 → rank 5 → 5; p90 → rank 9 → 9; p95 → rank ceil(9.5) = 10;
+        // p99 → rank ceil(9.9) = 10.
         let v: Vec<u64> = (1..=10).map(|x| x * 1000).collect();
         let mut w = v.clone();
         let d = dist_ms(&mut w);
         assert_eq!(d.p50, Some(5.0));
         assert_eq!(d.p90, Some(9.0));
+        assert_eq!(d.p95, Some(10.0));
         assert_eq!(d.p99, Some(10.0));
         assert_eq!(d.mean, Some(5.5));
         assert_eq!(dist_ms(&mut []).mean, None);

@@ -1020,11 +1020,13 @@ pub struct ReliabilitySummary {
     /// only with `failures.spares_per_cell` > 0).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hot_swaps: Option<u64>,
-    /// Mean wait of measured jobs by the cell of their first start, s.
-    pub wait_s_mean_by_cell: BTreeMap<String, Option<f64>>,
-    /// Mean wait of measured jobs by the accelerator model of their first start, s
+    /// Mean first-start wait (first start − submit) of measured jobs by the cell of their
+    /// first start, s.
+    pub first_start_wait_s_mean_by_cell: BTreeMap<String, Option<f64>>,
+    /// Mean first-start wait (first start − submit) of measured jobs by the accelerator
+    /// model of their first start, s
     /// (`cpu` for CPU-only jobs, present only when some started).
-    pub wait_s_mean_by_model: BTreeMap<String, Option<f64>>,
+    pub first_start_wait_s_mean_by_model: BTreeMap<String, Option<f64>>,
 }
 
 fn gpu_s(v: u128) -> f64 {
@@ -1075,13 +1077,13 @@ pub fn summary(
         failures_survived_per_job_max: r.max_failures_survived,
         cross_cell_dispatches: r.cross_cell_dispatches,
         hot_swaps: r.spares.then_some(r.hot_swaps),
-        wait_s_mean_by_cell: cells
+        first_start_wait_s_mean_by_cell: cells
             .iter()
             .enumerate()
             .map(|(i, c)| (c.clone(), mean(&r.wait_by_cell, i)))
             .collect(),
         // `cpu` only when some measured job started without an accelerator.
-        wait_s_mean_by_model: models
+        first_start_wait_s_mean_by_model: models
             .iter()
             .map(String::as_str)
             .chain(std::iter::once("cpu"))

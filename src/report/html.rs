@@ -71,10 +71,14 @@ pub fn mark_best_in_columns(header: &[String], rows: &mut [Vec<Cell>]) {
             .iter()
             .map(|r| r.get(c).and_then(|x| x.text.parse::<f64>().ok()))
             .collect();
-        let best = vals.iter().flatten().copied().reduce(|a, b| match dir {
-            Better::Higher => a.max(b),
-            Better::Lower => a.min(b),
-        });
+        if dir == Better::Neither {
+            continue;
+        }
+        let best = vals
+            .iter()
+            .flatten()
+            .copied()
+            .reduce(|a, b| dir.pick(a, b).unwrap_or(a));
         if let Some(b) = best {
             for (r, v) in rows.iter_mut().zip(&vals) {
                 if *v == Some(b) {

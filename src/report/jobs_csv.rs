@@ -12,8 +12,10 @@
 //! (start of the last run, after preemptions or failures), `failures` (runs lost to node
 //! failures), `lost_gpu_s` (accelerator-time lost to them and to preemption, GPU-s) and
 //! `pending_reason` (the reason the job waited longest, summed over all its waits),
-//! `service_time` (time it ran, over all its runs) and `pending_time` (time it waited in
-//! the queues, over all its waits, after preemptions and failures too). `stretch` is
+//! `service_time` (time it ran, over all its runs) and `pending_time` (every second it was
+//! pending: submit → first start plus each stop → the next start, grace included; the
+//! summary's `wait_s` of the job, Tiresias's pending time). `waiting_time` is Batsim's
+//! (first start − submission: the summary's `first_start_wait_s`). `stretch` is
 //! turnaround / run time and `bounded_slowdown` max(1, turnaround / max(run time, 10 s)),
 //! over the job's run time as the summary computes them.
 

@@ -15,7 +15,7 @@ use crate::metrics::{ratio, Dist};
 /// [`crate::inflation::report::InflationSummary`]): `schemas/summary.schema.json` and
 /// `schemas/inflation-summary.schema.json` describe this version. Raised when a key is
 /// removed, renamed or changes meaning or unit; keys may be added within a version.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The whole summary.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
@@ -54,10 +54,19 @@ pub struct Summary {
     pub end_reason: String,
     /// Job counts.
     pub jobs: Jobs,
-    /// Allocated / available accelerator-time over the window (null if nothing was available).
+    /// Useful occupancy: accelerator-time of work that completed or is still kept /
+    /// available accelerator-time, over the window (null if nothing was available). Useful =
+    /// allocated minus work lost to preemption, failure or eviction (since the last
+    /// checkpoint), termination grace, gang members paused for their missing peers, and
+    /// startup and restart overhead.
     pub occupancy: Option<f64>,
-    /// 100 × (1 − occupancy): the FGD paper's unallocated %.
+    /// Allocated / available accelerator-time over the window (the allocation rate:
+    /// everything held, useful or not).
+    pub allocated_occupancy: Option<f64>,
+    /// 100 × (1 − allocated occupancy): the FGD paper's unallocated %.
     pub unallocated_pct: Option<f64>,
+    /// Useful accelerator-seconds in the window (GPU-s): the numerator of `occupancy`.
+    pub useful_gpu_s: f64,
     /// Allocated accelerator-seconds in the window (GPU-s).
     pub allocated_gpu_s: f64,
     /// Available accelerator-seconds in the window (GPU-s).
@@ -66,13 +75,25 @@ pub struct Summary {
     /// (GPU-s): a down node's capacity and allocation leave together, so this is neither
     /// allocated nor available.
     pub held_on_failed_nodes_gpu_s: f64,
-    /// Occupancy per cell.
+    /// Useful occupancy per cell.
     pub occupancy_by_cell: BTreeMap<String, Option<f64>>,
-    /// Occupancy per accelerator model.
+    /// Allocated occupancy per cell.
+    pub allocated_occupancy_by_cell: BTreeMap<String, Option<f64>>,
+    /// Useful occupancy per accelerator model.
     pub occupancy_by_model: BTreeMap<String, Option<f64>>,
-    /// Queueing delay (first start − submit), seconds.
+    /// Allocated occupancy per accelerator model.
+    pub allocated_occupancy_by_model: BTreeMap<String, Option<f64>>,
+    /// Queueing delay (Tiresias's pending time): every second a job was pending — submit →
+    /// first start, plus each preemption or failure → its next start (→ the end of the run
+    /// for a job pending again then) — over the measured jobs that started, seconds. Serving
+    /// replicas are not counted (see `serving.replica_wait_s`); censored jobs are counted
+    /// apart (`jobs.censored`).
     pub wait_s: Dist,
-    /// Job completion time (finish − submit), seconds.
+    /// First start − submit (Batsim's waiting time; Kueue's admission wait), same jobs,
+    /// seconds.
+    pub first_start_wait_s: Dist,
+    /// Job completion time (finish − submit) of the measured jobs that finished (serving
+    /// replicas left out), seconds.
     pub jct_s: Dist,
     /// max(1, JCT / max(run time, 10 s)).
     pub bounded_slowdown: Dist,
@@ -196,6 +217,10 @@ pub struct PreemptionFacts {
     /// Accelerator-time lost: progress since the last checkpoint of every stopped run plus
     /// the time victims held their accelerators in a grace period, GPU-s.
     pub lost_gpu_s: f64,
+    /// `lost_gpu_s` in GPU-hours.
+    pub lost_gpu_h: f64,
+    /// Preemptions per started job (`preemptions / jobs.started`; null when none started).
+    pub preemptions_per_job: Option<f64>,
     /// Started jobs pending again (requeued) when the run stopped.
     pub requeued_at_end: u64,
 }
@@ -247,7 +272,8 @@ pub struct TenantSummary {
     pub failures: u64,
     /// Accelerator-time it lost, GPU-s.
     pub lost_gpu_s: f64,
-    /// Waits of its measured jobs, seconds.
+    /// Waits (all pending time, as the fleet's `wait_s`) of its measured jobs that
+    /// started, seconds.
     pub wait_s: Dist,
 }
 
@@ -360,6 +386,9 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
     let o = &r.occupancy;
     let alloc: u128 = o.allocated_cell.iter().sum();
     let avail: u128 = o.available_cell.iter().sum();
+    let useful_cell = useful(&o.allocated_cell, &o.unproductive_cell);
+    let useful_model = useful(&o.allocated_model, &o.unproductive_model);
+    let use_total: u128 = useful_cell.iter().sum();
     let occ = ratio(alloc, avail);
     let by = |names: &[String], a: &[u128], b: &[u128]| {
         names
@@ -413,14 +442,19 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
             censored_by_reason: c.censored_by_reason.clone(),
             skipped_rows: r.skipped_rows.clone(),
         },
-        occupancy: occ,
+        occupancy: ratio(use_total, avail),
+        allocated_occupancy: occ,
         unallocated_pct: occ.map(|v| 100.0 * (1.0 - v)),
+        useful_gpu_s: use_total as f64 / 1e6,
         allocated_gpu_s: alloc as f64 / 1e6,
         available_gpu_s: avail as f64 / 1e6,
         held_on_failed_nodes_gpu_s: o.held_on_failed_nodes as f64 / 1e6,
-        occupancy_by_cell: by(&input.cells, &o.allocated_cell, &o.available_cell),
-        occupancy_by_model: by(&input.models, &o.allocated_model, &o.available_model),
+        occupancy_by_cell: by(&input.cells, &useful_cell, &o.available_cell),
+        allocated_occupancy_by_cell: by(&input.cells, &o.allocated_cell, &o.available_cell),
+        occupancy_by_model: by(&input.models, &useful_model, &o.available_model),
+        allocated_occupancy_by_model: by(&input.models, &o.allocated_model, &o.available_model),
         wait_s: r.wait_s.clone(),
+        first_start_wait_s: r.first_start_wait_s.clone(),
         jct_s: r.jct_s.clone(),
         bounded_slowdown: r.bounded_slowdown.clone(),
         makespan_s: r.makespan_ms.map(secs),
@@ -462,6 +496,8 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
             by_reason: c.preemptions_by_reason.clone(),
             failures: c.failures,
             lost_gpu_s: r.lost_gpu_milli_ms as f64 / 1e6,
+            lost_gpu_h: r.lost_gpu_milli_ms as f64 / 3.6e9,
+            preemptions_per_job: (c.started > 0).then(|| c.preemptions as f64 / c.started as f64),
             requeued_at_end: c.requeued_at_end,
         },
         pending_reasons_job_s: pending_reasons_job_s(o),
@@ -473,6 +509,15 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
         autoscaling: r.autoscaling.clone(),
         serving: r.serving.clone(),
     }
+}
+
+/// `allocated − unproductive`, elementwise (GPU-milli·ms).
+fn useful(allocated: &[u128], unproductive: &[u128]) -> Vec<u128> {
+    allocated
+        .iter()
+        .enumerate()
+        .map(|(i, &a)| a.saturating_sub(unproductive.get(i).copied().unwrap_or(0)))
+        .collect()
 }
 
 /// Job-seconds pending per reason over the window, every reason listed (zero when unseen):

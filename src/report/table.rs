@@ -26,10 +26,11 @@ pub fn count(n: u64, noun: &str) -> String {
 fn dist_row(out: &mut String, name: &str, d: &Dist, unit: &str) {
     let _ = writeln!(
         out,
-        "  {name:<18} mean {:>10}  p50 {:>10}  p90 {:>10}  p99 {:>10}  max {:>10}",
+        "  {name:<18} mean {:>10}  p50 {:>10}  p90 {:>10}  p95 {:>10}  p99 {:>10}  max {:>10}",
         f(d.mean, unit),
         f(d.p50, unit),
         f(d.p90, unit),
+        f(d.p95, unit),
         f(d.p99, unit),
         f(d.max, unit)
     );
@@ -76,14 +77,36 @@ pub fn render(s: &Summary) -> String {
         s.window.length_s / 86_400.0,
         f(s.makespan_s, " s")
     );
-    let _ = writeln!(out, "occupancy {}", f(s.occupancy, "%"));
+    let p = &s.preemption;
+    let _ = writeln!(
+        out,
+        "occupancy {} useful, {} allocated; {} preemptions per started job, {:.1} GPU-h lost",
+        f(s.occupancy, "%"),
+        f(s.allocated_occupancy, "%"),
+        p.preemptions_per_job
+            .map_or("-".into(), |v| format!("{v:.3}")),
+        p.lost_gpu_h
+    );
     for (cell, o) in &s.occupancy_by_cell {
-        let _ = writeln!(out, "  cell  {cell:<14} {}", f(*o, "%"));
+        let a = s.allocated_occupancy_by_cell.get(cell).copied().flatten();
+        let _ = writeln!(
+            out,
+            "  cell  {cell:<14} {} useful, {} allocated",
+            f(*o, "%"),
+            f(a, "%")
+        );
     }
     for (model, o) in &s.occupancy_by_model {
-        let _ = writeln!(out, "  model {model:<14} {}", f(*o, "%"));
+        let a = s.allocated_occupancy_by_model.get(model).copied().flatten();
+        let _ = writeln!(
+            out,
+            "  model {model:<14} {} useful, {} allocated",
+            f(*o, "%"),
+            f(a, "%")
+        );
     }
-    dist_row(&mut out, "wait", &s.wait_s, " s");
+    dist_row(&mut out, "wait (pending)", &s.wait_s, " s");
+    dist_row(&mut out, "first-start wait", &s.first_start_wait_s, " s");
     dist_row(&mut out, "JCT", &s.jct_s, " s");
     dist_row(&mut out, "bounded slowdown", &s.bounded_slowdown, "");
     let t = &s.topology;
@@ -104,7 +127,6 @@ pub fn render(s: &Summary) -> String {
             let _ = writeln!(out, "  largest gang, cell {cell}: {}", v.join(", "));
         }
     }
-    let p = &s.preemption;
     if p.preemptions > 0 || p.failures > 0 {
         let by: Vec<String> = p
             .by_reason
@@ -162,5 +184,73 @@ pub fn render(s: &Summary) -> String {
             .collect();
         let _ = writeln!(out, "pending  {}", top.join(", "));
     }
+    sections(&mut out, s);
     out
+}
+
+/// The lines of the optional sections the scenario turned on: SLOs, autoscaling, serving.
+fn sections(out: &mut String, s: &Summary) {
+    if let Some(slos) = &s.slo {
+        for (name, r) in slos {
+            let _ = writeln!(
+                out,
+                "slo      {name} ({}, first-start wait ≤ {:.0} s for {:.1} % of jobs): attainment {} of {}, {}{}",
+                r.kind.as_str(),
+                r.threshold_s,
+                100.0 * r.target_fraction,
+                r.attainment
+                    .map_or("-".into(), |a| format!("{:.2} %", 100.0 * a)),
+                count(r.jobs, "job"),
+                match r.met {
+                    Some(true) => "met",
+                    Some(false) => "NOT met",
+                    None => "undecided",
+                },
+                r.interval_attainment.map_or(String::new(), |a| format!(
+                    "; {:.2} % of intervals met it",
+                    100.0 * a
+                ))
+            );
+        }
+    }
+    if let Some(a) = &s.autoscaling {
+        let _ = writeln!(
+            out,
+            "autoscale {} ({}): {} scale-ups, {} scale-downs; {:.1} node-h, {:.1} GPU-h provisioned, {:.1} GPU-h allocated, cost {:.2}; {:.1} job-h pending for capacity",
+            count(a.groups.len() as u64, "group"),
+            a.expander,
+            a.scale_ups,
+            a.scale_downs,
+            a.node_hours,
+            a.gpu_hours_provisioned,
+            a.gpu_hours_allocated,
+            a.cost,
+            a.pending_for_capacity_job_s / 3600.0
+        );
+    }
+    if let Some(v) = &s.serving {
+        for svc in &v.services {
+            let _ = writeln!(
+                out,
+                "serving  {}: {} replicas added (peak desired {}), SLO attainment {:.2} %, shortfall {:.0} replica-s, {} replica stops",
+                svc.name,
+                svc.replicas_added,
+                svc.peak_desired,
+                100.0 * svc.slo_attainment,
+                svc.shortfall_replica_s,
+                svc.replica_stops
+            );
+        }
+        dist_row(out, "replica wait", &v.replica_wait_s, " s");
+        let _ = writeln!(
+            out,
+            "  training {:.1} GPU-h allocated, {:.1} GPU-h goodput, {:.1} GPU-h lost ({:.1} to serving, {} preemptions by replicas); serving holds {:.2} % of the fleet",
+            v.training_allocated_gpu_s / 3600.0,
+            v.training_goodput_gpu_s / 3600.0,
+            v.training_lost_gpu_s / 3600.0,
+            v.training_lost_to_serving_gpu_s / 3600.0,
+            v.training_preemptions_by_serving,
+            100.0 * v.serving_occupancy
+        );
+    }
 }

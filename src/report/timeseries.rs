@@ -1,6 +1,7 @@
-//! `timeseries.csv`: one row per interval of the window with time-averaged values: allocated
-//! and available accelerators (fleet and per cell), occupancy (fleet, per cell, per
-//! accelerator model), pending and running jobs, the fleet's fragmentation at the interval's
+//! `timeseries.csv`: one row per interval of the window with time-averaged values: allocated,
+//! useful and available accelerators (fleet and per cell), useful occupancy (`occupancy`)
+//! and allocated occupancy (`allocated_occupancy`; fleet, per cell, per accelerator model),
+//! pending and running jobs, the fleet's fragmentation at the interval's
 //! start (FGD measure: GPUs, % of capacity, ratio to idle GPUs; empty before the workload has
 //! a GPU task), pending jobs per pending reason (`pending_<reason>`), and allocated
 //! accelerators per tenant (`tenant_<name>_allocated_gpus`, tenants in name order; left out
@@ -80,8 +81,10 @@ pub fn series(cells: &[String], models: &[String], tenants: &[String], o: &Occup
         ("time_s", false),
         ("interval_s", false),
         ("allocated_gpus", false),
+        ("useful_gpus", false),
         ("available_gpus", false),
         ("occupancy", true),
+        ("allocated_occupancy", true),
         ("pending_jobs", false),
         ("running_jobs", false),
         ("fragmented_gpus", true),
@@ -95,10 +98,12 @@ pub fn series(cells: &[String], models: &[String], tenants: &[String], o: &Occup
         header.push((format!("{c}_allocated_gpus"), false));
         header.push((format!("{c}_available_gpus"), false));
         header.push((format!("{c}_occupancy"), true));
+        header.push((format!("{c}_allocated_occupancy"), true));
     }
     for m in models {
         header.push((format!("model_{m}_allocated_gpus"), false));
         header.push((format!("model_{m}_occupancy"), true));
+        header.push((format!("model_{m}_allocated_occupancy"), true));
     }
     // Every reason gets a column, in a fixed order, whether it occurred or not.
     let reason_ix: Vec<Option<usize>> = PendingReason::ALL
@@ -116,11 +121,18 @@ pub fn series(cells: &[String], models: &[String], tenants: &[String], o: &Occup
         let len = row.len_ms as u128;
         let alloc: u128 = row.allocated_milli.iter().sum();
         let avail: u128 = row.available_milli.iter().sum();
+        let useful_of =
+            |a: &[u128], u: &[u128], i: usize| a[i].saturating_sub(u.get(i).copied().unwrap_or(0));
+        let useful: u128 = (0..row.allocated_milli.len())
+            .map(|i| useful_of(&row.allocated_milli, &row.unproductive_milli, i))
+            .sum();
         let mut rec = vec![
             Value::Ms(row.start.0),
             Value::Ms(row.len_ms),
             Value::Milli(alloc / len),
+            Value::Milli(useful / len),
             Value::Milli(avail / len),
+            Value::Ratio(ratio(useful, avail), 6),
             Value::Ratio(ratio(alloc, avail), 6),
             Value::Milli(row.pending_ms * 1000 / len),
             Value::Milli(row.running_ms * 1000 / len),
@@ -140,12 +152,26 @@ pub fn series(cells: &[String], models: &[String], tenants: &[String], o: &Occup
             rec.push(Value::Milli(row.allocated_milli[i] / len));
             rec.push(Value::Milli(row.available_milli[i] / len));
             rec.push(Value::Ratio(
+                ratio(
+                    useful_of(&row.allocated_milli, &row.unproductive_milli, i),
+                    row.available_milli[i],
+                ),
+                6,
+            ));
+            rec.push(Value::Ratio(
                 ratio(row.allocated_milli[i], row.available_milli[i]),
                 6,
             ));
         }
         for (i, _) in models.iter().enumerate() {
             rec.push(Value::Milli(row.allocated_model_milli[i] / len));
+            rec.push(Value::Ratio(
+                ratio(
+                    useful_of(&row.allocated_model_milli, &row.unproductive_model_milli, i),
+                    row.available_model_milli[i],
+                ),
+                6,
+            ));
             rec.push(Value::Ratio(
                 ratio(row.allocated_model_milli[i], row.available_model_milli[i]),
                 6,

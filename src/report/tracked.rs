@@ -18,6 +18,21 @@ pub enum Better {
     Higher,
     /// Lower is better (waits, JCT, slowdown, censored jobs).
     Lower,
+    /// Neither: shown beside another metric for context (allocated occupancy beside the
+    /// useful one: holding more is not better in itself). Never marked best; `check`
+    /// reports it without failing on it unless `[check]` declares a direction.
+    Neither,
+}
+
+impl Better {
+    /// The better of two values (`None` for [`Better::Neither`]).
+    pub fn pick(self, a: f64, b: f64) -> Option<f64> {
+        match self {
+            Better::Higher => Some(a.max(b)),
+            Better::Lower => Some(a.min(b)),
+            Better::Neither => None,
+        }
+    }
 }
 
 /// A metric reports track.
@@ -30,11 +45,25 @@ pub struct Metric {
 }
 
 /// The metrics `runs.csv`, `fleetsim compare` and (by default) `fleetsim check` report, in
-/// this order.
+/// this order: the headline useful occupancy with, beside it, what it does not count
+/// (allocated occupancy, preemptions per started job, lost GPU-hours); fragmentation; the
+/// wait (all pending time) and the first-start wait; JCT, slowdown, fairness and job counts.
 pub const METRICS: &[Metric] = &[
     Metric {
         name: "occupancy",
         better: Better::Higher,
+    },
+    Metric {
+        name: "allocated_occupancy",
+        better: Better::Neither,
+    },
+    Metric {
+        name: "preemption.preemptions_per_job",
+        better: Better::Lower,
+    },
+    Metric {
+        name: "preemption.lost_gpu_h",
+        better: Better::Lower,
     },
     Metric {
         name: "fragmentation.mean_pct_of_capacity",
@@ -53,6 +82,10 @@ pub const METRICS: &[Metric] = &[
         better: Better::Lower,
     },
     Metric {
+        name: "wait_s.p95",
+        better: Better::Lower,
+    },
+    Metric {
         name: "wait_s.p99",
         better: Better::Lower,
     },
@@ -61,11 +94,35 @@ pub const METRICS: &[Metric] = &[
         better: Better::Lower,
     },
     Metric {
+        name: "first_start_wait_s.mean",
+        better: Better::Lower,
+    },
+    Metric {
+        name: "first_start_wait_s.p50",
+        better: Better::Lower,
+    },
+    Metric {
+        name: "first_start_wait_s.p90",
+        better: Better::Lower,
+    },
+    Metric {
+        name: "first_start_wait_s.p95",
+        better: Better::Lower,
+    },
+    Metric {
+        name: "first_start_wait_s.p99",
+        better: Better::Lower,
+    },
+    Metric {
         name: "jct_s.mean",
         better: Better::Lower,
     },
     Metric {
         name: "jct_s.p50",
+        better: Better::Lower,
+    },
+    Metric {
+        name: "jct_s.p95",
         better: Better::Lower,
     },
     Metric {
@@ -254,9 +311,100 @@ pub fn metric_exists(summary: &Value, name: &str) -> bool {
     v.is_number() || v.is_null()
 }
 
+/// Every numeric (or `null`) leaf of `summary` as a dotted path, in document order, below
+/// `prefix` (array elements by their `name`, else their index).
+fn leaves(v: &Value, prefix: &str, out: &mut Vec<String>) {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                let p = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                leaves(x, &p, out);
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                let key = x
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .map_or_else(|| i.to_string(), str::to_string);
+                leaves(x, &format!("{prefix}.{key}"), out);
+            }
+        }
+        Value::Number(_) | Value::Null if !prefix.is_empty() => out.push(prefix.to_string()),
+        _ => {}
+    }
+}
+
+/// Edit distance between two names (Levenshtein, by chars).
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// The error for metric `name`, which `summary` does not have: names the closest metrics
+/// and lists the valid ones — the tracked metrics ([`METRICS`], then
+/// [`RELIABILITY_METRICS`] when the run reports goodput) and the rule for the rest (any
+/// dotted path to a number of `summary.json`).
+pub fn unknown_metric(name: &str, summary: &Value) -> BadInput {
+    let mut paths = Vec::new();
+    leaves(summary, "", &mut paths);
+    paths.push("censored_pct".to_string());
+    let mut near: Vec<(usize, &String)> = paths
+        .iter()
+        .map(|p| (distance(name, p), p))
+        .filter(|&(d, p)| d <= 3.max(name.len() / 4) || p.starts_with(name))
+        .collect();
+    near.sort();
+    let near: Vec<&str> = near.iter().take(3).map(|(_, p)| p.as_str()).collect();
+    let tracked: Vec<&str> = METRICS
+        .iter()
+        .chain(RELIABILITY_METRICS)
+        .map(|m| m.name)
+        .filter(|m| metric_exists(summary, m))
+        .collect();
+    BadInput(format!(
+        "unknown metric `{name}`: not in summary.json{}; valid metrics: {}, or any dotted path to a number of summary.json (e.g. occupancy_by_cell.<cell>, tenants.<tenant>.wait_s.p95, slo.<name>.attainment)",
+        if near.is_empty() {
+            String::new()
+        } else {
+            format!(" (did you mean {}?)", near.join(", "))
+        },
+        tracked.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unknown_metric_names_the_valid_ones() {
+        let s = serde_json::json!({
+            "occupancy": 0.5,
+            "wait_s": {"p95": 3.0, "p99": null},
+            "jobs": {"censored": 0, "submitted": 2}
+        });
+        let e = unknown_metric("wait_s.p98", &s).0;
+        assert!(e.contains("did you mean wait_s.p95, wait_s.p99"), "{e}");
+        assert!(
+            e.contains("valid metrics: occupancy, wait_s.p95, wait_s.p99"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn slo_figures_have_directions_and_read_by_dotted_path() {

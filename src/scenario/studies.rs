@@ -100,4 +100,7 @@ pub enum Direction {
     HigherIsBetter,
     /// Only a rise.
     LowerIsBetter,
+    /// No move fails: the metric is reported for context (the default for a metric shown
+    /// beside another, such as `allocated_occupancy`).
+    None,
 }

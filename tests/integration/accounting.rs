@@ -17,8 +17,8 @@ use crate::support::{job, last_span, one_cell_first_fit, run};
 /// (K's until 1,000) and runs 1,000–2,000 (no checkpoint: its 100 s are lost).
 /// Window 0–2,000. Available: n1 8 × 100 + n2 8 × 2,000 = 16,800 GPU-s. Allocated: J on n1
 /// 8 × 100 = 800 (the grace 100–400 is on a failed node: not allocated), K 8,000, J again
-/// 8,000 = 16,800 → occupancy exactly 1 (it was 19,200 / 16,800 = 1.143 when the grace
-/// counted). Held on failed nodes 8 × 300 = 2,400 GPU-s. Interval 100–200 (100 s
+/// 8,000 = 16,800 → allocated occupancy exactly 1 (it was 19,200 / 16,800 = 1.143 when the
+/// grace counted); J's first 100 s were lost, so useful occupancy is 16,000 / 16,800. Held on failed nodes 8 × 300 = 2,400 GPU-s. Interval 100–200 (100 s
 /// intervals): available n2 800, allocated K 800 → 1.0 (was 1,600 / 800 = 2.0).
 /// The account: allocated J (100 + 300) × 8 + 8,000 + K 8,000 = 19,200 = goodput 16,000
 /// + lost 8 × 100 = 800 + startup 0 + held on failed nodes 2,400.
@@ -39,7 +39,9 @@ fn grace_on_a_failed_node_is_held_not_occupancy() {
     let s = &out.summary;
     assert_eq!(s.available_gpu_s, 16_800.0);
     assert_eq!(s.allocated_gpu_s, 16_800.0);
-    assert_eq!(s.occupancy, Some(1.0));
+    assert_eq!(s.allocated_occupancy, Some(1.0));
+    assert_eq!(s.useful_gpu_s, 16_000.0);
+    assert_eq!(s.occupancy, Some(16_000.0 / 16_800.0));
     assert_eq!(s.held_on_failed_nodes_gpu_s, 2_400.0);
     let series = &out.result.occupancy.series;
     let row = series.iter().find(|r| r.start.0 == 100_000).unwrap();
@@ -103,6 +105,7 @@ proptest! {
             prop_assert!(a <= v, "interval at {:?}: allocated {} > available {}", r.start, a, v);
         }
         let mut total = 0u128;
+        let mut kept_total = 0u128;
         for r in out.jobs.as_ref().unwrap() {
             prop_assert_eq!(r.state, FinalState::Completed, "{:?}", r);
             let gpu = r.shape.total_gpu_milli() * r.tasks as u64;
@@ -111,6 +114,18 @@ proptest! {
                 - r.held_on_failed_gpu_milli_ms - r.held_by_incomplete_gang_gpu_milli_ms;
             prop_assert_eq!(kept, runtime * 1000 * gpu, "{:?}", r);
             total += r.allocated_gpu_milli_ms as u128;
+            kept_total += kept as u128;
+        }
+        // Useful occupancy's numerator is exactly the kept work: every run lies inside the
+        // window (first submit to last completion), and the occupancy integral's
+        // unproductive part is the lost work, grace, startup and paused members.
+        let o = &out.result.occupancy;
+        let useful: u128 = o.allocated_cell.iter().zip(&o.unproductive_cell).map(|(a, u)| a - u).sum();
+        prop_assert_eq!(useful, kept_total);
+        for r in &o.series {
+            for (a, u) in r.allocated_milli.iter().zip(&r.unproductive_milli) {
+                prop_assert!(u <= a, "interval at {:?}: unproductive {} > allocated {}", r.start, u, a);
+            }
         }
         let rel = s.reliability.as_ref().unwrap();
         prop_assert_eq!(rel.allocated_gpu_s, total as f64 / 1e6);

@@ -3,7 +3,7 @@
 
 use fleetsim::scenario;
 
-use crate::support::{csv_column, job, run, run_series, span, wait_s};
+use crate::support::{csv_column, first_start_wait_s, job, run, run_series, span};
 
 /// One static 4-GPU node `n1` and a group `burst` of up to 3 × 4-GPU nodes, none at the
 /// start, fixed 60 s provisioning, 2.0 per node-hour, removed after 120 s idle.
@@ -70,7 +70,11 @@ fn a_gang_and_a_job_scale_up_together_and_an_idle_node_scales_down() {
     assert_eq!(span(&out, "J2"), (Some(70), Some(370)));
     assert_eq!(span(&out, "J3"), (Some(80), Some(130)));
     assert_eq!(
-        (wait_s(&out, "J1"), wait_s(&out, "J2"), wait_s(&out, "J3")),
+        (
+            first_start_wait_s(&out, "J1"),
+            first_start_wait_s(&out, "J2"),
+            first_start_wait_s(&out, "J3")
+        ),
         (Some(0), Some(60), Some(60))
     );
     let mut j2 = job(&out, "J2").nodes.clone();

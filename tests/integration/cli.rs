@@ -467,15 +467,15 @@ fn validate_checks_local_traces_and_serving_demand() {
             "at least 4294967295 replicas at 0 s (load / target utilization); at most 1048576 replicas per service",
         ),
         (
-            // Submits 5,000 s apart at 1 ms intervals: 5,000,000 intervals > 364,722, the
-            // cap of a one-cell, one-model fleet (368-byte snapshots in 128 MiB; see
+            // Submits 5,000 s apart at 1 ms intervals: 5,000,000 intervals > 279,620, the
+            // cap of a one-cell, one-model fleet (480-byte snapshots in 128 MiB; see
             // `metrics::tests`).
             format!(
                 "{base}[workload]\ntrace = {{ format = \"native\", path = \"late.csv\" }}\n\
                  [metrics]\ntimeseries_interval_s = 0.001\n"
             ),
             "`metrics.timeseries_interval_s`",
-            "the submits span 5000000 intervals of 1 ms (at most 364722 time-series intervals are kept for this fleet)",
+            "the submits span 5000000 intervals of 1 ms (at most 279620 time-series intervals are kept for this fleet)",
         ),
     ];
     for (i, (text, field, message)) in cases.iter().enumerate() {

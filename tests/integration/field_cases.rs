@@ -3,7 +3,7 @@
 
 use fleetsim::engine::FinalState;
 
-use crate::support::{job, occupancy, run, span, state};
+use crate::support::{allocated_occupancy, job, run, span, state};
 
 /// B16 — zero-size requests and zero time limits.
 #[test]
@@ -45,7 +45,7 @@ Z4,5,t,Q,0,0,10,10,
     // Z4 asks for nothing and runs 5–15.
     assert_eq!(span(&out, "Z4"), (Some(5), Some(15)));
     // Occupancy [0,100] = 100 GPU-s / (4 GPUs × 100 s) = 25 %.
-    assert_eq!(occupancy(&out), 0.25);
+    assert_eq!(allocated_occupancy(&out), 0.25);
     // No NaN or ∞ anywhere: bounded slowdown uses max(run, 10 s).
     let json = serde_json::to_string(&out.summary).unwrap();
     assert!(!json.contains("NaN") && !json.contains("inf"), "{json}");
@@ -90,7 +90,7 @@ J3,2,t,Q,1,4,100
     assert!(job(&out, "O1").nodes.is_empty() && job(&out, "O2").nodes.is_empty());
     // Window [0, 102] (first submit to last completion): J3's 4 GPUs × 100 s over
     // 16 GPUs × 102 s.
-    assert_eq!(occupancy(&out), 400.0 / 1632.0);
+    assert_eq!(allocated_occupancy(&out), 400.0 / 1632.0);
     assert_eq!(out.result.counts.rejected_by_reason.len(), 2);
 }
 
@@ -137,7 +137,7 @@ T5,t,50,60,60,1
     );
     assert_eq!(job(&out, "T5").run_ms, Some(0));
     // Occupancy [0,200] = (100 + 800) / 1600 = 56.25 %.
-    assert_eq!(occupancy(&out), 0.5625);
+    assert_eq!(allocated_occupancy(&out), 0.5625);
     // Waits counted: T1 (10 s) and T5 (10 s); never a negative one.
     assert_eq!(out.summary.wait_s.count, 2);
     assert_eq!(out.summary.wait_s.max, Some(10.0));
@@ -172,7 +172,7 @@ WB,1,t,1,2,1000
     assert_eq!(job(&out, "WB").nodes, vec!["x1"]);
     assert_eq!(span(&out, "WB"), (Some(1), Some(1001)));
     // [0,1001]: 2 GPUs × 1000 + 2 GPUs × 1000 over 4 GPUs × 1001 s.
-    assert_eq!(occupancy(&out), 4000.0 / 4004.0);
+    assert_eq!(allocated_occupancy(&out), 4000.0 / 4004.0);
 }
 
 /// B08 — two whole-cluster gangs: all-or-nothing, one after the other, no deadlock.
@@ -196,5 +196,5 @@ G2,0,t,4,1,600
     let out = run(scenario, &[("jobs.csv", jobs)]);
     assert_eq!(span(&out, "G1"), (Some(0), Some(600)));
     assert_eq!(span(&out, "G2"), (Some(600), Some(1200)));
-    assert_eq!(occupancy(&out), 1.0);
+    assert_eq!(allocated_occupancy(&out), 1.0);
 }

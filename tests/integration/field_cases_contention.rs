@@ -5,9 +5,8 @@
 //! is an exact test of the outcome worked out there, run through the scenario loader and the
 //! engine with every-instant audits.
 
-use crate::support::{job, last_span, occupancy, one_cell, run, span, wait_s};
+use crate::support::{allocated_occupancy, first_start_wait_s, job, last_span, one_cell, run, span};
 
-/// A one-cell fleet of named nodes of one model.
 /// Two cells `w1`, `w2` of `n` nodes × 8 GPUs each (nodes `w1n1`, …).
 fn two_cells(n: usize) -> String {
     let mut s = String::new();
@@ -73,7 +72,7 @@ reclaim_within_cohort = "any"
         assert_eq!(last_span(&out, a), (Some(700), Some(1700)), "{a}");
     }
     assert_eq!(out.result.counts.preemptions, 2);
-    assert_eq!(occupancy(&out), 8200.0 / 13600.0);
+    assert_eq!(allocated_occupancy(&out), 8200.0 / 13600.0);
 }
 
 /// B22 — quota declared on the parent cohort gives its only queue the right to reclaim it.
@@ -126,11 +125,11 @@ g1,10,g,guaranteed,4,100
 ";
         let out = run(&scenario, &[("jobs.csv", jobs)]);
         assert_eq!(span(&out, "g1"), (Some(10), Some(110)), "fair {fair}");
-        assert_eq!(wait_s(&out, "g1"), Some(0));
+        assert_eq!(first_start_wait_s(&out, "g1"), Some(0));
         assert_eq!(job(&out, "be1").preemptions, 1);
         assert_eq!(last_span(&out, "be1"), (Some(110), Some(1110)));
         assert_eq!(out.result.counts.preemptions, 1);
-        assert_eq!(occupancy(&out), 1.0);
+        assert_eq!(allocated_occupancy(&out), 1.0);
     }
 }
 
@@ -179,7 +178,7 @@ a1,100,a,A,4,100
     assert_eq!(last_span(&out, "b2"), (Some(200), Some(2200)));
     assert_eq!(last_span(&out, "c2"), (Some(200), Some(2200)));
     assert_eq!(out.result.counts.preemptions, 2);
-    assert_eq!(occupancy(&out), 16720.0 / 17600.0);
+    assert_eq!(allocated_occupancy(&out), 16720.0 / 17600.0);
 }
 
 /// B24-variant — the over-reclaim guard: a victim that would take its queue below its nominal
@@ -213,7 +212,7 @@ a1,100,a,A,2,100
     assert_eq!(job(&out, "b_mid").preemptions, 1);
     assert_eq!(last_span(&out, "b_mid"), (Some(200), Some(2200)));
     assert_eq!(out.result.counts.preemptions, 1);
-    assert_eq!(occupancy(&out), 16400.0 / 17600.0);
+    assert_eq!(allocated_occupancy(&out), 16400.0 / 17600.0);
 
     // Guard off (Kueue classic): b_big is evicted, B drops to 4 < 6, 2 GPUs idle over
     // 100–200; b_big restarts 200–2200. Occupancy = (4000 + 4000 + 4·10 + 200 + 4·2000)
@@ -226,7 +225,7 @@ a1,100,a,A,2,100
     assert_eq!(job(&out, "b_big").preemptions, 1);
     assert_eq!(job(&out, "b_mid").preemptions, 0);
     assert_eq!(last_span(&out, "b_big"), (Some(200), Some(2200)));
-    assert_eq!(occupancy(&out), 16240.0 / 17600.0);
+    assert_eq!(allocated_occupancy(&out), 16240.0 / 17600.0);
 }
 
 /// B25 — the node a gang moves to after a node loss is not booked twice.
@@ -271,7 +270,7 @@ B,100,b,CQ-B,1,8,600
     assert_eq!(job(&out, "A").failures, 1);
     assert_eq!(span(&out, "B"), (Some(700), Some(1300)));
     assert_eq!(job(&out, "B").nodes, vec!["n1"]);
-    assert_eq!(occupancy(&out), 16000.0 / 21600.0);
+    assert_eq!(allocated_occupancy(&out), 16000.0 / 21600.0);
 }
 
 /// B27 — a job eligible for two cells preempts in one of them only.
@@ -300,7 +299,7 @@ H,100,t,100,8,500,w1|w2
     assert_eq!(job(&out, "L2").preemptions, 1);
     assert_eq!(last_span(&out, "L2"), (Some(630), Some(3630)));
     assert_eq!(out.result.counts.preemptions, 1);
-    assert_eq!(occupancy(&out), 52960.0 / 58080.0);
+    assert_eq!(allocated_occupancy(&out), 52960.0 / 58080.0);
 }
 
 /// B28 — the jobs of a lost cell are requeued when the worker-lost timeout (the failure
@@ -348,7 +347,7 @@ H,10,t,100,2,2,600
     assert_eq!(job(&out, "L").preemptions, 1);
     assert_eq!(last_span(&out, "L"), (Some(610), Some(5610)));
     assert_eq!(out.result.counts.preemptions, 1);
-    assert_eq!(occupancy(&out), 42480.0 / 44880.0);
+    assert_eq!(allocated_occupancy(&out), 42480.0 / 44880.0);
 }
 
 /// B33 — a waiting preemptor holds no claim against a higher-priority job of its own queue.
@@ -402,14 +401,14 @@ H,20,a,cq1,10000,2,500
 ";
     let out = run(&scenario, &[("jobs.csv", jobs)]);
     assert_eq!(span(&out, "H"), (Some(40), Some(540)));
-    assert_eq!(wait_s(&out, "H"), Some(20));
+    assert_eq!(first_start_wait_s(&out, "H"), Some(20));
     assert_eq!(span(&out, "L"), (Some(540), Some(1040)));
-    assert_eq!(wait_s(&out, "L"), Some(530));
+    assert_eq!(first_start_wait_s(&out, "L"), Some(530));
     assert_eq!(span(&out, "b1"), (Some(0), Some(1000)));
     assert_eq!(last_span(&out, "b2"), (Some(1000), Some(2000)));
     assert_eq!(last_span(&out, "b3"), (Some(1040), Some(2040)));
     assert_eq!(out.result.counts.preemptions, 2);
-    assert_eq!(occupancy(&out), 5080.0 / 6120.0);
+    assert_eq!(allocated_occupancy(&out), 5080.0 / 6120.0);
 }
 
 /// Issue #16 item 6 — no "did not fit" memory survives a zero-grace preemption.
@@ -543,7 +542,7 @@ admission_order = "{order}"
     }
     let mean_wait = |out: &fleetsim::run::RunOutput, q: &str| -> u64 {
         (0..16)
-            .map(|i| wait_s(out, &format!("{q}_{i}")).unwrap())
+            .map(|i| first_start_wait_s(out, &format!("{q}_{i}")).unwrap())
             .sum::<u64>()
             / 16
     };

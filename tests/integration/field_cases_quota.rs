@@ -6,9 +6,10 @@
 use fleetsim::engine::FinalState;
 use fleetsim_policies::PendingReason;
 
-use crate::support::{job, last_span, occupancy, one_cell, run, span, state, wait_s};
+use crate::support::{
+    allocated_occupancy, first_start_wait_s, job, last_span, one_cell, run, span, state,
+};
 
-/// A one-cell fleet of named nodes of one model.
 /// B01 — a job that can never fit must not keep forcing the same preemption.
 ///
 /// Cohort C = {CQ-A nominal 3, reclaims from borrowers; CQ-B nominal 0, borrows up to 3};
@@ -53,13 +54,13 @@ W3,20,a,CQ-A,3,500
     let out = run(&scenario, &[("jobs.csv", jobs)]);
     assert_eq!(state(&out, "W4"), FinalState::Rejected);
     assert_eq!(span(&out, "W3"), (Some(20), Some(520)));
-    assert_eq!(wait_s(&out, "W3"), Some(0));
+    assert_eq!(first_start_wait_s(&out, "W3"), Some(0));
     assert_eq!(span(&out, "W1"), (Some(0), Some(1520)));
     assert_eq!(last_span(&out, "W1"), (Some(520), Some(1520)));
     assert_eq!(job(&out, "W1").preemptions, 1);
     assert_eq!(out.result.counts.preemptions, 1);
     assert_eq!(out.result.counts.preemptions_by_reason["reclaim"], 1);
-    assert_eq!(occupancy(&out), 2520.0 / 4560.0);
+    assert_eq!(allocated_occupancy(&out), 2520.0 / 4560.0);
     // Lost work: W1's 20 s on 1 GPU (no checkpoint).
     assert_eq!(job(&out, "W1").lost_gpu_milli_ms, 20_000 * 1000);
 
@@ -139,7 +140,7 @@ p1,10,p,CQ-P,2,100
         Some(PendingReason::Preempting)
     );
     assert_eq!(out.result.counts.preemptions, 1);
-    assert_eq!(occupancy(&out), 8280.0 / 9120.0);
+    assert_eq!(allocated_occupancy(&out), 8280.0 / 9120.0);
     // y2 lost 10 s of progress on 2 GPUs and held them 30 s in grace.
     assert_eq!(job(&out, "y2").lost_gpu_milli_ms, 40_000 * 2000);
     assert!(out.result.passes > 30, "a pass every second while p1 waits");
@@ -190,14 +191,14 @@ b1,60,B,B,1,600
 ";
     let out = run(&scenario, &[("jobs.csv", jobs)]);
     assert_eq!(span(&out, "b1"), (Some(60), Some(660)));
-    assert_eq!(wait_s(&out, "b1"), Some(0));
+    assert_eq!(first_start_wait_s(&out, "b1"), Some(0));
     assert_eq!(job(&out, "a5").preemptions, 1);
     assert_eq!(last_span(&out, "a5"), (Some(660), Some(4260)));
     for j in ["a1", "a2", "a3", "a4"] {
         assert_eq!(span(&out, j), (Some(0), Some(3600)), "{j}");
     }
     assert_eq!(out.result.counts.preemptions, 1);
-    assert_eq!(occupancy(&out), 18660.0 / 21300.0);
+    assert_eq!(allocated_occupancy(&out), 18660.0 / 21300.0);
 }
 
 const B06_QUEUES: &str = r#"
@@ -240,9 +241,9 @@ be1,20,be,CQ-BE,1,200
     assert_eq!(span(&out, "g1"), (Some(0), Some(500)));
     assert_eq!(span(&out, "be1"), (Some(20), Some(220)));
     assert_eq!(span(&out, "g2"), (Some(500), Some(800)));
-    assert_eq!(wait_s(&out, "g2"), Some(490));
+    assert_eq!(first_start_wait_s(&out, "g2"), Some(490));
     assert_eq!(out.result.counts.preemptions, 0);
-    assert_eq!(occupancy(&out), 1300.0 / 1600.0);
+    assert_eq!(allocated_occupancy(&out), 1300.0 / 1600.0);
     assert_eq!(
         job(&out, "g2").pending_reason,
         Some(PendingReason::CohortQuota)
@@ -311,7 +312,7 @@ attempt_budget = 50
     }
     let horizon = format!("{scenario}[metrics]\nhorizon_s = 600\n");
     let out = run(&horizon, &[("jobs.csv", &jobs)]);
-    assert_eq!(occupancy(&out), 1.0);
+    assert_eq!(allocated_occupancy(&out), 1.0);
 }
 
 /// B08 under preemption — a gang is preempted whole and restarted whole; it never holds a
@@ -355,12 +356,12 @@ H,10,high,100,2,8,600
 ";
     let out = run(&scenario, &[("jobs.csv", jobs)]);
     assert_eq!(span(&out, "H"), (Some(10), Some(610)));
-    assert_eq!(wait_s(&out, "H"), Some(0));
+    assert_eq!(first_start_wait_s(&out, "H"), Some(0));
     assert_eq!(job(&out, "L").preemptions, 1);
     assert_eq!(last_span(&out, "L"), (Some(610), Some(5610)));
     assert_eq!(job(&out, "L").nodes, vec!["n1"]);
     assert_eq!(out.result.counts.preemptions_by_reason["priority"], 1);
-    assert_eq!(occupancy(&out), 49680.0 / 89760.0);
+    assert_eq!(allocated_occupancy(&out), 49680.0 / 89760.0);
 }
 
 const B11_JOBS: &str = "id,submit_s,tenant,priority,tasks,num_gpu,runtime_s,time_limit_s
@@ -402,7 +403,7 @@ fn b11_easy_backfill_reserves_for_the_big_job() {
         );
         assert_eq!(span(&out, "B"), (Some(400), Some(1400)), "{policy}");
         for (j, w) in [("s5", 1350), ("s6", 1250), ("s7", 1150), ("s8", 1050)] {
-            assert_eq!(wait_s(&out, j), Some(w), "{policy} {j}");
+            assert_eq!(first_start_wait_s(&out, j), Some(w), "{policy} {j}");
             assert_eq!(span(&out, j).1, Some(2400), "{policy} {j}");
         }
         // Held back by B's reservation while a node was free: s5 100–400, s6 150–400,
@@ -411,7 +412,7 @@ fn b11_easy_backfill_reserves_for_the_big_job() {
         let by_reason = &out.summary.pending_reasons_job_s;
         assert_eq!(by_reason["reservation"], 750.0, "{policy}");
         assert_eq!(by_reason["no_capacity"], 4449.0, "{policy}");
-        assert_eq!(occupancy(&out), 0.9375, "{policy}");
+        assert_eq!(allocated_occupancy(&out), 0.9375, "{policy}");
     }
     let none = b11("none");
     assert_eq!(span(&none, "s5"), (Some(100), Some(1100)));

@@ -1,6 +1,6 @@
 //! Small scenarios whose every number is worked out by hand in the comments.
 
-use crate::support::{occupancy, run, span};
+use crate::support::{allocated_occupancy, run, span};
 
 const ONE_NODE_4_GPUS: &str = r#"
 [[fleet.cells]]
@@ -41,7 +41,7 @@ fn strict_fifo_head_blocks_its_queue() {
         (w.mean, w.p50, w.max),
         (Some(80.0), Some(100.0), Some(140.0))
     );
-    assert_eq!(occupancy(&out), 420.0 / 680.0);
+    assert_eq!(allocated_occupancy(&out), 420.0 / 680.0);
     assert_eq!(out.summary.makespan_s, Some(170.0));
     // JCTs 100, 150, 160 → mean 136.666…; bounded slowdowns 1, 3, 8.
     assert_eq!(out.summary.jct_s.max, Some(160.0));
@@ -58,7 +58,7 @@ fn best_effort_fifo_lets_later_jobs_pass() {
     let out = run(&toml, &[("jobs.csv", JOBS)]);
     assert_eq!(span(&out, "J3"), (Some(10), Some(30)));
     assert_eq!(span(&out, "J2"), (Some(100), Some(150)));
-    assert_eq!(occupancy(&out), 0.7);
+    assert_eq!(allocated_occupancy(&out), 0.7);
     assert_eq!(out.summary.wait_s.max, Some(100.0));
 }
 
@@ -136,7 +136,7 @@ W,0,t,1,1000,100
     for j in ["P1", "P2", "W"] {
         assert_eq!(span(&out, j), (Some(0), Some(100)), "{j}");
     }
-    assert_eq!(occupancy(&out), 1.0);
+    assert_eq!(allocated_occupancy(&out), 1.0);
 }
 
 /// Fragmentation over time (FGD measure): x1 has 2 GPUs, x2 and x3 one each; the only jobs
@@ -173,4 +173,85 @@ A,0,t,2,7200
         assert_eq!(row.frag_milli, Some(2000), "{row:?}");
         assert_eq!(row.idle_milli, 2000);
     }
+}
+
+/// Waits that count every second pending and occupancy that counts only kept work, on a
+/// preemption (the Tiresias pending time; useful vs allocated occupancy).
+///
+/// One 4-GPU node; priority order; lower-priority jobs are preempted for capacity with a
+/// 20 s grace; jobs checkpoint every 60 s of progress; 50 s time-series intervals.
+/// A (prio 0, 4 GPUs, 300 s) submitted at 0; B (prio 1, 4 GPUs, 100 s) at 150; C (prio −1,
+/// 2 GPUs, 50 s) at 160.
+///
+/// t=0 A starts. t=150 B preempts A: A ran 150 s, keeps 120 (2 × 60), loses 30 s of work
+/// (120–150) and holds its 4 GPUs through the grace 150–170. t=160 C waits (node held).
+/// t=170 A is released; B runs 170–270. t=270 A (prio 0) runs its last 180 s 270–450; C
+/// does not fit. t=450 C runs 450–500. Window 0–500: 4 × 500 = 2,000 GPU-s available.
+///
+/// Waits (all pending time): A 0 + (270 − 150) = 120, B 170 − 150 = 20, C 450 − 160 = 290
+/// → mean 430/3, p50 120, p95 (rank ⌈2.85⌉ = 3) 290, max 290. First-start waits: 0, 20,
+/// 290 → mean 310/3, p50 20.
+/// Allocated: A 4 × 170 + B 4 × 100 + A 4 × 180 + C 2 × 50 = 680 + 400 + 720 + 100 = 1,900
+/// GPU-s → allocated occupancy 0.95. Lost: 4 × 30 (work) + 4 × 20 (grace) = 200 GPU-s.
+/// Useful = 1,900 − 200 = 1,700 = A 4 × 300 + B 400 + C 100 → occupancy 0.85.
+/// Interval 100–150: allocated 4 × 50 = 200, of which 4 × 30 lost (120–150): useful 80.
+/// Interval 150–200: A's grace 4 × 20 + B 4 × 30 = 200 allocated, useful 120.
+#[test]
+fn waits_count_every_pending_second_and_occupancy_only_kept_work() {
+    let toml = format!(
+        "name = \"pending\"\n[policy]\nqueue_order = \"priority\"\n[policy.preemption]\ncapacity = \"lower-priority\"\ngrace_s = 20\ncheckpoint_interval_s = 60\n[metrics]\ntimeseries_interval_s = 50\n{ONE_NODE_4_GPUS}"
+    );
+    let jobs = "id,submit_s,tenant,priority,num_gpu,runtime_s
+A,0,a,0,4,300
+B,150,b,1,4,100
+C,160,c,-1,2,50
+";
+    let out = run(&toml, &[("jobs.csv", jobs)]);
+    assert_eq!(span(&out, "A"), (Some(0), Some(450)));
+    assert_eq!(crate::support::last_span(&out, "A"), (Some(270), Some(450)));
+    assert_eq!(span(&out, "B"), (Some(170), Some(270)));
+    assert_eq!(span(&out, "C"), (Some(450), Some(500)));
+    let s = &out.summary;
+    let w = &s.wait_s;
+    assert_eq!(
+        (w.count, w.mean, w.p50, w.p95, w.max),
+        (3, Some(430.0 / 3.0), Some(120.0), Some(290.0), Some(290.0))
+    );
+    let f = &s.first_start_wait_s;
+    assert_eq!(
+        (f.count, f.mean, f.p50, f.max),
+        (3, Some(310.0 / 3.0), Some(20.0), Some(290.0))
+    );
+    assert_eq!(crate::support::job(&out, "A").pending_ms, Some(120_000));
+    assert_eq!(s.available_gpu_s, 2_000.0);
+    assert_eq!(s.allocated_gpu_s, 1_900.0);
+    assert_eq!(s.useful_gpu_s, 1_700.0);
+    assert_eq!(s.allocated_occupancy, Some(0.95));
+    assert_eq!(s.occupancy, Some(0.85));
+    assert_eq!(s.occupancy_by_cell["c"], Some(0.85));
+    assert_eq!(s.allocated_occupancy_by_cell["c"], Some(0.95));
+    assert_eq!(s.preemption.preemptions, 1);
+    assert_eq!(s.preemption.lost_gpu_s, 200.0);
+    assert_eq!(s.preemption.preemptions_per_job, Some(1.0 / 3.0));
+    assert_eq!(
+        crate::support::job(&out, "A").lost_gpu_milli_ms,
+        200 * 1_000_000
+    );
+    let row = |t: u64| {
+        let r = out
+            .result
+            .occupancy
+            .series
+            .iter()
+            .find(|r| r.start.0 == t * 1000)
+            .unwrap();
+        (
+            r.allocated_milli[0] / 1_000_000,
+            r.unproductive_milli[0] / 1_000_000,
+        )
+    };
+    assert_eq!(row(0), (200, 0));
+    assert_eq!(row(100), (200, 120));
+    assert_eq!(row(150), (200, 80));
+    assert_eq!(row(200), (200, 0));
 }

@@ -47,7 +47,7 @@ const SWEEP: &str = "\n[sweep]\nseeds = 2\n[[sweep.axes]]\nparam = \"policy.plac
 
 /// One job submitted at 0 that runs 2,000 s, at 1 ms intervals: its submits span nothing,
 /// so `validate` passes, but the run needs 2,000,000 intervals. Snapshots of one cell, one
-/// model and one tenant take 400 bytes (`metrics::tests`), so 128 MiB holds 335,544: the
+/// model and one tenant take 512 bytes (`metrics::tests`), so 128 MiB holds 262,144: the
 /// run stops there with the cap named, instead of at 4,000,000 intervals (over 10 GB).
 #[test]
 fn a_run_past_the_time_series_memory_cap_is_refused_naming_the_cap() {
@@ -63,7 +63,7 @@ fn a_run_past_the_time_series_memory_cap_is_refused_naming_the_cap() {
         )],
     );
     assert!(
-        e.contains("time-series intervals of 1 ms (at most 335544 are kept)")
+        e.contains("time-series intervals of 1 ms (at most 262144 are kept)")
             && e.contains("timeseries_interval_s"),
         "{e}"
     );

@@ -99,7 +99,7 @@ speed = {{ A100 = 0.5 }}
     assert_eq!(job(&both, "J2").cell.as_deref(), Some("ampere"));
     let r = both.summary.reliability.as_ref().unwrap();
     assert_eq!(r.cross_cell_dispatches, 1);
-    assert_eq!(r.wait_s_mean_by_cell["ampere"], Some(0.0));
+    assert_eq!(r.first_start_wait_s_mean_by_cell["ampere"], Some(0.0));
     let late = run(
         &scenario("spatial = true\nplatform = true", 5.0),
         &[("jobs.csv", jobs)],

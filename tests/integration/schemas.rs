@@ -110,7 +110,7 @@ fn opts(trace_dir: PathBuf) -> RunOptions {
 /// Runs: sample-small (the snapshot's scenario), the default scenario on a short horizon,
 /// a run with failures (the optional `reliability` section) and the tiny inflation
 /// experiment; each summary validates against its schema and not against the other, and
-/// carries `schema_version` 1.
+/// carries `schema_version` 2.
 #[test]
 fn summaries_of_runs_validate() {
     let run_v = validator(Kind::Summary);
@@ -144,7 +144,7 @@ fn summaries_of_runs_validate() {
     docs.push(out);
     for out in &docs {
         let d = serde_json::to_value(&out.summary).unwrap();
-        assert_eq!(d["schema_version"], 1);
+        assert_eq!(d["schema_version"], 2);
         assert_eq!(
             errors(&run_v, &d),
             Vec::<String>::new(),
@@ -166,7 +166,7 @@ fn summaries_of_runs_validate() {
     let loaded = scenario::load(&crate::inflation::scenario(idir.path())).unwrap();
     let s = run_inflation(&loaded, &opts(idir.path().to_path_buf())).unwrap();
     let d = serde_json::to_value(&s).unwrap();
-    assert_eq!(d["schema_version"], 1);
+    assert_eq!(d["schema_version"], 2);
     assert_eq!(errors(&infl_v, &d), Vec::<String>::new());
     assert!(!errors(&run_v, &d).is_empty());
 }

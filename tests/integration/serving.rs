@@ -103,6 +103,25 @@ fn serving_preempts_training_and_training_fills_what_serving_leaves() {
     assert_eq!(s.training_preemptions_by_serving, 1);
     assert_eq!(s.fleet_occupancy, 1.0);
     assert_eq!(s.serving_occupancy, 2560.0 / 10800.0);
+    // Replicas are not jobs in the wait, JCT and slowdown statistics: T alone is, pending
+    // 0 s before its first start and 450 − 120 = 330 s from its preemption to its restart;
+    // its JCT is 1,350 s. The replicas waited 130 − 120 = 10 s each.
+    let w = &out.summary.wait_s;
+    assert_eq!((w.count, w.mean), (1, Some(330.0)));
+    assert_eq!(out.summary.first_start_wait_s.max, Some(0.0));
+    assert_eq!(
+        (out.summary.jct_s.count, out.summary.jct_s.max),
+        (1, Some(1350.0))
+    );
+    assert_eq!(out.summary.bounded_slowdown.count, 1);
+    assert_eq!(
+        (s.replica_wait_s.count, s.replica_wait_s.max),
+        (2, Some(10.0))
+    );
+    // Useful occupancy leaves out T's 240 GPU-s lost: (10,800 − 240) / 10,800.
+    assert_eq!(out.summary.allocated_occupancy, Some(1.0));
+    assert_eq!(out.summary.occupancy, Some(10_560.0 / 10_800.0));
+    assert!(job(&out, "chat/r0#0").serving_replica && !job(&out, "T").serving_replica);
 }
 
 /// The same case's `timeseries.csv` with 100 s intervals over the window [0, 1350) (14 rows,

@@ -835,19 +835,21 @@ fn compare_shows_cells_only_some_variants_have() {
         md.contains("## Occupancy per cell and accelerator model"),
         "{md}"
     );
-    // `base` has no rubin cell and no B200s: "–"; `more` has a number.
-    let rubin: Vec<String> = row("cell rubin")
+    // `base` has no rubin cell and no B200s: "–"; `more` has a number; each cell and model
+    // has a useful and an allocated row.
+    assert!(md.contains("| cell rubin, allocated |"), "{md}");
+    let rubin: Vec<String> = row("cell rubin, useful")
         .split('|')
         .map(|c| c.trim().to_string())
         .collect();
     assert_eq!(rubin[2], "–", "{rubin:?}");
     assert!(rubin[3].parse::<f64>().is_ok(), "{rubin:?}");
-    let b200: Vec<String> = row("model B200")
+    let b200: Vec<String> = row("model B200, useful")
         .split('|')
         .map(|c| c.trim().to_string())
         .collect();
     assert_eq!(b200[2], "–", "{b200:?}");
-    let a: Vec<String> = row("cell a")
+    let a: Vec<String> = row("cell a, allocated")
         .split('|')
         .map(|c| c.trim().to_string())
         .collect();

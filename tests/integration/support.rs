@@ -118,9 +118,10 @@ pub fn state(out: &RunOutput, name: &str) -> FinalState {
     job(out, name).state
 }
 
-/// Fleet occupancy as a fraction.
-pub fn occupancy(out: &RunOutput) -> f64 {
-    out.summary.occupancy.expect("defined")
+/// Fleet allocated occupancy (allocation rate) as a fraction: what the field cases' hand
+/// arithmetic computes (useful occupancy also leaves out lost work and grace).
+pub fn allocated_occupancy(out: &RunOutput) -> f64 {
+    out.summary.allocated_occupancy.expect("defined")
 }
 
 /// (start s, finish s) of a job's last run (after preemptions or failures).
@@ -132,8 +133,8 @@ pub fn last_span(out: &RunOutput, name: &str) -> (Option<u64>, Option<u64>) {
     )
 }
 
-/// Wait (first start − submit) of a job, whole seconds.
-pub fn wait_s(out: &RunOutput, name: &str) -> Option<u64> {
+/// First-start wait (first start − submit) of a job, whole seconds.
+pub fn first_start_wait_s(out: &RunOutput, name: &str) -> Option<u64> {
     let r = job(out, name);
     r.start.map(|s| (s - r.submit).0 / 1000)
 }
