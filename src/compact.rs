@@ -108,6 +108,9 @@ pub struct Probe {
     pub met: bool,
     /// The goals' metrics.
     pub metrics: Vec<Option<f64>>,
+    /// The run's summary warnings (in [`Compaction::warnings`], each once).
+    #[serde(skip)]
+    pub warnings: serde_json::Value,
 }
 
 /// One seed's result.
@@ -146,6 +149,8 @@ pub struct Compaction {
     pub scale_max: Option<f64>,
     /// Accelerators at the p90 factor's seed.
     pub gpus_p90: Option<u64>,
+    /// The probes' warnings, each once ([`study::distinct_warnings`]).
+    pub warnings: Vec<String>,
 }
 
 /// Runs compaction.
@@ -203,6 +208,7 @@ pub fn run(source: &Source, extra: &[Override], opts: &CompactOptions) -> Result
                 .iter()
                 .map(|g| metric_value(&p.summary, &g.metric))
                 .collect(),
+            warnings: serde_json::json!({ "warnings": p.summary["warnings"] }),
         })
     };
     let per_seed = |seed: u64| -> Result<SeedResult> {
@@ -267,7 +273,13 @@ pub fn run(source: &Source, extra: &[Override], opts: &CompactOptions) -> Result
         .collect();
     met.sort_by(|a, b| a.0.total_cmp(&b.0));
     let p90 = nearest_rank(&met, 0.9);
+    let warnings = study::distinct_warnings(
+        seeds
+            .iter()
+            .flat_map(|s| s.probes.iter().map(|p| &p.warnings)),
+    );
     let c = Compaction {
+        warnings,
         scenario,
         goals: opts.goals.clone(),
         lo: opts.lo,

@@ -17,6 +17,36 @@ pub use crate::report::tracked::{
     better, metric_exists, metric_value, BadInput, Better, Metric, METRICS, RELIABILITY_METRICS,
 };
 
+/// The warnings of several runs' summaries (`summary.json` → `warnings`), each once, in
+/// order of first appearance; one that not every run printed says in how many it was.
+pub fn distinct_warnings<'a>(summaries: impl IntoIterator<Item = &'a Value>) -> Vec<String> {
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    let mut runs = 0;
+    for s in summaries {
+        runs += 1;
+        let mut here: Vec<&str> = s["warnings"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        here.dedup();
+        for w in here {
+            match seen.iter_mut().find(|(x, _)| x == w) {
+                Some(e) => e.1 += 1,
+                None => seen.push((w.to_string(), 1)),
+            }
+        }
+    }
+    seen.into_iter()
+        .map(|(w, n)| {
+            if n == runs {
+                w
+            } else {
+                format!("{w} (in {n} of {runs} runs)")
+            }
+        })
+        .collect()
+}
+
 /// FNV-1a 64-bit: a stable hash (unlike `std::hash`) for run ids, shards and digests.
 pub fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {

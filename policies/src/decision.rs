@@ -103,11 +103,15 @@ pub enum PendingReason {
     Reservation,
     /// Victims chosen for this job are still inside their termination grace period.
     Preempting,
+    /// Enough accelerators are free in its allowed cells, but not on nodes whose shape can
+    /// ever hold one of its tasks (too few accelerators, CPU or memory per node, or another
+    /// model): the free capacity is of the wrong node shape, not fragmented.
+    NodeShape,
 }
 
 impl PendingReason {
     /// Every reason, in a fixed order (the order of report columns).
-    pub const ALL: [PendingReason; 11] = [
+    pub const ALL: [PendingReason; 12] = [
         PendingReason::NotTried,
         PendingReason::NoCapacity,
         PendingReason::Fragmentation,
@@ -119,6 +123,7 @@ impl PendingReason {
         PendingReason::CohortQuota,
         PendingReason::Reservation,
         PendingReason::Preempting,
+        PendingReason::NodeShape,
     ];
 
     /// Position in [`PendingReason::ALL`].
@@ -140,6 +145,7 @@ impl PendingReason {
             PendingReason::CohortQuota => "cohort_quota",
             PendingReason::Reservation => "reservation",
             PendingReason::Preempting => "preempting",
+            PendingReason::NodeShape => "node_shape",
         }
     }
 }

@@ -44,6 +44,9 @@ pub fn check(a: CheckArgs) -> Result<()> {
     let spec = loaded.scenario.check.clone().unwrap_or_default();
     let seed = a.seed.unwrap_or(loaded.scenario.seed);
     let point = study::run_point(&loaded, seed, &TraceDir::resolve(a.trace_dir), false)?;
+    for w in study::distinct_warnings([&point.summary]) {
+        errln!("warning: {w}");
+    }
     if a.update {
         let b = check::baseline_of(&spec, &point.summary)?;
         if let Some(dir) = a.baseline.parent().filter(|d| !d.as_os_str().is_empty()) {

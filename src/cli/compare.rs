@@ -102,6 +102,9 @@ pub fn compare(a: CompareArgs) -> Result<()> {
     };
     let c = compare::run(&source, &extra, &variants, &opts)?;
     out!("{}", compare::render(&c));
+    for w in &c.warnings {
+        errln!("warning: {w}");
+    }
     let files = outdir::finish(prepared)?;
     errln!("wrote {}/: {}", out.display(), outdir::describe(&files));
     Ok(())
@@ -144,6 +147,9 @@ pub fn compact(a: CompactArgs) -> Result<()> {
     };
     let c = compact::run(&source, &extra, &opts)?;
     out!("{}", compact::render(&c));
+    for w in &c.warnings {
+        errln!("warning: {w}");
+    }
     if let (Some(p), Some(out)) = (prepared, &opts.out) {
         let files = outdir::finish(p)?;
         errln!("wrote {}/: {}", out.display(), outdir::describe(&files));

@@ -373,8 +373,10 @@ pub fn main(cli: Cli) -> Result<()> {
                 .as_ref()
                 .map(|t| t.to_spec());
             let mut never_fit: std::collections::BTreeMap<&'static str, u64> = Default::default();
+            let mut usable = crate::fleet::usable::Usability::new(&fleet.state, &fleet.autoscaling);
             for j in stream.by_ref() {
                 let j = j?;
+                usable.observe(&j);
                 with_limit += u64::from(j.time_limit.is_some());
                 if let Some(reason) = never_fits(&fleet.state, &j, topology) {
                     *never_fit.entry(reason).or_insert(0) += 1;
@@ -418,12 +420,33 @@ pub fn main(cli: Cli) -> Result<()> {
             }
             let skipped = stream.skipped();
             use crate::report::table::count;
+            // Autoscaled groups: their nodes and GPUs at `max_nodes`, beside the fixed ones.
+            let scaled_nodes: u64 = fleet.autoscaling.iter().map(|g| g.nodes.len() as u64).sum();
+            let scaled_gpus: u64 = fleet
+                .autoscaling
+                .iter()
+                .map(|g| g.nodes.len() as u64 * u64::from(g.gpus))
+                .sum();
+            let fixed_nodes = fleet.state.nodes().len() as u64 - scaled_nodes;
+            let fixed_gpus = fleet.gpus_by_model.values().sum::<u64>();
+            let (nodes, gpus) = if fleet.autoscaling.is_empty() {
+                (count(fixed_nodes, "node"), count(fixed_gpus, "GPU"))
+            } else {
+                (
+                    format!(
+                        "{} (+ up to {scaled_nodes} autoscaled)",
+                        count(fixed_nodes, "node")
+                    ),
+                    format!(
+                        "{} (+ up to {scaled_gpus} autoscaled)",
+                        count(fixed_gpus, "GPU")
+                    ),
+                )
+            };
             outln!(
-                "{}: ok — {}, {}, {}; {}{}",
+                "{}: ok — {}, {nodes}, {gpus}; {}{}",
                 scenario.display(),
                 count(fleet.state.cells().len() as u64, "cell"),
-                count(fleet.state.nodes().len() as u64, "node"),
-                count(fleet.gpus_by_model.values().sum::<u64>(), "GPU"),
                 count(jobs, "job"),
                 if skipped.is_empty() {
                     String::new()
@@ -433,6 +456,9 @@ pub fn main(cli: Cli) -> Result<()> {
             );
             if let Some(w) = crate::run::backfill_warning(&loaded, jobs, with_limit) {
                 outln!("  warning: {w}");
+            }
+            for u in usable.unusable() {
+                outln!("  warning: {}", u.warning());
             }
             if !never_fit.is_empty() {
                 let list: Vec<String> = never_fit.iter().map(|(r, n)| format!("{n} {r}")).collect();

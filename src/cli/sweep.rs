@@ -79,6 +79,9 @@ pub fn sweep(a: SweepArgs) -> Result<()> {
         threads: a.common.threads,
     };
     let o = sweep::run(&source, &extra, &plan, &opts)?;
+    for w in &o.warnings {
+        errln!("warning: {w}");
+    }
     let files = outdir::finish(prepared)?;
     errln!(
         "sweep `{}`: shard {}/{}: {} of {} runs ({} already complete); wrote {}/: {}",

@@ -300,6 +300,8 @@ pub struct Comparison {
     pub metric_order: Vec<String>,
     /// Variants in command-line order.
     pub policies: Vec<VariantStats>,
+    /// The runs' warnings, each once ([`study::distinct_warnings`]).
+    pub warnings: Vec<String>,
 }
 
 const METHOD: &str = "Common random numbers: every policy runs on the same workload draws for \
@@ -520,6 +522,7 @@ pub fn run(
         method: METHOD.to_string(),
         metric_order: tracked.iter().map(|m| m.name.to_string()).collect(),
         policies: out,
+        warnings: study::distinct_warnings(points.iter().flatten().map(|p| &p.summary)),
     };
     study::write_json(&opts.out.join("compare.json"), &cmp)?;
     write_csv(&opts.out.join("compare.csv"), &cmp)?;
@@ -547,6 +550,11 @@ pub fn run(
                 String::new()
             } else {
                 format!("Overrides for every run: {}", cmp.set.join(", "))
+            },
+            if cmp.warnings.is_empty() {
+                String::new()
+            } else {
+                format!("Warnings: {}", cmp.warnings.join("; "))
             },
         ],
         tables: {

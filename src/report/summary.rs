@@ -110,12 +110,19 @@ pub struct Summary {
     /// Pending jobs per reason, integrated over the window: job-seconds spent waiting for
     /// each reason (`not_tried`, `no_capacity`, `fragmentation`, `gang`, `queue_max`,
     /// `strict_fifo_head`, `over_quota`, `borrowing_limit`, `cohort_quota`, `reservation`,
-    /// `preempting`).
+    /// `preempting`, `node_shape`).
     pub pending_reasons_job_s: BTreeMap<String, f64>,
     /// Fairness across tenants (DESIGN §6).
     pub fairness: Fairness,
     /// Per tenant, by name.
     pub tenants: BTreeMap<String, TenantSummary>,
+    /// Node groups (a node shape of a cell, or an autoscaling group) on which no job of the
+    /// workload could ever run, with why and the job classes that wanted them (empty when
+    /// every group can host some job; see [`crate::fleet::usable`]).
+    pub unusable_capacity: Vec<crate::fleet::usable::UnusableGroup>,
+    /// The warnings the run printed: settings that had no effect (e.g. backfill without time
+    /// limits), capacity no job could use. Studies print each once.
+    pub warnings: Vec<String>,
     /// The scenario's `[transforms]` table as declared (absent when there is none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transforms: Option<serde_json::Value>,
@@ -277,19 +284,23 @@ pub struct TenantSummary {
     pub wait_s: Dist,
 }
 
-/// Fleet facts.
+/// Fleet facts: the fixed nodes, and the autoscaled groups' at their `max_nodes` apart.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct FleetFacts {
     /// Cells.
     pub cells: u64,
-    /// Nodes.
+    /// Fixed nodes (not autoscaled).
     pub nodes: u64,
-    /// Accelerators.
+    /// Accelerators of the fixed nodes.
     pub gpus: u64,
-    /// Accelerators per model.
+    /// Accelerators of the fixed nodes per model.
     pub gpus_by_model: BTreeMap<String, u64>,
-    /// Accelerators per cell.
+    /// Accelerators of the fixed nodes per cell.
     pub gpus_by_cell: BTreeMap<String, u64>,
+    /// Nodes of the autoscaled groups at their `max_nodes` (0 without autoscaling).
+    pub autoscaled_nodes_max: u64,
+    /// Accelerators of the autoscaled groups at their `max_nodes`.
+    pub autoscaled_gpus_max: u64,
 }
 
 /// The window.
@@ -369,12 +380,14 @@ pub struct SummaryInput<'a> {
     pub cells: Vec<String>,
     /// Model names.
     pub models: Vec<String>,
-    /// Nodes.
+    /// Fixed nodes.
     pub nodes: u64,
-    /// Accelerators per model.
+    /// Accelerators of the fixed nodes per model.
     pub gpus_by_model: BTreeMap<String, u64>,
-    /// Accelerators per cell.
+    /// Accelerators of the fixed nodes per cell.
     pub gpus_by_cell: BTreeMap<String, u64>,
+    /// Nodes and accelerators of the autoscaled groups at their `max_nodes`.
+    pub autoscaled: (u64, u64),
 }
 
 fn secs(ms: u64) -> f64 {
@@ -413,6 +426,8 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
             gpus: input.gpus_by_model.values().sum(),
             gpus_by_model: input.gpus_by_model,
             gpus_by_cell: input.gpus_by_cell,
+            autoscaled_nodes_max: input.autoscaled.0,
+            autoscaled_gpus_max: input.autoscaled.1,
         },
         trace_start: r.trace_start.clone(),
         window: Window {
@@ -503,6 +518,8 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
         pending_reasons_job_s: pending_reasons_job_s(o),
         fairness: fair,
         tenants,
+        unusable_capacity: Vec::new(),
+        warnings: Vec::new(),
         transforms: None,
         reliability: None,
         slo: None,

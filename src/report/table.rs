@@ -41,13 +41,21 @@ pub fn render(s: &Summary) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "scenario {} (seed {}, {}): {}, {}, {}",
+        "scenario {} (seed {}, {}): {}, {}, {}{}",
         s.scenario,
         s.seed,
         s.mode,
         count(s.fleet.cells, "cell"),
         count(s.fleet.nodes, "node"),
-        count(s.fleet.gpus, "GPU")
+        count(s.fleet.gpus, "GPU"),
+        if s.fleet.autoscaled_nodes_max > 0 {
+            format!(
+                " (+ up to {} autoscaled nodes, {} GPUs)",
+                s.fleet.autoscaled_nodes_max, s.fleet.autoscaled_gpus_max
+            )
+        } else {
+            String::new()
+        }
     );
     let policy: Vec<String> = s.policy.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let _ = writeln!(out, "policy   {}", policy.join(" "));
@@ -185,6 +193,9 @@ pub fn render(s: &Summary) -> String {
         let _ = writeln!(out, "pending  {}", top.join(", "));
     }
     sections(&mut out, s);
+    for u in &s.unusable_capacity {
+        let _ = writeln!(out, "unusable {}", u.warning());
+    }
     out
 }
 

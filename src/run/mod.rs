@@ -29,7 +29,8 @@ pub struct RunOutput {
     pub cells: Vec<String>,
     /// Accelerator model names in model-id order.
     pub models: Vec<String>,
-    /// Settings that had no effect on this run ([`backfill_warning`]), for the CLI to print.
+    /// Settings that had no effect on this run ([`backfill_warning`]) and capacity no job
+    /// could use ([`crate::fleet::usable`]), for the CLI and the studies to print.
     pub warnings: Vec<String>,
     /// The `[[metrics.slo]]` results (empty without SLOs), for the time series' `slo_*` columns.
     pub slo: Vec<crate::metrics::slo::SloResult>,
@@ -155,10 +156,12 @@ impl JobStream for Peeked {
 }
 
 /// Counts the jobs a stream yields and those that carry a time limit (for
-/// [`backfill_warning`]).
+/// [`backfill_warning`]), and shows each job to the node groups' usability check
+/// ([`crate::fleet::usable`]).
 struct LimitCounter {
     rest: Box<dyn JobStream>,
     counts: std::sync::Arc<[std::sync::atomic::AtomicU64; 2]>,
+    usable: std::sync::Arc<std::sync::Mutex<crate::fleet::usable::Usability>>,
 }
 
 impl Iterator for LimitCounter {
@@ -172,6 +175,10 @@ impl Iterator for LimitCounter {
             if j.time_limit.is_some() {
                 self.counts[1].fetch_add(1, Relaxed);
             }
+            self.usable
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .observe(j);
         }
         item
     }
@@ -649,7 +656,7 @@ fn run_inner(
     let (policies, mut cfg) = engine_config(loaded);
     cfg.autoscaling =
         (!autoscaling.is_empty()).then_some(crate::engine::autoscale::AutoscaleConfig {
-            groups: autoscaling,
+            groups: autoscaling.clone(),
             expander: loaded.scenario.policy.autoscaler_expander,
             seed,
         });
@@ -667,9 +674,14 @@ fn run_inner(
         std::sync::atomic::AtomicU64::new(0),
         std::sync::atomic::AtomicU64::new(0),
     ]);
+    let usable = std::sync::Arc::new(std::sync::Mutex::new(crate::fleet::usable::Usability::new(
+        &state,
+        &autoscaling,
+    )));
     let mut stream: Box<dyn JobStream> = Box::new(LimitCounter {
         rest: open_workload(loaded, &opts.trace_dir, seed)?,
         counts: limit_counts.clone(),
+        usable: usable.clone(),
     });
     // Failures and maintenance (seeded per node: the workload's streams are untouched),
     // generated from the first job's submit time unless `failures.start_s` says otherwise.
@@ -711,10 +723,27 @@ fn run_inner(
     cfg.node_events = node_events;
     let cells: Vec<String> = state.cells().iter().map(|c| c.name.clone()).collect();
     let models_for_series: Vec<String> = state.models().to_vec();
-    let nodes = state.nodes().len() as u64;
+    // Fixed nodes and GPUs; the autoscaled groups' (at `max_nodes`) apart.
+    let scaled: std::collections::BTreeSet<fleetsim_policies::NodeId> = autoscaling
+        .iter()
+        .flat_map(|g| g.nodes.iter().copied())
+        .collect();
+    let nodes = (state.nodes().len() - scaled.len()) as u64;
+    let autoscaled = (
+        scaled.len() as u64,
+        scaled
+            .iter()
+            .map(|&n| u64::from(state.node(n).gpus))
+            .sum::<u64>(),
+    );
     let mut gpus_by_cell = BTreeMap::new();
     for (i, c) in state.cells().iter().enumerate() {
-        let g: u64 = c.nodes.iter().map(|&n| state.node(n).gpus as u64).sum();
+        let g: u64 = c
+            .nodes
+            .iter()
+            .filter(|n| !scaled.contains(n))
+            .map(|&n| state.node(n).gpus as u64)
+            .sum();
         gpus_by_cell.insert(cells[i].clone(), g);
     }
     let gpu_numbering =
@@ -849,6 +878,7 @@ fn run_inner(
             nodes,
             gpus_by_model,
             gpus_by_cell,
+            autoscaled,
         },
         &result,
     );
@@ -858,6 +888,7 @@ fn run_inner(
     if !loaded.scenario.transforms.is_empty() {
         summary.transforms = Some(loaded.scenario.transforms.echo());
     }
+    summary.unusable_capacity = usable.lock().unwrap_or_else(|p| p.into_inner()).unusable();
     if let Some(r) = &result.reliability {
         // Node facts (failures, drains, MTTR) count every node change applied: the
         // scenario's `[[node_events]]` as well as the generated or replayed timeline, in the
@@ -889,6 +920,14 @@ fn run_inner(
             &models_for_series,
         ));
     }
+    summary.warnings = backfill_warning(
+        loaded,
+        limit_counts[0].load(std::sync::atomic::Ordering::Relaxed),
+        limit_counts[1].load(std::sync::atomic::Ordering::Relaxed),
+    )
+    .into_iter()
+    .chain(summary.unusable_capacity.iter().map(|u| u.warning()))
+    .collect();
     if let Some(dir) = &opts.out_dir {
         let series = full_series(&cells, &models_for_series, &result, &slo_results);
         for f in &loaded.scenario.metrics.outputs {
@@ -910,13 +949,7 @@ fn run_inner(
         crate::report::atomic::write_atomic(&path, text.as_bytes()).map_err(io_err(&path))?;
         complete_set(dir, loaded, opts.seed)?;
     }
-    let warnings = backfill_warning(
-        loaded,
-        limit_counts[0].load(std::sync::atomic::Ordering::Relaxed),
-        limit_counts[1].load(std::sync::atomic::Ordering::Relaxed),
-    )
-    .into_iter()
-    .collect();
+    let warnings = summary.warnings.clone();
     let twin = twin.map(|mut t| {
         let queues = result.live.as_ref().map(|l| l.queues.clone());
         t.set_queue_names(queues.unwrap_or_default());

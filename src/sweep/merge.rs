@@ -36,7 +36,8 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
 ///
 /// # Errors
 /// [`BadInput`] when the inputs are of different sweeps, a run appears twice with different
-/// results, a `runs.csv` has another header, or runs are missing; I/O errors.
+/// results, a `runs.csv` has another header, a run's folder is missing or fails its digest
+/// check, or runs are missing; I/O errors.
 pub fn merge(inputs: &[PathBuf], out: &Path, png: bool) -> Result<MergeOutcome> {
     if inputs.is_empty() {
         return Err(BadInput("merge needs at least one sweep directory".into()).into());
@@ -104,6 +105,19 @@ pub fn merge(inputs: &[PathBuf], out: &Path, png: bool) -> Result<MergeOutcome> 
                     "{}: run_index {idx} is beyond the sweep's {} runs",
                     p.display(),
                     manifest.runs
+                ))
+                .into());
+            }
+            // Every row's run folder must be complete and unchanged since it was written, as
+            // the shard's own top-level marker is: a torn set is refused, never merged.
+            let folder = d
+                .join("runs")
+                .join(format!("{idx:05}-{}", study::safe_name(&rec[1])));
+            if super::complete_run(&folder, &rec[1], idx).is_none() {
+                return Err(BadInput(format!(
+                    "{}: run {idx} ({}) is listed in runs.csv but its folder is missing or fails verification (a file changed or is missing since the run was written); rerun that shard with --resume",
+                    folder.display(),
+                    rec[1]
                 ))
                 .into());
             }

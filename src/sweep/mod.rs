@@ -539,6 +539,8 @@ pub struct SweepOutcome {
     pub selected: usize,
     /// Of those, skipped as already complete.
     pub resumed: usize,
+    /// The runs' warnings, each once ([`study::distinct_warnings`]).
+    pub warnings: Vec<String>,
 }
 
 /// `run.json`, a run folder's completion marker (written last): the run and the digests of
@@ -825,11 +827,13 @@ pub fn run(
     let mut rows = Vec::new();
     let mut first_err = None;
     let mut resumed = 0;
+    let mut summaries = Vec::new();
     for (p, r) in selected.iter().zip(results) {
         match r {
             Ok((s, was_resumed)) => {
                 resumed += usize::from(was_resumed);
                 rows.push(row(p, &s));
+                summaries.push(s);
             }
             Err(e) => {
                 errln!("run {} ({}) failed: {e:#}", p.index, p.id);
@@ -851,6 +855,7 @@ pub fn run(
         total: plan.points.len(),
         selected: selected.len(),
         resumed,
+        warnings: study::distinct_warnings(&summaries),
     })
 }
 

@@ -1162,3 +1162,66 @@ fn validate_refuses_a_bad_gang_recovery() {
         assert_eq!(code, 0, "{ok}: {err}");
     }
 }
+
+/// `validate` warns about node groups no job of the workload can use (with their GPUs), and
+/// counts autoscaled nodes and their GPUs apart from the fixed ones: 1 H100 node (8 GPUs),
+/// 2 CPU-less GB200 trays (8 GPUs no job can use), and an autoscaled group of up to 3
+/// H100 nodes (24 GPUs).
+#[test]
+fn validate_warns_about_unusable_capacity_and_counts_autoscaled_gpus() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("jobs.csv"),
+        "id,submit_s,tenant,num_gpu,cpu_milli,mem_mib,runtime_s\na,0,t,1,4000,16384,100\n",
+    )
+    .unwrap();
+    let p = dir.path().join("s.toml");
+    std::fs::write(
+        &p,
+        r#"name = "u"
+[[fleet.cells]]
+name = "h"
+[[fleet.cells.nodes]]
+names = ["h1"]
+accelerator = "H100"
+gpus = 8
+cpu_milli = 64000
+mem_mib = 524288
+[[fleet.cells.autoscaling]]
+name = "burst"
+max_nodes = 3
+node = { accelerator = "H100", gpus = 8, cpu_milli = 64000, mem_mib = 524288 }
+provisioning_delay = { distribution = "fixed", s = 60 }
+price_per_node_hour = 1.0
+scale_down_idle_s = 600
+[[fleet.cells]]
+name = "gb"
+[[fleet.cells.nodes]]
+names = ["g1", "g2"]
+accelerator = "GB200"
+gpus = 4
+[workload]
+trace = { format = "native", path = "jobs.csv" }
+"#,
+    )
+    .unwrap();
+    let o = fleetsim().arg("validate").arg(&p).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        out.contains("3 nodes (+ up to 3 autoscaled), 16 GPUs (+ up to 24 autoscaled)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("warning: cell `gb`, nodes (GB200 × 4, 0 cores, 0 GiB per node: 2 nodes, 8 GPUs) can never host any job"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("burst` ("),
+        "the autoscaled group is usable: {out}"
+    );
+}

@@ -255,3 +255,100 @@ C,160,c,-1,2,50
     assert_eq!(row(150), (200, 80));
     assert_eq!(row(200), (200, 0));
 }
+
+/// Capacity no job can ever use is listed, not silently counted: cell `gb` has two GB200
+/// trays declared without CPU or memory (`cpu_milli`, `mem_mib` default to 0), and every job
+/// asks for CPU, so nothing can run there. `summary.json` lists it under
+/// `unusable_capacity` with its 2 × 4 = 8 GPUs and the job classes that wanted it (all
+/// three jobs: 1 × 1 GPU, 4 cores, 16 GiB); the run's warnings say so; the usable cell `h`
+/// is not listed.
+#[test]
+fn capacity_without_cpu_is_listed_as_unusable() {
+    let toml = r#"name = "cpu-less"
+[[fleet.cells]]
+name = "h"
+[[fleet.cells.nodes]]
+names = ["h1"]
+accelerator = "H100"
+gpus = 8
+cpu_milli = 64000
+mem_mib = 524288
+[[fleet.cells]]
+name = "gb"
+[[fleet.cells.nodes]]
+names = ["g1", "g2"]
+accelerator = "GB200"
+gpus = 4
+[workload]
+trace = { format = "native", path = "jobs.csv" }
+"#;
+    let jobs = "id,submit_s,tenant,num_gpu,cpu_milli,mem_mib,runtime_s
+a,0,t,1,4000,16384,100
+b,0,t,1,4000,16384,100
+c,5,t,1,4000,16384,100
+";
+    let out = run(toml, &[("jobs.csv", jobs)]);
+    let u = &out.summary.unusable_capacity;
+    assert_eq!(u.len(), 1, "{u:?}");
+    assert_eq!(
+        (
+            u[0].cell.as_str(),
+            u[0].group.as_str(),
+            u[0].nodes,
+            u[0].gpus
+        ),
+        ("gb", "nodes", 2, 8)
+    );
+    assert_eq!(u[0].reason, "cpu");
+    assert_eq!(u[0].job_classes.len(), 1);
+    assert_eq!(
+        (u[0].job_classes[0].class.as_str(), u[0].job_classes[0].jobs),
+        ("1 × 1 GPU, 4 cores, 16 GiB", 3)
+    );
+    assert!(
+        out.warnings
+            .iter()
+            .any(|w| w.contains("cell `gb`") && w.contains("8 GPUs") && w.contains("no CPU")),
+        "{:?}",
+        out.warnings
+    );
+    assert_eq!(out.summary.warnings, out.warnings);
+    assert_eq!(out.summary.occupancy_by_cell["gb"], Some(0.0));
+}
+
+/// A job waiting while the only free accelerators are on nodes that can never hold its task
+/// waits for `node_shape`, not `fragmentation`: h1 (8 × H100) and two 4-GPU GB200 trays.
+/// J1 and J2 ask for one rigid task of 8 GPUs each (the `tasks` column is given). J1 runs
+/// on h1 over 0–100; J2 waits 0–100 with 8 GPUs free on the trays, which never hold an
+/// 8-GPU task, then runs 100–200.
+#[test]
+fn free_gpus_of_the_wrong_node_shape_are_not_fragmentation() {
+    let toml = r#"name = "shape"
+[[fleet.cells]]
+name = "h"
+[[fleet.cells.nodes]]
+names = ["h1"]
+accelerator = "H100"
+gpus = 8
+[[fleet.cells]]
+name = "gb"
+[[fleet.cells.nodes]]
+names = ["g1", "g2"]
+accelerator = "GB200"
+gpus = 4
+[workload]
+trace = { format = "native", path = "jobs.csv" }
+"#;
+    let jobs = "id,submit_s,tenant,tasks,num_gpu,runtime_s
+J1,0,t,1,8,100
+J2,0,t,1,8,100
+";
+    let out = run(toml, &[("jobs.csv", jobs)]);
+    assert_eq!(span(&out, "J2"), (Some(100), Some(200)));
+    assert_eq!(
+        crate::support::job(&out, "J2").pending_reason,
+        Some(fleetsim_policies::PendingReason::NodeShape)
+    );
+    assert_eq!(out.summary.pending_reasons_job_s["node_shape"], 100.0);
+    assert_eq!(out.summary.pending_reasons_job_s["fragmentation"], 0.0);
+}

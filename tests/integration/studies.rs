@@ -127,6 +127,25 @@ fn sharded_sweep_merges_to_the_unsharded_runs_csv_byte_for_byte() {
     );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("missing"), "{}", text(&o));
+    // A shard with a run folder that fails its digest check is refused as a killed shard
+    // is: nothing is marked complete.
+    let run_dir = std::fs::read_dir(shards[1].join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .min()
+        .unwrap();
+    let summary = run_dir.join("summary.json");
+    let mut bytes = read(&summary);
+    bytes.extend_from_slice(b" ");
+    std::fs::write(&summary, bytes).unwrap();
+    let torn = d.path().join("torn");
+    let mut args: Vec<&Path> = shards.iter().map(PathBuf::as_path).collect();
+    args.push(Path::new("--out"));
+    args.push(&torn);
+    let o = run(&["merge"], &args);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("fails verification"), "{}", text(&o));
+    assert!(!torn.join("complete.json").exists());
     // --resume reruns nothing and writes the same bytes.
     let o = run(&["sweep", "--resume", "--out"], &[&full, &s]);
     assert!(o.status.success(), "{}", text(&o));
@@ -857,4 +876,34 @@ fn compare_shows_cells_only_some_variants_have() {
         a[2].parse::<f64>().is_ok() && a[3].parse::<f64>().is_ok(),
         "{a:?}"
     );
+}
+
+/// A study prints the warnings its runs printed once each, saying in how many runs: here
+/// the `more` variant adds four GB200 trays without CPU while every task asks for CPU, so
+/// its runs (1 of 2) warn that the 16 GPUs can never host any job. compare.json keeps it.
+#[test]
+fn compare_prints_each_run_warning_once() {
+    let d = tempfile::tempdir().unwrap();
+    let s = scenario(d.path(), SWEEP);
+    let out = d.path().join("cmp");
+    let o = run(
+        &[
+            "compare",
+            "--seeds",
+            "1",
+            "--set",
+            "workload.synthetic.cpu_milli_per_gpu=1000",
+            "--policies",
+            "base=best-fit,more=transforms.add_nodes=[{ cell = \"t\", nodes = [{ accelerator = \"GB200\", gpus = 4, count = 4 }] }]",
+            "--out",
+        ],
+        &[&out, &s],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let want = "warning: cell `t`, nodes (GB200 × 4, 0 cores, 0 GiB per node: 4 nodes, 16 GPUs) can never host any job of the workload";
+    assert_eq!(err.matches(want).count(), 1, "{err}");
+    assert!(err.contains("(in 1 of 2 runs)"), "{err}");
+    let c: serde_json::Value = serde_json::from_slice(&read(&out.join("compare.json"))).unwrap();
+    assert_eq!(c["warnings"].as_array().unwrap().len(), 1, "{c}");
 }

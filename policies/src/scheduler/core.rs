@@ -496,8 +496,9 @@ impl Core {
     }
 
     /// Why a job that fit quota did not fit the fleet: not enough free accelerators
-    /// ([`PendingReason::NoCapacity`]); enough, and single tasks would fit, but not the whole
-    /// gang ([`PendingReason::Gang`]); enough, but no node has room for a task
+    /// ([`PendingReason::NoCapacity`]); enough, but not on nodes of a shape that can hold one
+    /// of its tasks ([`PendingReason::NodeShape`]); enough, and single tasks would fit, but
+    /// not the whole gang ([`PendingReason::Gang`]); enough, but no node has room for a task
     /// ([`PendingReason::Fragmentation`]).
     pub(crate) fn classify(
         &self,
@@ -508,6 +509,9 @@ impl Core {
         if job.shape.num_gpu == 0 || job.total_gpu_milli() > self.free_for(fleet, job, models) {
             return PendingReason::NoCapacity;
         }
+        if job.total_gpu_milli() > free_on_fitting_shapes(fleet, job, models) {
+            return PendingReason::NodeShape;
+        }
         // Does one task fit some node now? (The capacity index, not the placement policy,
         // so that a policy's own state — a seeded generator — is not touched.)
         if job.tasks > 1 && one_task_fits(fleet, job, models) {
@@ -515,6 +519,28 @@ impl Core {
         }
         PendingReason::Fragmentation
     }
+}
+
+/// Free GPU-milli of models `models` in the cells `job` allows, counting a cell's model only
+/// when some node shape of it (its capacity classes: model, accelerators, CPU, memory) could
+/// hold one of the job's tasks when empty. `O(cells × capacity classes)`.
+pub(crate) fn free_on_fitting_shapes(
+    fleet: &FleetState,
+    job: &PendingJob,
+    models: ModelSet,
+) -> u64 {
+    (0..fleet.cells().len())
+        .map(|c| CellId(c as u16))
+        .filter(|&c| job.allows_cell(c))
+        .map(|c| {
+            fleet
+                .cell_models(c)
+                .filter(|&m| models.allows(m))
+                .filter(|&m| fleet.task_fits_some_node(c, &job.shape, ModelSet::only(m)))
+                .map(|m| fleet.free_gpu_milli(c, ModelSet::only(m)))
+                .sum::<u64>()
+        })
+        .sum()
 }
 
 /// True when some node of a cell `job` allows fits one of its GPU tasks with models
