@@ -25,6 +25,13 @@
 //! | preemption | [`preemption::PreemptionConfig`] | within queue, cohort reclaim, Kueue fair-sharing strategies, tiers, priority for capacity, Tiresias LAS; least lost work first |
 //! | backfill | [`backfill::BackfillConfig`] | EASY, conservative |
 //!
+//! Jobs whose allocation is re-decided as a whole every round (elastic and adaptive training)
+//! use [`rounds`]: the Pollux artifact's Tiresias ([`rounds::TwoQueueLas`]), Pollux's goodput
+//! optimiser ([`rounds::Pollux`]) and a heterogeneity-aware allocator
+//! ([`rounds::Heterogeneous`], Gavel/Sia), over the measured goodput models of [`goodput`]
+//! (throughput by placement and batch size × statistical efficiency, each job run to its
+//! target).
+//!
 //! Units: time in milliseconds ([`SimTime`]), accelerators in GPU-milli (1000 = one whole
 //! accelerator), CPU in milli-cores, memory in MiB.
 //!
@@ -117,6 +124,7 @@ pub mod cell_select;
 pub mod decision;
 pub mod elastic;
 pub mod fairshare;
+pub mod goodput;
 pub mod ids;
 pub mod job;
 #[cfg(feature = "serde")]
@@ -127,6 +135,7 @@ pub mod queue_order;
 pub mod quota;
 pub mod registry;
 pub mod resources;
+pub mod rounds;
 pub mod scheduler;
 pub mod spec;
 pub mod state;

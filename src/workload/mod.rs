@@ -7,6 +7,7 @@ pub mod alibaba_openb;
 pub mod alibaba_pai;
 pub mod error;
 pub mod fuzzing;
+pub mod goodput_models;
 pub mod helios;
 pub mod inspect;
 pub mod job;

@@ -25,6 +25,7 @@ mod peer_fgd;
 mod peer_tiresias;
 mod placement_props;
 mod policy_props;
+mod pollux_models;
 mod real_inputs;
 mod real_traces;
 mod reliability;
