@@ -5,7 +5,9 @@
 //! is an exact test of the outcome worked out there, run through the scenario loader and the
 //! engine with every-instant audits.
 
-use crate::support::{allocated_occupancy, first_start_wait_s, job, last_span, one_cell, run, span};
+use crate::support::{
+    allocated_occupancy, first_start_wait_s, job, last_span, one_cell, run, span,
+};
 
 /// Two cells `w1`, `w2` of `n` nodes × 8 GPUs each (nodes `w1n1`, …).
 fn two_cells(n: usize) -> String {

@@ -88,6 +88,11 @@ struct Known {
     phase: Phase,
 }
 
+/// Default [`LiveState::max_job_id`]: job ids up to 2^20 − 1. The scheduler keeps tables
+/// indexed by job id, so the largest id sets their size; the simulator's ids are slots of
+/// jobs in flight, reused once a job ends, and an adapter should number the same way.
+pub const DEFAULT_MAX_JOB_ID: u32 = (1 << 20) - 1;
+
 /// The live scheduler: a [`Scheduler`] on a [`FleetState`] plus the jobs it knows. Apply
 /// events in order with [`LiveState::apply`]; decisions come out in the scheduler's order.
 pub struct LiveState {
@@ -142,7 +147,7 @@ impl LiveState {
             now: 0,
             buf: Vec::new(),
             queues,
-            max_job_id: super::validate::DEFAULT_MAX_JOB_ID,
+            max_job_id: DEFAULT_MAX_JOB_ID,
         }
     }
 
@@ -156,7 +161,7 @@ impl LiveState {
         self.queues = queues;
     }
 
-    /// The largest job id accepted ([`super::validate::DEFAULT_MAX_JOB_ID`] unless set).
+    /// The largest job id accepted ([`DEFAULT_MAX_JOB_ID`] unless set).
     pub fn max_job_id(&self) -> u32 {
         self.max_job_id
     }

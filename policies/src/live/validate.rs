@@ -37,10 +37,7 @@ pub const MAX_ATTAINED_GPU_MS: u64 = 1 << 60;
 /// milli-core) could otherwise make a placement build millions of bindings.
 pub const MAX_GANG_TASKS: u32 = 65_536;
 
-/// Default [`LiveState::max_job_id`]: job ids up to 2^20 − 1. The scheduler keeps tables
-/// indexed by job id, so the largest id sets their size; the simulator's ids are slots of
-/// jobs in flight, reused once a job ends, and an adapter should number the same way.
-pub const DEFAULT_MAX_JOB_ID: u32 = (1 << 20) - 1;
+pub use super::state::DEFAULT_MAX_JOB_ID;
 
 /// Why an event of a batch was refused before anything of the batch was logged or applied.
 #[derive(Clone, Debug, PartialEq, Eq)]
