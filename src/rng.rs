@@ -19,17 +19,19 @@ fn mix64(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// FNV-1a 64-bit hash of a stream name: stable across platforms and Rust versions (unlike
-/// `std::hash`).
-fn fnv1a(name: &str) -> u64 {
-    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
+/// FNV-1a 64-bit of `bytes` (the `fnv` crate's hasher fed the bytes alone, no length
+/// prefix): a stable hash (unlike `std::hash`, across platforms and Rust versions) for RNG
+/// stream names, run ids, shards and output digests.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let mut h = fnv::FnvHasher::default();
+    h.write(bytes);
+    h.finish()
 }
 
 /// The 128-bit seed of stream `name` under scenario seed `seed`.
 pub fn stream_seed(seed: u64, name: &str) -> u128 {
-    let h = fnv1a(name);
+    let h = fnv1a(name.as_bytes());
     let lo = mix64(seed ^ h);
     let hi = mix64(lo ^ h.rotate_left(32));
     ((hi as u128) << 64) | lo as u128

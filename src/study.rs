@@ -47,12 +47,7 @@ pub fn distinct_warnings<'a>(summaries: impl IntoIterator<Item = &'a Value>) -> 
         .collect()
 }
 
-/// FNV-1a 64-bit: a stable hash (unlike `std::hash`) for run ids, shards and digests.
-pub fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
-}
+pub use crate::rng::fnv1a;
 
 /// One measured job, as plots need it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -10,6 +10,8 @@ use fleetsim_policies::{
     TaskAlloc, TaskShape, TopologyMode, TopologySpec,
 };
 
+use fleetsim_policies::quantity::{parse_scaled, Rounding};
+
 use crate::wire::{Node, Pod};
 
 /// Extended resource holding whole GPUs (NVIDIA device plugin).
@@ -145,81 +147,20 @@ fn bad(what: impl Into<String>) -> InputError {
 }
 
 /// A Kubernetes quantity (`"500m"`, `"2"`, `"1.5"`, `"4Gi"`, `"1e3"`, or a JSON number) in
-/// units of `1/scale` of the base unit, rounded up when `ceil`, else down.
+/// units of `1/scale` of the base unit, rounded up when `ceil`, else down
+/// ([`fleetsim_policies::quantity::parse_scaled`]).
 ///
 /// # Errors
-/// A message for an unparsable or negative quantity.
+/// A message for an unparsable, negative or out-of-range quantity.
 pub fn quantity(v: &serde_json::Value, scale: u128, ceil: bool) -> Result<u64, String> {
     let s = match v {
-        serde_json::Value::String(s) => s.trim().to_string(),
+        serde_json::Value::String(s) => s.clone(),
         serde_json::Value::Number(n) => n.to_string(),
         other => return Err(format!("quantity must be a string or number, got {other}")),
     };
-    const SUFFIXES: [(&str, u128, u128); 13] = [
-        ("Ki", 1 << 10, 1),
-        ("Mi", 1 << 20, 1),
-        ("Gi", 1 << 30, 1),
-        ("Ti", 1 << 40, 1),
-        ("Pi", 1 << 50, 1),
-        ("Ei", 1 << 60, 1),
-        ("m", 1, 1000),
-        ("k", 1_000, 1),
-        ("M", 1_000_000, 1),
-        ("G", 1_000_000_000, 1),
-        ("T", 1_000_000_000_000, 1),
-        ("P", 1_000_000_000_000_000, 1),
-        ("E", 1_000_000_000_000_000_000, 1),
-    ];
-    let (num, mul, div) = SUFFIXES
-        .iter()
-        .find(|(suf, _, _)| s.ends_with(suf))
-        .map(|&(suf, m, d)| (&s[..s.len() - suf.len()], m, d))
-        .unwrap_or((s.as_str(), 1, 1));
-    let (mant, exp) = match num.find(['e', 'E']) {
-        Some(i) => (
-            &num[..i],
-            num[i + 1..]
-                .parse::<i32>()
-                .map_err(|_| format!("bad exponent in quantity `{s}`"))?,
-        ),
-        None => (num, 0),
-    };
-    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
-    if int.is_empty() && frac.is_empty()
-        || !int.bytes().all(|b| b.is_ascii_digit())
-        || !frac.bytes().all(|b| b.is_ascii_digit())
-        || frac.len() > 9
-    {
-        return Err(format!("bad quantity `{s}`"));
-    }
-    let digits: u128 = format!("{int}{frac}")
-        .parse::<u128>()
-        .map_err(|_| format!("quantity `{s}` is too large"))?;
-    // value = digits / 10^frac.len() * 10^exp * mul / div, in units of 1/scale.
-    let mut numer = digits
-        .checked_mul(mul)
-        .and_then(|x| x.checked_mul(scale))
-        .ok_or_else(|| format!("quantity `{s}` is too large"))?;
-    let mut denom = div * 10u128.pow(frac.len() as u32);
-    if exp > 0 {
-        numer = numer
-            .checked_mul(10u128.checked_pow(exp as u32).ok_or("exponent too large")?)
-            .ok_or_else(|| format!("quantity `{s}` is too large"))?;
-    } else if exp < 0 {
-        denom = denom
-            .checked_mul(
-                10u128
-                    .checked_pow(exp.unsigned_abs())
-                    .ok_or("exponent too small")?,
-            )
-            .ok_or_else(|| format!("quantity `{s}` is too small"))?;
-    }
-    let q = if ceil {
-        numer.div_ceil(denom)
-    } else {
-        numer / denom
-    };
-    u64::try_from(q).map_err(|_| format!("quantity `{s}` is too large"))
+    let rounding = if ceil { Rounding::Up } else { Rounding::Down };
+    let q = parse_scaled(&s, scale, rounding)?;
+    u64::try_from(q).map_err(|_| format!("`{s}` is too large"))
 }
 
 /// An extended-resource quantity (`nvidia.com/gpu`): a whole number. Kubernetes refuses a
@@ -739,7 +680,9 @@ mod tests {
         assert!(quantity(&json!(""), 1, true).is_err());
         assert!(quantity(&json!(true), 1, true).is_err());
         assert!(quantity(&json!("99999999999999999999999Ei"), 1, true).is_err());
-        assert!(quantity(&json!("1e-2147483648"), 1, true).is_err());
+        // Far below a byte: one byte up, none down (the exponent clamps at −100).
+        assert_eq!(quantity(&json!("1e-2147483648"), 1, true), Ok(1));
+        assert_eq!(quantity(&json!("1e-2147483648"), 1, false), Ok(0));
         assert!(quantity(&json!("1e2147483647"), 1, true).is_err());
     }
 

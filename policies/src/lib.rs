@@ -131,6 +131,7 @@ pub mod job;
 pub mod live;
 pub mod placement;
 pub mod preemption;
+pub mod quantity;
 pub mod queue_order;
 pub mod quota;
 pub mod registry;

@@ -40,7 +40,8 @@
 
 use std::collections::BTreeMap;
 
-use fleetsim::scenario::kueue::{catalog_model, KueueConfig, Quantity, GPU_RESOURCE, MODEL_LABELS};
+use fleetsim::scenario::kueue::{catalog_model, KueueConfig, GPU_RESOURCE, MODEL_LABELS};
+use fleetsim_policies::quantity::Quantity;
 use serde_json::{json, Value};
 
 /// Node label naming the node's cell (fleetsim's own; falls back to the zone label).
@@ -251,51 +252,7 @@ impl Obj<'_> {
 /// # Errors
 /// A message naming the text when it is not of that form.
 pub fn parse_time(t: &str) -> Result<i64, String> {
-    let bad = || format!("`{t}` is not an RFC 3339 UTC time (YYYY-MM-DDTHH:MM:SSZ)");
-    let b = t.as_bytes();
-    if b.len() < 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || b[10] != b'T'
-        || b[13] != b':'
-        || b[16] != b':'
-        || !t.ends_with('Z')
-    {
-        return Err(bad());
-    }
-    let n =
-        |r: std::ops::Range<usize>| t.get(r).and_then(|x| x.parse::<i64>().ok()).ok_or_else(bad);
-    let (y, mo, d, h, mi, se) = (
-        n(0..4)?,
-        n(5..7)?,
-        n(8..10)?,
-        n(11..13)?,
-        n(14..16)?,
-        n(17..19)?,
-    );
-    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
-    let month_days = match mo {
-        2 if leap => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    };
-    // Seconds 0–59: Kubernetes never writes a leap second.
-    if !(1..=12).contains(&mo) || !(1..=month_days).contains(&d) || h > 23 || mi > 59 || se > 59 {
-        return Err(bad());
-    }
-    if b.len() > 20 && b[19] != b'.' {
-        return Err(bad());
-    }
-    // days from civil (Howard Hinnant's algorithm), proleptic Gregorian
-    let y2 = if mo <= 2 { y - 1 } else { y };
-    let era = y2.div_euclid(400);
-    let yoe = y2 - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Ok(days * 86_400 + h * 3600 + mi * 60 + se)
+    fleetsim::workload::timefmt::parse_rfc3339_utc(t)
 }
 
 fn model_of(labels: Option<&Value>) -> Option<String> {

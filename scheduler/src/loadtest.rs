@@ -120,12 +120,9 @@ fn rate_window(batches: usize, interval_s: f64, duration_s: f64, elapsed_s: f64)
     elapsed_s.max((batches as f64 * interval_s).min(duration_s))
 }
 
+/// The nearest-rank percentile of sorted latencies (the simulator's definition); NaN for none.
 fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i]
+    fleetsim::metrics::stats::nearest_rank(sorted, p).unwrap_or(f64::NAN)
 }
 
 /// Times opening the log at `wal` on a fresh twin, loading its snapshot when there is one

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
+#[cfg(feature = "plots")]
 use plotters::prelude::*;
 use serde::Serialize;
 
@@ -375,7 +376,8 @@ pub fn write_summary(dest: &Path, s: &InflationSummary) -> std::io::Result<()> {
 /// `allocated = arrived` diagonal, like the paper's Fig. 9.
 ///
 /// # Errors
-/// The I/O error from writing.
+/// The I/O error from writing; without the `plots` feature, an `Unsupported` error.
+#[cfg(feature = "plots")]
 pub fn write_plot(dest: &Path, title: &str, m: &Medians, max_pct: u32) -> std::io::Result<()> {
     let mut svg = String::new();
     {
@@ -431,6 +433,21 @@ pub fn write_plot(dest: &Path, title: &str, m: &Medians, max_pct: u32) -> std::i
         root.present().map_err(err)?;
     }
     write_atomic(dest, svg.as_bytes())
+}
+
+/// Without the `plots` feature: refuses (this build links no plotting library).
+///
+/// # Errors
+/// Always.
+#[cfg(not(feature = "plots"))]
+pub fn write_plot(dest: &Path, _title: &str, _m: &Medians, _max_pct: u32) -> std::io::Result<()> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        format!(
+            "{}: this build of fleetsim draws no plots (built without the Cargo feature `plots`)",
+            dest.display()
+        ),
+    ))
 }
 
 /// The readable table printed by `fleetsim run` for an inflation scenario.

@@ -41,7 +41,8 @@ pub struct Marker {
 /// The I/O error.
 pub fn digest(path: &Path) -> io::Result<FileDigest> {
     let mut f = std::fs::File::open(path)?;
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    // FNV-1a 64, fed block by block (the same value as `rng::fnv1a` of the whole file).
+    let mut h = fnv::FnvHasher::default();
     let mut n = 0u64;
     let mut buf = vec![0u8; 64 << 10];
     loop {
@@ -50,13 +51,11 @@ pub fn digest(path: &Path) -> io::Result<FileDigest> {
             break;
         }
         n += k as u64;
-        for &b in &buf[..k] {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
+        std::hash::Hasher::write(&mut h, &buf[..k]);
     }
     Ok(FileDigest {
         bytes: n,
-        fnv1a: format!("{h:016x}"),
+        fnv1a: format!("{:016x}", std::hash::Hasher::finish(&h)),
     })
 }
 

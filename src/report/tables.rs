@@ -364,21 +364,6 @@ pub fn write_timeseries(dest: &Path, series: &Series) -> std::io::Result<()> {
     w.into_inner().map_err(parquet_err)?.commit()
 }
 
-/// Sends every row to both sinks (`jobs.csv` and `jobs.parquet` in one run).
-pub struct Tee<'a> {
-    /// The sinks, in order.
-    pub sinks: Vec<&'a mut dyn JobSink>,
-}
-
-impl JobSink for Tee<'_> {
-    fn write(&mut self, row: &JobRow) -> std::io::Result<()> {
-        for s in &mut self.sinks {
-            s.write(row)?;
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,9 @@ use fleetsim_policies::{QueueConfig, SchedulerConfig, SimDuration, SimTime};
 
 use crate::engine::{EngineConfig, JobRow, QueueSettings, RunResult, Simulation};
 use crate::fleet::build::BuiltFleet;
-use crate::report::tables::{JobsParquet, Tee};
+#[cfg(feature = "parquet")]
+use crate::report::tables::JobsParquet;
+use crate::report::Tee;
 use crate::report::{jobs_csv::JobsCsv, summary, timeseries};
 use crate::scenario::{secs_to_ms, Loaded, Mode, OutputFormat, TraceDir};
 use crate::workload::{synthetic, JobStream, TraceError};
@@ -796,10 +798,13 @@ fn run_inner(
                 true => Some(JobsCsv::create(&csv_path).map_err(io_err(&csv_path))?),
                 false => None,
             };
+            #[cfg(feature = "parquet")]
             let mut pq = match outputs.contains(&OutputFormat::Parquet) {
                 true => Some(JobsParquet::create(&pq_path).map_err(io_err(&pq_path))?),
                 false => None,
             };
+            #[cfg(not(feature = "parquet"))]
+            let _ = &pq_path;
             let mut bs = match outputs.contains(&OutputFormat::Batsim) {
                 true => Some(
                     crate::report::batsim::BatsimJobs::create(
@@ -815,6 +820,7 @@ fn run_inner(
             if let Some(c) = csv.as_mut() {
                 sinks.push(c);
             }
+            #[cfg(feature = "parquet")]
             if let Some(p) = pq.as_mut() {
                 sinks.push(p);
             }
@@ -828,6 +834,7 @@ fn run_inner(
             if let Some(c) = csv {
                 c.commit().map_err(io_err(&csv_path))?;
             }
+            #[cfg(feature = "parquet")]
             if let Some(p) = pq {
                 p.commit().map_err(io_err(&pq_path))?;
             }
@@ -934,7 +941,11 @@ fn run_inner(
             let path = dir.join(format!("timeseries.{}", f.as_str()));
             match f {
                 OutputFormat::Csv => timeseries::write_series(&path, &series),
+                #[cfg(feature = "parquet")]
                 OutputFormat::Parquet => crate::report::tables::write_timeseries(&path, &series),
+                // Refused by validation (`metrics.outputs`) in a build without Parquet.
+                #[cfg(not(feature = "parquet"))]
+                OutputFormat::Parquet => continue,
                 OutputFormat::Batsim => continue,
             }
             .map_err(io_err(&path))?;

@@ -85,111 +85,7 @@ use super::schema::{CohortSpec, FlavorQuotaSpec, FlavorSpec, QueueSpec, Resource
 /// The GPU resource name whose quota becomes `max_gpus`.
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
 
-/// A Kubernetes quantity in exact milli-units (`500m` = 500, `2` = 2,000, `1Ki` = 1,024,000).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Quantity(pub u128);
-
-impl Quantity {
-    /// Parses a quantity: a decimal number (optional exponent `e`/`E`) with an optional
-    /// suffix `m`, `k`, `M`, `G`, `T`, `P`, `E` (powers of 1000) or `Ki`, `Mi`, `Gi`, `Ti`,
-    /// `Pi`, `Ei` (powers of 1024). Rounded up to a whole milli-unit, as Kubernetes does.
-    ///
-    /// # Errors
-    /// A message naming the text when it is malformed, negative or out of range (above
-    /// 2^63−1 units, Kubernetes' limit: `1e18` and `8E` are accepted, `1e19` and `10E` are
-    /// not).
-    pub fn parse(text: &str) -> Result<Quantity, String> {
-        let t = text.trim();
-        let bad = || format!("`{text}` is not a Kubernetes quantity");
-        let suffixes: [(&str, u128, u128); 13] = [
-            ("Ki", 1 << 10, 1),
-            ("Mi", 1 << 20, 1),
-            ("Gi", 1 << 30, 1),
-            ("Ti", 1 << 40, 1),
-            ("Pi", 1 << 50, 1),
-            ("Ei", 1 << 60, 1),
-            ("m", 1, 1000),
-            ("k", 1_000, 1),
-            ("M", 1_000_000, 1),
-            ("G", 1_000_000_000, 1),
-            ("T", 1_000_000_000_000, 1),
-            ("P", 1_000_000_000_000_000, 1),
-            ("E", 1_000_000_000_000_000_000, 1),
-        ];
-        let (num, mul, div) = suffixes
-            .iter()
-            // `1E3` ends in a digit: an exponent, not the suffix E.
-            .find(|(s, _, _)| t.ends_with(s) && t.len() > s.len())
-            .map(|&(s, m, d)| (&t[..t.len() - s.len()], m, d))
-            .unwrap_or((t, 1, 1));
-        if num.starts_with('-') {
-            return Err(format!("`{text}` is negative"));
-        }
-        let range = || format!("`{text}` is out of range (at most {} units)", i64::MAX);
-        // Exact: digits, optional fraction and exponent, in integers (no float rounding).
-        let num = num.strip_prefix('+').unwrap_or(num);
-        let (mant, exp) = match num.find(['e', 'E']) {
-            Some(i) if mul == 1 && div == 1 => {
-                let e = &num[i + 1..];
-                let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
-                if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err(bad());
-                }
-                // Beyond ±100 the value is 0 (rounded up to 1 milli-unit) or out of range.
-                let x: i64 = e
-                    .parse()
-                    .unwrap_or(if e.starts_with('-') { -100 } else { 100 });
-                (&num[..i], x.clamp(-100, 100))
-            }
-            Some(_) => return Err(bad()),
-            None => (num, 0),
-        };
-        let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
-        if int.is_empty() && frac.is_empty()
-            || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
-        {
-            return Err(bad());
-        }
-        let digits = format!("{int}{frac}");
-        let digits = digits.trim_start_matches('0');
-        let mut m: u128 = 0;
-        for b in digits.bytes() {
-            m = m
-                .checked_mul(10)
-                .and_then(|m| m.checked_add(u128::from(b - b'0')))
-                .ok_or_else(range)?;
-        }
-        // value (milli) = m × 10^(3 + exp − frac digits) × mul ÷ div, rounded up.
-        let p = 3 + exp - frac.len() as i64;
-        let v = if m == 0 {
-            0
-        } else if p >= 0 {
-            10u128
-                .checked_pow(p as u32)
-                .and_then(|t| m.checked_mul(t))
-                .and_then(|v| v.checked_mul(mul))
-                .ok_or_else(range)?
-                .div_ceil(div)
-        } else {
-            match 10u128.checked_pow((-p) as u32) {
-                Some(t) => m
-                    .checked_mul(mul)
-                    .ok_or_else(range)?
-                    .div_ceil(t.checked_mul(div).ok_or_else(range)?),
-                None => 1,
-            }
-        };
-        if v > i64::MAX as u128 * 1000 {
-            return Err(range());
-        }
-        Ok(Quantity(v))
-    }
-
-    /// The quantity in whole units, as a float (for GPU counts).
-    pub fn as_f64(self) -> f64 {
-        self.0 as f64 / 1000.0
-    }
-}
+pub use fleetsim_policies::quantity::Quantity;
 
 /// One resource's quota in a flavor.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -1819,24 +1715,6 @@ metadata:
             "{e}"
         );
         assert!(!e.contains("line 0") && !e.contains("field"), "{e}");
-    }
-
-    #[test]
-    fn quantities_are_exact_and_bounded() {
-        let q = |t: &str| Quantity::parse(t);
-        assert_eq!(q("1e18").unwrap().0, 10u128.pow(21));
-        assert_eq!(q("1E18").unwrap().0, 10u128.pow(21));
-        assert_eq!(q("8E").unwrap().0, 8 * 10u128.pow(21));
-        assert_eq!(q("2.5e-3").unwrap().0, 3);
-        assert_eq!(q("1.5e2").unwrap().0, 150_000);
-        for big in ["100E", "1e19", "99999999999999999999", "8Ei", "1e400"] {
-            let e = q(big).unwrap_err();
-            assert!(e.contains("out of range"), "{big}: {e}");
-        }
-        for bad in ["1e", "e3", "1e3k", "1.e", "1x"] {
-            let e = q(bad).unwrap_err();
-            assert!(e.contains("not a Kubernetes quantity"), "{bad}: {e}");
-        }
     }
 
     #[test]

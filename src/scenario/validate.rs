@@ -773,6 +773,13 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
             "must name at least one format (\"csv\", \"parquet\")",
         ));
     }
+    #[cfg(not(feature = "parquet"))]
+    if let Some(i) = m.outputs.iter().position(|f| *f == OutputFormat::Parquet) {
+        return Err(bad(
+            format!("metrics.outputs[{i}]"),
+            "this build of fleetsim writes no Parquet (built without the Cargo feature `parquet`)",
+        ));
+    }
     if let Some(i) = (1..m.outputs.len()).find(|&i| m.outputs[..i].contains(&m.outputs[i])) {
         return Err(bad(
             format!("metrics.outputs[{i}]"),

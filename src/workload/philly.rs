@@ -76,7 +76,7 @@ pub fn gang_split(num_gpus: u32, max_per_task: u32) -> (u32, u32) {
     (num_gpus / size, size)
 }
 
-pub use super::timefmt::{days_from_civil, parse_naive_timestamp};
+pub use super::timefmt::parse_naive_timestamp;
 
 /// One parsed row before the submit offset is known.
 struct Row {
@@ -220,11 +220,13 @@ mod tests {
 
     #[test]
     fn calendar_arithmetic_without_time_zones() {
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
-        assert_eq!(days_from_civil(2017, 9, 4), 17_413);
-        assert_eq!(days_from_civil(1600, 2, 29), -135_081);
         let t = |s: &str| parse_naive_timestamp(s).unwrap();
+        // Days since 1970-01-01 × 86,400 s: 2000-03-01 is 30 years (7 leap days) + 59 days
+        // = 10,957 + 60 = 11,017 days.
+        assert_eq!(t("1970-01-01 00:00:00"), 0);
+        assert_eq!(t("2000-03-01 00:00:00"), 11_017 * 86_400);
+        assert_eq!(t("2017-09-04 00:00:00"), 17_413 * 86_400);
+        assert_eq!(t("1600-02-29 00:00:00"), -135_081 * 86_400);
         // DST ended 2017-11-05 in US Pacific: deliberately not applied.
         assert_eq!(t("2017-11-05 02:30:00") - t("2017-11-05 01:30:00"), 3600);
         assert_eq!(

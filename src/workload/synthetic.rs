@@ -180,8 +180,7 @@ impl RuntimeDist {
     /// * exponential (mean m): `a + m·(e^(−a/m) − e^(−b/m))`;
     /// * Pareto: `a + ∫_a^b P(X > x) dx` with the Pareto survival function;
     /// * log-normal: `a·Φ(α) + e^(μ+σ²/2)·(Φ(β−σ) − Φ(α−σ)) + b·(1 − Φ(β))` with
-    ///   `α = (ln a − μ)/σ`, `β = (ln b − μ)/σ` (the normal CDF Φ from a Chebyshev `erfc`
-    ///   approximation with relative error < 1.2e-7);
+    ///   `α = (ln a − μ)/σ`, `β = (ln b − μ)/σ` (the normal CDF Φ from `statrs`' `erfc`);
     ///
     /// where `a = min_s` and `b = max_s` (∞ when unset).
     pub fn mean_s(&self) -> f64 {
@@ -232,29 +231,9 @@ impl RuntimeDist {
     }
 }
 
-/// Complementary error function (Numerical Recipes `erfcc`, relative error < 1.2e-7).
-fn erfc(x: f64) -> f64 {
-    let z = x.abs();
-    let t = 1.0 / (1.0 + 0.5 * z);
-    let poly = -z * z - 1.265_512_23
-        + t * (1.000_023_68
-            + t * (0.374_091_96
-                + t * (0.096_784_18
-                    + t * (-0.186_288_06
-                        + t * (0.278_868_07
-                            + t * (-1.135_203_98
-                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
-    let r = t * poly.exp();
-    if x >= 0.0 {
-        r
-    } else {
-        2.0 - r
-    }
-}
-
 /// Standard normal CDF.
 fn normal_cdf(x: f64) -> f64 {
-    0.5 * erfc(-x / std::f64::consts::SQRT_2)
+    0.5 * statrs::function::erf::erfc(-x / std::f64::consts::SQRT_2)
 }
 
 fn positive(x: f64) -> bool {

@@ -1,25 +1,12 @@
-//! Calendar arithmetic shared by the readers of formats that write naive wall-clock
-//! timestamps (Philly, Helios, Slurm `sacct`): no time zone, no DST, no host setting and no
-//! date library is ever involved, so the result does not depend on `TZ` (field case B18).
+//! Timestamps of the formats that write naive wall-clock times (Philly, Helios, Slurm
+//! `sacct`) and of Kubernetes objects (RFC 3339 UTC), on `chrono`'s proleptic Gregorian
+//! calendar: naive times are never given a time zone or DST, and no host setting is read, so
+//! the result does not depend on `TZ` (field case B18).
 
-/// Days since 1970-01-01 of the proleptic Gregorian date `y-m-d` (H. Hinnant's
-/// `days_from_civil`).
-pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let m = i64::from(m);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn is_leap(y: i64) -> bool {
-    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
-}
+use chrono::{DateTime, NaiveDate, NaiveTime};
 
 /// Parses a naive `YYYY-MM-DD HH:MM:SS` timestamp into seconds since 1970-01-01 00:00:00 of
-/// the same naive clock, by calendar arithmetic only (no time zone, no DST).
+/// the same naive clock (no time zone, no DST).
 ///
 /// # Errors
 /// A message naming the text when it is not in that exact form or a component is out of
@@ -37,6 +24,8 @@ pub fn parse_naive_timestamp(text: &str) -> Result<i64, String> {
 pub fn parse_naive_datetime(text: &str, separator: u8) -> Result<i64, String> {
     let sep = separator as char;
     let bad = || format!("`{text}` is not a `YYYY-MM-DD{sep}HH:MM:SS` timestamp");
+    // The exact shape first: chrono's parser would also take a sign, fewer digits or a
+    // leap second.
     let b = text.as_bytes();
     if b.len() != 19
         || b[4] != b'-'
@@ -54,24 +43,35 @@ pub fn parse_naive_datetime(text: &str, separator: u8) -> Result<i64, String> {
         }
         Ok(s.iter().fold(0u32, |a, &c| a * 10 + u32::from(c - b'0')))
     };
-    let (y, mo, d) = (i64::from(num(0..4)?), num(5..7)?, num(8..10)?);
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
     let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
     if !(1..=12).contains(&mo) {
         return Err(format!("`{text}`: month {mo} is out of range"));
     }
-    let month_len = match mo {
-        2 if is_leap(y) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    };
-    if d == 0 || d > month_len {
-        return Err(format!("`{text}`: day {d} is out of range"));
+    // y ≤ 9999: always an i32.
+    let date = NaiveDate::from_ymd_opt(y as i32, mo, d)
+        .ok_or_else(|| format!("`{text}`: day {d} is out of range"))?;
+    let time = NaiveTime::from_hms_opt(h, mi, s)
+        .ok_or_else(|| format!("`{text}`: time of day is out of range"))?;
+    Ok(date.and_time(time).and_utc().timestamp())
+}
+
+/// Unix seconds of an RFC 3339 UTC timestamp as Kubernetes writes them
+/// (`2026-01-02T03:04:05Z`, optionally with a fraction, which is dropped).
+///
+/// # Errors
+/// A message naming the text when it is not of that form (another offset, a lower-case `t`
+/// or `z`, a leap second, a date that does not exist).
+pub fn parse_rfc3339_utc(t: &str) -> Result<i64, String> {
+    let bad = || format!("`{t}` is not an RFC 3339 UTC time (YYYY-MM-DDTHH:MM:SSZ)");
+    let b = t.as_bytes();
+    if b.len() < 20 || b[10] != b'T' || !t.ends_with('Z') || (b.len() > 20 && b[19] != b'.') {
+        return Err(bad());
     }
-    if h > 23 || mi > 59 || s > 59 {
-        return Err(format!("`{text}`: time of day is out of range"));
-    }
-    Ok(days_from_civil(y, mo, d) * 86_400 + i64::from(h * 3600 + mi * 60 + s))
+    let secs = parse_naive_datetime(&t[..19], b'T').map_err(|_| bad())?;
+    // The fraction: digits only (chrono checks them; the value is dropped).
+    DateTime::parse_from_rfc3339(t).map_err(|_| bad())?;
+    Ok(secs)
 }
 
 #[cfg(test)]
@@ -102,32 +102,14 @@ impl Origin {
     }
 }
 
-/// The civil date `(y, m, d)` of `days` since 1970-01-01 (proleptic Gregorian; H. Hinnant's
-/// `civil_from_days`, the inverse of [`days_from_civil`]).
-pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
 /// `YYYY-MM-DDTHH:MM:SS` of `secs` since 1970-01-01 00:00:00 of some clock (the inverse of
 /// [`parse_naive_datetime`] with `b'T'`).
 pub fn format_datetime(secs: i64) -> String {
-    let (days, s) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
-        s / 3600,
-        s / 60 % 60,
-        s % 60
-    )
+    match DateTime::from_timestamp(secs, 0) {
+        Some(t) => t.format("%Y-%m-%dT%H:%M:%S").to_string(),
+        // Beyond chrono's ±262,000 years: the seconds themselves.
+        None => format!("{secs}s"),
+    }
 }
 
 #[cfg(test)]

@@ -73,13 +73,6 @@ fn default_scenario_accounts_for_every_job() {
     assert_eq!(summary["fleet"]["gpus"].as_u64(), Some(400));
 }
 
-/// FNV-1a 64-bit, for a stable digest of output bytes.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 /// The default scenario's outputs, pinned by digest: an optimisation of the engine, the
 /// scheduler or the index must leave every byte as it was (a change of results shows here
 /// and must be explained in its commit).
@@ -89,7 +82,7 @@ fn default_scenario_output_digest_is_pinned() {
     run_default(d.path(), None);
     let digests: Vec<String> = ["summary.json", "jobs.csv", "timeseries.csv"]
         .iter()
-        .map(|f| format!("{f} {:016x}", fnv1a(&read(d.path(), f))))
+        .map(|f| format!("{f} {:016x}", fleetsim::study::fnv1a(&read(d.path(), f))))
         .collect();
     insta::assert_snapshot!("default_scenario_digests", digests.join("\n"));
 }

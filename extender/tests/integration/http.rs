@@ -170,7 +170,7 @@ async fn bad_input_is_400_with_a_reason_and_the_server_keeps_serving() {
                 {"name": "c", "resources": {"requests": {"cpu": "lots"}}}]}},
                 "Nodes": {"items": []}})
             .to_string(),
-            "bad quantity `lots`",
+            "`lots` is not a Kubernetes quantity",
         ),
         (
             "preempt",

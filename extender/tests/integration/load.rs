@@ -53,9 +53,9 @@ fn body(nodes: usize, i: usize) -> String {
     .to_string()
 }
 
+/// The nearest-rank percentile of sorted latencies (the simulator's definition).
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let i = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
-    sorted[i]
+    fleetsim::metrics::stats::nearest_rank(sorted, p).expect("at least one request")
 }
 
 /// The server's peak resident memory (`VmHWM`), KiB, from `/proc` (Linux; 0 elsewhere).
