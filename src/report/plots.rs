@@ -64,6 +64,7 @@ pub struct Rendered {
     pub svg: String,
 }
 
+#[cfg(feature = "plots")]
 const SIZE: (u32, u32) = (900, 420);
 
 /// Downsamples a sorted sample to an empirical CDF of at most `n + 1` points: the
