@@ -20,7 +20,10 @@ def traces() -> Path:
 
 @pytest.fixture(scope="session")
 def fleetsim_bin() -> Path | None:
-    """The CLI binary built by `cargo build --release` (CI builds it before the Python tests)."""
+    """The CLI binary: `$FLEETSIM_BIN` (CI sets it to its `ci`-profile build), else the
+    release build in `$CARGO_TARGET_DIR` or `target/` (`cargo build --release`)."""
+    if os.environ.get("FLEETSIM_BIN"):
+        return Path(os.environ["FLEETSIM_BIN"])
     for d in (os.environ.get("CARGO_TARGET_DIR"), str(REPO / "target")):
         if d and (Path(d) / "release" / "fleetsim").exists():
             return Path(d) / "release" / "fleetsim"

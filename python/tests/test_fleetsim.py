@@ -108,7 +108,7 @@ def _need(binary: Path | None) -> None:
     """Skips without the CLI's release binary, except in CI (CI=true), where that fails."""
     if binary is None:
         if os.environ.get("CI") == "true":
-            pytest.fail("no release binary in $CARGO_TARGET_DIR/release (cargo build --release)")
+            pytest.fail("no CLI binary: $FLEETSIM_BIN, or cargo build --release")
         pytest.skip("no release binary (cargo build --release)")
 
 
