@@ -2,14 +2,17 @@
 //!
 //! SVG text is emitted as `<text>` elements laid out with plotters' built-in size estimate,
 //! so an SVG needs no font file and is byte-identical on every machine. PNG text is drawn
-//! with `ab_glyph` from a TrueType font found at run time: `$FLEETSIM_FONT`, else DejaVu
-//! Sans (Debian/Ubuntu package `fonts-dejavu-core`), Liberation Sans or Noto Sans in their
-//! usual places; without one, asking for PNG is an error that says what to install.
+//! from a TrueType font found at run time (outlines read by `skrifa`, filled by
+//! `ab_glyph_rasterizer`): `$FLEETSIM_FONT`, else DejaVu Sans (Debian/Ubuntu package
+//! `fonts-dejavu-core`), Liberation Sans or Noto Sans in their usual places; without one,
+//! asking for PNG is an error that says what to install.
 
 #[cfg(feature = "plots")]
 mod draw;
 #[cfg(feature = "plots")]
-pub use draw::{png, render_all, svg, FONT_PATHS, PALETTE};
+mod font;
+#[cfg(feature = "plots")]
+pub use draw::{pattern, png, render_all, svg, FONT_PATHS, PALETTE};
 
 #[cfg(not(feature = "plots"))]
 pub use disabled::render_all;

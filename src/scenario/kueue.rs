@@ -77,8 +77,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use super::yaml::Value;
 use fleetsim_policies::QueueingStrategy;
-use serde_yaml_ng::Value;
 
 use super::schema::{CohortSpec, FlavorQuotaSpec, FlavorSpec, QueueSpec, ResourceQuotaSpec};
 
@@ -447,7 +447,7 @@ fn is_empty(v: Option<&Value>) -> bool {
 /// when set to something non-empty.
 fn unsimulated_keys(owner: &str, spec: &Value, keys: &[(&str, &str)], notes: &mut Vec<String>) {
     for (k, why) in keys {
-        if let Some(v) = spec.as_mapping().and_then(|m| m.get(*k)) {
+        if let Some(v) = spec.as_mapping().and_then(|m| m.get(k)) {
             if !is_empty(Some(v)) {
                 notes.push(format!("{owner}: `spec.{k}` is not simulated: {why}"));
             }
@@ -733,18 +733,24 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
     let mut objects: Vec<(usize, String, Value)> = Vec::new();
     for (di, d) in docs.iter().enumerate() {
         let line = d.line;
-        let v: Value = serde_yaml_ng::from_str(&d.text).map_err(|e| {
+        let v: Value = super::yaml::from_str(&d.text).map_err(|e| {
+            // The message alone (no source snippet: its line numbers would be the
+            // document's, not the file's).
+            let text = e.without_snippet().to_string();
+            let text = text.strip_prefix("error: ").unwrap_or(&text).to_string();
             let (abs, message) = match e.location() {
                 Some(l) => {
-                    let abs = line + (l.line() as u64).saturating_sub(1);
-                    // The parser's own position is within the document: give the file's.
-                    let rel = format!(" at line {} column {}", l.line(), l.column());
-                    let m = e
-                        .to_string()
-                        .replace(&rel, &format!(" at column {}", l.column()));
+                    let abs = line + l.line().saturating_sub(1);
+                    // The parser's own position is within the document: give the file's
+                    // line (in the error's place) and the column.
+                    let rel = format!("line {} column {}: ", l.line(), l.column());
+                    let m = match text.strip_prefix(&rel) {
+                        Some(m) => format!("{m} at column {}", l.column()),
+                        None => text.clone(),
+                    };
                     (abs, absolute_lines(&m, line - 1))
                 }
-                None => (line, absolute_lines(&e.to_string(), line - 1)),
+                None => (line, absolute_lines(&text, line - 1)),
             };
             let message = if message.contains("as u128") || message.contains("as i128") {
                 format!("a number out of range ({message})")
@@ -913,7 +919,7 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
                 );
                 let mut node_labels = BTreeMap::new();
                 if let Some(Value::Mapping(m)) = get(spec, "nodeLabels") {
-                    for (k, val) in m {
+                    for (k, val) in m.iter() {
                         let (Some(k), Some(val)) = (k.as_str(), val.as_str()) else {
                             return Err(c.err("spec.nodeLabels", "labels must be strings"));
                         };
@@ -1690,16 +1696,23 @@ metadata:
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("k.yaml: line 5: bad YAML"), "{e}");
-        assert!(!e.contains("line 2"), "{e}");
+        // The bracket left open is on line 4 of the file.
+        assert!(e.contains("k.yaml: line 4: bad YAML"), "{e}");
+        assert!(!e.contains("line 1") && !e.contains("-->"), "{e}");
         let e = parse(
             "apiVersion: v1\nkind: Namespace\n---\na: [1,\n  b: 2\nc: 3\n",
             Path::new("k.yaml"),
         )
         .unwrap_err()
         .to_string();
-        // Every line the parser names is a line of the file (the list opens at line 4).
-        assert!(e.contains("line 4") && !e.contains("line 1 "), "{e}");
+        // Every line the parser names is a line of the file: it stops at `c: 3`, line 6 of
+        // the file (line 3 of its document).
+        assert!(
+            e.contains("k.yaml: line 6: bad YAML")
+                && e.contains("at line 6")
+                && !e.contains("line 3"),
+            "{e}"
+        );
         let e = parse(
             &MANIFESTS.replace("nominalQuota: 500m", "nominalQuota: 99999999999999999999"),
             Path::new("k.yaml"),

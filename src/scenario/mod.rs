@@ -28,6 +28,7 @@ pub mod policies;
 mod schema;
 pub mod studies;
 mod validate;
+mod yaml;
 
 pub use schema::*;
 pub use validate::{

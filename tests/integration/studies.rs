@@ -598,8 +598,8 @@ struct JobContainer {
 }
 
 fn job_container(path: &Path) -> JobContainer {
-    let y: serde_yaml_ng::Value =
-        serde_yaml_ng::from_str(&String::from_utf8(read(path)).unwrap()).unwrap();
+    let y: serde_json::Value =
+        serde_saphyr::from_str(&String::from_utf8(read(path)).unwrap()).unwrap();
     let spec = &y["spec"];
     let c = &spec["template"]["spec"]["containers"][0];
     assert!(
@@ -607,13 +607,13 @@ fn job_container(path: &Path) -> JobContainer {
         "{}: a `command` would bypass the image's ENTRYPOINT (and a shell is not there)",
         path.display()
     );
-    let strs = |v: &serde_yaml_ng::Value| -> Vec<String> {
-        v.as_sequence()
+    let strs = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array()
             .map(|s| s.iter().map(|a| a.as_str().unwrap().to_string()).collect())
             .unwrap_or_default()
     };
     let env = c["env"]
-        .as_sequence()
+        .as_array()
         .map(|s| {
             s.iter()
                 .map(|e| {
@@ -638,7 +638,7 @@ fn job_container(path: &Path) -> JobContainer {
         args: strs(&c["args"]),
         env,
         mounts: c["volumeMounts"]
-            .as_sequence()
+            .as_array()
             .unwrap()
             .iter()
             .map(|m| m["mountPath"].as_str().unwrap().to_string())

@@ -3,7 +3,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use ab_glyph::{Font, FontVec, PxScale, ScaleFont};
 use anyhow::{anyhow, Context, Result};
 use plotters::prelude::*;
 use plotters_backend::text_anchor::{HPos, VPos};
@@ -11,6 +10,7 @@ use plotters_backend::{BackendColor, BackendCoord, DrawingErrorKind};
 
 #[cfg(test)]
 use super::cdf_points;
+use super::font::Font;
 use super::{fmt_duration, is_duration_metric, Figure, Kind, Rendered, Series, SIZE};
 
 fn bounds(series: &[&Series], stacked: bool) -> (f64, f64, f64, f64) {
@@ -362,7 +362,7 @@ pub const FONT_PATHS: &[&str] = &[
 ///
 /// # Errors
 /// [`BadInput`](crate::report::tracked::BadInput) for a bad `$FLEETSIM_FONT`, or when no font is found.
-fn load_font(env: Option<PathBuf>) -> Result<FontVec, crate::report::tracked::BadInput> {
+fn load_font(env: Option<PathBuf>) -> Result<Font, crate::report::tracked::BadInput> {
     use crate::report::tracked::BadInput;
     if let Some(p) = env {
         let bytes = std::fs::read(&p).map_err(|e| {
@@ -371,7 +371,7 @@ fn load_font(env: Option<PathBuf>) -> Result<FontVec, crate::report::tracked::Ba
                 p.display()
             ))
         })?;
-        return FontVec::try_from_vec(bytes).map_err(|_| {
+        return Font::parse(bytes).ok_or_else(|| {
             BadInput(format!(
                 "FLEETSIM_FONT={}: not a TrueType or OpenType font (.ttf/.otf)",
                 p.display()
@@ -380,7 +380,7 @@ fn load_font(env: Option<PathBuf>) -> Result<FontVec, crate::report::tracked::Ba
     }
     for p in FONT_PATHS {
         if let Ok(bytes) = std::fs::read(p) {
-            if let Ok(f) = FontVec::try_from_vec(bytes) {
+            if let Some(f) = Font::parse(bytes) {
                 return Ok(f);
             }
         }
@@ -392,8 +392,8 @@ fn load_font(env: Option<PathBuf>) -> Result<FontVec, crate::report::tracked::Ba
     )))
 }
 
-fn font() -> Result<&'static FontVec> {
-    static FONT: OnceLock<Result<FontVec, String>> = OnceLock::new();
+fn font() -> Result<&'static Font> {
+    static FONT: OnceLock<Result<Font, String>> = OnceLock::new();
     FONT.get_or_init(|| {
         load_font(std::env::var_os("FLEETSIM_FONT").map(PathBuf::from)).map_err(|e| e.0)
     })
@@ -401,31 +401,14 @@ fn font() -> Result<&'static FontVec> {
     .map_err(|m| crate::report::tracked::BadInput(m.clone()).into())
 }
 
-/// The bitmap backend with text drawn by `ab_glyph` (plotters' own bitmap text needs the
-/// `ttf` feature, i.e. fontconfig).
+/// The bitmap backend with text drawn from the font ([`Font`]; plotters' own bitmap text
+/// needs the `ttf` feature, i.e. fontconfig).
 struct GlyphBackend<'a> {
     inner: BitMapBackend<'a>,
-    font: &'static FontVec,
+    font: &'static Font,
 }
 
 type BitmapError = <BitMapBackend<'static> as DrawingBackend>::ErrorType;
-
-impl GlyphBackend<'_> {
-    fn layout(&self, text: &str, size: f64) -> (f32, f32, f32) {
-        let sf = self.font.as_scaled(PxScale::from(size as f32));
-        let mut w = 0.0f32;
-        let mut prev = None;
-        for c in text.chars() {
-            let id = sf.glyph_id(c);
-            if let Some(p) = prev {
-                w += sf.kern(p, id);
-            }
-            w += sf.h_advance(id);
-            prev = Some(id);
-        }
-        (w, sf.ascent(), sf.ascent() - sf.descent())
-    }
-}
 
 impl DrawingBackend for GlyphBackend<'_> {
     type ErrorType = BitmapError;
@@ -500,7 +483,7 @@ impl DrawingBackend for GlyphBackend<'_> {
         text: &str,
         style: &T,
     ) -> Result<(u32, u32), DrawingErrorKind<BitmapError>> {
-        let (w, _, h) = self.layout(text, style.size());
+        let (w, _, h) = self.font.layout(text, style.size());
         Ok((w.ceil() as u32, h.ceil() as u32))
     }
 
@@ -515,7 +498,7 @@ impl DrawingBackend for GlyphBackend<'_> {
             return Ok(());
         }
         let size = style.size();
-        let (w, ascent, h) = self.layout(text, size);
+        let (w, ascent, h) = self.font.layout(text, size);
         let dx = match style.anchor().h_pos {
             HPos::Left => 0.0,
             HPos::Center => -w / 2.0,
@@ -527,34 +510,13 @@ impl DrawingBackend for GlyphBackend<'_> {
             VPos::Bottom => -h,
         };
         let trans = style.transform();
-        let scale = PxScale::from(size as f32);
-        let sf = self.font.as_scaled(scale);
-        let mut caret = 0.0f32;
-        let mut prev = None;
-        let mut pixels: Vec<(i32, i32, f32)> = Vec::new();
-        for c in text.chars() {
-            let id = sf.glyph_id(c);
-            if let Some(p) = prev {
-                caret += sf.kern(p, id);
-            }
-            let glyph = id.with_scale_and_position(scale, ab_glyph::point(caret + dx, ascent + dy));
-            caret += sf.h_advance(id);
-            prev = Some(id);
-            if let Some(o) = self.font.outline_glyph(glyph) {
-                let b = o.px_bounds();
-                o.draw(|gx, gy, cov| {
-                    if cov > 0.02 {
-                        pixels.push((b.min.x as i32 + gx as i32, b.min.y as i32 + gy as i32, cov));
-                    }
-                });
-            }
-        }
+        let pixels = self.font.coverage(text, size, dx, ascent + dy);
         for (x, y, cov) in pixels {
             let (x, y) = trans.transform(x, y);
             self.inner.draw_pixel(
                 (pos.0 + x, pos.1 + y),
                 BackendColor {
-                    alpha: color.alpha * cov.min(1.0) as f64,
+                    alpha: color.alpha * f64::from(cov),
                     rgb: color.rgb,
                 },
             )?;
