@@ -2,7 +2,6 @@
 //! docs) is `fleetsim/__init__.py`, which wraps these functions; tables cross as Arrow C
 //! streams (`__arrow_c_stream__`), so pyarrow takes the engine's buffers without a copy.
 
-use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
@@ -69,11 +68,7 @@ impl ArrowStream {
             self.schema.clone(),
         );
         let stream = FFI_ArrowArrayStream::new(Box::new(reader));
-        PyCapsule::new(
-            py,
-            stream,
-            Some(CString::new("arrow_array_stream").unwrap()),
-        )
+        PyCapsule::new_with_value(py, stream, c"arrow_array_stream")
     }
 }
 
