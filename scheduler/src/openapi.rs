@@ -51,7 +51,7 @@ pub fn document() -> Value {
             "ok": {"type": "boolean"},
             "now": {"type": "integer", "minimum": 0, "description": "Latest accepted event time, ms."},
             "decisions": {"type": "integer", "minimum": 0, "description": "Decisions made so far (the next sequence number)."},
-            "last_batch": {"type": ["integer", "null"], "description": "Last accepted batch number."},
+            "last_batch": {"type": "object", "additionalProperties": {"type": "integer"}, "description": "The last batch number accepted from each principal (by name; `local` without a tokens file). Batch numbers are each principal's own."},
             "clock": {"enum": ["event", "wall"]},
             "wal": {"type": ["object", "null"], "description": "The write-ahead log (null without one).", "properties": {
                 "path": {"type": "string"},
@@ -115,8 +115,8 @@ pub fn document() -> Value {
                 "requestBody": {"required": true, "content": {"application/json": {"schema": r("Batch")}}},
                 "responses": {
                     "200": ok_json("The batch's decisions, in order.", r("BatchReply")),
-                    "403": error_response("Event `index` is not the principal's to send: a submit for a tenant it is not listed for, a cancel of a job that is not its tenants' (or unknown), or a cluster-wide event from a non-admin. The whole batch is refused: nothing logged or applied (body also has `index`)."),
-                    "409": error_response("Batch number at or below the last accepted one: nothing applied (a resend of a logged batch)."),
+                    "403": error_response("Event `index` is not the principal's to send: a submit for a tenant it is not listed for, into a queue its token does not list, at a priority none of its token's priority classes has, with a runtime estimate its token may not send or with progress of earlier runs; a cancel of a job that is not its tenants' (or unknown); or a cluster-wide event from a non-admin. The whole batch is refused: nothing logged or applied (body also has `index`). A tenant principal's `t`, `submit` and `seq` are set by the service."),
+                    "409": error_response("Batch number at or below the last one accepted from this principal: nothing applied (a resend of a logged batch; body also has `last_batch`)."),
                     "422": error_response("Event `index` refused (body also has `index`, `applied`, `first_seq`, `decisions`). A field out of the spec's range (a queue, cell, model or node id it does not have, a shape `TaskShape` refuses, a time before the state's or the previous event's, a size over its bound; body also has `field`): nothing of the batch logged or applied, `applied` 0. An event the state refuses (an unknown job, a job not in the phase the event needs): the `applied` events before it were logged and applied, their decisions given."),
                     "500": error_response("The write-ahead log write failed, or applying the batch failed (a defect; the record was set aside in the quarantine file and the state rebuilt without it): nothing applied.")
                 }

@@ -87,13 +87,15 @@ pub fn resolver() -> crate::security::AccessResolver {
     })
 }
 
-/// The tenant table of the tokens file, checked: a tokens file with a tenant principal
-/// must have a `[tenants]` table (the names its tokens list → the tenant numbers events
-/// carry).
+/// The tenant table of the tokens file, checked against the spec's queue table `queues`:
+/// a tokens file with a tenant principal must have a `[tenants]` table (the names its
+/// tokens list → the tenant numbers events carry), and every tenant principal must list
+/// the queues its jobs may join, each a queue of the spec.
 ///
 /// # Errors
-/// A message naming the principal when the table is missing.
-pub fn tenancy(tokens: Option<&Tokens>) -> Result<Tenancy, String> {
+/// A message naming the principal when the table is missing, a tenant principal lists no
+/// queue, or a queue is not the spec's.
+pub fn tenancy(tokens: Option<&Tokens>, queues: &[String]) -> Result<Tenancy, String> {
     let Some(t) = tokens else {
         return Ok(Tenancy::default());
     };
@@ -106,7 +108,28 @@ pub fn tenancy(tokens: Option<&Tokens>) -> Result<Tenancy, String> {
             ));
         }
     }
-    Ok(Tenancy::new(t.tenant_ids()))
+    for p in t.principals().filter(|p| !p.admin) {
+        if p.queues.is_empty() {
+            return Err(format!(
+                "tokens file: principal `{}`: field `queues`: list the queues its jobs may join (the spec's: {})",
+                p.name,
+                show_queues(queues)
+            ));
+        }
+        if let Some(q) = p.queues.iter().find(|q| !queues.contains(q)) {
+            return Err(format!(
+                "tokens file: principal `{}`: field `queues`: `{q}` is not a queue of the spec (its queues: {})",
+                p.name,
+                show_queues(queues)
+            ));
+        }
+    }
+    Ok(Tenancy::new(t.tenant_ids(), t.priority_classes()))
+}
+
+fn show_queues(queues: &[String]) -> String {
+    let v: Vec<String> = queues.iter().map(|q| format!("`{q}`")).collect();
+    v.join(", ")
 }
 
 /// A service set up by [`start`], bound and ready to be served.
@@ -169,12 +192,12 @@ pub fn lock_log(wal: &Path) -> Result<std::fs::File, String> {
 pub async fn start(o: ServeOptions) -> Result<Started, String> {
     let mut prepared = prepare(&o.listen)?;
     prepared.security.resolver = resolver();
-    let tenants = tenancy(prepared.security.tokens.as_ref())?;
     let (spec, dir) = (o.spec.clone(), o.trace_dir.clone());
     let (live, policy_digest) =
         tokio::task::spawn_blocking(move || twin_and_policy_digest(&spec, dir))
             .await
             .map_err(|e| e.to_string())??;
+    let tenants = tenancy(prepared.security.tokens.as_ref(), live.queue_names())?;
     let options = Options {
         clock: o.clock,
         retain_decisions: o.retain_decisions,

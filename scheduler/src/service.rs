@@ -37,7 +37,7 @@
 //! [`router`] builds the routes only, so a security layer ([`crate::security::secure`]) can
 //! wrap them.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::panic::AssertUnwindSafe;
 use std::path::Path as FsPath;
 use std::sync::{Arc, Mutex};
@@ -96,6 +96,25 @@ impl Batch {
             })
             .collect()
     }
+}
+
+/// The principal of requests served without a security layer, and of log records written
+/// before records named their principal.
+pub const LOCAL: &str = "local";
+
+/// One write-ahead log record: a batch as accepted (stamped where the service stamps) and
+/// the principal that sent it (its batch numbers are its own).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Logged {
+    /// The sender's name (`None` in records of earlier versions: [`LOCAL`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
+    /// The sender's batch number, if it numbers batches.
+    #[serde(default)]
+    pub batch: Option<u64>,
+    /// The events, in order.
+    pub events: Vec<Event>,
 }
 
 /// The answer to an accepted batch.
@@ -245,7 +264,10 @@ pub struct Service {
     decisions: VecDeque<Decision>,
     /// Sequence number of `decisions[0]`.
     first_retained: u64,
-    last_batch: Option<u64>,
+    /// The last batch number accepted from each principal (by name).
+    last_batch: BTreeMap<String, u64>,
+    /// One above the largest job `seq` applied: what a tenant's next job gets.
+    next_seq: u64,
     wal: Option<Wal>,
     recovery: Option<Recovery>,
     options: Options,
@@ -326,7 +348,8 @@ impl Service {
             live,
             decisions: VecDeque::new(),
             first_retained: 0,
-            last_batch: None,
+            last_batch: BTreeMap::new(),
+            next_seq: 0,
             wal: None,
             recovery: None,
             options,
@@ -426,7 +449,8 @@ impl Service {
             .map_err(|e| format!("the start state does not load back: {e}"))?;
         self.decisions.clear();
         self.first_retained = 0;
-        self.last_batch = None;
+        self.last_batch.clear();
+        self.next_seq = 0;
         self.events = 0;
         Ok(())
     }
@@ -466,6 +490,7 @@ impl Service {
                 self.decisions = ds.into();
                 self.record(&[]);
                 self.last_batch = meta.last_batch;
+                self.next_seq = meta.next_seq;
                 self.events = meta.events;
                 let used = SnapshotUsed {
                     path: snap_path.display().to_string(),
@@ -510,7 +535,7 @@ impl Service {
                 if self.quarantine.contains(at, crc32fast::hash(rec)) {
                     continue;
                 }
-                let batch: Batch = match serde_json::from_slice(rec) {
+                let batch: Logged = match serde_json::from_slice(rec) {
                     Ok(b) => b,
                     Err(e) => {
                         let why = format!("does not decode as a batch: {e}");
@@ -566,26 +591,28 @@ impl Service {
     /// whatever the panic left (rebuild it).
     fn apply_caught(
         &mut self,
-        batch: &Batch,
+        logged: &Logged,
     ) -> Result<Result<BatchReply, (usize, String, BatchReply)>, String> {
-        std::panic::catch_unwind(AssertUnwindSafe(|| self.apply(batch)))
-            .map_err(|panic| panic_message(&*panic))
+        let who = logged.principal.as_deref().unwrap_or(LOCAL);
+        std::panic::catch_unwind(AssertUnwindSafe(|| {
+            self.apply_events(who, logged.batch, &logged.events)
+        }))
+        .map_err(|panic| panic_message(&*panic))
     }
 
     /// After a panic applying the last logged record: sets it aside and rebuilds the state
     /// from the log without it. Without a log the state stays as the panic left it.
-    fn recover_from_panic(&mut self, batch: &Batch, error: String) -> Refused {
+    fn recover_from_panic(&mut self, batch: &Logged, payload: &[u8], error: String) -> Refused {
         self.panics += 1;
         let Some(wal) = &self.wal else {
             return Refused::Panicked { error };
         };
         let path = wal.path().to_path_buf();
-        let payload = serde_json::to_vec(batch).expect("a batch serializes");
         let at = wal.bytes() - (crate::wal::HEADER_BYTES + payload.len()) as u64;
         let record = wal.records() - 1;
         let why = format!("applying it panicked: {error}");
         self.quarantine
-            .add(record, at, &payload, batch.batch, None, why);
+            .add(record, at, payload, batch.batch, None, why);
         let rebuilt = crate::wal::read_records(&path)
             .map_err(|e| format!("write-ahead log {}: {e}", path.display()))
             .and_then(|records| self.replay(&path, &records, false));
@@ -617,7 +644,8 @@ impl Service {
         h.update(&crate::snapshot::state_bytes(&self.live).unwrap_or_default());
         h.update(&serde_json::to_vec(&self.decisions).expect("decisions serialize"));
         h.update(&self.first_retained.to_le_bytes());
-        h.update(&serde_json::to_vec(&self.last_batch).expect("a number serializes"));
+        h.update(&serde_json::to_vec(&self.last_batch).expect("numbers serialize"));
+        h.update(&self.next_seq.to_le_bytes());
         h.update(&self.events.to_le_bytes());
         h.finalize()
     }
@@ -675,9 +703,9 @@ impl Service {
         self.tenancy = tenancy;
     }
 
-    /// The last accepted batch number.
-    pub fn last_batch(&self) -> Option<u64> {
-        self.last_batch
+    /// The last batch number accepted from `principal` (by name; `local` without tokens).
+    pub fn last_batch(&self, principal: &str) -> Option<u64> {
+        self.last_batch.get(principal).copied()
     }
 
     /// Retained decisions from sequence number `from`, at most `limit`; `None` when `from`
@@ -709,17 +737,34 @@ impl Service {
         }
     }
 
-    /// Applies `batch` to the state (no log, no duplicate check); `Err((index, message,
-    /// reply))` when event `index` was refused.
+    /// Applies `batch` to the state as the principal `local` sent it (no log, no
+    /// duplicate check); `Err((index, message, reply))` when event `index` was refused.
     ///
     /// # Errors
     /// The refused event's index and error, with the decisions of the events before it.
     pub fn apply(&mut self, batch: &Batch) -> Result<BatchReply, (usize, String, BatchReply)> {
+        self.apply_events(LOCAL, batch.batch, &batch.events)
+    }
+
+    /// Applies `events`, batch `number` of `principal`: the decisions are kept, the
+    /// principal's last batch number advanced when every event applied, the next tenant
+    /// `seq` raised past each job applied.
+    fn apply_events(
+        &mut self,
+        principal: &str,
+        number: Option<u64>,
+        events: &[Event],
+    ) -> Result<BatchReply, (usize, String, BatchReply)> {
         let first_seq = self.total_decisions();
         let mut out = Vec::new();
-        for (i, e) in batch.events.iter().enumerate() {
+        for (i, e) in events.iter().enumerate() {
             match self.live.apply(e) {
-                Ok(d) => out.extend(d),
+                Ok(d) => {
+                    out.extend(d);
+                    if let Event::JobSubmitted { job, .. } | Event::JobStarted { job, .. } = e {
+                        self.next_seq = self.next_seq.max(job.seq.saturating_add(1));
+                    }
+                }
                 Err(err) => {
                     self.record(&out);
                     let reply = BatchReply {
@@ -731,8 +776,8 @@ impl Service {
             }
         }
         self.record(&out);
-        if batch.batch.is_some() {
-            self.last_batch = batch.batch;
+        if let Some(n) = number {
+            self.last_batch.insert(principal.to_string(), n);
         }
         Ok(BatchReply {
             first_seq,
@@ -760,7 +805,7 @@ impl Service {
         principal: &Principal,
         mut batch: Batch,
     ) -> Result<BatchReply, Refused> {
-        if let (Some(b), Some(last)) = (batch.batch, self.last_batch) {
+        if let (Some(b), Some(&last)) = (batch.batch, self.last_batch.get(&principal.name)) {
             if b <= last {
                 return Err(Refused::Duplicate { batch: b, last });
             }
@@ -768,11 +813,18 @@ impl Service {
         self.tenancy
             .check_batch(principal, &self.live, &batch.events)
             .map_err(|(index, error)| Refused::Forbidden { index, error })?;
+        let now = match self.options.clock {
+            Clock::Event => self.live.now(),
+            Clock::Wall => {
+                let wall = self.wall_base + self.started.elapsed().as_millis() as u64;
+                wall.max(self.live.now())
+            }
+        };
+        let mut next_seq = self.next_seq;
+        Tenancy::stamp(principal, &mut batch.events, now, &mut next_seq);
         if self.options.clock == Clock::Wall {
-            let wall = self.wall_base + self.started.elapsed().as_millis() as u64;
-            let t = wall.max(self.live.now());
             for e in &mut batch.events {
-                e.set_t(t);
+                e.set_t(now);
                 // The sender's other times are on its own clock, not the service's: a
                 // submit time becomes the stamp, a release time is at least the stamp.
                 match e {
@@ -782,7 +834,7 @@ impl Service {
                     Event::JobLost {
                         release_at: Some(r),
                         ..
-                    } => *r = (*r).max(t),
+                    } => *r = (*r).max(now),
                     _ => {}
                 }
             }
@@ -790,16 +842,21 @@ impl Service {
         self.live
             .validate(&batch.events)
             .map_err(Refused::Invalid)?;
+        let logged = Logged {
+            principal: Some(principal.name.clone()),
+            batch: batch.batch,
+            events: batch.events,
+        };
+        let payload = serde_json::to_vec(&logged).expect("a batch serializes");
         if let Some(wal) = &mut self.wal {
-            let payload = serde_json::to_vec(&batch).expect("a batch serializes");
             wal.append(&payload).map_err(Refused::Log)?;
         }
-        let r = match self.apply_caught(&batch) {
+        let r = match self.apply_caught(&logged) {
             Ok(r) => r,
-            Err(panic) => return Err(self.recover_from_panic(&batch, panic)),
+            Err(panic) => return Err(self.recover_from_panic(&logged, &payload, panic)),
         };
-        self.events += batch.events.len() as u64;
-        self.since_snapshot += batch.events.len() as u64;
+        self.events += logged.events.len() as u64;
+        self.since_snapshot += logged.events.len() as u64;
         if self.wal.is_some()
             && self.options.snapshot_every > 0
             && self.since_snapshot >= self.options.snapshot_every
@@ -838,7 +895,8 @@ impl Service {
             wal_bytes: wal.bytes(),
             last_record_crc: wal.last_crc(),
             events: self.events,
-            last_batch: self.last_batch,
+            last_batch: self.last_batch.clone(),
+            next_seq: self.next_seq,
             first_retained: self.first_retained,
             decisions_json: serde_json::to_vec(&self.decisions).expect("decisions serialize"),
         };
@@ -1152,7 +1210,7 @@ async fn healthz(State(s): State<AppState>) -> Response {
         "ok": true,
         "now": svc.live.now(),
         "decisions": svc.total_decisions(),
-        "last_batch": svc.last_batch,
+        "last_batch": &svc.last_batch,
         "clock": match svc.options.clock { Clock::Event => "event", Clock::Wall => "wall" },
         "wal": wal,
     }))
@@ -1241,7 +1299,7 @@ mod tests {
         );
         // Nothing logged, nothing applied (the first pass of the batch neither).
         assert_eq!(svc.wal.as_ref().unwrap().records(), 1);
-        assert_eq!((svc.live().now(), svc.last_batch()), (1_000, Some(0)));
+        assert_eq!((svc.live().now(), svc.last_batch(LOCAL)), (1_000, Some(0)));
     }
 
     /// A queue order that panics on a job of priority 666 (a stand-in for a defect the
@@ -1416,7 +1474,7 @@ mod tests {
         assert_eq!((rec.batches, rec.events), (2, 2));
         let svc = s.lock().unwrap();
         assert_eq!(svc.live().now(), now);
-        assert_eq!(svc.last_batch(), Some(1));
+        assert_eq!(svc.last_batch(LOCAL), Some(1));
     }
 
     #[test]

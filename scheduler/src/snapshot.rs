@@ -14,7 +14,7 @@
 //!
 //! | bytes | field |
 //! |---|---|
-//! | 8 | magic `FSSNAP01` |
+//! | 8 | magic `FSSNAP02` (its last two characters are the format's version) |
 //! | 8 | payload length `n`, little-endian `u64` |
 //! | 4 | CRC-32 (IEEE, as `crc32fast`) of the payload, little-endian |
 //! | n | payload: [`Meta`], then the live state ([`LiveState::save`]), both in postcard |
@@ -32,7 +32,7 @@ use fleetsim_policies::live::{Decision, LiveState};
 use serde::{Deserialize, Serialize};
 
 /// The file's first 8 bytes (the format's version is its last two).
-pub const MAGIC: &[u8; 8] = b"FSSNAP01";
+pub const MAGIC: &[u8; 8] = b"FSSNAP02";
 /// Bytes before the payload: magic, length, CRC.
 pub const HEADER_BYTES: usize = 20;
 
@@ -49,8 +49,10 @@ pub struct Meta {
     pub last_record_crc: u32,
     /// Events in the included records.
     pub events: u64,
-    /// The last accepted batch number.
-    pub last_batch: Option<u64>,
+    /// The last accepted batch number of each principal.
+    pub last_batch: std::collections::BTreeMap<String, u64>,
+    /// One above the largest job `seq` applied.
+    pub next_seq: u64,
     /// Sequence number of the first retained decision.
     pub first_retained: u64,
     /// The retained decisions (for `GET /v1/decisions`), as a JSON array.
@@ -173,8 +175,15 @@ pub fn read(path: &Path) -> Result<Option<Vec<u8>>, String> {
         Err(e) => return Err(format!("snapshot {}: {e}", path.display())),
     };
     let bad = |why: String| Err(format!("snapshot {}: {why}", path.display()));
+    if bytes.len() >= HEADER_BYTES && bytes[..6] == MAGIC[..6] && bytes[..8] != MAGIC[..] {
+        return bad(format!(
+            "a snapshot of another format version ({}; this build reads {})",
+            String::from_utf8_lossy(&bytes[..8]),
+            String::from_utf8_lossy(MAGIC)
+        ));
+    }
     if bytes.len() < HEADER_BYTES || &bytes[..8] != MAGIC {
-        return bad("not a fleetsim-scheduler snapshot (no FSSNAP01 header)".into());
+        return bad("not a fleetsim-scheduler snapshot (no FSSNAP02 header)".into());
     }
     let n = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
     let crc = u32::from_le_bytes(bytes[16..20].try_into().expect("4 bytes"));

@@ -287,7 +287,7 @@ async fn truncated_tail_is_reported_and_recovered() {
         .await
         .unwrap();
     // Nine records kept: last batch 8, the tail defect at the 10th record's offset.
-    assert_eq!(health["last_batch"], 8, "{health}");
+    assert_eq!(health["last_batch"]["local"], 8, "{health}");
     let d = &health["wal"]["tail_defect"];
     assert_eq!(d["records_kept"], 9, "{health}");
     assert_eq!(d["file_bytes"].as_u64(), Some(len - 5), "{health}");

@@ -87,7 +87,7 @@ fn restarts_match(name: &str, wanted: usize, size: usize) -> (usize, usize) {
                 (
                     snapshot::fingerprint(svc.live(), 0).unwrap(),
                     svc.total_decisions(),
-                    svc.last_batch(),
+                    svc.last_batch("local"),
                 )
             };
             drop(state);
@@ -105,7 +105,7 @@ fn restarts_match(name: &str, wanted: usize, size: usize) -> (usize, usize) {
                 "{name}: state after restart at batch {batch_no:?} differs"
             );
             assert_eq!(svc.total_decisions(), total, "{name}");
-            assert_eq!(svc.last_batch(), last, "{name}");
+            assert_eq!(svc.last_batch("local"), last, "{name}");
             drop(svc);
             state = s2;
             restarts += 1;
@@ -294,7 +294,7 @@ fn unusable_snapshots_are_reported_and_the_whole_log_replayed() {
     assert_eq!(rec.replayed_batches, 59);
     let got = all_decisions(&state);
     let svc = state.lock().unwrap();
-    assert_eq!(svc.last_batch(), Some(58));
+    assert_eq!(svc.last_batch("local"), Some(58));
     drop(svc);
     // The decisions of the 59 batches kept, as a service without a log makes them.
     let fresh = Service::new(live_twin(&loaded, &opts()).unwrap());

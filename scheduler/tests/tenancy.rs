@@ -23,21 +23,30 @@ const TOKENS: &str = r#"
 token = "tenant-a-token-0001"
 principal = "a-ci"
 tenants = ["research-a"]
+queues = ["research-a"]
+priority_classes = ["batch", "urgent"]
 
 [[token]]
 token = "tenant-b-token-0002"
 principal = "b-ci"
 tenants = ["research-b"]
+queues = ["research-b"]
 
 [[token]]
 token = "both-tenants-tok-03"
 principal = "research-lead"
 tenants = ["research-a", "research-b"]
+queues = ["research-a", "research-b"]
+runtime_estimates = true
 
 [[token]]
 token = "admin-token-0000004"
 principal = "ops"
 admin = true
+
+[priority_classes]
+batch = 0
+urgent = 10
 
 [tenants]
 research-a = 0
@@ -50,24 +59,29 @@ struct Server {
     _dir: tempfile::TempDir,
 }
 
-async fn server() -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("tokens.toml"), TOKENS).unwrap();
-    let st = start(ServeOptions {
+/// `serve` on kueue-cohorts' spec with the log in `dir` and the tokens file `tokens`.
+fn options(dir: &std::path::Path, tokens: PathBuf) -> ServeOptions {
+    ServeOptions {
         spec: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/kueue-cohorts.toml"),
-        wal: dir.path().join("wal"),
+        wal: dir.join("wal"),
         trace_dir: TraceDir(PathBuf::from("/nonexistent")),
         listen: ListenOptions {
             listen: Some("127.0.0.1:0".parse().unwrap()),
-            tokens: Some(dir.path().join("tokens.toml")),
+            tokens: Some(tokens),
             ..ListenOptions::default()
         },
         clock: Clock::Event,
         retain_decisions: DEFAULT_RETAIN_DECISIONS,
         snapshot_every: 0,
-    })
-    .await
-    .unwrap();
+    }
+}
+
+async fn server() -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("tokens.toml"), TOKENS).unwrap();
+    let st = start(options(dir.path(), dir.path().join("tokens.toml")))
+        .await
+        .unwrap();
     let base = format!("http://{}", st.addr);
     tokio::spawn(serve(
         st.listener,
@@ -113,6 +127,22 @@ fn cancel(t: u64, job: u32) -> Value {
 }
 
 impl Server {
+    fn wal(&self) -> PathBuf {
+        self._dir.path().join("wal")
+    }
+
+    async fn post_numbered(&self, token: &str, batch: u64, events: Vec<Value>) -> (u16, Value) {
+        let r = self
+            .c
+            .post(format!("{}/v1/events", self.base))
+            .bearer_auth(token)
+            .json(&json!({ "batch": batch, "events": events }))
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.json().await.unwrap())
+    }
+
     async fn post(&self, token: &str, events: Vec<Value>) -> (u16, Value) {
         let r = self
             .c
@@ -277,24 +307,200 @@ async fn a_tokens_file_with_tenants_needs_the_tenant_table() {
     let path = dir.path().join("tokens.toml");
     let cut = TOKENS.split("[tenants]").next().unwrap();
     std::fs::write(&path, cut).unwrap();
-    let e = start(ServeOptions {
-        spec: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/kueue-cohorts.toml"),
-        wal: dir.path().join("wal"),
-        trace_dir: TraceDir(PathBuf::from("/nonexistent")),
-        listen: ListenOptions {
-            listen: Some("127.0.0.1:0".parse().unwrap()),
-            tokens: Some(path),
-            ..ListenOptions::default()
-        },
-        clock: Clock::Event,
-        retain_decisions: DEFAULT_RETAIN_DECISIONS,
-        snapshot_every: 0,
-    })
-    .await
-    .err()
-    .unwrap();
+    let e = start(options(dir.path(), path)).await.err().unwrap();
     assert_eq!(
         e,
         "tokens file: principal `a-ci` lists tenants, but the file has no [tenants] table giving each tenant name its tenant number (the `tenant` of job events), e.g. [tenants] research-a = 0"
     );
+}
+
+// The attacks of issue 43 ("What was found"), one test each, named after them.
+
+/// Attack 3: a tenant sending `"batch": 18446744073709551615` made every later numbered
+/// batch of the admin adapter and of other tenants answer `409` ("already logged"), so
+/// their events were silently dropped. Batch numbers are now each principal's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_tenant_blocks_everyones_batches() {
+    let s = server().await;
+    let (code, _) = s.post_numbered(A, u64::MAX, vec![submit(0, 1, 0)]).await;
+    assert_eq!(code, 200);
+    // The admin's and tenant B's first batches are accepted, not taken for resends.
+    let (code, body) = s
+        .post_numbered(OPS, 1, vec![json!({"type": "pass", "t": 0})])
+        .await;
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = s.post_numbered(B, 1, vec![submit(0, 2, 1)]).await;
+    assert_eq!(code, 200, "{body}");
+    // Each principal's own resends are still recognised.
+    let (code, body) = s.post_numbered(A, 7, vec![submit(0, 3, 0)]).await;
+    assert_eq!(
+        (code, body["last_batch"].as_u64()),
+        (409, Some(u64::MAX)),
+        "{body}"
+    );
+    let (code, body) = s
+        .post_numbered(OPS, 1, vec![json!({"type": "pass", "t": 0})])
+        .await;
+    assert_eq!((code, body["last_batch"].as_u64()), (409, Some(1)));
+    let (_, health) = s.get(OPS, "/healthz").await;
+    assert_eq!(
+        health["last_batch"],
+        json!({"a-ci": u64::MAX, "b-ci": 1, "ops": 1})
+    );
+}
+
+/// Attack 4: tenant A evicted tenant B's running job by submitting into B's queue with
+/// `priority: 2147483647`. A tenant now submits only to the queues its token lists, at
+/// the priorities of its token's classes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_evicts_another_tenants_job() {
+    let s = server().await;
+    assert_eq!(s.post(B, vec![submit(0, 1, 1)]).await.0, 200);
+    let (code, _) = s.post(OPS, vec![json!({"type": "pass", "t": 0})]).await;
+    assert_eq!(code, 200);
+    // Into B's queue (research-b, queue 1), as its own tenant: refused by queue.
+    let mut into_b = submit(0, 2, 0);
+    into_b["job"]["queue"] = json!(1);
+    into_b["job"]["priority"] = json!(i32::MAX);
+    assert_eq!(
+        s.post(A, vec![into_b]).await,
+        (
+            403,
+            err_at(
+                "field `job.queue`: principal `a-ci` may not submit to queue 1 `research-b`; its token lists `research-a`",
+                0
+            )
+        )
+    );
+    // Into its own queue above its classes (batch 0, urgent 10): refused by priority.
+    let mut high = submit(0, 2, 0);
+    high["job"]["priority"] = json!(i32::MAX);
+    assert_eq!(
+        s.post(A, vec![high]).await,
+        (
+            403,
+            err_at(
+                "field `job.priority`: principal `a-ci` may not submit at priority 2147483647; its token's priority classes allow `0`, `10`",
+                0
+            )
+        )
+    );
+    // B's token lists no class: priority 0 only.
+    let mut b10 = submit(0, 3, 1);
+    b10["job"]["priority"] = json!(10);
+    let (code, body) = s.post(B, vec![b10]).await;
+    assert_eq!(code, 403, "{body}");
+    // At its `urgent` class, in its own queue: accepted; B's job keeps running.
+    let mut urgent = submit(0, 2, 0);
+    urgent["job"]["priority"] = json!(10);
+    assert_eq!(s.post(A, vec![urgent]).await.0, 200);
+    let (_, reply) = s.post(OPS, vec![json!({"type": "pass", "t": 0})]).await;
+    assert!(
+        reply["decisions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["type"] != "preempt"),
+        "{reply}"
+    );
+    assert_eq!(s.get(OPS, "/v1/jobs/1").await.1["state"], "running");
+}
+
+/// Attack 5: under `--clock wall` only `t` was stamped, so a tenant sending `submit: 0,
+/// seq: 0` went ahead of earlier jobs of others, and `runtime_estimate_ms`, `done_ms` and
+/// `attained_gpu_ms` (backfill and LAS inputs) were trusted. A tenant's `t`, `submit` and
+/// `seq` are now the service's (what the log holds shows it); estimates need a token
+/// allowed to send them, and progress of earlier runs is the cluster agent's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tenant_sent_fields_steer_the_queue() {
+    let s = server().await;
+    // The cluster is at t = 50 s (an admin event), with seq up to 41.
+    let mut admin_job = submit(50_000, 9, 1);
+    admin_job["job"]["seq"] = json!(41);
+    let (code, _) = s.post(OPS, vec![admin_job]).await;
+    assert_eq!(code, 200);
+    // B asks for an early place: t 0, submit 0, seq 0; then A at t 10^12 (which would
+    // have moved the service's clock past every later admin event).
+    let mut early = submit(0, 1, 1);
+    early["job"]["submit"] = json!(0);
+    early["job"]["seq"] = json!(0);
+    assert_eq!(s.post(B, vec![early]).await.0, 200);
+    let mut late = submit(1_000_000_000_000, 2, 0);
+    late["job"]["seq"] = json!(0);
+    assert_eq!(s.post(A, vec![late]).await.0, 200);
+    // What the log holds: both stamped at the service's time, 50 s, in order after 41.
+    let logged: Vec<(Option<String>, u64, Option<u64>, u64)> =
+        fleetsim_scheduler::wal::read_records(&s.wal())
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let l: fleetsim_scheduler::service::Logged = serde_json::from_slice(r).unwrap();
+                let Event::JobSubmitted { t, job } = &l.events[0] else {
+                    panic!("{l:?}")
+                };
+                (l.principal.clone(), *t, job.submit, job.seq)
+            })
+            .collect();
+    assert_eq!(
+        logged,
+        vec![
+            (Some("ops".into()), 50_000, None, 41),
+            (Some("b-ci".into()), 50_000, None, 42),
+            (Some("a-ci".into()), 50_000, None, 43),
+        ]
+    );
+    // The admin's next event at 60 s is not "before the current time".
+    let (code, _) = s
+        .post(OPS, vec![json!({"type": "pass", "t": 60_000})])
+        .await;
+    assert_eq!(code, 200);
+    // Estimates: refused for a-ci, accepted from the lead's token, which may send them.
+    let mut est = submit(0, 3, 0);
+    est["job"]["runtime_estimate_ms"] = json!(1);
+    let (code, body) = s.post(A, vec![est.clone()]).await;
+    assert_eq!(code, 403);
+    assert!(
+        body["error"].as_str().unwrap().starts_with(
+            "field `job.runtime_estimate_ms`: principal `a-ci` may not send runtime estimates"
+        ),
+        "{body}"
+    );
+    assert_eq!(s.post(AB, vec![est]).await.0, 200);
+    // Progress of earlier runs: nobody's but the cluster agent's.
+    for field in ["done_ms", "attained_gpu_ms"] {
+        let mut j = submit(0, 4, 0);
+        j["job"][field] = json!(3_600_000);
+        let (code, body) = s.post(AB, vec![j]).await;
+        assert_eq!(code, 403, "{body}");
+        assert!(
+            body["error"].as_str().unwrap().starts_with(&format!(
+                "field `job.{field}`: principal `research-lead` may not report progress"
+            )),
+            "{body}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_token_must_list_queues_of_the_spec() {
+    for (entry, want) in [
+        (
+            "",
+            "tokens file: principal `x-ci`: field `queues`: list the queues its jobs may join (the spec's: `research-a`, `research-b`, `product-a`, `product-b`, `interns`)",
+        ),
+        (
+            "queues = [\"nightly\"]",
+            "tokens file: principal `x-ci`: field `queues`: `nightly` is not a queue of the spec (its queues: `research-a`, `research-b`, `product-a`, `product-b`, `interns`)",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.toml");
+        std::fs::write(
+            &path,
+            format!("[[token]]\ntoken = \"x-tenant-token-0005\"\nprincipal = \"x-ci\"\ntenants = [\"research-a\"]\n{entry}\n\n[tenants]\nresearch-a = 0\n"),
+        )
+        .unwrap();
+        let e = start(options(dir.path(), path)).await.err().unwrap();
+        assert_eq!(e, want);
+    }
 }

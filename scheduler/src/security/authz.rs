@@ -71,8 +71,8 @@ mod tests {
             name: "a".into(),
             tenants: BTreeSet::from(["team-a".to_string()]),
             admin: false,
-            rate_per_second: None,
-            burst: None,
+            runtime_estimates: false,
+            ..Principal::local()
         };
         assert_eq!(authorize(&a, &Access::Open), Ok(()));
         assert_eq!(authorize(&a, &Access::Tenant("team-a".into())), Ok(()));

@@ -5,6 +5,9 @@
 //! token = "0123456789abcdef0123"   # at least 16 characters of A-Z a-z 0-9 . _ ~ -
 //! principal = "team-a-ci"
 //! tenants = ["team-a"]
+//! queues = ["research-a"]           # the spec's queues its jobs may join (`serve` needs them)
+//! priority_classes = ["batch"]      # optional: the priorities its jobs may take (else 0 only)
+//! runtime_estimates = false         # optional: may its jobs carry `runtime_estimate_ms`?
 //! rate_per_second = 50              # optional; else the service's default
 //! burst = 100                       # optional
 //!
@@ -18,6 +21,11 @@
 //! [tenants]
 //! team-a = 0
 //! team-b = 1
+//!
+//! # Priority class name → the `priority` a job of that class carries.
+//! [priority_classes]
+//! batch = 0
+//! production = 100
 //! ```
 //!
 //! Unknown keys are refused. Tokens are compared in constant time against every entry.
@@ -37,6 +45,15 @@ pub struct Principal {
     pub tenants: BTreeSet<String>,
     /// Admin: any tenant, and cluster-wide calls (nodes, decision stream).
     pub admin: bool,
+    /// Queues (the spec's names) a tenant principal's jobs may join.
+    pub queues: BTreeSet<String>,
+    /// Priority classes a tenant principal's jobs may take (their values in the file's
+    /// `[priority_classes]`); none: priority 0 only.
+    pub priority_classes: BTreeSet<String>,
+    /// Whether a tenant principal's jobs may carry a runtime estimate: only when the
+    /// cluster agent stops its jobs at their estimate (a time limit, as Slurm enforces it),
+    /// since backfill and shortest-first orders trust it.
+    pub runtime_estimates: bool,
     /// Requests per second allowed (token bucket refill), `None` = the service default.
     pub rate_per_second: Option<f64>,
     /// Bucket size, `None` = the service default.
@@ -51,6 +68,9 @@ impl Principal {
             name: "local".into(),
             tenants: BTreeSet::new(),
             admin: true,
+            queues: BTreeSet::new(),
+            priority_classes: BTreeSet::new(),
+            runtime_estimates: true,
             rate_per_second: None,
             burst: None,
         }
@@ -69,6 +89,8 @@ struct File {
     token: Vec<Entry>,
     #[serde(default)]
     tenants: BTreeMap<String, u32>,
+    #[serde(default)]
+    priority_classes: BTreeMap<String, i32>,
 }
 
 #[derive(Deserialize)]
@@ -80,6 +102,12 @@ struct Entry {
     tenants: Vec<String>,
     #[serde(default)]
     admin: bool,
+    #[serde(default)]
+    queues: Vec<String>,
+    #[serde(default)]
+    priority_classes: Vec<String>,
+    #[serde(default)]
+    runtime_estimates: bool,
     rate_per_second: Option<f64>,
     burst: Option<u32>,
 }
@@ -89,6 +117,7 @@ struct Entry {
 pub struct Tokens {
     entries: Vec<(String, Principal)>,
     tenant_ids: BTreeMap<String, u32>,
+    priority_classes: BTreeMap<String, i32>,
 }
 
 impl Tokens {
@@ -141,6 +170,20 @@ impl Tokens {
                     "{at}: give field `tenants` (the tenants it may act for) or `admin = true`"
                 ));
             }
+            if let Some(c) = e
+                .priority_classes
+                .iter()
+                .find(|c| !file.priority_classes.contains_key(*c))
+            {
+                return Err(format!(
+                    "{at}: field `priority_classes`: `{c}` is not in the [priority_classes] table"
+                ));
+            }
+            if e.admin && (!e.queues.is_empty() || !e.priority_classes.is_empty()) {
+                return Err(format!(
+                    "{at}: an admin may use every queue and priority: drop `queues` and `priority_classes`, or `admin = true`"
+                ));
+            }
             if let Some(r) = e.rate_per_second {
                 if !(r.is_finite() && r > 0.0) {
                     return Err(format!("{at}: field `rate_per_second` must be > 0"));
@@ -155,6 +198,9 @@ impl Tokens {
                     name: e.principal,
                     tenants: e.tenants.into_iter().collect(),
                     admin: e.admin,
+                    queues: e.queues.into_iter().collect(),
+                    priority_classes: e.priority_classes.into_iter().collect(),
+                    runtime_estimates: e.admin || e.runtime_estimates,
                     rate_per_second: e.rate_per_second,
                     burst: e.burst,
                 },
@@ -182,7 +228,18 @@ impl Tokens {
         Ok(Tokens {
             entries,
             tenant_ids: file.tenants,
+            priority_classes: file.priority_classes,
         })
+    }
+
+    /// The `[priority_classes]` table: class name → the `priority` its jobs carry.
+    pub fn priority_classes(&self) -> &BTreeMap<String, i32> {
+        &self.priority_classes
+    }
+
+    /// Every principal, in file order.
+    pub fn principals(&self) -> impl Iterator<Item = &Principal> {
+        self.entries.iter().map(|(_, p)| p)
     }
 
     /// The `[tenants]` table: tenant name → the tenant number events carry
