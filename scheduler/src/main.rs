@@ -62,6 +62,31 @@ enum Command {
         /// Directory of public traces (for a scenario's fleet file under it).
         #[arg(long)]
         trace_dir: Option<PathBuf>,
+        /// Most open connections (one beyond them is closed at once).
+        #[arg(long, default_value_t = 512)]
+        max_connections: usize,
+        /// Seconds allowed for a TLS handshake and a request's headers.
+        #[arg(long, default_value_t = 10.0)]
+        header_timeout_s: f64,
+        /// Seconds allowed for a request's body to arrive whole (else 408).
+        #[arg(long, default_value_t = 10.0)]
+        body_timeout_s: f64,
+        /// Largest request body, bytes (else 413).
+        #[arg(long, default_value_t = fleetsim_scheduler::security::layer::DEFAULT_MAX_BODY_BYTES)]
+        max_body_bytes: usize,
+        /// Request body bytes held at once over all requests (else 503).
+        #[arg(long, default_value_t = 64 << 20)]
+        max_inflight_body_bytes: usize,
+        /// Size at which the log starts a new segment file, bytes.
+        #[arg(long, default_value_t = fleetsim_scheduler::wal::DEFAULT_SEGMENT_BYTES)]
+        wal_segment_bytes: u64,
+        /// Seconds a log segment wholly covered by the previous snapshot is kept before it
+        /// is deleted (0: at the first snapshot after it is covered).
+        #[arg(long, default_value_t = 86_400)]
+        log_retention_s: u64,
+        /// Keep every log segment (no retention).
+        #[arg(long)]
+        keep_log: bool,
     },
     /// Turn recorded Kubernetes objects (Pods with Kueue labels, Nodes) into the service's
     /// events for a spec: one batch, the body of POST /v1/events.
@@ -142,7 +167,39 @@ fn main() -> ExitCode {
             retain_decisions,
             snapshot_every,
             trace_dir,
+            max_connections,
+            header_timeout_s,
+            body_timeout_s,
+            max_body_bytes,
+            max_inflight_body_bytes,
+            wal_segment_bytes,
+            log_retention_s,
+            keep_log,
         } => {
+            let secs = |flag: &str, s: f64| {
+                if s.is_finite() && s > 0.0 && s <= 86_400.0 {
+                    Ok(std::time::Duration::from_secs_f64(s))
+                } else {
+                    Err(format!("--{flag} {s}: give seconds in (0, 86400]"))
+                }
+            };
+            let (header, body) = match (
+                secs("header-timeout-s", header_timeout_s),
+                secs("body-timeout-s", body_timeout_s),
+            ) {
+                (Ok(h), Ok(b)) => (h, b),
+                (Err(e), _) | (_, Err(e)) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let limits = fleetsim_scheduler::security::serve::Limits {
+                max_connections,
+                header_read_timeout: header,
+                body_read_timeout: body,
+                max_inflight_body_bytes,
+                ..Default::default()
+            };
             let o = fleetsim_scheduler::serve::ServeOptions {
                 spec,
                 wal,
@@ -153,6 +210,8 @@ fn main() -> ExitCode {
                     tls_key,
                     tokens,
                     client_ca,
+                    max_body_bytes: Some(max_body_bytes),
+                    limits,
                     ..Default::default()
                 },
                 clock: match clock.as_str() {
@@ -161,6 +220,8 @@ fn main() -> ExitCode {
                 },
                 retain_decisions,
                 snapshot_every,
+                segment_bytes: wal_segment_bytes,
+                log_retention: (!keep_log).then(|| std::time::Duration::from_secs(log_retention_s)),
             };
             match runtime().and_then(|rt| rt.block_on(fleetsim_scheduler::serve::run(o))) {
                 Ok(()) => ExitCode::SUCCESS,

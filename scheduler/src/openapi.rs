@@ -76,6 +76,10 @@ pub fn document() -> Value {
                 "first_refused": {"type": ["object", "null"], "description": "The first of them (null: none).", "properties": {
                     "record": {"type": "integer"}, "batch": {"type": ["integer", "null"]},
                     "index": {"type": "integer"}, "error": {"type": "string"}}},
+                "segments": {"type": "integer", "description": "Segment files the log is in."},
+                "segments_deleted": {"type": "integer", "description": "Segments deleted (the first emptied) since start: wholly covered by the previous snapshot for the retention."},
+                "snapshot_covers": {"type": ["integer", "null"], "description": "Log records <wal>.snapshot covers."},
+                "previous_snapshot_covers": {"type": ["integer", "null"], "description": "Log records <wal>.snapshot.prev covers, while its segments are kept (null after they were deleted, or when unknown)."},
                 "quarantine": {"type": "object", "description": "Log records set aside (<wal>.quarantine): they did not decode, failed validation or panicked when applied; replays skip them.", "properties": {
                     "path": {"type": ["string", "null"]},
                     "records": {"type": "integer", "description": "Records the file lists."},
@@ -107,7 +111,7 @@ pub fn document() -> Value {
         "info": {
             "title": "fleetsim-scheduler",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "Live scheduling service on fleetsim's policy crate: cluster events in, scheduling decisions out, in the simulator's order. Times are cluster milliseconds. Every route but /healthz needs `Authorization: Bearer <token>` when the service runs with a tokens file, and any route may answer 401, 413 or 429 from the security layer. Per tenant (the tokens file's [tenants] table names the tenant numbers of job events): a tenant principal may submit jobs of its tenants and cancel their jobs, read only their jobs and pending list, and gets 403 for anything else; cluster-wide events and the decision log and stream are for admin principals. A job of another tenant and an unknown id get the same 403 body, so a tenant cannot tell which ids others use."
+            "description": "Live scheduling service on fleetsim's policy crate: cluster events in, scheduling decisions out, in the simulator's order. Times are cluster milliseconds. Every route but /healthz needs `Authorization: Bearer <token>` when the service runs with a tokens file, and any route may answer 401, 413 or 429 from the security layer, 408 (a body not whole within the body timeout) or 503 (too many body bytes in flight; retry after 1 s). Per tenant (the tokens file's [tenants] table names the tenant numbers of job events): a tenant principal may submit jobs of its tenants and cancel their jobs, read only their jobs and pending list, and gets 403 for anything else; cluster-wide events and the decision log and stream are for admin principals. A job of another tenant and an unknown id get the same 403 body, so a tenant cannot tell which ids others use."
         },
         "paths": {
             "/v1/events": {"post": {

@@ -13,15 +13,17 @@
 //! File layout: JSON lines, one per record set aside, appended and synced:
 //!
 //! ```json
-//! {"record":3,"offset":1234,"bytes":57,"crc":305419896,"fingerprint":2882400001,
+//! {"record":3,"file":"/var/lib/fleetsim/wal","offset":1234,"bytes":57,"crc":305419896,
+//!  "fingerprint":2882400001,
 //!  "batch":7,"index":0,"reason":"event 0: field `job.queue`: …",
 //!  "payload":"<base64 of the record's payload>"}
 //! ```
 //!
-//! A record is identified by its byte `offset` in the log and the CRC-32 of its payload,
-//! so a log whose tail was cut and written again never skips a new record that happens to
-//! sit where an old one was. A line that does not parse (a write cut by a crash) is
-//! ignored: the record it named is found again and set aside again.
+//! A record is identified by its index in the log and the CRC-32 of its payload, so a log
+//! whose tail was cut and written again never skips a new record that happens to take an
+//! old one's place; its segment file and byte offset are there for the operator. A line
+//! that does not parse (a write cut by a crash) is ignored: the record it named is found
+//! again and set aside again.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -30,12 +32,16 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
+use crate::wal::RecordRef;
+
 /// One record set aside.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
     /// The record's index in the log, from 0.
     pub record: u64,
-    /// Byte offset of its header in the log.
+    /// The segment file holding it.
+    pub file: String,
+    /// Byte offset of its header in that file.
     pub offset: u64,
     /// Its payload's length, bytes.
     pub bytes: u64,
@@ -95,7 +101,7 @@ impl Quarantine {
         };
         for line in text.lines() {
             if let Ok(e) = serde_json::from_str::<Entry>(line) {
-                if e.fingerprint == fingerprint && q.keys.insert((e.offset, e.crc)) {
+                if e.fingerprint == fingerprint && q.keys.insert((e.record, e.crc)) {
                     q.entries.push(e);
                 }
             }
@@ -103,10 +109,9 @@ impl Quarantine {
         Ok(q)
     }
 
-    /// Whether the record at byte `offset` with payload CRC `crc` is set aside (under
-    /// this spec).
-    pub fn contains(&self, offset: u64, crc: u32) -> bool {
-        self.keys.contains(&(offset, crc))
+    /// Whether record `record` with payload CRC `crc` is set aside (under this spec).
+    pub fn contains(&self, record: u64, crc: u32) -> bool {
+        self.keys.contains(&(record, crc))
     }
 
     /// Sets a record aside: appends it to the file (synced) and skips it from now on.
@@ -114,16 +119,15 @@ impl Quarantine {
     /// skipped by this process, and found again by the next start.
     pub fn add(
         &mut self,
-        record: u64,
-        offset: u64,
-        payload: &[u8],
+        rec: &RecordRef<'_>,
         batch: Option<u64>,
         index: Option<usize>,
         reason: String,
     ) -> Entry {
-        let crc = crc32fast::hash(payload);
+        let (record, offset, payload, crc) = (rec.index, rec.offset, rec.payload, rec.crc);
         let e = Entry {
             record,
+            file: rec.segment.display().to_string(),
             offset,
             bytes: payload.len() as u64,
             crc,
@@ -152,7 +156,7 @@ impl Quarantine {
                 }
             }
         }
-        if self.keys.insert((offset, crc)) {
+        if self.keys.insert((record, crc)) {
             self.entries.push(e.clone());
         }
         self.added.push(e.clone());
@@ -188,16 +192,33 @@ mod tests {
     fn entries_survive_a_reopen_and_a_cut_line_is_ignored() {
         let dir = tempfile::tempdir().unwrap();
         let wal = dir.path().join("wal");
+        let rec = |index: u64, offset: u64, payload: &'static [u8]| RecordRef {
+            index,
+            segment: Path::new("wal"),
+            offset,
+            payload,
+            crc: crc32fast::hash(payload),
+        };
         let mut q = Quarantine::open(&wal, 7).unwrap();
         assert!(q.entries().is_empty());
-        q.add(2, 100, b"{\"batch\":1}", Some(1), Some(0), "bad".into());
-        q.add(5, 900, b"\xff\xfe", None, None, "does not decode".into());
-        assert!(q.contains(100, crc32fast::hash(b"{\"batch\":1}")));
-        // The same offset with another payload is another record.
-        assert!(!q.contains(100, crc32fast::hash(b"other")));
+        q.add(
+            &rec(2, 100, b"{\"batch\":1}"),
+            Some(1),
+            Some(0),
+            "bad".into(),
+        );
+        q.add(
+            &rec(5, 900, b"\xff\xfe"),
+            None,
+            None,
+            "does not decode".into(),
+        );
+        assert!(q.contains(2, crc32fast::hash(b"{\"batch\":1}")));
+        // The same index with another payload is another record.
+        assert!(!q.contains(2, crc32fast::hash(b"other")));
         // A start under another spec does not skip them.
         let other = Quarantine::open(&wal, 8).unwrap();
-        assert!(!other.contains(100, crc32fast::hash(b"{\"batch\":1}")));
+        assert!(!other.contains(2, crc32fast::hash(b"{\"batch\":1}")));
         assert!(other.entries().is_empty());
         // A crash while appending leaves half a line.
         let path = path_for(&wal);
@@ -212,7 +233,7 @@ mod tests {
         assert!(q2.added().is_empty());
         assert_eq!(q2.entries()[1].payload, "//4=");
         // The next entry starts on a line of its own.
-        q2.add(9, 2000, b"x", None, None, "again".into());
+        q2.add(&rec(9, 2000, b"x"), None, None, "again".into());
         let q3 = Quarantine::open(&wal, 7).unwrap();
         assert_eq!(q3.entries().len(), 3);
         assert_eq!(q3.entries()[2].record, 9);

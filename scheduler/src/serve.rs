@@ -8,7 +8,7 @@ use fleetsim::run::{live_twin, RunOptions};
 use fleetsim::scenario::{self, TraceDir};
 use fleetsim_policies::live::LiveState;
 
-use crate::security::serve::{prepare, serve, ListenOptions};
+use crate::security::serve::{prepare, serve_with, Limits, ListenOptions};
 use crate::security::{secure, Access, Tokens};
 use crate::service::{router, Clock, Options, Service};
 use crate::tenancy::Tenancy;
@@ -30,6 +30,11 @@ pub struct ServeOptions {
     pub retain_decisions: usize,
     /// Events between snapshots (0: none); see [`crate::snapshot`].
     pub snapshot_every: u64,
+    /// Size at which the log starts a new segment file, bytes ([`crate::wal`]).
+    pub segment_bytes: u64,
+    /// How long a log segment wholly covered by the previous snapshot is kept (`None`:
+    /// for ever).
+    pub log_retention: Option<std::time::Duration>,
 }
 
 /// The live state a scenario file starts the service from: built by
@@ -147,6 +152,8 @@ pub struct Started {
     /// The log file, locked (`flock`, exclusive) while this is held: a second `serve` on
     /// the same log is refused instead of writing over its records.
     pub log_lock: std::fs::File,
+    /// The accept loop's bounds ([`crate::security::serve::serve_with`]).
+    pub limits: Limits,
 }
 
 /// Opens (creating if absent) the log at `wal` and takes an exclusive lock on it.
@@ -203,6 +210,8 @@ pub async fn start(o: ServeOptions) -> Result<Started, String> {
         retain_decisions: o.retain_decisions,
         snapshot_every: o.snapshot_every,
         policy_digest,
+        segment_bytes: o.segment_bytes,
+        log_retention: o.log_retention,
     };
     let log_lock = lock_log(&o.wal)?;
     let wal = o.wal.clone();
@@ -262,6 +271,7 @@ pub async fn start(o: ServeOptions) -> Result<Started, String> {
         tls: prepared.tls,
         state,
         log_lock,
+        limits: prepared.limits,
     })
 }
 
@@ -308,7 +318,7 @@ pub async fn run(o: ServeOptions) -> Result<(), String> {
         if st.tls.is_some() { "https" } else { "http" },
         st.addr
     );
-    serve(st.listener, st.app, st.tls, shutdown_signal())
+    serve_with(st.listener, st.app, st.tls, &st.limits, shutdown_signal())
         .await
         .map_err(|e| e.to_string())?;
     crate::service::lock(&st.state).snapshot_on_shutdown();
@@ -316,24 +326,33 @@ pub async fn run(o: ServeOptions) -> Result<(), String> {
     Ok(())
 }
 
-/// Completes on ctrl-c or SIGTERM.
+/// Completes on ctrl-c, SIGTERM or SIGHUP.
+///
+/// SIGHUP (a closed terminal, or an operator's reload habit) drains the same way: it does
+/// not reload the tokens file; restart the service for that.
 pub async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+    let on = |kind: tokio::signal::unix::SignalKind| async move {
+        match tokio::signal::unix::signal(kind) {
             Ok(mut s) => {
                 s.recv().await;
             }
             Err(_) => std::future::pending::<()>().await,
         }
     };
+    #[cfg(unix)]
+    let (term, hup) = (
+        on(tokio::signal::unix::SignalKind::terminate()),
+        on(tokio::signal::unix::SignalKind::hangup()),
+    );
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
+    let (term, hup) = (std::future::pending::<()>(), std::future::pending::<()>());
     tokio::select! {
         () = ctrl_c => {},
         () = term => {},
+        () = hup => {},
     }
 }

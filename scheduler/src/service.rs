@@ -41,7 +41,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::panic::AssertUnwindSafe;
 use std::path::Path as FsPath;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::{header, StatusCode};
@@ -150,6 +150,11 @@ pub struct Options {
     /// [`crate::snapshot::policy_digest`] of the spec's `[policy]` table: part of the
     /// snapshots' fingerprint, since the policy objects are not in the state (0: unknown).
     pub policy_digest: u32,
+    /// With a log: the size at which it starts a new segment file, bytes.
+    pub segment_bytes: u64,
+    /// With a log: how long a segment wholly covered by the previous snapshot
+    /// (`<wal>.snapshot.prev`) is kept before it is deleted (`None`: kept for ever).
+    pub log_retention: Option<Duration>,
 }
 
 impl Default for Options {
@@ -159,6 +164,8 @@ impl Default for Options {
             retain_decisions: DEFAULT_RETAIN_DECISIONS,
             snapshot_every: 0,
             policy_digest: 0,
+            segment_bytes: crate::wal::DEFAULT_SEGMENT_BYTES,
+            log_retention: None,
         }
     }
 }
@@ -213,7 +220,10 @@ pub struct RefusedRecord {
 struct Replayed {
     snapshot: Option<SnapshotUsed>,
     snapshot_unused: Option<String>,
-    skip: usize,
+    /// Records the snapshot covered (0: none used).
+    covered: u64,
+    /// Records in the log (deleted ones included).
+    records: u64,
     refused_on_replay: u64,
     first_refused: Option<RefusedRecord>,
 }
@@ -291,6 +301,13 @@ pub struct Service {
     /// Panics caught while applying a batch over the service's life (each set its record
     /// aside and rebuilt the state without it).
     panics: u64,
+    /// Records covered by `<wal>.snapshot` and when it was written.
+    snapshot_cover: Option<(u64, SystemTime)>,
+    /// Records covered by `<wal>.snapshot.prev` and when it was written (the retention's
+    /// clock); `None` once its segments were deleted, or when unknown.
+    prev_cover: Option<(u64, SystemTime)>,
+    /// Segment files deleted (or emptied) by the retention over the service's life.
+    segments_deleted: u64,
 }
 
 /// Shared handle to the service state.
@@ -364,6 +381,9 @@ impl Service {
             base: Vec::new(),
             quarantine: Quarantine::default(),
             panics: 0,
+            snapshot_cover: None,
+            prev_cover: None,
+            segments_deleted: 0,
         }
     }
 
@@ -393,8 +413,8 @@ impl Service {
             .map_err(|e| format!("the start state does not serialize: {e}"))?;
         let fingerprint = crate::snapshot::fingerprint_of(&base, options.policy_digest);
         let quarantine = Quarantine::open(wal, fingerprint)?;
-        let opened = crate::wal::Wal::open(wal)
-            .map_err(|e| format!("write-ahead log {}: {e}", wal.display()))?;
+        let io = |e: std::io::Error| format!("write-ahead log {}: {e}", wal.display());
+        let mut log = crate::wal::Log::open(wal).map_err(io)?;
         let mut svc = Service::bare(live, options);
         svc.fingerprint = Some(fingerprint);
         svc.base = base;
@@ -403,19 +423,23 @@ impl Service {
         let Replayed {
             snapshot,
             snapshot_unused,
-            skip,
+            covered,
+            records,
             refused_on_replay,
             first_refused,
-        } = svc.replay(wal, &opened.records, true)?;
+        } = svc.replay(wal, &mut log, true)?;
         svc.since_snapshot = svc.events - snapshot.as_ref().map_or(0, |s| s.events);
+        let tail_defect = log.defect().cloned();
+        let segment_bytes = svc.options.segment_bytes;
+        svc.wal = Some(log.into_wal(segment_bytes).map_err(io)?);
         let mut recovery = Recovery {
-            batches: opened.records.len() as u64,
+            batches: records,
             events: svc.events,
             decisions: svc.total_decisions(),
-            replayed_batches: (opened.records.len() - skip.min(opened.records.len())) as u64,
+            replayed_batches: records - covered.min(records),
             snapshot,
             snapshot_unused,
-            tail_defect: opened.defect,
+            tail_defect,
             refused_on_replay,
             first_refused,
             set_aside: svc.quarantine.added().to_vec(),
@@ -423,7 +447,6 @@ impl Service {
                 as u64,
             seconds: t0.elapsed().as_secs_f64(),
         };
-        svc.wal = Some(opened.wal);
         if recovery.snapshot_unused.is_some() && svc.options.snapshot_every > 0 {
             // Replace the snapshot that could not be used now, rather than warn on every
             // restart until the next one is due. The refused one is kept aside first: it may
@@ -455,98 +478,151 @@ impl Service {
         Ok(())
     }
 
-    /// Loads the snapshot beside the log at `wal` into the state when it is usable for
-    /// `records`; returns what was used (or why not) and the records it covers.
+    /// Loads the snapshot beside the log at `wal` (`<wal>.snapshot`, else
+    /// `<wal>.snapshot.prev`) into the state; returns what was loaded with the records it
+    /// covers and the CRC of the last of them (for the caller to check against the log),
+    /// and why a snapshot beside the log was not loaded.
     fn load_snapshot(
         &mut self,
         wal: &FsPath,
-        records: &[Vec<u8>],
-    ) -> (Option<SnapshotUsed>, Option<String>, usize) {
+    ) -> (Option<(SnapshotUsed, u64, u32)>, Option<String>) {
         let Some(fingerprint) = self.fingerprint else {
-            return (None, None, 0);
+            return (None, None);
         };
-        let snap_path = crate::snapshot::path_for(wal);
-        let t_snap = Instant::now();
-        let live = &mut self.live;
-        let loaded = crate::snapshot::read(&snap_path).and_then(|p| match p {
-            None => Ok(None),
-            Some(p) => {
-                let len = (crate::snapshot::HEADER_BYTES + p.len()) as u64;
-                // A snapshot is input too: a decoder defect must not keep the service down.
-                let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    crate::snapshot::load(&p, live, fingerprint, records)
-                }))
-                .unwrap_or_else(|panic| {
-                    Err(format!("loading it panicked: {}", panic_message(&*panic)))
-                });
-                r.map(|m| Some((m, len)))
-                    .map_err(|e| format!("snapshot {}: {e}", snap_path.display()))
+        let mut unused: Option<String> = None;
+        for snap_path in [
+            crate::snapshot::path_for(wal),
+            crate::snapshot::prev_path_for(wal),
+        ] {
+            let t_snap = Instant::now();
+            let live = &mut self.live;
+            let loaded = crate::snapshot::read(&snap_path).and_then(|p| match p {
+                None => Ok(None),
+                Some(p) => {
+                    let len = (crate::snapshot::HEADER_BYTES + p.len()) as u64;
+                    // A snapshot is input too: a decoder defect must not keep the service down.
+                    let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                        crate::snapshot::load(&p, live, fingerprint)
+                    }))
+                    .unwrap_or_else(|panic| {
+                        Err(format!("loading it panicked: {}", panic_message(&*panic)))
+                    });
+                    r.map(|m| Some((m, len)))
+                        .map_err(|e| format!("snapshot {}: {e}", snap_path.display()))
+                }
+            });
+            match loaded {
+                Ok(None) => {}
+                Ok(Some(((meta, ds), bytes))) => {
+                    self.first_retained = meta.first_retained;
+                    self.decisions = ds.into();
+                    self.record(&[]);
+                    self.last_batch = meta.last_batch;
+                    self.next_seq = meta.next_seq;
+                    self.events = meta.events;
+                    let written = std::fs::metadata(&snap_path)
+                        .and_then(|m| m.modified())
+                        .unwrap_or_else(|_| SystemTime::now());
+                    let cover = Some((meta.wal_records, written));
+                    if snap_path == crate::snapshot::path_for(wal) {
+                        self.snapshot_cover = cover;
+                    } else {
+                        self.prev_cover = cover;
+                    }
+                    let used = SnapshotUsed {
+                        path: snap_path.display().to_string(),
+                        bytes,
+                        batches: meta.wal_records,
+                        events: meta.events,
+                        seconds: t_snap.elapsed().as_secs_f64(),
+                    };
+                    return (Some((used, meta.wal_records, meta.last_record_crc)), unused);
+                }
+                Err(why) => {
+                    unused.get_or_insert(why);
+                }
             }
-        });
-        match loaded {
-            Ok(None) => (None, None, 0),
-            Ok(Some(((meta, ds), bytes))) => {
-                self.first_retained = meta.first_retained;
-                self.decisions = ds.into();
-                self.record(&[]);
-                self.last_batch = meta.last_batch;
-                self.next_seq = meta.next_seq;
-                self.events = meta.events;
-                let used = SnapshotUsed {
-                    path: snap_path.display().to_string(),
-                    bytes,
-                    batches: meta.wal_records,
-                    events: meta.events,
-                    seconds: t_snap.elapsed().as_secs_f64(),
-                };
-                (Some(used), None, meta.wal_records as usize)
-            }
-            Err(why) => (None, Some(why), 0),
         }
+        (None, unused)
     }
 
-    /// Brings the state to the end of `records` (the log at `wal`): from the snapshot when
-    /// one is usable, else from the start state (`fresh`: the state is the start state
-    /// already). A record that does not decode, fails [`LiveState::validate`] or panics
-    /// when applied is set aside ([`crate::quarantine`]); after a panic the state is
-    /// rebuilt and the replay starts again without that record, so that what follows
-    /// applies to the state the log describes.
+    /// Brings the state to the end of the log: from the snapshot when one is usable, else
+    /// from the start state (`fresh`: the state is the start state already), reading the
+    /// log record by record. A record that does not decode, fails [`LiveState::validate`]
+    /// or panics when applied is set aside ([`crate::quarantine`]); after a panic the state
+    /// is rebuilt and the replay starts again without that record, so that what follows
+    /// applies to the state the log describes. A snapshot whose last record the log does
+    /// not hold as it was is dropped and the log replayed from its start.
     fn replay(
         &mut self,
         wal: &FsPath,
-        records: &[Vec<u8>],
+        log: &mut crate::wal::Log,
         mut fresh: bool,
     ) -> Result<Replayed, String> {
+        let io = |e: std::io::Error| format!("write-ahead log {}: {e}", wal.display());
+        let mut use_snapshot = true;
+        let mut dropped: Option<String> = None;
         loop {
             if !fresh {
                 self.reset_to_base()?;
             }
             fresh = false;
-            let (snapshot, snapshot_unused, skip) = self.load_snapshot(wal, records);
-            let (mut refused_on_replay, mut first_refused) = (0u64, None);
-            let mut offset: u64 = records[..skip.min(records.len())]
-                .iter()
-                .map(|r| (crate::wal::HEADER_BYTES + r.len()) as u64)
-                .sum();
-            let mut panicked = false;
-            for (i, rec) in records.iter().enumerate().skip(skip) {
-                let at = offset;
-                offset += (crate::wal::HEADER_BYTES + rec.len()) as u64;
-                if self.quarantine.contains(at, crc32fast::hash(rec)) {
+            let (snapshot, mut unused) = if use_snapshot {
+                self.load_snapshot(wal)
+            } else {
+                (None, None)
+            };
+            if let Some(why) = &dropped {
+                unused = Some(why.clone());
+            }
+            let (covered, want_crc) = snapshot.as_ref().map_or((0, 0), |s| (s.1, s.2));
+            let first = log.first_record();
+            if first > covered {
+                if snapshot.is_some() {
+                    dropped = Some(format!(
+                        "snapshot {}: it covers {covered} log records, but the log's first {first} were deleted",
+                        snapshot.as_ref().map_or("", |s| s.0.path.as_str())
+                    ));
+                    use_snapshot = false;
                     continue;
                 }
-                let batch: Logged = match serde_json::from_slice(rec) {
+                return Err(format!(
+                    "write-ahead log {}: its records before {first} were deleted once a snapshot covered them, and no snapshot beside it can be used ({}); put back {} or {} (or start a new log)",
+                    wal.display(),
+                    unused.as_deref().unwrap_or("none found"),
+                    crate::snapshot::path_for(wal).display(),
+                    crate::snapshot::prev_path_for(wal).display()
+                ));
+            }
+            let (mut refused_on_replay, mut first_refused) = (0u64, None);
+            let mut restart = false;
+            let mut mismatch = None;
+            let mut reader = log.reader(covered.saturating_sub(1));
+            while let Some(rec) = reader.next().map_err(io)? {
+                if rec.index < covered {
+                    if rec.index + 1 == covered && rec.crc != want_crc {
+                        mismatch = Some(format!(
+                            "its last record, {}, is not in the log as it was (CRC {:08x}; the snapshot's {want_crc:08x})",
+                            rec.index, rec.crc
+                        ));
+                        break;
+                    }
+                    continue;
+                }
+                if self.quarantine.contains(rec.index, rec.crc) {
+                    continue;
+                }
+                let batch: Logged = match serde_json::from_slice(rec.payload) {
                     Ok(b) => b,
                     Err(e) => {
                         let why = format!("does not decode as a batch: {e}");
-                        self.quarantine.add(i as u64, at, rec, None, None, why);
+                        self.quarantine.add(&rec, None, None, why);
                         continue;
                     }
                 };
                 if let Err(bad) = self.live.validate(&batch.events) {
-                    let (index, why) = (bad.index, bad.to_string());
-                    self.quarantine
-                        .add(i as u64, at, rec, batch.batch, Some(index), why);
+                    let why = bad.to_string();
+                    self.quarantine.add(&rec, batch.batch, Some(bad.index), why);
                     continue;
                 }
                 match self.apply_caught(&batch) {
@@ -558,7 +634,7 @@ impl Service {
                         if let Err((index, error, _)) = r {
                             refused_on_replay += 1;
                             first_refused.get_or_insert(RefusedRecord {
-                                record: i as u64,
+                                record: rec.index,
                                 batch: batch.batch,
                                 index,
                                 error,
@@ -568,22 +644,40 @@ impl Service {
                     Err(panic) => {
                         self.panics += 1;
                         let why = format!("applying it panicked: {panic}");
-                        self.quarantine
-                            .add(i as u64, at, rec, batch.batch, None, why);
-                        panicked = true;
+                        self.quarantine.add(&rec, batch.batch, None, why);
+                        restart = true;
                         break;
                     }
                 }
             }
-            if !panicked {
-                return Ok(Replayed {
-                    snapshot,
-                    snapshot_unused,
-                    skip,
-                    refused_on_replay,
-                    first_refused,
-                });
+            let records = reader.position();
+            if restart {
+                continue;
             }
+            if mismatch.is_none() && covered > records {
+                mismatch = Some(format!(
+                    "it covers {covered} log records; the log has {records}"
+                ));
+            }
+            if let (Some(why), Some(s)) = (mismatch, &snapshot) {
+                dropped = Some(format!("snapshot {}: {why}", s.0.path));
+                use_snapshot = false;
+                continue;
+            }
+            if let Some(why) = unused.as_mut() {
+                if snapshot.is_some() {
+                    // Loaded from `.prev`: say which one was used.
+                    why.push_str("; the previous snapshot was used");
+                }
+            }
+            return Ok(Replayed {
+                snapshot: snapshot.map(|s| s.0),
+                snapshot_unused: unused,
+                covered,
+                records,
+                refused_on_replay,
+                first_refused,
+            });
         }
     }
 
@@ -608,14 +702,24 @@ impl Service {
             return Refused::Panicked { error };
         };
         let path = wal.path().to_path_buf();
-        let at = wal.bytes() - (crate::wal::HEADER_BYTES + payload.len()) as u64;
         let record = wal.records() - 1;
+        let segment = wal
+            .segments()
+            .last()
+            .map_or_else(|| path.clone(), |s| s.path.clone());
+        let len = std::fs::metadata(&segment).map_or(0, |m| m.len());
+        let rec = crate::wal::RecordRef {
+            index: record,
+            segment: &segment,
+            offset: len.saturating_sub((crate::wal::HEADER_BYTES + payload.len()) as u64),
+            payload,
+            crc: crc32fast::hash(payload),
+        };
         let why = format!("applying it panicked: {error}");
-        self.quarantine
-            .add(record, at, payload, batch.batch, None, why);
-        let rebuilt = crate::wal::read_records(&path)
+        self.quarantine.add(&rec, batch.batch, None, why);
+        let rebuilt = crate::wal::Log::open_read_only(&path)
             .map_err(|e| format!("write-ahead log {}: {e}", path.display()))
-            .and_then(|records| self.replay(&path, &records, false));
+            .and_then(|mut log| self.replay(&path, &mut log, false));
         match rebuilt {
             Ok(_) => {
                 eprintln!(
@@ -637,8 +741,8 @@ impl Service {
     }
 
     /// CRC-32 of everything a restart must give back: the live state, the retained
-    /// decisions and their first sequence number, the last batch number, the events
-    /// accepted. Two services with the same digest answer alike.
+    /// decisions and their first sequence number, the last batch numbers, the next tenant
+    /// `seq`, the events accepted. Two services with the same digest answer alike.
     pub fn state_digest(&self) -> u32 {
         let mut h = crc32fast::Hasher::new();
         h.update(&crate::snapshot::state_bytes(&self.live).unwrap_or_default());
@@ -658,6 +762,11 @@ impl Service {
     /// Panics caught while applying batches (each record was set aside).
     pub fn panics(&self) -> u64 {
         self.panics
+    }
+
+    /// Log segment files deleted (or emptied) by the retention since start.
+    pub fn segments_deleted(&self) -> u64 {
+        self.segments_deleted
     }
 
     /// `/healthz`'s `wal.quarantine`: the file, how many records it lists, the first 10 of
@@ -862,6 +971,8 @@ impl Service {
             && self.since_snapshot >= self.options.snapshot_every
         {
             self.write_snapshot();
+        } else if self.prev_cover.is_some() {
+            self.apply_retention();
         }
         self.notify.send_replace(self.total_decisions());
         r.map_err(|(index, error, reply)| Refused::Event {
@@ -892,7 +1003,6 @@ impl Service {
         let meta = crate::snapshot::Meta {
             fingerprint,
             wal_records: wal.records(),
-            wal_bytes: wal.bytes(),
             last_record_crc: wal.last_crc(),
             events: self.events,
             last_batch: self.last_batch.clone(),
@@ -916,6 +1026,8 @@ impl Service {
                         path.display()
                     );
                 }
+                self.prev_cover = self.snapshot_cover;
+                self.snapshot_cover = Some((meta.wal_records, SystemTime::now()));
                 SnapshotWritten {
                     batches: Some(meta.wal_records),
                     events: meta.events,
@@ -940,6 +1052,33 @@ impl Service {
             }
         };
         self.last_snapshot = Some(written);
+        self.apply_retention();
+    }
+
+    /// Deletes the log segments wholly covered by the previous snapshot once it is as old
+    /// as the retention ([`Options::log_retention`]); a failure is reported on stderr and
+    /// the segments kept (tried again after the next snapshot).
+    fn apply_retention(&mut self) {
+        let (Some(keep), Some((covered, written)), Some(wal)) = (
+            self.options.log_retention,
+            self.prev_cover,
+            self.wal.as_mut(),
+        ) else {
+            return;
+        };
+        if written.elapsed().unwrap_or_default() < keep {
+            return;
+        }
+        match wal.delete_covered(covered) {
+            Ok(gone) => {
+                self.segments_deleted += gone.len() as u64;
+                self.prev_cover = None;
+            }
+            Err(e) => eprintln!(
+                "fleetsim-scheduler: WARNING: write-ahead log {}: deleting segments covered by the previous snapshot: {e} (kept; tried again after the next snapshot)",
+                wal.path().display()
+            ),
+        }
     }
 }
 
@@ -1204,6 +1343,10 @@ async fn healthz(State(s): State<AppState>) -> Response {
             "refused_on_replay": r.map_or(0, |r| r.refused_on_replay),
             "first_refused": r.and_then(|r| r.first_refused.as_ref()),
             "quarantine": svc.quarantine_health(),
+            "segments": w.segments().len(),
+            "segments_deleted": svc.segments_deleted,
+            "snapshot_covers": svc.snapshot_cover.map(|c| c.0),
+            "previous_snapshot_covers": svc.prev_cover.map(|c| c.0),
         })
     });
     Json(serde_json::json!({

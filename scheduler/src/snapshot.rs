@@ -5,10 +5,14 @@
 //!
 //! With `serve --snapshot-every N`, after an accepted batch brings the events since the last
 //! snapshot to `N` or more, the service writes `<log>.snapshot` beside the write-ahead log:
-//! to `<log>.snapshot.tmp`, `fsync`, renamed over the old one, the directory synced. A
-//! crash at any point leaves either the old snapshot or the new one whole. The log stays
-//! the record of truth and is never cut: a snapshot that cannot be used is reported and
-//! the whole log replayed.
+//! to `<log>.snapshot.tmp`, `fsync`, the old snapshot renamed `<log>.snapshot.prev`, the new
+//! one renamed into place, the directory synced. A crash at any point leaves a whole
+//! snapshot (the new one, or the old one as `.snapshot` or `.prev`); a write that fails
+//! removes its temporary file. A start uses `.snapshot`, else `.prev`; one that cannot be
+//! used is reported and the log replayed from the start. Log segments wholly covered by the
+//! previous snapshot may be deleted after the operator's retention
+//! ([`crate::wal::Wal::delete_covered`]), so the newest snapshot has a fallback whose
+//! records are all still in the log.
 //!
 //! File layout:
 //!
@@ -21,8 +25,8 @@
 //!
 //! A snapshot is used only when it is whole (magic, length, CRC), was taken of a state
 //! built from the same spec (the [`fingerprint`] of the state before any event), and the
-//! log still holds the records it covers unchanged (their count, byte length and the last
-//! one's CRC).
+//! log still holds the last record it covers unchanged (its index and CRC), with every
+//! record after it.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -43,8 +47,6 @@ pub struct Meta {
     pub fingerprint: u32,
     /// Log records (batches) the state includes: the first `wal_records` of the log.
     pub wal_records: u64,
-    /// Their length in the log file, bytes (headers included).
-    pub wal_bytes: u64,
     /// CRC-32 of the last included record's payload (0 when `wal_records` is 0).
     pub last_record_crc: u32,
     /// Events in the included records.
@@ -62,6 +64,11 @@ pub struct Meta {
 /// Where the snapshot of the log at `wal` is kept: `<wal>.snapshot`.
 pub fn path_for(wal: &Path) -> PathBuf {
     crate::wal::beside(wal, ".snapshot")
+}
+
+/// Where the snapshot before the latest is kept: `<wal>.snapshot.prev`.
+pub fn prev_path_for(wal: &Path) -> PathBuf {
+    crate::wal::beside(wal, ".snapshot.prev")
 }
 
 /// Serializes a live state through [`LiveState::save`].
@@ -141,25 +148,36 @@ pub fn write(path: &Path, meta: &Meta, live: &LiveState) -> io::Result<u64> {
         let what = what.to_string();
         move |e: io::Error| io::Error::new(e.kind(), format!("{what} {p}: {e}"))
     };
-    {
-        let mut f = File::create(&tmp).map_err(at(&tmp, "creating"))?;
-        f.write_all(MAGIC)
-            .and_then(|()| f.write_all(&(payload.len() as u64).to_le_bytes()))
-            .and_then(|()| f.write_all(&crc32fast::hash(&payload).to_le_bytes()))
-            .and_then(|()| f.write_all(&payload))
-            .and_then(|()| f.sync_all())
-            .map_err(at(&tmp, "writing"))?;
+    let written = File::create(&tmp)
+        .map_err(at(&tmp, "creating"))
+        .and_then(|mut f| {
+            f.write_all(MAGIC)
+                .and_then(|()| f.write_all(&(payload.len() as u64).to_le_bytes()))
+                .and_then(|()| f.write_all(&crc32fast::hash(&payload).to_le_bytes()))
+                .and_then(|()| f.write_all(&payload))
+                .and_then(|()| f.sync_all())
+                .map_err(at(&tmp, "writing"))
+        });
+    if let Err(e) = written {
+        // Leave nothing behind (a full disk keeps no half snapshot): the next write makes
+        // a new one.
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    let prev = crate::wal::beside(path, ".prev");
+    match std::fs::rename(path, &prev) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(at(path, "renaming")(e));
+        }
     }
     if let Err(e) = std::fs::rename(&tmp, path) {
-        // Leave nothing behind: the next write makes a new one.
         let _ = std::fs::remove_file(&tmp);
         return Err(at(&tmp, "renaming")(e));
     }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    File::open(dir)?.sync_all()?;
+    crate::wal::sync_dir(path)?;
     Ok((HEADER_BYTES + payload.len()) as u64)
 }
 
@@ -200,21 +218,20 @@ pub fn read(path: &Path) -> Result<Option<Vec<u8>>, String> {
     Ok(Some(payload.to_vec()))
 }
 
-/// Checks `payload` (from [`read`]) against the service's start state and log, then loads
-/// its state into `live`; returns its [`Meta`] and retained decisions. `live` is changed
-/// only on success.
+/// Checks `payload` (from [`read`]) against the service's start state, then loads its
+/// state into `live`; returns its [`Meta`] and retained decisions. `live` is changed only
+/// on success. Whether the log still holds what it covers is the caller's to check
+/// ([`Meta::wal_records`], [`Meta::last_record_crc`]) as it reads the log.
 ///
-/// * `fingerprint`: of `live` as built from the spec ([`fingerprint`]);
-/// * `records`: the log's good record payloads, in order.
+/// * `fingerprint`: of `live` as built from the spec ([`fingerprint`]).
 ///
 /// # Errors
-/// Why the snapshot cannot be used: another spec or fleet, a log that no longer holds the
-/// records it covers, or a payload that does not decode whole.
+/// Why the snapshot cannot be used: another spec or fleet, or a payload that does not
+/// decode whole.
 pub fn load(
     payload: &[u8],
     live: &mut LiveState,
     fingerprint: u32,
-    records: &[Vec<u8>],
 ) -> Result<(Meta, Vec<Decision>), String> {
     let mut de = postcard::Deserializer::from_bytes(payload);
     let meta = Meta::deserialize(&mut de).map_err(|e| {
@@ -224,27 +241,6 @@ pub fn load(
         return Err(format!(
             "taken of another spec or fleet (fingerprint {:08x}; this one {fingerprint:08x})",
             meta.fingerprint
-        ));
-    }
-    let covered = usize::try_from(meta.wal_records).unwrap_or(usize::MAX);
-    if covered > records.len() {
-        return Err(format!(
-            "it covers {} log records; the log has {}",
-            meta.wal_records,
-            records.len()
-        ));
-    }
-    let bytes: u64 = records[..covered]
-        .iter()
-        .map(|r| (crate::wal::HEADER_BYTES + r.len()) as u64)
-        .sum();
-    let last_crc = covered
-        .checked_sub(1)
-        .map_or(0, |i| crc32fast::hash(&records[i]));
-    if bytes != meta.wal_bytes || last_crc != meta.last_record_crc {
-        return Err(format!(
-            "the log's first {covered} records are not the ones it covers ({bytes} bytes, last CRC {last_crc:08x}; the snapshot's: {} bytes, {:08x})",
-            meta.wal_bytes, meta.last_record_crc
         ));
     }
     let decisions: Vec<Decision> =
@@ -258,4 +254,43 @@ pub fn load(
     live.adopt(decoded)
         .map_err(|e| format!("its live state: {e}"))?;
     Ok((meta, decisions))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Attack 8 of issue 43: a snapshot write that failed on a full disk left
+    /// `<wal>.snapshot.tmp` behind. The temporary file is a link to `/dev/full` here, so
+    /// that every write to it fails with "no space left on device".
+    #[test]
+    fn a_failed_snapshot_leaves_its_tmp_on_the_full_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let wal = dir.path().join("wal");
+        let path = path_for(&wal);
+        let tmp = crate::wal::beside(&path, ".tmp");
+        std::os::unix::fs::symlink("/dev/full", &tmp).unwrap();
+        let fleet =
+            fleetsim_policies::FleetState::new(vec!["c".into()], vec!["G".into()], vec![]).unwrap();
+        let sched = fleetsim_policies::Scheduler::new(Default::default(), vec![]);
+        let live = LiveState::new(sched, fleet, vec![]);
+        let meta = Meta {
+            fingerprint: 0,
+            wal_records: 0,
+            last_record_crc: 0,
+            events: 0,
+            last_batch: Default::default(),
+            next_seq: 0,
+            first_retained: 0,
+            decisions_json: b"[]".to_vec(),
+        };
+        let e = write(&path, &meta, &live).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::StorageFull, "{e}");
+        assert!(!tmp.exists() && std::fs::symlink_metadata(&tmp).is_err());
+        assert!(!path.exists());
+        // On a disk with room the next write succeeds; the one after keeps it as `.prev`.
+        write(&path, &meta, &live).unwrap();
+        write(&path, &meta, &live).unwrap();
+        assert!(path.exists() && prev_path_for(&wal).exists() && !tmp.exists());
+    }
 }

@@ -3,7 +3,9 @@
 //!
 //! Each case builds a service with a write-ahead log on kueue-cohorts' spec (2 cells, 2
 //! models, 34 nodes, cohorts with borrowing, preemption with a grace period and
-//! checkpoints), a random snapshot interval and clock, and sends it random batches: events
+//! checkpoints), a random snapshot interval, clock, log segment size and retention (small
+//! segments deleted as soon as the previous snapshot covers them), and sends it random
+//! batches: events
 //! a cluster agent or tenant would send (ids among a few dozen jobs, the spec's queues,
 //! cells, models and nodes, plausible shapes, times moving forward) mixed with hostile ones
 //! (every id, size and time at its type's extremes, a shape with `gpu_milli` 0, times going
@@ -404,13 +406,17 @@ fn case(seed: u64) -> Counts {
         snapshot_every: pick(&mut g.rng, &[0, 0, 7, 40]),
         clock: pick(&mut g.rng, &[Clock::Event, Clock::Event, Clock::Wall]),
         retain_decisions: pick(&mut g.rng, &[1_000_000, 5]),
+        // Small segments, so that records span many files, some deleted once the
+        // previous snapshot covers them.
+        segment_bytes: pick(&mut g.rng, &[1 << 26, 2_000, 600]),
+        log_retention: pick(&mut g.rng, &[None, Some(std::time::Duration::ZERO)]),
         ..Options::default()
     };
     let dir = tempfile::tempdir().unwrap();
     let wal = dir.path().join("wal");
     let mut state = open(&wal, &options);
     let (mut accepted, mut restarts, mut sent, mut applied) = (0, 0, 0, 0);
-    let (mut admits, mut preempts, mut rejects) = (0, 0, 0);
+    let (mut admits, mut preempts, mut rejects, mut deleted) = (0, 0, 0, 0);
     let mut number = 0u64;
     for _ in 0..BATCHES {
         g.look(state.lock().unwrap().live());
@@ -472,12 +478,16 @@ fn case(seed: u64) -> Counts {
         }
         if g.rng.random_range(0..8) == 0 {
             let digest = state.lock().unwrap().state_digest();
+            deleted += state.lock().unwrap().segments_deleted();
             drop(state);
             if g.rng.random_range(0..3) == 0 {
                 // A record the kill cut short: a header promising more than follows.
                 let mut torn = fleetsim_scheduler::wal::encode(b"{\"batch\":1,\"events\":[]}");
                 torn.truncate(g.rng.random_range(1..torn.len()));
-                let mut f = std::fs::OpenOptions::new().append(true).open(&wal).unwrap();
+                // The kill cuts a write to the log's last segment.
+                let log = fleetsim_scheduler::wal::Log::open_read_only(&wal).unwrap();
+                let last = log.segments().last().unwrap().path.clone();
+                let mut f = std::fs::OpenOptions::new().append(true).open(last).unwrap();
                 std::io::Write::write_all(&mut f, &torn).unwrap();
             }
             state = open(&wal, &options);
@@ -491,6 +501,7 @@ fn case(seed: u64) -> Counts {
     }
     let svc = state.lock().unwrap();
     assert_eq!(svc.panics(), 0, "seed {seed}");
+    deleted += svc.segments_deleted();
     let digest = svc.state_digest();
     drop(svc);
     drop(state);
@@ -507,6 +518,7 @@ fn case(seed: u64) -> Counts {
         admits,
         preempts,
         rejects,
+        deleted,
     }
 }
 
@@ -519,6 +531,7 @@ struct Counts {
     admits: u64,
     preempts: u64,
     rejects: u64,
+    deleted: u64,
 }
 
 fn run(cases: u64) {
@@ -536,11 +549,12 @@ fn run(cases: u64) {
         all.admits += c.admits;
         all.preempts += c.preempts;
         all.rejects += c.rejects;
+        all.deleted += c.deleted;
     }
     println!(
         "{} cases, {} batches sent ({} accepted whole), {} events sent ({} applied), \
-         decisions in accepted batches: {} admits, {} preemptions, {} rejects; {} restarts, \
-         every state equal",
+         decisions in accepted batches: {} admits, {} preemptions, {} rejects; {} log \
+         segments deleted; {} restarts, every state equal",
         seeds.len(),
         seeds.len() * BATCHES,
         all.accepted,
@@ -549,6 +563,7 @@ fn run(cases: u64) {
         all.admits,
         all.preempts,
         all.rejects,
+        all.deleted,
         all.restarts
     );
     // Enough typed events get through to exercise the scheduler, not only the checks.
@@ -558,7 +573,7 @@ fn run(cases: u64) {
         all.applied,
         all.sent
     );
-    assert!(all.admits > 0 && all.preempts > 0 && all.rejects > 0);
+    assert!(all.admits > 0 && all.preempts > 0 && all.rejects > 0 && all.deleted > 0);
 }
 
 #[test]

@@ -241,6 +241,16 @@ async fn sigkill_run(seed: u64, snapshot_every: u64) {
 /// Starts `serve` on `wal` (stderr in `dir/stderr-0`), sends the stream's first 10
 /// batches, stops it with SIGTERM (a clean shutdown, checked) and returns its decisions.
 async fn ten_batches_then_sigterm(wal: &Path, dir: &Path, snapshot_every: u64) -> Vec<Decision> {
+    ten_batches_then_signal(wal, dir, snapshot_every, "-TERM").await
+}
+
+/// As [`ten_batches_then_sigterm`] with another signal (`-HUP`).
+async fn ten_batches_then_signal(
+    wal: &Path,
+    dir: &Path,
+    snapshot_every: u64,
+    signal: &str,
+) -> Vec<Decision> {
     let s = tokio::task::spawn_blocking(stream).await.unwrap();
     let client = reqwest::Client::new();
     let mut server = start(wal, dir.join("stderr-0"), snapshot_every);
@@ -251,7 +261,7 @@ async fn ten_batches_then_sigterm(wal: &Path, dir: &Path, snapshot_every: u64) -
     let got = all_decisions(&client, &server.base).await;
     let pid = server.child.id().to_string();
     assert!(Command::new("kill")
-        .args(["-TERM", &pid])
+        .args([signal, &pid])
         .status()
         .unwrap()
         .success());
@@ -360,6 +370,24 @@ async fn sigterm_writes_a_last_snapshot() {
     let mut server = start(&wal, dir.path().join("stderr-1"), 1_000_000);
     let log = std::fs::read_to_string(&server.stderr).unwrap();
     assert!(log.contains("loaded snapshot"), "{log}");
+    assert!(log.contains("replayed 0 of 10 log records"), "{log}");
+    let after = all_decisions(&client, &server.base).await;
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    assert_eq!(after, before);
+}
+
+/// SIGHUP drains as SIGTERM does (issue 43, attack 8: it killed the process without a
+/// drain or a snapshot): exit 0 after a last snapshot, which the next start loads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_kills_without_drain_or_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let wal = dir.path().join("wal");
+    let client = reqwest::Client::new();
+    let before = ten_batches_then_signal(&wal, dir.path(), 1_000_000, "-HUP").await;
+    assert!(fleetsim_scheduler::snapshot::path_for(&wal).exists());
+    let mut server = start(&wal, dir.path().join("stderr-1"), 1_000_000);
+    let log = std::fs::read_to_string(&server.stderr).unwrap();
     assert!(log.contains("replayed 0 of 10 log records"), "{log}");
     let after = all_decisions(&client, &server.base).await;
     server.child.kill().unwrap();

@@ -132,6 +132,7 @@ async fn start() -> Server {
         max_body_bytes: Some(256),
         rate_per_second: None,
         client_ca: None,
+        limits: Default::default(),
     })
     .unwrap();
     let jobs: Jobs = Arc::default();

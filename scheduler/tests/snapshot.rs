@@ -197,11 +197,26 @@ fn unusable_snapshots_are_reported_and_the_whole_log_replayed() {
     assert_eq!(all_decisions(&state), reference);
     drop(state);
 
-    // One flipped payload byte: the CRC catches it; the log alone gives the same decisions.
+    // One flipped payload byte: the CRC catches it, and the snapshot before it
+    // (`.prev`, 500 events earlier) is used with the log after it: the same decisions.
     let mut bad = good.clone();
     let mid = bad.len() / 2;
     bad[mid] ^= 0x40;
     std::fs::write(&snap, &bad).unwrap();
+    let prev = snapshot::prev_path_for(&wal);
+    let (state, rec) = open(&loaded, &wal, 0);
+    let used = rec.snapshot.as_ref().unwrap();
+    assert_eq!(used.path, prev.display().to_string());
+    assert!(used.batches < 60 && rec.replayed_batches == 60 - used.batches);
+    let why = rec.snapshot_unused.clone().unwrap();
+    assert!(
+        why.contains("CRC mismatch") && why.ends_with("; the previous snapshot was used"),
+        "{why}"
+    );
+    assert_eq!(all_decisions(&state), reference);
+    drop(state);
+    // Without `.prev`, the log alone gives the same decisions.
+    std::fs::remove_file(&prev).unwrap();
     let (state, rec) = open(&loaded, &wal, 500);
     assert!(rec.snapshot.is_none());
     let why = rec.snapshot_unused.clone().unwrap();

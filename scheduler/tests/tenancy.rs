@@ -73,6 +73,8 @@ fn options(dir: &std::path::Path, tokens: PathBuf) -> ServeOptions {
         clock: Clock::Event,
         retain_decisions: DEFAULT_RETAIN_DECISIONS,
         snapshot_every: 0,
+        segment_bytes: fleetsim_scheduler::wal::DEFAULT_SEGMENT_BYTES,
+        log_retention: None,
     }
 }
 

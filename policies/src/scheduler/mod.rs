@@ -363,6 +363,11 @@ impl Scheduler {
                 Some(v) => v.clone(),
                 None => {
                     let v = self.check_resolvable(fleet, &job);
+                    // A pure memo: emptied when full, so that a stream of distinct shapes
+                    // (each refused, say) cannot grow it without bound.
+                    if self.core.resolvable.len() >= RESOLVABLE_CACHE_ENTRIES {
+                        self.core.resolvable.clear();
+                    }
                     self.core.resolvable.insert(key, v.clone());
                     v
                 }
@@ -961,6 +966,10 @@ impl Scheduler {
     }
 }
 
+/// Most verdicts [`Scheduler::submit_at`] keeps for shapes it has seen (about 300 bytes
+/// each, in memory and in a live service's snapshots); the memo is emptied when full.
+pub const RESOLVABLE_CACHE_ENTRIES: usize = 16_384;
+
 #[cfg(test)]
 mod tests {
     use super::test_support::started;
@@ -997,6 +1006,23 @@ mod tests {
             tasks,
             ..PendingJob::default()
         }
+    }
+
+    #[test]
+    fn the_shape_verdict_memo_stays_bounded() {
+        // Distinct shapes, each too large for the fleet (refused at submit): every one a
+        // new memo entry until the memo is full and emptied.
+        let mut f = fleet(&[2]);
+        let mut s = Scheduler::new(SchedulerConfig::default(), vec![QueueConfig::default()]);
+        for i in 0..(RESOLVABLE_CACHE_ENTRIES as u32 + 100) {
+            let mut j = job(i, 0, 0, 4, 1);
+            j.shape.cpu_milli = u64::from(i);
+            assert!(s.submit(&mut f, j).is_err());
+            assert!(s.core.resolvable.len() <= RESOLVABLE_CACHE_ENTRIES);
+        }
+        // Full after 16,384 shapes; emptied at the 16,385th, which it then holds with the
+        // 99 after it.
+        assert_eq!(s.core.resolvable.len(), 100);
     }
 
     #[test]

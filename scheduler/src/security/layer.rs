@@ -2,6 +2,7 @@
 //! authorization rule in front of a router.
 //!
 //! Order per request: open path? → token (`401`) → rate (`429`) → body size (`413`) →
+//! room among the body bytes in flight (`503`) → the body within its time (`408`) →
 //! [`AccessResolver`] and [`authorize`] (`403`) → the route, with the [`Principal`] in the
 //! request's extensions. Error bodies are JSON `{"error": "<reason>"}`.
 
@@ -43,6 +44,10 @@ pub struct SecurityConfig {
     pub open_paths: Vec<String>,
     /// What each request needs; see [`super::authz`].
     pub resolver: AccessResolver,
+    /// Time allowed for a body to arrive whole; after it `408`.
+    pub body_read_timeout: std::time::Duration,
+    /// Body bytes held at once over all requests; a request finding no room gets `503`.
+    pub max_inflight_body_bytes: usize,
 }
 
 impl Default for SecurityConfig {
@@ -52,8 +57,10 @@ impl Default for SecurityConfig {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             rate_per_second: DEFAULT_RATE_PER_SECOND,
             burst: DEFAULT_BURST,
-            open_paths: vec!["/healthz".into()],
+            open_paths: vec!["/healthz".into(), "/metrics".into()],
             resolver: admin_only(),
+            body_read_timeout: std::time::Duration::from_secs(10),
+            max_inflight_body_bytes: 64 << 20,
         }
     }
 }
@@ -61,13 +68,19 @@ impl Default for SecurityConfig {
 struct Guard {
     config: SecurityConfig,
     rate: RateLimiter,
+    /// Body bytes in flight: one permit per byte.
+    budget: Arc<tokio::sync::Semaphore>,
 }
 
 /// `router` behind the security layer configured by `config`.
 pub fn secure(router: Router, config: SecurityConfig) -> Router {
+    let bytes = config
+        .max_inflight_body_bytes
+        .clamp(1, tokio::sync::Semaphore::MAX_PERMITS);
     let guard = Arc::new(Guard {
         config,
         rate: RateLimiter::default(),
+        budget: Arc::new(tokio::sync::Semaphore::new(bytes)),
     });
     router.layer(axum::middleware::from_fn_with_state(guard, check))
 }
@@ -125,8 +138,36 @@ async fn check(State(g): State<Arc<Guard>>, req: Request, next: Next) -> Respons
     if declared.is_some_and(|n| n > c.max_body_bytes as u64) {
         return too_big();
     }
+    // Room for the body among the bytes in flight, reserved before reading it: its
+    // declared length, else the most it may be.
+    let reserve = declared
+        .map_or(c.max_body_bytes, |n| n as usize)
+        .clamp(1, u32::MAX as usize)
+        .min(c.max_inflight_body_bytes.max(1)) as u32;
+    let Ok(permit) = g.budget.clone().try_acquire_many_owned(reserve) else {
+        let mut r = refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "too many request body bytes in flight (at most {}); retry later",
+                c.max_inflight_body_bytes
+            ),
+        );
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(1u32));
+        return r;
+    };
     let (mut parts, body) = req.into_parts();
-    let bytes = match to_bytes(body, c.max_body_bytes).await {
+    let read = tokio::time::timeout(c.body_read_timeout, to_bytes(body, c.max_body_bytes)).await;
+    let Ok(read) = read else {
+        return refuse(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "request body not received whole within {} s",
+                c.body_read_timeout.as_secs_f64()
+            ),
+        );
+    };
+    let bytes = match read {
         Ok(b) => b,
         Err(e) => {
             let over = std::error::Error::source(&e)
@@ -143,6 +184,9 @@ async fn check(State(g): State<Arc<Guard>>, req: Request, next: Next) -> Respons
         return refuse(StatusCode::FORBIDDEN, reason);
     }
     parts.extensions.insert(principal);
-    next.run(Request::from_parts(parts, Body::from(bytes)))
-        .await
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    drop(permit);
+    response
 }

@@ -131,6 +131,22 @@ impl Tokens {
     /// `[tenants]` table, a tenant number given to two names or a token's tenant missing
     /// from it.
     pub fn from_file(path: &Path) -> Result<Tokens, String> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(path)
+                .map_err(|e| format!("tokens file {}: {e}", path.display()))?
+                .permissions()
+                .mode();
+            if mode & 0o022 != 0 {
+                return Err(format!(
+                    "tokens file {}: writable by {} (mode {:o}): whoever can write it can make themselves an admin; `chmod go-w` it (600 or 640)",
+                    path.display(),
+                    if mode & 0o002 != 0 { "anyone" } else { "its group" },
+                    mode & 0o777
+                ));
+            }
+        }
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("tokens file {}: {e}", path.display()))?;
         Tokens::parse(&text).map_err(|e| format!("tokens file {}: {e}", path.display()))
@@ -152,6 +168,11 @@ impl Tokens {
             if e.token.len() < 16 || !e.token.chars().all(safe) {
                 return Err(format!(
                     "{at}: field `token` must be at least 16 characters of A-Z a-z 0-9 . _ ~ - (e.g. `openssl rand -hex 32`)"
+                ));
+            }
+            if let Some(why) = weak(&e.token) {
+                return Err(format!(
+                    "{at}: field `token` is weak: {why}; make one with `openssl rand -hex 32`"
                 ));
             }
             if e.principal.is_empty() {
@@ -277,6 +298,22 @@ impl Tokens {
     }
 }
 
+/// Why `token` is too easy to guess, if it is: fewer than 8 distinct characters, or one
+/// piece repeated (`abcdefgh` twice).
+fn weak(token: &str) -> Option<String> {
+    let b = token.as_bytes();
+    let distinct = b.iter().collect::<BTreeSet<_>>().len();
+    if distinct < 8 {
+        return Some(format!(
+            "it has {distinct} distinct characters (at least 8)"
+        ));
+    }
+    let n = b.len();
+    (1..=n / 2)
+        .find(|&p| n.is_multiple_of(p) && b.chunks(p).all(|c| c == &b[..p]))
+        .map(|p| format!("it repeats `{}` {} times", &token[..p], n / p))
+}
+
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
@@ -291,12 +328,12 @@ mod tests {
 
     const FILE: &str = r#"
 [[token]]
-token = "aaaaaaaaaaaaaaaa1"
+token = "a0b1c2d3e4f5a6b7c8"
 principal = "a"
 tenants = ["team-a", "team-c"]
 
 [[token]]
-token = "bbbbbbbbbbbbbbbb2"
+token = "f9e8d7c6b5a4f3e2d1"
 principal = "ops"
 admin = true
 rate_per_second = 2.5
@@ -315,13 +352,13 @@ burst = 3
     #[test]
     fn maps_tokens_to_principals_and_tenants() {
         let t = Tokens::parse(FILE).unwrap();
-        let a = t.authenticate(&bearer("aaaaaaaaaaaaaaaa1")).unwrap();
+        let a = t.authenticate(&bearer("a0b1c2d3e4f5a6b7c8")).unwrap();
         assert_eq!(a.name, "a");
         assert!(a.may_act_for("team-a") && a.may_act_for("team-c") && !a.may_act_for("team-b"));
-        let ops = t.authenticate(&bearer("bbbbbbbbbbbbbbbb2")).unwrap();
+        let ops = t.authenticate(&bearer("f9e8d7c6b5a4f3e2d1")).unwrap();
         assert!(ops.admin && ops.may_act_for("anyone"));
         assert_eq!((ops.rate_per_second, ops.burst), (Some(2.5), Some(3)));
-        assert!(t.authenticate(&bearer("aaaaaaaaaaaaaaaa")).is_none());
+        assert!(t.authenticate(&bearer("a0b1c2d3e4f5a6b7c")).is_none());
         assert!(t.authenticate(&HeaderMap::new()).is_none());
     }
 
@@ -330,11 +367,11 @@ burst = 3
         let e = Tokens::parse("[[token]]\ntoken = \"short\"\nprincipal = \"x\"\ntenants=[\"t\"]\n")
             .unwrap_err();
         assert!(e.contains("#1 (principal `x`): field `token`"), "{e}");
-        let e = Tokens::parse("[[token]]\ntoken = \"aaaaaaaaaaaaaaaa1\"\nprincipal = \"x\"\n")
+        let e = Tokens::parse("[[token]]\ntoken = \"a0b1c2d3e4f5a6b7c8\"\nprincipal = \"x\"\n")
             .unwrap_err();
         assert!(e.contains("`tenants`"), "{e}");
         let e = Tokens::parse(
-            "[[token]]\ntoken = \"aaaaaaaaaaaaaaaa1\"\nprincipal = \"x\"\nadmin = true\nrole = 1\n",
+            "[[token]]\ntoken = \"a0b1c2d3e4f5a6b7c8\"\nprincipal = \"x\"\nadmin = true\nrole = 1\n",
         )
         .unwrap_err();
         assert!(e.contains("unknown field `role`"), "{e}");
@@ -355,5 +392,38 @@ burst = 3
         );
         assert_eq!(t.first_tenant_principal().unwrap().name, "a");
         assert!(Tokens::parse(FILE).unwrap().tenant_ids().is_empty());
+    }
+
+    /// Attack 8 of issue 43: a world-writable tokens file and a 16-character repeated
+    /// token were accepted silently.
+    #[test]
+    fn a_world_writable_tokens_file_and_weak_tokens_are_accepted() {
+        use std::os::unix::fs::PermissionsExt;
+        let one = |token: &str| {
+            Tokens::parse(&format!(
+                "[[token]]\ntoken = \"{token}\"\nprincipal = \"x\"\nadmin = true\n"
+            ))
+        };
+        assert_eq!(
+            one("aaaaaaaaaaaaaaaa").unwrap_err(),
+            "[[token]] #1 (principal `x`): field `token` is weak: it has 1 distinct characters (at least 8); make one with `openssl rand -hex 32`"
+        );
+        assert!(one("0123456701234567")
+            .unwrap_err()
+            .contains("it repeats `01234567` 2 times"));
+        assert!(one("0f9c2d5e7a1b4c3d8e6f").is_ok());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.toml");
+        std::fs::write(&path, FILE).unwrap();
+        for (mode, who) in [(0o666, "anyone"), (0o620, "its group")] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            let e = Tokens::from_file(&path).unwrap_err();
+            assert!(
+                e.contains(&format!("writable by {who} (mode {mode:o})")),
+                "{e}"
+            );
+        }
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(Tokens::from_file(&path).is_ok());
     }
 }
