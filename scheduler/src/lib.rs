@@ -8,10 +8,12 @@
 pub mod k8s;
 pub mod k8s_live;
 pub mod loadtest;
+pub mod metrics;
 pub mod openapi;
 pub mod quarantine;
 pub mod security;
 pub mod serve;
+pub mod served;
 pub mod service;
 pub mod shadow;
 pub mod snapshot;

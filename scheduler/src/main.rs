@@ -87,6 +87,9 @@ enum Command {
         /// Keep every log segment (no retention).
         #[arg(long)]
         keep_log: bool,
+        /// Jobs that ended (finished, cancelled, rejected) kept for GET /v1/jobs/{id}.
+        #[arg(long, default_value_t = fleetsim_scheduler::served::DEFAULT_RETAIN_ENDED_JOBS)]
+        retain_ended_jobs: usize,
     },
     /// Turn recorded Kubernetes objects (Pods with Kueue labels, Nodes) into the service's
     /// events for a spec: one batch, the body of POST /v1/events.
@@ -175,6 +178,7 @@ fn main() -> ExitCode {
             wal_segment_bytes,
             log_retention_s,
             keep_log,
+            retain_ended_jobs,
         } => {
             let secs = |flag: &str, s: f64| {
                 if s.is_finite() && s > 0.0 && s <= 86_400.0 {
@@ -222,6 +226,7 @@ fn main() -> ExitCode {
                 snapshot_every,
                 segment_bytes: wal_segment_bytes,
                 log_retention: (!keep_log).then(|| std::time::Duration::from_secs(log_retention_s)),
+                retain_ended_jobs,
             };
             match runtime().and_then(|rt| rt.block_on(fleetsim_scheduler::serve::run(o))) {
                 Ok(()) => ExitCode::SUCCESS,

@@ -90,13 +90,37 @@ pub fn document() -> Value {
             }}
         }}),
     );
+    let job_names = json!({"type": "object", "properties": {
+        "queue": {"type": ["string", "null"]},
+        "tenant": {"type": ["string", "null"], "description": "From the tokens file's [tenants] table (null: no name for its number)."},
+        "nodes": {"type": "array", "items": {"type": "string"}, "description": "Names of `nodes`, in order."}}});
     schemas.insert(
         "JobStatus".into(),
-        json!({"type": "object", "required": ["job", "state", "nodes", "pending_reason"], "properties": {
-            "job": {"type": "integer", "minimum": 0},
-            "state": {"enum": ["pending", "running", "evicting"]},
-            "nodes": {"type": "array", "items": {"type": "integer"}, "description": "Nodes it is bound to (one per task)."},
-            "pending_reason": {"type": ["string", "null"], "description": "Why it waits, as of the last pass."}
+        json!({"oneOf": [
+            {"type": "object", "required": ["job", "state", "nodes", "pending_reason", "names"], "properties": {
+                "job": {"type": "integer", "minimum": 0},
+                "state": {"enum": ["pending", "running", "evicting"]},
+                "nodes": {"type": "array", "items": {"type": "integer"}, "description": "Nodes it is bound to (one per task)."},
+                "pending_reason": {"type": ["string", "null"], "description": "Why it waits, as of the last pass."},
+                "names": job_names}},
+            {"type": "object", "required": ["job", "state", "t", "reason", "names"], "description": "A job that ended, among the last `--retain-ended-jobs` that did.", "properties": {
+                "job": {"type": "integer", "minimum": 0},
+                "state": {"enum": ["finished", "cancelled", "rejected"]},
+                "t": {"type": "integer", "minimum": 0, "description": "When it ended, ms."},
+                "reason": {"type": ["string", "null"], "description": "Why it was rejected."},
+                "names": job_names}}
+        ]}),
+    );
+    schemas.insert(
+        "NodeStatus".into(),
+        json!({"type": "object", "required": ["node", "name", "cell", "schedulable", "jobs"], "properties": {
+            "node": {"type": "integer", "minimum": 0},
+            "name": {"type": "string"},
+            "cell": {"type": ["string", "null"]},
+            "schedulable": {"type": "boolean", "description": "False after node_failed, node_drained or node_removed, until node_recovered or node_added."},
+            "jobs": {"type": "array", "description": "Jobs bound to it. After node_failed, report the `running` ones lost (job_lost), then released (victim_released).", "items": {
+                "type": "object", "required": ["job", "state"], "properties": {
+                    "job": {"type": "integer"}, "state": {"enum": ["running", "evicting"]}}}}
         }}),
     );
     schemas.insert(
@@ -144,8 +168,22 @@ pub fn document() -> Value {
                     "403": error_response("Not an admin.")
                 }
             }},
+            "/v1/nodes/{id}": {"get": {
+                "summary": "A node: its name, cell, whether it takes new work, and the jobs bound to it (admins only).",
+                "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer", "minimum": 0}}],
+                "responses": {
+                    "200": ok_json("The node.", r("NodeStatus")),
+                    "403": error_response("Not an admin."),
+                    "404": error_response("No such node in the fleet.")
+                }
+            }},
+            "/metrics": {"get": {
+                "summary": "Prometheus metrics (text exposition format): events and decisions by type, batches by answer, pending jobs by queue and reason, pass, request, log append and snapshot time histograms, log bytes, records and segments (open: no token needed).",
+                "security": [],
+                "responses": {"200": {"description": "Prometheus text format 0.0.4.", "content": {"text/plain; version=0.0.4": {"schema": {"type": "string"}}}}}
+            }},
             "/v1/jobs/{id}": {"get": {
-                "summary": "A job's phase, nodes and pending reason (a tenant principal: its tenants' jobs only).",
+                "summary": "A job's phase, nodes and pending reason, with the names of its queue, tenant and nodes; a job that ended (finished, cancelled, rejected) stays readable among the last `--retain-ended-jobs` that did (a tenant principal: its tenants' jobs only).",
                 "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer", "minimum": 0}}],
                 "responses": {
                     "200": ok_json("The job.", r("JobStatus")),

@@ -35,6 +35,8 @@ pub struct ServeOptions {
     /// How long a log segment wholly covered by the previous snapshot is kept (`None`:
     /// for ever).
     pub log_retention: Option<std::time::Duration>,
+    /// Jobs that ended kept for `GET /v1/jobs/{id}`.
+    pub retain_ended_jobs: usize,
 }
 
 /// The live state a scenario file starts the service from: built by
@@ -212,6 +214,7 @@ pub async fn start(o: ServeOptions) -> Result<Started, String> {
         policy_digest,
         segment_bytes: o.segment_bytes,
         log_retention: o.log_retention,
+        retain_ended_jobs: o.retain_ended_jobs,
     };
     let log_lock = lock_log(&o.wal)?;
     let wal = o.wal.clone();

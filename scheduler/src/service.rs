@@ -53,8 +53,10 @@ use fleetsim_policies::live::{Decision, Event, Invalid, LiveState, Phase};
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
+use crate::metrics::Metrics;
 use crate::quarantine::Quarantine;
 use crate::security::Principal;
+use crate::served::{Ended, EndedJobs, Kept, Namer, Owner, ServedDecision};
 use crate::tenancy::Tenancy;
 use crate::wal::{TailDefect, Wal};
 
@@ -122,8 +124,15 @@ pub struct Logged {
 pub struct BatchReply {
     /// Sequence number of the first decision below (0-based over the service's life).
     pub first_seq: u64,
-    /// The decisions, in order.
-    pub decisions: Vec<Decision>,
+    /// The decisions, in order, each with the names of what it points at.
+    pub decisions: Vec<ServedDecision>,
+}
+
+impl BatchReply {
+    /// The decisions without their names.
+    pub fn plain(&self) -> Vec<Decision> {
+        self.decisions.iter().map(|d| d.decision.clone()).collect()
+    }
 }
 
 /// Where event times come from.
@@ -155,6 +164,8 @@ pub struct Options {
     /// With a log: how long a segment wholly covered by the previous snapshot
     /// (`<wal>.snapshot.prev`) is kept before it is deleted (`None`: kept for ever).
     pub log_retention: Option<Duration>,
+    /// Jobs that ended (finished, cancelled, rejected) kept for `GET /v1/jobs/{id}`.
+    pub retain_ended_jobs: usize,
 }
 
 impl Default for Options {
@@ -166,6 +177,7 @@ impl Default for Options {
             policy_digest: 0,
             segment_bytes: crate::wal::DEFAULT_SEGMENT_BYTES,
             log_retention: None,
+            retain_ended_jobs: crate::served::DEFAULT_RETAIN_ENDED_JOBS,
         }
     }
 }
@@ -271,7 +283,12 @@ pub struct SnapshotWritten {
 /// The service's state: the live scheduler, the retained decisions and the log.
 pub struct Service {
     live: LiveState,
-    decisions: VecDeque<Decision>,
+    decisions: VecDeque<Kept>,
+    /// Jobs that ended, for `GET /v1/jobs/{id}`.
+    ended: EndedJobs,
+    metrics: Arc<Metrics>,
+    /// Whether passes are timed into the metrics (not during a replay).
+    observe: bool,
     /// Sequence number of `decisions[0]`.
     first_retained: u64,
     /// The last batch number accepted from each principal (by name).
@@ -364,6 +381,9 @@ impl Service {
         Service {
             live,
             decisions: VecDeque::new(),
+            ended: EndedJobs::default(),
+            metrics: Arc::new(Metrics::new()),
+            observe: true,
             first_retained: 0,
             last_batch: BTreeMap::new(),
             next_seq: 0,
@@ -471,6 +491,7 @@ impl Service {
         crate::snapshot::restore_state(&mut self.live, &self.base)
             .map_err(|e| format!("the start state does not load back: {e}"))?;
         self.decisions.clear();
+        self.ended = EndedJobs::default();
         self.first_retained = 0;
         self.last_batch.clear();
         self.next_seq = 0;
@@ -516,6 +537,7 @@ impl Service {
                 Ok(Some(((meta, ds), bytes))) => {
                     self.first_retained = meta.first_retained;
                     self.decisions = ds.into();
+                    self.ended = serde_json::from_slice(&meta.ended_json).unwrap_or_default();
                     self.record(&[]);
                     self.last_batch = meta.last_batch;
                     self.next_seq = meta.next_seq;
@@ -683,10 +705,11 @@ impl Service {
 
     /// [`Service::apply`] with a panic caught: `Err(message)` then, and the state is
     /// whatever the panic left (rebuild it).
+    #[allow(clippy::type_complexity)]
     fn apply_caught(
         &mut self,
         logged: &Logged,
-    ) -> Result<Result<BatchReply, (usize, String, BatchReply)>, String> {
+    ) -> Result<Result<Vec<Kept>, (usize, String, Vec<Kept>)>, String> {
         let who = logged.principal.as_deref().unwrap_or(LOCAL);
         std::panic::catch_unwind(AssertUnwindSafe(|| {
             self.apply_events(who, logged.batch, &logged.events)
@@ -751,6 +774,7 @@ impl Service {
         h.update(&serde_json::to_vec(&self.last_batch).expect("numbers serialize"));
         h.update(&self.next_seq.to_le_bytes());
         h.update(&self.events.to_le_bytes());
+        h.update(&serde_json::to_vec(&self.ended).expect("ended jobs serialize"));
         h.finalize()
     }
 
@@ -829,12 +853,34 @@ impl Service {
                 .iter()
                 .skip(skip)
                 .take(limit)
-                .cloned()
+                .map(|k| k.decision.clone())
                 .collect(),
         )
     }
 
-    fn record(&mut self, ds: &[Decision]) {
+    /// As [`Service::decisions_from`], each decision with its names.
+    pub fn served_from(&self, from: u64, limit: usize) -> Option<Vec<ServedDecision>> {
+        if from < self.first_retained {
+            return None;
+        }
+        let skip = (from - self.first_retained) as usize;
+        let namer = self.namer();
+        Some(
+            self.decisions
+                .iter()
+                .skip(skip)
+                .take(limit)
+                .map(|k| namer.serve(k))
+                .collect(),
+        )
+    }
+
+    /// The service's metrics.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    fn record(&mut self, ds: &[Kept]) {
         self.decisions.extend(ds.iter().cloned());
         let over = self
             .decisions
@@ -852,35 +898,97 @@ impl Service {
     /// # Errors
     /// The refused event's index and error, with the decisions of the events before it.
     pub fn apply(&mut self, batch: &Batch) -> Result<BatchReply, (usize, String, BatchReply)> {
-        self.apply_events(LOCAL, batch.batch, &batch.events)
+        let first_seq = self.total_decisions();
+        match self.apply_events(LOCAL, batch.batch, &batch.events) {
+            Ok(k) => Ok(self.reply(first_seq, &k)),
+            Err((i, e, k)) => Err((i, e, self.reply(first_seq, &k))),
+        }
     }
 
-    /// Applies `events`, batch `number` of `principal`: the decisions are kept, the
-    /// principal's last batch number advanced when every event applied, the next tenant
-    /// `seq` raised past each job applied.
+    /// The answer naming `kept`, the decisions from sequence number `first_seq`.
+    fn reply(&self, first_seq: u64, kept: &[Kept]) -> BatchReply {
+        let namer = self.namer();
+        BatchReply {
+            first_seq,
+            decisions: kept.iter().map(|k| namer.serve(k)).collect(),
+        }
+    }
+
+    fn namer(&self) -> Namer<'_> {
+        Namer {
+            live: &self.live,
+            tenancy: &self.tenancy,
+        }
+    }
+
+    /// The queue and tenant of job `id` in the state.
+    fn owner(&self, id: u32) -> Option<Owner> {
+        Some(Owner {
+            queue: self.live.queue_of(id)?,
+            tenant: self.live.tenant_of(id)?,
+        })
+    }
+
+    /// Applies `events`, batch `number` of `principal`: the decisions are kept (with the
+    /// owners of their jobs), the jobs that ended noted, the principal's last batch number
+    /// advanced when every event applied, the next tenant `seq` raised past each job
+    /// applied.
     fn apply_events(
         &mut self,
         principal: &str,
         number: Option<u64>,
         events: &[Event],
-    ) -> Result<BatchReply, (usize, String, BatchReply)> {
-        let first_seq = self.total_decisions();
-        let mut out = Vec::new();
+    ) -> Result<Vec<Kept>, (usize, String, Vec<Kept>)> {
+        let mut out: Vec<Kept> = Vec::new();
         for (i, e) in events.iter().enumerate() {
+            // A finish or cancel ends the job: its owner is read before it goes.
+            let ending = match e {
+                Event::JobFinished { job, .. } => Some((*job, "finished", self.owner(*job))),
+                Event::JobCancelled { job, .. } => Some((*job, "cancelled", self.owner(*job))),
+                _ => None,
+            };
+            let t0 = (self.observe && matches!(e, Event::Pass { .. })).then(Instant::now);
             match self.live.apply(e) {
-                Ok(d) => {
-                    out.extend(d);
-                    if let Event::JobSubmitted { job, .. } | Event::JobStarted { job, .. } = e {
-                        self.next_seq = self.next_seq.max(job.seq.saturating_add(1));
+                Ok(ds) => {
+                    if let Some(t0) = t0 {
+                        self.metrics
+                            .pass_seconds
+                            .observe(t0.elapsed().as_secs_f64());
+                    }
+                    let sent = match e {
+                        Event::JobSubmitted { job, .. } | Event::JobStarted { job, .. } => {
+                            self.next_seq = self.next_seq.max(job.seq.saturating_add(1));
+                            Some((
+                                job.id,
+                                Owner {
+                                    queue: job.queue,
+                                    tenant: job.tenant,
+                                },
+                            ))
+                        }
+                        _ => None,
+                    };
+                    if let Some((job, state, owner)) = ending {
+                        // A cancel of a job the state withdrew is an end too.
+                        if self.live.phase(job).is_none() {
+                            let ended = Ended {
+                                state: state.into(),
+                                t: e.t(),
+                                reason: None,
+                                owner,
+                            };
+                            self.ended
+                                .insert(job, ended, self.options.retain_ended_jobs);
+                        }
+                    }
+                    for d in ds {
+                        let k = self.keep(d, sent);
+                        out.push(k);
                     }
                 }
                 Err(err) => {
                     self.record(&out);
-                    let reply = BatchReply {
-                        first_seq,
-                        decisions: out,
-                    };
-                    return Err((i, err.to_string(), reply));
+                    return Err((i, err.to_string(), out));
                 }
             }
         }
@@ -888,10 +996,46 @@ impl Service {
         if let Some(n) = number {
             self.last_batch.insert(principal.to_string(), n);
         }
-        Ok(BatchReply {
-            first_seq,
-            decisions: out,
-        })
+        Ok(out)
+    }
+
+    /// `d` with the owners of its jobs; a reject also ends its job. `sent`: the job the
+    /// event that caused it carried, with its owner (a reject's job is not in the state).
+    fn keep(&mut self, d: Decision, sent: Option<(u32, Owner)>) -> Kept {
+        match &d {
+            Decision::Admit { job, .. } => Kept {
+                owner: self.owner(*job),
+                preemptor: None,
+                decision: d,
+            },
+            Decision::Preempt { job, preemptor, .. } => Kept {
+                owner: self.owner(*job),
+                preemptor: self.owner(*preemptor),
+                decision: d,
+            },
+            Decision::Reject { job, reason, t } => {
+                let owner = sent
+                    .filter(|(id, _)| id == job)
+                    .map(|(_, o)| o)
+                    .or_else(|| self.owner(*job));
+                let reason = serde_json::to_value(reason)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string));
+                let ended = Ended {
+                    state: "rejected".into(),
+                    t: *t,
+                    reason,
+                    owner,
+                };
+                self.ended
+                    .insert(*job, ended, self.options.retain_ended_jobs);
+                Kept {
+                    owner,
+                    preemptor: None,
+                    decision: d,
+                }
+            }
+        }
     }
 
     /// Accepts a batch from an admin ([`Principal::local`]); see [`Service::accept_as`].
@@ -910,6 +1054,25 @@ impl Service {
     /// # Errors
     /// [`Refused`].
     pub fn accept_as(
+        &mut self,
+        principal: &Principal,
+        batch: Batch,
+    ) -> Result<BatchReply, Refused> {
+        let r = self.accept_inner(principal, batch);
+        let outcome = match &r {
+            Ok(_) => "accepted",
+            Err(Refused::Duplicate { .. }) => "duplicate",
+            Err(Refused::Forbidden { .. }) => "forbidden",
+            Err(Refused::Invalid(_)) => "invalid",
+            Err(Refused::Log(_)) => "log_error",
+            Err(Refused::Panicked { .. }) => "panicked",
+            Err(Refused::Event { .. }) => "refused_event",
+        };
+        self.metrics.batches.with_label_values(&[outcome]).inc();
+        r
+    }
+
+    fn accept_inner(
         &mut self,
         principal: &Principal,
         mut batch: Batch,
@@ -958,11 +1121,36 @@ impl Service {
         };
         let payload = serde_json::to_vec(&logged).expect("a batch serializes");
         if let Some(wal) = &mut self.wal {
+            let t0 = Instant::now();
             wal.append(&payload).map_err(Refused::Log)?;
+            self.metrics
+                .log_append_seconds
+                .observe(t0.elapsed().as_secs_f64());
         }
+        let first_seq = self.total_decisions();
         let r = match self.apply_caught(&logged) {
             Ok(r) => r,
             Err(panic) => return Err(self.recover_from_panic(&logged, &payload, panic)),
+        };
+        let (applied, kept) = match &r {
+            Ok(k) => (logged.events.len(), k),
+            Err((i, _, k)) => (*i, k),
+        };
+        for e in &logged.events[..applied] {
+            let kind = crate::tenancy::event_type(e);
+            self.metrics.events.with_label_values(&[&kind]).inc();
+        }
+        for k in kept {
+            let kind = match k.decision {
+                Decision::Admit { .. } => "admit",
+                Decision::Preempt { .. } => "preempt",
+                Decision::Reject { .. } => "reject",
+            };
+            self.metrics.decisions.with_label_values(&[kind]).inc();
+        }
+        let r = match r {
+            Ok(k) => Ok(self.reply(first_seq, &k)),
+            Err((i, e, k)) => Err((i, e, self.reply(first_seq, &k))),
         };
         self.events += logged.events.len() as u64;
         self.since_snapshot += logged.events.len() as u64;
@@ -1009,6 +1197,7 @@ impl Service {
             next_seq: self.next_seq,
             first_retained: self.first_retained,
             decisions_json: serde_json::to_vec(&self.decisions).expect("decisions serialize"),
+            ended_json: serde_json::to_vec(&self.ended).expect("ended jobs serialize"),
         };
         let path = crate::snapshot::path_for(wal.path());
         // Reset on failure too: the next attempt comes after another interval, so a disk
@@ -1028,6 +1217,10 @@ impl Service {
                 }
                 self.prev_cover = self.snapshot_cover;
                 self.snapshot_cover = Some((meta.wal_records, SystemTime::now()));
+                self.metrics
+                    .snapshot_seconds
+                    .observe(t0.elapsed().as_secs_f64());
+                self.metrics.snapshot_bytes.set(bytes as i64);
                 SnapshotWritten {
                     batches: Some(meta.wal_records),
                     events: meta.events,
@@ -1169,8 +1362,8 @@ pub struct DecisionsPage {
     pub next: u64,
     /// Decisions made so far.
     pub total: u64,
-    /// The decisions, in order.
-    pub decisions: Vec<Decision>,
+    /// The decisions, in order, each with the names of what it points at.
+    pub decisions: Vec<ServedDecision>,
 }
 
 fn gone(from: u64, first: u64) -> Response {
@@ -1189,7 +1382,7 @@ async fn get_decisions(State(s): State<AppState>, Query(q): Query<DecisionsQuery
         );
     }
     let svc = lock(&s);
-    let Some(ds) = svc.decisions_from(q.from, limit) else {
+    let Some(ds) = svc.served_from(q.from, limit) else {
         return gone(q.from, svc.first_retained);
     };
     Json(DecisionsPage {
@@ -1205,7 +1398,7 @@ struct StreamState {
     app: AppState,
     rx: watch::Receiver<u64>,
     next: u64,
-    buf: VecDeque<Decision>,
+    buf: VecDeque<ServedDecision>,
     done: bool,
 }
 
@@ -1227,7 +1420,7 @@ async fn stream_step(mut st: StreamState) -> Option<(Result<SseEvent, axum::Erro
         st.rx.borrow_and_update();
         let got = {
             let svc = lock(&st.app);
-            svc.decisions_from(st.next, DEFAULT_DECISIONS_LIMIT)
+            svc.served_from(st.next, DEFAULT_DECISIONS_LIMIT)
                 .ok_or(svc.first_retained)
         };
         match got {
@@ -1277,31 +1470,130 @@ async fn get_job(
 ) -> Response {
     let p = principal(p);
     let svc = lock(&s);
-    if !p.admin
-        && !svc
-            .live
-            .tenant_of(id)
-            .is_some_and(|t| svc.tenancy.may(&p, t))
-    {
+    let ended = svc.ended.get(id).filter(|_| svc.live.phase(id).is_none());
+    let tenant = svc
+        .live
+        .tenant_of(id)
+        .or_else(|| ended.and_then(|e| e.owner).map(|o| o.tenant));
+    if !p.admin && !tenant.is_some_and(|t| svc.tenancy.may(&p, t)) {
         return error(
             StatusCode::FORBIDDEN,
             serde_json::json!({"error": Tenancy::not_yours(&p, id)}),
         );
     }
+    let names = |owner: Option<Owner>, nodes: &[u32]| {
+        let fleet = svc.live.fleet();
+        serde_json::json!({
+            "queue": owner.and_then(|o| svc.live.queue_names().get(o.queue as usize)),
+            "tenant": owner.and_then(|o| svc.tenancy.name(o.tenant)),
+            "nodes": nodes.iter().map(|&n| fleet.node_name(fleetsim_policies::NodeId(n))).collect::<Vec<_>>(),
+        })
+    };
+    if let Some(e) = ended {
+        return Json(serde_json::json!({
+            "job": id, "state": e.state, "t": e.t, "reason": e.reason,
+            "names": names(e.owner, &[]),
+        }))
+        .into_response();
+    }
     let Some(phase) = svc.live.phase(id) else {
         return error(
             StatusCode::NOT_FOUND,
-            serde_json::json!({"error": format!("unknown job {id}")}),
+            serde_json::json!({"error": format!("unknown job {id} (neither live nor among the last jobs that ended)")}),
         );
     };
-    let (state, nodes) = match phase {
+    let (state, nodes): (&str, Vec<u32>) = match phase {
         Phase::Pending => ("pending", Vec::new()),
         Phase::Running(a) => ("running", a.iter().map(|a| a.node.0).collect()),
         Phase::Evicting(a) => ("evicting", a.iter().map(|a| a.node.0).collect()),
     };
     let reason = svc.live.pending_reasons().get(&id).map(|r| r.as_str());
-    Json(serde_json::json!({"job": id, "state": state, "nodes": nodes, "pending_reason": reason}))
+    Json(serde_json::json!({
+        "job": id, "state": state, "nodes": nodes, "pending_reason": reason,
+        "names": names(svc.owner(id), &nodes),
+    }))
+    .into_response()
+}
+
+/// `GET /v1/nodes/{id}`: a node's name, cell, whether it takes new work, and the jobs
+/// bound to it (admins: every tenant's jobs). After `node_failed`, the jobs listed
+/// `running` are the ones to report lost (`job_lost`).
+async fn get_node(State(s): State<AppState>, Path(id): Path<u32>) -> Response {
+    let svc = lock(&s);
+    let fleet = svc.live.fleet();
+    let Some(node) = fleet.nodes().get(id as usize) else {
+        return error(
+            StatusCode::NOT_FOUND,
+            serde_json::json!({"error": format!("unknown node {id} (the fleet has {})", fleet.nodes().len())}),
+        );
+    };
+    let jobs: Vec<_> = svc
+        .live
+        .jobs_on(id)
+        .into_iter()
+        .map(|(j, evicting)| {
+            serde_json::json!({"job": j, "state": if evicting { "evicting" } else { "running" }})
+        })
+        .collect();
+    Json(serde_json::json!({
+        "node": id,
+        "name": fleet.node_name(fleetsim_policies::NodeId(id)),
+        "cell": fleet.cells().get(node.cell.index()).map(|c| c.name.as_str()),
+        "schedulable": node.schedulable,
+        "jobs": jobs,
+    }))
+    .into_response()
+}
+
+/// `GET /metrics`: the Prometheus text exposition ([`crate::metrics`]); the pending-job
+/// gauges and the log's figures are set from the state at each scrape.
+async fn get_metrics(State(s): State<AppState>) -> Response {
+    let svc = lock(&s);
+    let m = svc.metrics.clone();
+    m.pending_jobs.reset();
+    let queues = svc.live.queue_names();
+    for (job, reason) in svc.live.pending_reasons() {
+        let q = svc
+            .live
+            .queue_of(job)
+            .and_then(|q| queues.get(q as usize))
+            .map_or("unknown", |q| q.as_str());
+        m.pending_jobs
+            .with_label_values(&[q, reason.as_str()])
+            .inc();
+    }
+    if let Some(w) = &svc.wal {
+        m.log_bytes.set(w.bytes() as i64);
+        m.log_records.set(w.records() as i64);
+        m.log_segments.set(w.segments().len() as i64);
+    }
+    m.records_set_aside
+        .set(svc.quarantine.entries().len() as i64);
+    drop(svc);
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        m.render(),
+    )
         .into_response()
+}
+
+/// Times each request into `fleetsim_scheduler_request_seconds` by its route's pattern and
+/// status code.
+async fn track(
+    State(m): State<Arc<Metrics>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let route = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or_else(|| "other".to_string(), |p| p.as_str().to_string());
+    let t0 = Instant::now();
+    let r = next.run(req).await;
+    m.request_seconds
+        .with_label_values(&[route.as_str(), r.status().as_str()])
+        .observe(t0.elapsed().as_secs_f64());
+    r
 }
 
 async fn get_pending(State(s): State<AppState>, p: Option<Extension<Principal>>) -> Response {
@@ -1363,14 +1655,18 @@ async fn healthz(State(s): State<AppState>) -> Response {
 /// The service's routes (no security layer: wrap with [`crate::security::secure`]). Every
 /// route here is in [`OPENAPI_JSON`] (checked by `tests/api.rs`).
 pub fn router(state: AppState) -> Router {
+    let metrics = lock(&state).metrics.clone();
     Router::new()
         .route("/v1/events", post(post_events))
         .route("/v1/decisions", get(get_decisions))
         .route("/v1/decisions/stream", get(stream_decisions))
         .route("/v1/jobs/{id}", get(get_job))
+        .route("/v1/nodes/{id}", get(get_node))
         .route("/v1/pending", get(get_pending))
         .route("/v1/openapi.json", get(openapi))
         .route("/healthz", get(healthz))
+        .route("/metrics", get(get_metrics))
+        .route_layer(axum::middleware::from_fn_with_state(metrics, track))
         .with_state(state)
 }
 
@@ -1630,7 +1926,12 @@ mod tests {
             job: 1,
             reason: fleetsim_policies::RejectReason::EmptyGang,
         };
-        svc.record(&[d(1), d(2), d(3)]);
+        let k = |t| Kept {
+            decision: d(t),
+            owner: None,
+            preemptor: None,
+        };
+        svc.record(&[k(1), k(2), k(3)]);
         assert_eq!(svc.total_decisions(), 3);
         assert_eq!(svc.decisions_from(0, 10), None);
         assert_eq!(svc.decisions_from(1, 10), Some(vec![d(2), d(3)]));

@@ -32,7 +32,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use fleetsim_policies::live::{Decision, LiveState};
+use fleetsim_policies::live::LiveState;
 use serde::{Deserialize, Serialize};
 
 /// The file's first 8 bytes (the format's version is its last two).
@@ -59,6 +59,8 @@ pub struct Meta {
     pub first_retained: u64,
     /// The retained decisions (for `GET /v1/decisions`), as a JSON array.
     pub decisions_json: Vec<u8>,
+    /// The jobs that ended in the window (for `GET /v1/jobs/{id}`), as JSON.
+    pub ended_json: Vec<u8>,
 }
 
 /// Where the snapshot of the log at `wal` is kept: `<wal>.snapshot`.
@@ -228,11 +230,11 @@ pub fn read(path: &Path) -> Result<Option<Vec<u8>>, String> {
 /// # Errors
 /// Why the snapshot cannot be used: another spec or fleet, or a payload that does not
 /// decode whole.
-pub fn load(
+pub fn load<D: serde::de::DeserializeOwned>(
     payload: &[u8],
     live: &mut LiveState,
     fingerprint: u32,
-) -> Result<(Meta, Vec<Decision>), String> {
+) -> Result<(Meta, Vec<D>), String> {
     let mut de = postcard::Deserializer::from_bytes(payload);
     let meta = Meta::deserialize(&mut de).map_err(|e| {
         format!("its metadata (fingerprint, log position, decisions) does not decode: {e}")
@@ -243,7 +245,7 @@ pub fn load(
             meta.fingerprint
         ));
     }
-    let decisions: Vec<Decision> =
+    let decisions: Vec<D> =
         serde_json::from_slice(&meta.decisions_json).map_err(|e| format!("its decisions: {e}"))?;
     // Decoded whole, and checked for bytes left over, before `live` changes.
     let decoded = LiveState::decode(&mut de).map_err(|e| format!("its live state: {e}"))?;
@@ -283,6 +285,7 @@ mod tests {
             next_seq: 0,
             first_retained: 0,
             decisions_json: b"[]".to_vec(),
+            ended_json: b"{}".to_vec(),
         };
         let e = write(&path, &meta, &live).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::StorageFull, "{e}");

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use fleetsim::scenario::TraceDir;
 use fleetsim_policies::live::{Decision, Event, JobSpec};
 use fleetsim_policies::TaskShape;
+use fleetsim_scheduler::served::ServedDecision;
 use fleetsim_scheduler::service::{router, Batch, BatchReply, DecisionsPage, Service};
 
 fn spec() -> PathBuf {
@@ -58,8 +59,8 @@ async fn post(c: &reqwest::Client, base: &str, b: &Batch) -> BatchReply {
     r.json().await.unwrap()
 }
 
-fn admitted(d: &Decision) -> u32 {
-    match d {
+fn admitted(d: &ServedDecision) -> u32 {
+    match &d.decision {
         Decision::Admit { job, .. } => *job,
         other => panic!("expected an admit, got {other:?}"),
     }
@@ -123,7 +124,7 @@ async fn decisions_page_and_stream() {
     );
     let mut text = String::new();
     let first = read_event(&mut s, &mut text).await;
-    let data = |ev: &str| -> Decision {
+    let data = |ev: &str| -> ServedDecision {
         let line = ev.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
         serde_json::from_str(line).unwrap()
     };
@@ -182,7 +183,7 @@ async fn every_route_is_documented_and_every_documented_route_served() {
             .unwrap();
         routes.push((path.to_string(), method.to_string()));
     }
-    assert_eq!(routes.len(), 7, "{routes:?}");
+    assert_eq!(routes.len(), 9, "{routes:?}");
     for (p, m) in &routes {
         assert!(
             paths.get(p).and_then(|v| v.get(m)).is_some(),
@@ -210,12 +211,14 @@ async fn every_route_is_documented_and_every_documented_route_served() {
             };
             let status = resp.status().as_u16();
             assert!(
-                status == 200 || (p == "/v1/jobs/{id}" && status == 404),
+                status == 200 || ((p == "/v1/jobs/{id}" || p == "/v1/nodes/{id}") && status == 404),
                 "{m} {p}: {status}"
             );
             let ct = resp.headers()["content-type"].to_str().unwrap().to_string();
             assert!(
-                ct == "application/json" || ct == "text/event-stream",
+                ct == "application/json"
+                    || ct == "text/event-stream"
+                    || (p == "/metrics" && ct == "text/plain; version=0.0.4"),
                 "{m} {p}: {ct}"
             );
             // The documented response codes include the one answered.

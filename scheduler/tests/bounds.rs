@@ -37,6 +37,7 @@ async fn server(limits: Limits, max_body_bytes: usize) -> Server {
         snapshot_every: 0,
         segment_bytes: fleetsim_scheduler::wal::DEFAULT_SEGMENT_BYTES,
         log_retention: None,
+        retain_ended_jobs: fleetsim_scheduler::served::DEFAULT_RETAIN_ENDED_JOBS,
     })
     .await
     .unwrap();

@@ -67,7 +67,7 @@ async fn replay(name: &str) -> (u64, Vec<String>, usize) {
         assert!(status.is_success(), "{name}: batch {i}: {status} {text}");
         let reply: BatchReply = serde_json::from_str(&text).unwrap();
         assert_eq!(reply.first_seq, got.len() as u64);
-        got.extend(reply.decisions);
+        got.extend(reply.plain());
     }
     server.abort();
     let mut matched = 0;

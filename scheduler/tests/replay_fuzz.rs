@@ -446,7 +446,7 @@ fn case(seed: u64) -> Counts {
                 accepted += 1;
                 applied += len as u64;
                 for d in &reply.decisions {
-                    match d {
+                    match d.decision {
                         Decision::Admit { .. } => admits += 1,
                         Decision::Preempt { .. } => preempts += 1,
                         Decision::Reject { .. } => rejects += 1,

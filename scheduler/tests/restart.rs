@@ -61,7 +61,7 @@ fn stream() -> &'static Stream {
         let mut svc = svc.lock().unwrap();
         let mut reference = Vec::new();
         for b in &batches {
-            reference.extend(svc.apply(b).expect("recorded events apply").decisions);
+            reference.extend(svc.apply(b).expect("recorded events apply").plain());
         }
         assert!(reference.len() > 500, "only {} decisions", reference.len());
         assert_eq!(reference[..], rec.decisions[..reference.len()]);
@@ -142,7 +142,7 @@ async fn all_decisions(c: &reqwest::Client, base: &str) -> Vec<Decision> {
             assert_eq!(page.total, out.len() as u64);
             return out;
         }
-        out.extend(page.decisions);
+        out.extend(page.decisions.into_iter().map(|d| d.decision));
     }
 }
 
@@ -150,7 +150,7 @@ async fn all_decisions(c: &reqwest::Client, base: &str) -> Vec<Decision> {
 fn check_reply(reference: &[Decision], text: &str) {
     let r: BatchReply = serde_json::from_str(text).unwrap();
     let at = r.first_seq as usize;
-    assert_eq!(r.decisions[..], reference[at..at + r.decisions.len()]);
+    assert_eq!(r.plain()[..], reference[at..at + r.decisions.len()]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -75,6 +75,7 @@ fn options(dir: &std::path::Path, tokens: PathBuf) -> ServeOptions {
         snapshot_every: 0,
         segment_bytes: fleetsim_scheduler::wal::DEFAULT_SEGMENT_BYTES,
         log_retention: None,
+        retain_ended_jobs: fleetsim_scheduler::served::DEFAULT_RETAIN_ENDED_JOBS,
     }
 }
 
@@ -180,8 +181,15 @@ fn none() -> Value {
     json!({"first_seq": 0, "decisions": []})
 }
 
-fn pending(job: u32) -> Value {
-    json!({"job": job, "state": "pending", "nodes": [], "pending_reason": "not_tried"})
+fn pending(job: u32, tenant: &str) -> Value {
+    json!({"job": job, "state": "pending", "nodes": [], "pending_reason": "not_tried",
+           "names": {"queue": tenant, "tenant": tenant, "nodes": []}})
+}
+
+/// Job `job` of `tenant` (in the queue of that name) as it reads once cancelled at `t`.
+fn cancelled(job: u32, t: u64, tenant: &str) -> Value {
+    json!({"job": job, "state": "cancelled", "t": t, "reason": null,
+           "names": {"queue": tenant, "tenant": tenant, "nodes": []}})
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -228,15 +236,30 @@ async fn tenants_submit_read_and_cancel_only_their_own_jobs() {
 
     // Reading: own jobs 200; another tenant's job and an unknown id the same 403 (an id's
     // existence does not leak); the admin reads all, 404 for the unknown id.
-    assert_eq!(s.get(A, "/v1/jobs/1").await, (200, pending(1)));
+    assert_eq!(
+        s.get(A, "/v1/jobs/1").await,
+        (200, pending(1, "research-a"))
+    );
     let not_a = |j: u32| err(&not_yours("a-ci", j));
     assert_eq!(s.get(A, "/v1/jobs/2").await, (403, not_a(2)));
     assert_eq!(s.get(A, "/v1/jobs/99").await, (403, not_a(99)));
     // Job 4's batch was refused whole: it does not exist.
     assert_eq!(s.get(A, "/v1/jobs/4").await, (403, not_a(4)));
-    assert_eq!(s.get(OPS, "/v1/jobs/2").await, (200, pending(2)));
-    assert_eq!(s.get(OPS, "/v1/jobs/4").await, (404, err("unknown job 4")));
-    assert_eq!(s.get(AB, "/v1/jobs/2").await, (200, pending(2)));
+    assert_eq!(
+        s.get(OPS, "/v1/jobs/2").await,
+        (200, pending(2, "research-b"))
+    );
+    assert_eq!(
+        s.get(OPS, "/v1/jobs/4").await,
+        (
+            404,
+            err("unknown job 4 (neither live nor among the last jobs that ended)")
+        )
+    );
+    assert_eq!(
+        s.get(AB, "/v1/jobs/2").await,
+        (200, pending(2, "research-b"))
+    );
 
     // The pending list is filtered to the principal's tenants (not tried yet: no pass).
     let list = |ids: &[u32]| json!({"jobs": ids.iter().map(|j| json!({"job": j, "pending_reason": "not_tried"})).collect::<Vec<_>>()});
@@ -268,8 +291,17 @@ async fn tenants_submit_read_and_cancel_only_their_own_jobs() {
         (403, err_at(&not_b(98), 0))
     );
     assert_eq!(s.post(A, vec![cancel(10, 1)]).await, (200, none()));
-    assert_eq!(s.get(A, "/v1/jobs/1").await, (403, not_a(1)));
-    assert_eq!(s.get(OPS, "/v1/jobs/1").await, (404, err("unknown job 1")));
+    // A cancelled job stays readable for a while (its tenants and admins), at the
+    // service's time the cancel was stamped with (a tenant's `t` is not its own).
+    assert_eq!(
+        s.get(A, "/v1/jobs/1").await,
+        (200, cancelled(1, 0, "research-a"))
+    );
+    assert_eq!(s.get(B, "/v1/jobs/1").await, (403, err(&not_b(1))));
+    assert_eq!(
+        s.get(OPS, "/v1/jobs/1").await,
+        (200, cancelled(1, 0, "research-a"))
+    );
     // Ownership follows the batch: a job submitted and cancelled in one batch.
     assert_eq!(
         s.post(A, vec![submit(10, 7, 0), cancel(10, 7)]).await,
@@ -295,7 +327,10 @@ async fn tenants_submit_read_and_cancel_only_their_own_jobs() {
     );
     let (code, _) = s.post(B, vec![cancel(30, 2)]).await;
     assert_eq!(code, 200);
-    assert_eq!(s.get(OPS, "/v1/jobs/2").await, (404, err("unknown job 2")));
+    assert_eq!(
+        s.get(OPS, "/v1/jobs/2").await,
+        (200, cancelled(2, 20, "research-b"))
+    );
 }
 
 /// The one `403` message for a job of another tenant and for an unknown id.

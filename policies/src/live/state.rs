@@ -261,6 +261,24 @@ impl LiveState {
         self.jobs.get(&id).map(|k| k.tenant.0)
     }
 
+    /// The queue (id) of job `id`, if known.
+    pub fn queue_of(&self, id: u32) -> Option<u32> {
+        self.jobs.get(&id).map(|k| k.queue.0)
+    }
+
+    /// The jobs holding bindings on node `node`, by id, each with `true` when it is being
+    /// evicted (stopped, its bindings not yet released). `O(jobs known)`.
+    pub fn jobs_on(&self, node: u32) -> Vec<(u32, bool)> {
+        self.jobs
+            .iter()
+            .filter_map(|(&id, k)| match &k.phase {
+                Phase::Running(a) if a.iter().any(|a| a.node.0 == node) => Some((id, false)),
+                Phase::Evicting(a) if a.iter().any(|a| a.node.0 == node) => Some((id, true)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Why each pending job waits, as of the last pass (jobs not yet tried: none).
     pub fn pending_reasons(&self) -> BTreeMap<u32, PendingReason> {
         self.sched
