@@ -15,20 +15,51 @@ use crate::workload::native::{NativeFormat, NativeWriter};
 use crate::workload::slurm_sacct::SacctOptions;
 use crate::workload::{open_trace_with, JobStream};
 
-/// The `--sacct-format` option as reader options.
+/// The `sacct` reader's options of `trace inspect` and `trace convert`.
+#[derive(Debug, clap::Args)]
+pub struct SacctArgs {
+    /// `slurm-sacct` without a header line (`sacct --noheader`): its `--format` list.
+    #[arg(long, value_name = "LIST")]
+    sacct_format: Option<String>,
+    /// `slurm-sacct` written with `sacct --delimiter=TEXT`: that delimiter (default `|`).
+    #[arg(long, value_name = "TEXT")]
+    sacct_delimiter: Option<String>,
+    /// `slurm-sacct`: refuse the file at a row whose field count is not the header's
+    /// (default: repair it when its fields place it, else skip it and count it).
+    #[arg(long)]
+    strict: bool,
+}
+
+/// The `--sacct-*` options as reader options.
 ///
 /// # Errors
-/// Bad input (exit 2) when it is given for another format or is not a field list.
-fn sacct_options(format: TraceFormat, list: Option<&str>) -> Result<SacctOptions> {
-    match list {
-        None => Ok(SacctOptions::default()),
-        Some(_) if format != TraceFormat::SlurmSacct => Err(crate::study::BadInput(
-            "--sacct-format is only for --format slurm-sacct".into(),
-        )
-        .into()),
-        Some(l) => SacctOptions::with_format(l)
-            .map_err(|m| crate::study::BadInput(format!("--sacct-format: {m}")).into()),
+/// Bad input (exit 2) when one is given for another format, or is not a field list or a
+/// delimiter.
+fn sacct_options(format: TraceFormat, a: &SacctArgs) -> Result<SacctOptions> {
+    let bad = |m: String| -> anyhow::Error { crate::study::BadInput(m).into() };
+    let given = [
+        (a.sacct_format.is_some(), "--sacct-format"),
+        (a.sacct_delimiter.is_some(), "--sacct-delimiter"),
+        (a.strict, "--strict"),
+    ];
+    if let Some((_, flag)) = given.iter().find(|g| g.0) {
+        if format != TraceFormat::SlurmSacct {
+            return Err(bad(format!("{flag} is only for --format slurm-sacct")));
+        }
     }
+    let mut o = SacctOptions::default();
+    if let Some(l) = &a.sacct_format {
+        o = o
+            .format_list(l)
+            .map_err(|m| bad(format!("--sacct-format: {m}")))?;
+    }
+    if let Some(d) = &a.sacct_delimiter {
+        o = o
+            .with_delimiter(d)
+            .map_err(|m| bad(format!("--sacct-delimiter: {m}")))?;
+    }
+    o.strict = a.strict;
+    Ok(o)
 }
 
 /// Parses a trace format name as the scenario file spells it (`swf`, `alibaba-dlrm`, …).
@@ -57,9 +88,9 @@ pub enum TraceCommand {
         /// Load the whole file and sort it by submit time (for unsorted files).
         #[arg(long)]
         sort: bool,
-        /// `slurm-sacct` without a header line (`sacct --noheader`): its `--format` list.
-        #[arg(long, value_name = "LIST")]
-        sacct_format: Option<String>,
+        /// The `sacct` reader's options.
+        #[command(flatten)]
+        sacct: SacctArgs,
         /// Print JSON instead of tables.
         #[arg(long)]
         json: bool,
@@ -84,9 +115,9 @@ pub enum TraceCommand {
         /// Load the whole file and sort it by submit time (for unsorted files).
         #[arg(long)]
         sort: bool,
-        /// `slurm-sacct` without a header line (`sacct --noheader`): its `--format` list.
-        #[arg(long, value_name = "LIST")]
-        sacct_format: Option<String>,
+        /// The `sacct` reader's options.
+        #[command(flatten)]
+        sacct: SacctArgs,
     },
 }
 
@@ -100,12 +131,12 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
             file,
             format,
             sort,
-            sacct_format,
+            sacct,
             json,
             bucket_s,
             top,
         } => {
-            let opts = sacct_options(format, sacct_format.as_deref())?;
+            let opts = sacct_options(format, &sacct)?;
             let mut stream = open_trace_with(format, &file, sort, &opts)?;
             let i = inspect(stream.as_mut(), bucket_s)?;
             if json {
@@ -120,9 +151,9 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
             format,
             out,
             sort,
-            sacct_format,
+            sacct,
         } => {
-            let opts = sacct_options(format, sacct_format.as_deref())?;
+            let opts = sacct_options(format, &sacct)?;
             let nf = NativeFormat::from_path(&out)
                 .filter(|_| !out.to_string_lossy().ends_with(".gz"))
                 .ok_or_else(|| {

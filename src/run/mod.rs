@@ -100,12 +100,10 @@ fn open_untransformed(
     }
     let t = w.trace.as_ref().expect("validated: trace or synthetic");
     let path = loaded.resolve_path("workload.trace", &t.path, &t.public_path, trace_dir)?;
-    let sacct = match &t.sacct_format {
-        // Validated when the scenario was loaded.
-        Some(f) => crate::workload::slurm_sacct::SacctOptions::with_format(f)
-            .map_err(|m| TraceError::field(&path, 0, "sacct_format", m))?,
-        None => Default::default(),
-    };
+    // Validated when the scenario was loaded.
+    let (sacct, _) = t
+        .sacct_options()
+        .map_err(|(f, m)| TraceError::field(&path, 0, f, m))?;
     Ok(crate::workload::open_trace_with(
         t.format, &path, t.sort, &sacct,
     )?)

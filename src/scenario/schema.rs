@@ -440,6 +440,48 @@ pub struct TraceSpec {
     /// columns, the `--format` list given to `sacct` (`"JobIDRaw,Submit,Start,End,…"`).
     #[serde(default)]
     pub sacct_format: Option<String>,
+    /// `slurm-sacct` only: the field delimiter, the string given to `sacct --delimiter`
+    /// (default `|`).
+    #[serde(default)]
+    pub sacct_delimiter: Option<String>,
+    /// `slurm-sacct` only: refuse the file at a row whose field count is not the header's
+    /// (default false: such a row is repaired when its fields place it, else skipped and
+    /// counted under `malformed_row`).
+    #[serde(default)]
+    pub sacct_strict: bool,
+}
+
+impl TraceSpec {
+    /// The `sacct` reader's options from `sacct_format`, `sacct_delimiter` and
+    /// `sacct_strict`, and the name of the first one that is set (`None`: all default).
+    ///
+    /// # Errors
+    /// `(field, message)` for a bad format list or delimiter.
+    pub fn sacct_options(
+        &self,
+    ) -> Result<
+        (
+            crate::workload::slurm_sacct::SacctOptions,
+            Option<&'static str>,
+        ),
+        (&'static str, String),
+    > {
+        let mut o = crate::workload::slurm_sacct::SacctOptions::default();
+        let mut set = None;
+        if let Some(f) = &self.sacct_format {
+            o = o.format_list(f).map_err(|m| ("sacct_format", m))?;
+            set = set.or(Some("sacct_format"));
+        }
+        if let Some(d) = &self.sacct_delimiter {
+            o = o.with_delimiter(d).map_err(|m| ("sacct_delimiter", m))?;
+            set = set.or(Some("sacct_delimiter"));
+        }
+        if self.sacct_strict {
+            o.strict = true;
+            set = set.or(Some("sacct_strict"));
+        }
+        Ok((o, set))
+    }
 }
 
 /// Trace formats, by the kebab-case names scenarios use ([`TraceFormat::name`]).

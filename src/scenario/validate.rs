@@ -621,16 +621,16 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
                     "give exactly one of `path` and `public_path`",
                 ));
             }
-            if let Some(f) = &t.sacct_format {
-                if t.format != super::TraceFormat::SlurmSacct {
-                    return Err(bad(
-                        "workload.trace.sacct_format".into(),
-                        "only for `format = \"slurm-sacct\"` (the --format list of a \
-                         `sacct --noheader` file)",
-                    ));
-                }
-                crate::workload::slurm_sacct::SacctOptions::with_format(f)
-                    .map_err(|m| bad("workload.trace.sacct_format".into(), &m))?;
+            let (_, set) = t
+                .sacct_options()
+                .map_err(|(f, m)| bad(format!("workload.trace.{f}"), &m))?;
+            if let (Some(f), false) = (set, t.format == super::TraceFormat::SlurmSacct) {
+                return Err(bad(
+                    format!("workload.trace.{f}"),
+                    "only for `format = \"slurm-sacct\"` (`sacct_format`: the --format list of a \
+                     `sacct --noheader` file; `sacct_delimiter`: its --delimiter; \
+                     `sacct_strict`: refuse rows with the wrong field count)",
+                ));
             }
         }
         (None, Some(syn)) => syn

@@ -30,6 +30,7 @@ mod real_inputs;
 mod real_traces;
 mod reliability;
 mod report_render;
+mod sacct_exports;
 mod scenario_headers;
 mod schemas;
 mod security;

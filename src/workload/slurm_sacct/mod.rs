@@ -1,33 +1,53 @@
-//! Reader for Slurm accounting output, `sacct --parsable2` (`-P`): one job (or job step)
-//! per line, fields separated by `|`, a header line naming the fields (Slurm's `sacct`
-//! manual page, <https://slurm.schedmd.com/sacct.html>).
+//! Reader for Slurm accounting output, `sacct --parsable2` (`-P`) or `--parsable` (`-p`):
+//! one job (or job step) per line, fields separated by `|` (or the `--delimiter` given to
+//! `sacct`), with or without a header line (Slurm's `sacct` manual page,
+//! <https://slurm.schedmd.com/sacct.html>). Exports of Slurm 17.11 to 24.05 read as they
+//! are: `--format=ALL` (100+ fields), trimmed `--format` lists, and the field sets of older
+//! versions (`NCPUS`, `ReqMem` with its `c`/`n` suffix, `AllocGRES`/`ReqGRES`).
 //!
-//! Produce it with, for example:
+//! Produce one with, for example:
 //!
 //! ```text
 //! sacct -a -P -X --format=JobIDRaw,Submit,Start,End,ElapsedRaw,AllocTRES,ReqTRES,Partition,Account,User,QOS,State,TimelimitRaw,Priority -S 2024-03-01 -E 2024-04-01
 //! ```
 //!
+//! # The file
+//!
+//! * **Header**: a first line whose fields are all field names, one of them `JobID` or
+//!   `JobIDRaw`, names the columns (any order, any case). A file written with `--noheader`
+//!   has none: give its `--format` list as `sacct_format = "JobIDRaw,Submit,…"` in
+//!   `[workload.trace]` (`--sacct-format` on the command line; [`SacctOptions::with_format`];
+//!   `%WIDTH` suffixes are ignored, a header line present anyway is skipped); without it such
+//!   a file is refused with that advice.
+//! * **Delimiter**: `|`, or the string of `sacct --delimiter` given as `sacct_delimiter`
+//!   (`--sacct-delimiter`). With `--parsable` (`-p`) every line ends with the delimiter too:
+//!   recognised from the header line (or, without one, the first row) and dropped.
+//! * **Rows `sacct` did not escape**: `sacct` never escapes the delimiter or a line break
+//!   inside a free-text field (`JobName`, `SubmitLine`, `Comment`, `Constraints`, `WorkDir`,
+//!   …). A row with too many fields is repaired when the fields the reader maps place it
+//!   unambiguously, and a row broken over several lines is joined
+//!   (`records` module); a row that cannot be repaired is **skipped**, counted under
+//!   `malformed_row` with its first line as the note `malformed_row.first_line`, and never
+//!   refuses the file. `sacct_strict = true` (`--strict`) refuses the file at such a row
+//!   instead. Blank lines are counted under `blank_line`.
+//!
 //! # Fields read
 //!
-//! Columns may come in any order and any other `sacct` field may be present (it is
-//! ignored: `sacct` has about a hundred). Names match in any case. A trailing empty field from
-//! `--parsable` (`-p`) is accepted. Required: `JobIDRaw` (or `JobID`), `Submit`, `Start`,
-//! `End`, `State`, and `AllocTRES` or `ReqTRES`. A file written with `--noheader` has no
-//! header line: give its `--format` list as `sacct_format = "JobIDRaw,Submit,…"` in
-//! `[workload.trace]` ([`SacctOptions::with_format`]; `%WIDTH` suffixes are ignored, a header
-//! line present anyway is skipped); without it such a file is refused with that advice.
+//! Any other `sacct` field may be present (it is ignored). Required: `JobIDRaw` (or
+//! `JobID`), `Submit`, `Start`, `State`, one of `End`, `ElapsedRaw` and `Elapsed`, and a
+//! resource field.
 //!
 //! | field | meaning / unit |
 //! |---|---|
 //! | `JobIDRaw` / `JobID` | job id; ids with a `.` are job steps (`123.batch`, `123.0`); `JobID` `123+0`, `123+1` are the components of heterogeneous job 123 |
 //! | `Submit`, `Start`, `End` | local wall clock `YYYY-MM-DDTHH:MM:SS`, no time zone (Slurm's default); or absolute: epoch seconds (`SLURM_TIME_FORMAT=%s`) or `YYYY-MM-DDTHH:MM:SS` + `Z`/`±HH:MM`/`±HHMM`/`±HH` (`%FT%T%z`); one file uses one kind; `Unknown`/`None` = not (yet) happened |
-//! | `ElapsedRaw` | run time, s |
-//! | `AllocTRES` / `ReqTRES` | trackable resources: `cpu=8,mem=64G,node=2,gres/gpu=4,gres/gpu:a100=4,billing=8` |
+//! | `ElapsedRaw` (s), else `Elapsed` (`[D-]HH:MM:SS`) | run time |
+//! | `AllocTRES`, `ReqTRES`, `NCPUS`, `AllocCPUS`, `ReqCPUS`, `NNodes`, `AllocNodes`, `ReqNodes`, `ReqMem`, `AllocGRES`, `ReqGRES` | resources, each from the first field that gives it (`resources` module) |
 //! | `Account`, `User` | tenant |
 //! | `Partition` | queue |
 //! | `QOS` | QoS label |
 //! | `State` | `COMPLETED`, `FAILED`, `CANCELLED by <uid>`, `TIMEOUT`, `PENDING`, `RUNNING`, … |
+//! | `NodeList` | `None assigned`: the job never ran (a cancelled job's `Start` is then its cancel time) |
 //! | `TimelimitRaw` (min) or `Timelimit` (`[D-]HH:MM:SS`, `MM:SS`, `UNLIMITED`) | time limit |
 //! | `Priority` | integer priority |
 //!
@@ -35,7 +55,8 @@
 //!
 //! * **Skipped** (counted by reason): job steps (`job_step`); rows that never started and
 //!   were not cancelled — still pending, or requeued — (`never_started`); rows that started,
-//!   have no `End` and no `ElapsedRaw` (`end_missing`).
+//!   have no `End` and no elapsed time (`end_missing`); rows that are not records
+//!   (`malformed_row`, above).
 //! * **Heterogeneous jobs** (`JobID` `123+0`, `123+1`, … on consecutive rows, as `sacct`
 //!   lists them; needs the `JobID` column, since `JobIDRaw` numbers the components apart) are
 //!   one gang named `123`: tasks added up, each task the per-resource maximum of the
@@ -47,30 +68,29 @@
 //!   is the first row's `Submit` when streaming ([`open`]), the earliest `Submit` with
 //!   [`read_all_sorted`]. Times convert to whole milliseconds exactly.
 //! * **Runtime** = `ElapsedRaw` when present (Slurm's own count, which a DST change does not
-//!   disturb), else `End − Start`; the recorded end is `Start + runtime`. A started job
-//!   without `End` (running when `sacct` ran) uses `ElapsedRaw`, noted
+//!   disturb), else `Elapsed`, else `End − Start`; the recorded end is `Start + runtime`. A
+//!   started job without `End` (running when `sacct` ran) uses its elapsed time, noted
 //!   `running_at_accounting_time`.
 //! * **Recorded times**: the recorded-times rule ([`JobSpec::set_recorded_times`]) applies to
 //!   (Submit, Start, end). A job cancelled before it started (`State` `CANCELLED…` and no
-//!   `Start`) is kept as never ran (reported as cancelled).
-//! * **Resources** from `AllocTRES`, or `ReqTRES` when `AllocTRES` is empty: `cpu` (cores),
-//!   `mem` (suffix `K`, `M`, `G`, `T`, `P`; none = MiB; rounded up to MiB), `node`, and GPUs
-//!   as `gres/gpu` (or the sum of `gres/gpu:<type>` when no untyped count is given). Other
-//!   TRES (`billing`, `energy`, licenses…) are ignored. The job is a gang of `node` tasks
-//!   when `node` divides the GPU and CPU counts; otherwise one task when it has at most 8
-//!   GPUs, else [`gang_split`]`(gpus, 8)` tasks. CPU and memory
-//!   are divided among the tasks, rounded up. A GPU type whose upper-cased name is in the
-//!   accelerator catalog (`a100` → `A100`) becomes the allowed model; others are noted
-//!   `gpu_type_not_in_catalog` and leave the model free.
+//!   `Start`, or `NodeList` `None assigned`) is kept as never ran (reported as cancelled).
+//! * **Resources**: CPUs, memory, nodes and GPUs resolved field by field; each job notes
+//!   where each came from (`cpus_from.AllocTRES`, `memory_from.ReqMem_per_cpu`,
+//!   `gpus_from.none`, …). The job is a gang of `node` tasks when `node` divides the GPU and
+//!   CPU counts; otherwise one task when it has at most 8 GPUs, else
+//!   [`gang_split`]`(gpus, 8)` tasks. CPU and memory are divided among the tasks, rounded up.
+//!   A GPU type whose upper-cased name is in the accelerator catalog (`a100` → `A100`)
+//!   becomes the allowed model; others are noted `gpu_type_not_in_catalog` and leave the
+//!   model free.
 //! * **Tenant** = `Account`, else `User`, else `unknown`; **queue** = `Partition` (none when
 //!   absent or empty); **QoS label** = `QOS`; **priority** = `Priority` (0 when absent);
 //!   **time limit** from `TimelimitRaw` or `Timelimit` (none when `UNLIMITED`,
 //!   `Partition_Limit` or absent); **name** = the job id. The first word of `State` is
 //!   counted in the notes as `state.<STATE>`.
 //!
-//! Errors (naming file, line and field): a malformed timestamp, number, TRES string or
-//! time limit; `End` before `Start` without `ElapsedRaw`; a task with more than 64 GPUs;
-//! overflow.
+//! Errors (naming file, line and field): a malformed timestamp, number, TRES or GRES string
+//! or time limit; `End` before `Start` without an elapsed time; a task with more than 64
+//! GPUs; overflow.
 //!
 //! # Order
 //!
@@ -78,26 +98,32 @@
 //! requeues). [`open`] streams and requires non-decreasing `Submit`; [`read_all_sorted`]
 //! reads the file twice (once for the earliest `Submit`, once for the jobs), then sorts.
 
+mod columns;
+mod records;
+mod resources;
+
 use std::path::{Path, PathBuf};
 
 use fleetsim_policies::{SimDuration, SimTime, TaskShape};
 
 use super::job::RecordedOutcome;
-use super::native::{csv_error, open_lines, parse_count, ENDED_BEFORE_WINDOW};
+use super::native::{open_lines, parse_count, ENDED_BEFORE_WINDOW};
 use super::philly::gang_split;
 use super::rows::{bump, Parsed, RowSource};
 use super::timefmt::{parse_naive_datetime, Origin};
 use super::{JobSpec, RecordedKind, Skipped, TraceError, TraceStream, VecStream};
 use crate::fleet::catalog;
+use records::{Item, Layout, Record, RecordReader, Repair};
 
-/// Field names this reader uses.
-const KNOWN: [&str; 15] = [
+/// The fields this reader maps, by index (the `F_*` constants).
+const KNOWN: [&str; 27] = [
     "JobIDRaw",
     "JobID",
     "Submit",
     "Start",
     "End",
     "ElapsedRaw",
+    "Elapsed",
     "AllocTRES",
     "ReqTRES",
     "Account",
@@ -107,30 +133,82 @@ const KNOWN: [&str; 15] = [
     "State",
     "TimelimitRaw",
     "Timelimit",
+    "Priority",
+    "NCPUS",
+    "AllocCPUS",
+    "ReqCPUS",
+    "NNodes",
+    "AllocNodes",
+    "ReqNodes",
+    "ReqMem",
+    "AllocGRES",
+    "ReqGRES",
+    "NodeList",
 ];
-const JOBIDRAW: usize = 0;
-const JOBID: usize = 1;
-const SUBMIT: usize = 2;
-const START: usize = 3;
-const END: usize = 4;
-const ELAPSED: usize = 5;
-const ALLOC: usize = 6;
-const REQ: usize = 7;
-const ACCOUNT: usize = 8;
-const USER: usize = 9;
-const PARTITION: usize = 10;
-const QOS: usize = 11;
-const STATE: usize = 12;
-const TLRAW: usize = 13;
-const TL: usize = 14;
-const PRIORITY_FIELD: &str = "Priority";
+const F_JOBIDRAW: usize = 0;
+const F_JOBID: usize = 1;
+const F_SUBMIT: usize = 2;
+const F_START: usize = 3;
+const F_END: usize = 4;
+const F_ELAPSEDRAW: usize = 5;
+const F_ELAPSED: usize = 6;
+const F_ALLOC: usize = 7;
+const F_REQ: usize = 8;
+const F_ACCOUNT: usize = 9;
+const F_USER: usize = 10;
+const F_PARTITION: usize = 11;
+const F_QOS: usize = 12;
+const F_STATE: usize = 13;
+const F_TLRAW: usize = 14;
+const F_TL: usize = 15;
+const F_PRIORITY: usize = 16;
+const F_NCPUS: usize = 17;
+const F_ALLOCCPUS: usize = 18;
+const F_REQCPUS: usize = 19;
+const F_NNODES: usize = 20;
+const F_ALLOCNODES: usize = 21;
+const F_REQNODES: usize = 22;
+const F_REQMEM: usize = 23;
+const F_ALLOCGRES: usize = 24;
+const F_REQGRES: usize = 25;
+const F_NODELIST: usize = 26;
 
-/// How to read a `sacct` file beyond its own header.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// The resource fields, any one of which a file must have.
+const RESOURCE_FIELDS: [usize; 11] = [
+    F_ALLOC,
+    F_REQ,
+    F_NCPUS,
+    F_ALLOCCPUS,
+    F_REQCPUS,
+    F_NNODES,
+    F_ALLOCNODES,
+    F_REQNODES,
+    F_REQMEM,
+    F_ALLOCGRES,
+    F_REQGRES,
+];
+
+/// How to read a `sacct` file beyond its own content.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SacctOptions {
     /// The field names of a file written with `sacct --noheader --format=LIST`, in order;
     /// `None`: the file's first line is the header.
     pub format: Option<Vec<String>>,
+    /// The field delimiter (`sacct --delimiter`; default `|`).
+    pub delimiter: String,
+    /// Refuse the file at a row whose field count is not the header's, instead of
+    /// repairing or skipping it.
+    pub strict: bool,
+}
+
+impl Default for SacctOptions {
+    fn default() -> SacctOptions {
+        SacctOptions {
+            format: None,
+            delimiter: "|".into(),
+            strict: false,
+        }
+    }
 }
 
 impl SacctOptions {
@@ -141,19 +219,42 @@ impl SacctOptions {
     /// # Errors
     /// A message when the list is empty or has an empty name.
     pub fn with_format(list: &str) -> Result<SacctOptions, String> {
+        SacctOptions::default().format_list(list)
+    }
+
+    /// These options with the headerless file's `--format` list (see
+    /// [`SacctOptions::with_format`]).
+    ///
+    /// # Errors
+    /// As [`SacctOptions::with_format`].
+    pub fn format_list(mut self, list: &str) -> Result<SacctOptions, String> {
         let names: Vec<String> = list
             .split(',')
             .map(|f| f.split('%').next().unwrap_or("").trim().to_string())
             .collect();
-        if names.iter().any(String::is_empty) {
+        if names.iter().any(|n| !columns::is_field_name(n)) {
             return Err(format!(
                 "`{list}` is not a sacct --format list (comma-separated field names, e.g. \
                  `JobIDRaw,Submit,Start,End,State,AllocTRES`)"
             ));
         }
-        Ok(SacctOptions {
-            format: Some(names),
-        })
+        self.format = Some(names);
+        Ok(self)
+    }
+
+    /// These options with the delimiter of `sacct --delimiter=TEXT`.
+    ///
+    /// # Errors
+    /// A message when `text` is empty or holds a line break.
+    pub fn with_delimiter(mut self, text: &str) -> Result<SacctOptions, String> {
+        if text.is_empty() || text.contains(['\n', '\r']) {
+            return Err(format!(
+                "`{}` is not a sacct delimiter (a non-empty string without line breaks)",
+                text.escape_debug()
+            ));
+        }
+        self.delimiter = text.to_string();
+        Ok(self)
     }
 }
 
@@ -190,94 +291,184 @@ enum Component {
 
 struct SacctRows {
     path: PathBuf,
-    rdr: csv::Reader<Box<dyn std::io::Read + Send>>,
-    rec: csv::StringRecord,
-    cols: [Option<usize>; 15],
-    priority: Option<usize>,
+    reader: RecordReader,
+    rec: Option<Record>,
+    /// Column index of each [`KNOWN`] field.
+    cols: [Option<usize>; KNOWN.len()],
     origin: Origin,
-    /// The field names of a headerless file (to skip a header line given anyway).
-    format: Option<Vec<String>>,
     clock: Option<(Clock, u64, &'static str)>,
-    stash: Option<csv::StringRecord>,
+    stash: Option<Record>,
     het: Option<HetJob>,
+    /// Records read so far, and the first malformed row (line, fields): a file none of whose
+    /// rows is a record is refused at the end (a wrong `--format` list or delimiter).
+    records: u64,
+    first_malformed: Option<(u64, usize)>,
+}
+
+/// Whether `fields` (a first line, split) is a header: every field a field name, one of
+/// them a job id field.
+fn is_header(fields: &[&str]) -> bool {
+    fields.iter().all(|f| columns::is_field_name(f.trim()))
+        && fields.iter().any(|f| {
+            f.trim().eq_ignore_ascii_case("JobID") || f.trim().eq_ignore_ascii_case("JobIDRaw")
+        })
 }
 
 fn open_rows(path: &Path, origin: Origin, opts: &SacctOptions) -> Result<SacctRows, TraceError> {
-    let mut rdr = csv::ReaderBuilder::new()
-        .delimiter(b'|')
-        .quoting(false)
-        .has_headers(opts.format.is_none())
-        .flexible(false)
-        .from_reader(open_lines(path)?);
-    let headers: Vec<String> = match &opts.format {
-        Some(f) => f.clone(),
-        None => rdr
-            .headers()
-            .map_err(|e| csv_error(path, e))?
-            .iter()
-            .map(str::to_string)
-            .collect(),
+    let src = Box::new(std::io::BufReader::new(open_lines(path)?));
+    let empty = Layout {
+        kinds: Vec::new(),
+        read: Vec::new(),
     };
-    let mut cols = [None; 15];
-    let mut priority = None;
-    for (i, h) in headers.iter().enumerate() {
-        let h = h.trim();
-        if let Some(k) = KNOWN.iter().position(|c| c.eq_ignore_ascii_case(h)) {
-            if cols[k].is_some() {
-                return Err(TraceError::field(path, 1, h, "field appears twice"));
-            }
-            cols[k] = Some(i);
-        } else if h.eq_ignore_ascii_case(PRIORITY_FIELD) {
-            priority = Some(i);
+    let mut reader = RecordReader::new(path, src, &opts.delimiter, empty, opts.strict);
+    // The first line that is not blank (blank lines before the header are ignored).
+    let mut first = None;
+    while let Some((line, text)) = reader.physical()? {
+        if text.is_empty() {
+            continue;
         }
+        first = Some((line, text));
+        break;
     }
-    let looks_headerless = opts.format.is_none()
-        && headers
-            .first()
-            .is_some_and(|h| h.trim().starts_with(|c: char| c.is_ascii_digit()));
-    let missing = |c: &str| {
-        if looks_headerless {
-            TraceError::field(
+    let Some((first_line, first_text)) = first else {
+        return Err(TraceError::BadRow {
+            path: path.to_path_buf(),
+            line: 1,
+            message: "empty file: no header line and no job".into(),
+        });
+    };
+    let d = opts.delimiter.as_str();
+    let raw: Vec<&str> = first_text.split(d).collect();
+    // `sacct -p` ends the header line with the delimiter too.
+    let (cells, trailing) = match raw.split_last() {
+        Some((&"", rest)) if !rest.is_empty() && is_header(rest) => (rest.to_vec(), true),
+        _ => (raw.clone(), false),
+    };
+    let names: Vec<String> = match &opts.format {
+        Some(f) => {
+            let repeated = cells.len() == f.len()
+                && f.iter()
+                    .zip(&cells)
+                    .all(|(a, b)| a.eq_ignore_ascii_case(b.trim()));
+            if !repeated {
+                reader.unread((first_line, first_text.clone()));
+            }
+            f.clone()
+        }
+        None if is_header(&cells) => cells.iter().map(|c| c.trim().to_string()).collect(),
+        None if cells.iter().all(|c| columns::is_field_name(c.trim())) => {
+            // Field names without a job id: the header of a file without one.
+            return Err(TraceError::MissingColumn {
+                path: path.to_path_buf(),
+                column: "JobIDRaw".into(),
+            });
+        }
+        None => {
+            return Err(TraceError::field(
                 path,
-                1,
+                first_line,
                 "header",
                 format!(
                     "the first line `{}` is a job, not a header: a file written with `sacct \
-                     --noheader` needs `sacct_format = \"LIST\"` in [workload.trace], LIST being \
-                     the --format fields in order (e.g. \"JobIDRaw,Submit,Start,End,State,AllocTRES\")",
-                    headers.join("|")
+                     --noheader` needs `sacct_format = \"LIST\"` in [workload.trace] \
+                     (--sacct-format for `fleetsim trace`), LIST being the --format fields in \
+                     order (e.g. \"JobIDRaw,Submit,Start,End,State,AllocTRES\")",
+                    first_text.chars().take(200).collect::<String>()
                 ),
-            )
-        } else {
-            TraceError::MissingColumn {
-                path: path.to_path_buf(),
-                column: c.to_string(),
-            }
+            ))
         }
     };
-    if cols[JOBIDRAW].is_none() && cols[JOBID].is_none() {
+    let header_line = if opts.format.is_some() { 0 } else { first_line };
+    let mut cols = [None; KNOWN.len()];
+    for (i, h) in names.iter().enumerate() {
+        if let Some(k) = KNOWN.iter().position(|c| c.eq_ignore_ascii_case(h)) {
+            if cols[k].is_some() {
+                return Err(TraceError::field(
+                    path,
+                    header_line.max(1),
+                    h,
+                    "field appears twice",
+                ));
+            }
+            cols[k] = Some(i);
+        }
+    }
+    let missing = |c: &str| TraceError::MissingColumn {
+        path: path.to_path_buf(),
+        column: c.to_string(),
+    };
+    if cols[F_JOBIDRAW].is_none() && cols[F_JOBID].is_none() {
         return Err(missing("JobIDRaw"));
     }
-    for k in [SUBMIT, START, END, STATE] {
+    for k in [F_SUBMIT, F_START, F_STATE] {
         if cols[k].is_none() {
             return Err(missing(KNOWN[k]));
         }
     }
-    if cols[ALLOC].is_none() && cols[REQ].is_none() {
-        return Err(missing("AllocTRES"));
+    if [F_END, F_ELAPSEDRAW, F_ELAPSED]
+        .iter()
+        .all(|&k| cols[k].is_none())
+    {
+        return Err(missing("End (or ElapsedRaw or Elapsed)"));
+    }
+    if RESOURCE_FIELDS.iter().all(|&k| cols[k].is_none()) {
+        return Err(missing(
+            "AllocTRES (or ReqTRES, or NCPUS/AllocCPUS/ReqCPUS, NNodes/AllocNodes/ReqNodes, \
+             ReqMem, AllocGRES/ReqGRES)",
+        ));
+    }
+    let mut read = vec![false; names.len()];
+    for c in cols.iter().flatten() {
+        read[*c] = true;
+    }
+    reader.set_layout(Layout {
+        kinds: names.iter().map(|n| columns::kind(n)).collect(),
+        read,
+    });
+    reader.trailing = trailing;
+    if opts.format.is_some() {
+        reader.trailing = detect_trailing(&mut reader)?;
     }
     Ok(SacctRows {
         path: path.to_path_buf(),
-        rdr,
-        rec: csv::StringRecord::new(),
+        reader,
+        rec: None,
         cols,
-        priority,
         origin,
-        format: opts.format.clone(),
         clock: None,
         stash: None,
         het: None,
+        records: 0,
+        first_malformed: None,
     })
+}
+
+/// Without a header, whether the rows end with the delimiter (`sacct -p`): decided by the
+/// first of the next 50 lines that is a whole record as it is written and not with its last
+/// delimiter dropped, or the other way round (a `-P` row whose last field is empty also ends
+/// with the delimiter). The lines are read again.
+fn detect_trailing(reader: &mut RecordReader) -> Result<bool, TraceError> {
+    let n = reader.width();
+    let mut seen = Vec::new();
+    let mut found = None;
+    while seen.len() < 50 {
+        let Some(l) = reader.physical()? else { break };
+        let exact = |reader: &mut RecordReader, trailing: bool| {
+            reader.trailing = trailing;
+            let spans = reader.split(&l.1);
+            spans.len() == n && reader.valid(&l.1, &spans)
+        };
+        let (plain, trailing) = (exact(reader, false), exact(reader, true));
+        seen.push(l);
+        if plain != trailing {
+            found = Some(trailing);
+            break;
+        }
+    }
+    for l in seen.into_iter().rev() {
+        reader.unread(l);
+    }
+    Ok(found.unwrap_or(false))
 }
 
 /// Opens a `sacct -P` file for streaming (t = 0 at the first row's `Submit`); see the module
@@ -285,12 +476,14 @@ fn open_rows(path: &Path, origin: Origin, opts: &SacctOptions) -> Result<SacctRo
 ///
 /// # Errors
 /// [`TraceError::Io`]; [`TraceError::MissingColumn`] for a missing required field;
-/// [`TraceError::BadField`] for a field named twice. Row errors come from the iterator.
+/// [`TraceError::BadField`] for a field named twice or a first line that is no header
+/// without a `--format` list. Row errors come from the iterator.
 pub fn open(path: &Path) -> Result<TraceStream, TraceError> {
     open_with(path, &SacctOptions::default())
 }
 
-/// [`open`] with options (a headerless file's `--format` list).
+/// [`open`] with options (a headerless file's `--format` list, the delimiter, strict
+/// reading).
 ///
 /// # Errors
 /// As [`open`].
@@ -314,19 +507,12 @@ pub fn read_all_sorted(path: &Path) -> Result<VecStream, TraceError> {
 /// As [`read_all_sorted`].
 pub fn read_all_sorted_with(path: &Path, opts: &SacctOptions) -> Result<VecStream, TraceError> {
     let mut scan = open_rows(path, Origin::default(), opts)?;
-    let k = scan.cols[SUBMIT].expect("checked");
+    let k = scan.cols[F_SUBMIT].expect("checked");
     let mut earliest: Option<i64> = None;
-    while scan
-        .rdr
-        .read_record(&mut scan.rec)
-        .map_err(|e| csv_error(path, e))?
-    {
-        let line = scan.rec.position().map(|p| p.line()).unwrap_or(0);
-        if scan.is_repeated_header() {
-            continue;
-        }
-        let text = scan.rec.get(k).unwrap_or("").trim().to_string();
-        if let Some(t) = scan.time(line, "Submit", &text)? {
+    while let Some(item) = scan.reader.next_item()? {
+        let Item::Record(r) = item else { continue };
+        let text = r.field(k).trim().to_string();
+        if let Some(t) = scan.time(r.line, "Submit", &text)? {
             earliest = Some(earliest.map_or(t, |e| e.min(t)));
         }
     }
@@ -388,16 +574,6 @@ fn bad_time(t: &str) -> String {
     )
 }
 
-/// Parsed trackable resources.
-#[derive(Default, Debug, PartialEq, Eq)]
-struct Tres {
-    cpu: u64,
-    mem_mib: u64,
-    nodes: u64,
-    gpus: u64,
-    gpu_types: Vec<(String, u64)>,
-}
-
 /// Parses a memory amount with an optional `K`/`M`/`G`/`T`/`P` suffix (default MiB) into
 /// MiB, rounded up.
 fn parse_mem_mib(text: &str) -> Result<u64, String> {
@@ -417,34 +593,6 @@ fn parse_mem_mib(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("`{text}` is out of range"))?;
     let mib = kib_milli.div_ceil(1024 * 1000);
     u64::try_from(mib).map_err(|_| format!("`{text}` is out of range"))
-}
-
-fn parse_tres(text: &str) -> Result<Tres, String> {
-    let mut t = Tres::default();
-    let mut typed = 0u64;
-    let mut untyped = None;
-    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (k, v) = item
-            .split_once('=')
-            .ok_or_else(|| format!("`{item}` is not `name=value`"))?;
-        match k {
-            "cpu" => t.cpu = parse_count(v)?,
-            "mem" => t.mem_mib = parse_mem_mib(v)?,
-            "node" => t.nodes = parse_count(v)?,
-            "gres/gpu" => untyped = Some(parse_count::<u64>(v)?),
-            _ => {
-                if let Some(ty) = k.strip_prefix("gres/gpu:") {
-                    let n: u64 = parse_count(v)?;
-                    typed = typed
-                        .checked_add(n)
-                        .ok_or_else(|| format!("`{item}` is out of range"))?;
-                    t.gpu_types.push((ty.to_string(), n));
-                }
-            }
-        }
-    }
-    t.gpus = untyped.unwrap_or(typed);
-    Ok(t)
 }
 
 /// Parses `[D-]HH:MM:SS`, `HH:MM:SS`, `MM:SS` or `MM` into seconds; `None` for unlimited.
@@ -476,9 +624,9 @@ fn parse_timelimit(text: &str) -> Result<Option<u64>, String> {
 
 impl SacctRows {
     fn get(&self, k: usize) -> Option<&str> {
+        let rec = self.rec.as_ref()?;
         self.cols[k]
-            .and_then(|i| self.rec.get(i))
-            .map(str::trim)
+            .map(|i| rec.field(i).trim())
             .filter(|s| !s.is_empty())
     }
 
@@ -519,21 +667,10 @@ impl SacctRows {
         Ok(Some(t))
     }
 
-    /// True for the first record of a headerless file when it is the header after all.
-    fn is_repeated_header(&self) -> bool {
-        self.rec.position().is_some_and(|p| p.line() == 1)
-            && self.format.as_ref().is_some_and(|f| {
-                f.len() == self.rec.len()
-                    && f.iter()
-                        .zip(self.rec.iter())
-                        .all(|(a, b)| a.eq_ignore_ascii_case(b.trim()))
-            })
-    }
-
     /// The heterogeneous job this row belongs to (`JobID` `123+0`, `123+1.batch` → `123`),
     /// and whether it is a step of it.
     fn het_key(&self) -> Option<(String, bool)> {
-        let id = self.get(JOBID)?;
+        let id = self.get(F_JOBID)?;
         let (key, rest) = id.split_once('+')?;
         Some((key.to_string(), rest.contains('.')))
     }
@@ -542,26 +679,25 @@ impl SacctRows {
         let path = self.path.clone();
         let bad = |f: &str, m: String| TraceError::field(&path, line, f, m);
         let id = self
-            .get(JOBIDRAW)
-            .or(self.get(JOBID))
+            .get(F_JOBIDRAW)
+            .or(self.get(F_JOBID))
             .ok_or_else(|| bad("JobIDRaw", "empty (required)".into()))?
             .to_string();
         if id.contains('.') || self.het_key().is_some_and(|(_, step)| step) {
             return Ok(Component::Skip("job_step"));
         }
-        let state = self.get(STATE).unwrap_or("").to_string();
+        let state = self.get(F_STATE).unwrap_or("").to_string();
         let state_word = state.split_whitespace().next().unwrap_or("").to_string();
-        let submit_text = self.get(SUBMIT).unwrap_or("").to_string();
+        let submit_text = self.get(F_SUBMIT).unwrap_or("").to_string();
         let submit = self
             .time(line, "Submit", &submit_text)?
             .ok_or_else(|| bad("Submit", "empty (required)".into()))?;
-        let start_text = self.get(START).unwrap_or("").to_string();
+        let start_text = self.get(F_START).unwrap_or("").to_string();
         let start = self.time(line, "Start", &start_text)?;
-        let end_text = self.get(END).unwrap_or("").to_string();
+        let end_text = self.get(F_END).unwrap_or("").to_string();
         let end = self.time(line, "End", &end_text)?;
-        let elapsed_ms = self
-            .get(ELAPSED)
-            .map(|t| {
+        let elapsed_ms = match (self.get(F_ELAPSEDRAW), self.get(F_ELAPSED)) {
+            (Some(t), _) => Some(
                 parse_count::<u64>(t)
                     .ok()
                     .and_then(|s| s.checked_mul(1000))
@@ -571,29 +707,51 @@ impl SacctRows {
                             "ElapsedRaw",
                             format!("`{t}` is not a whole number of seconds"),
                         )
-                    })
-            })
-            .transpose()?;
-        let (tres_field, tres_text) = match (self.get(ALLOC), self.get(REQ)) {
-            (Some(a), _) => ("AllocTRES", a),
-            (None, Some(r)) => ("ReqTRES", r),
-            (None, None) => ("AllocTRES", ""),
+                    })?,
+            ),
+            (None, Some(t)) => parse_timelimit(t)
+                .map_err(|m| bad("Elapsed", m))?
+                .and_then(|s| s.checked_mul(1000))
+                .and_then(|v| i64::try_from(v).ok()),
+            (None, None) => None,
         };
-        let tres = parse_tres(tres_text).map_err(|m| bad(tres_field, m))?;
+        let src = resources::Sources {
+            alloc_tres: self.get(F_ALLOC),
+            req_tres: self.get(F_REQ),
+            ncpus: self.get(F_NCPUS),
+            alloc_cpus: self.get(F_ALLOCCPUS),
+            req_cpus: self.get(F_REQCPUS),
+            nnodes: self.get(F_NNODES),
+            alloc_nodes: self.get(F_ALLOCNODES),
+            req_nodes: self.get(F_REQNODES),
+            req_mem: self.get(F_REQMEM),
+            alloc_gres: self.get(F_ALLOCGRES),
+            req_gres: self.get(F_REQGRES),
+        };
+        let res = resources::resolve(&src).map_err(|(f, m)| bad(f, m))?;
+        // Where each resource came from, noted for the rows kept.
+        let sources = |notes: &mut Skipped| {
+            bump(notes, format!("cpus_from.{}", res.cpu_from));
+            bump(notes, format!("memory_from.{}", res.mem_from));
+            bump(notes, format!("nodes_from.{}", res.nodes_from));
+            bump(notes, format!("gpus_from.{}", res.gpus_from));
+        };
+        let res_field = res.gpus_from.split('_').next().unwrap_or("AllocTRES");
+        let never_assigned = self.get(F_NODELIST) == Some("None assigned");
         let tenant = self
-            .get(ACCOUNT)
-            .or(self.get(USER))
+            .get(F_ACCOUNT)
+            .or(self.get(F_USER))
             .unwrap_or("unknown")
             .to_string();
-        let queue = self.get(PARTITION).map(str::to_string);
-        let qos = self.get(QOS).map(str::to_string);
-        let priority = match self.priority.and_then(|i| self.rec.get(i)).map(str::trim) {
-            None | Some("") => 0,
+        let queue = self.get(F_PARTITION).map(str::to_string);
+        let qos = self.get(F_QOS).map(str::to_string);
+        let priority = match self.get(F_PRIORITY) {
+            None => 0,
             Some(t) => t
                 .parse::<i32>()
-                .map_err(|_| bad(PRIORITY_FIELD, format!("`{t}` is not an integer")))?,
+                .map_err(|_| bad("Priority", format!("`{t}` is not an integer")))?,
         };
-        let time_limit = match (self.get(TLRAW), self.get(TL)) {
+        let time_limit = match (self.get(F_TLRAW), self.get(F_TL)) {
             (Some(raw), _) if raw != "UNLIMITED" && raw != "Partition_Limit" => Some(
                 parse_count::<u64>(raw)
                     .ok()
@@ -606,15 +764,15 @@ impl SacctRows {
             _ => None,
         };
         // Shape: a gang of `node` tasks when that divides the counts.
-        let gpus = u32::try_from(tres.gpus)
-            .map_err(|_| bad(tres_field, "GPU count out of range".into()))?;
-        let nodes = tres.nodes.max(1);
-        let (tasks, per_task) = if tres.nodes >= 1
-            && tres.gpus % nodes == 0
-            && tres.cpu % nodes == 0
+        let gpus =
+            u32::try_from(res.gpus).map_err(|_| bad(res_field, "GPU count out of range".into()))?;
+        let nodes = res.nodes.max(1);
+        let (tasks, per_task) = if res.nodes >= 1
+            && res.gpus % nodes == 0
+            && res.cpu % nodes == 0
             && u32::try_from(nodes).is_ok()
         {
-            (nodes as u32, (tres.gpus / nodes) as u32)
+            (nodes as u32, (res.gpus / nodes) as u32)
         } else if gpus <= 8 {
             (1, gpus)
         } else {
@@ -622,24 +780,31 @@ impl SacctRows {
         };
         let t64 = u64::from(tasks);
         let shape = TaskShape {
-            cpu_milli: tres
+            cpu_milli: res
                 .cpu
                 .div_ceil(t64)
                 .checked_mul(1000)
-                .ok_or_else(|| bad(tres_field, "cpu count out of range".into()))?,
-            mem_mib: tres.mem_mib.div_ceil(t64),
+                .ok_or_else(|| bad(res.cpu_from, "cpu count out of range".into()))?,
+            mem_mib: res.mem_mib.div_ceil(t64),
             ..TaskShape::whole_gpus(per_task)
         };
-        super::native::check_shape(&path, line, &shape, tres_field, tres_field)?;
+        super::native::check_shape(&path, line, &shape, res_field, res_field)?;
         let mut gpu_models = Vec::new();
-        for (ty, _) in &tres.gpu_types {
+        let mut unknown_types = 0;
+        for (ty, _) in &res.gpu_types {
             let up = ty.to_ascii_uppercase();
             if catalog::lookup(&up).is_ok() {
                 gpu_models.push(up);
             } else {
-                bump(notes, "gpu_type_not_in_catalog");
+                unknown_types += 1;
             }
         }
+        let sources = |notes: &mut Skipped| {
+            sources(notes);
+            for _ in 0..unknown_types {
+                bump(notes, "gpu_type_not_in_catalog");
+            }
+        };
         gpu_models.sort();
         gpu_models.dedup();
         let rel = |o: &mut Origin, s: i64, f: &str| {
@@ -663,9 +828,11 @@ impl SacctRows {
             recorded_start: None,
             recorded: RecordedKind::Normal,
         };
+        let start = start.filter(|_| !never_assigned);
         let Some(start) = start else {
             if state_word == "CANCELLED" {
                 job.recorded = RecordedKind::NeverRan;
+                sources(notes);
                 return Ok(Component::NeverRan(Box::new(job)));
             }
             return Ok(Component::Skip("never_started"));
@@ -675,7 +842,7 @@ impl SacctRows {
             (Some(e), _) => e,
             (None, Some(end)) => {
                 if end < start {
-                    return Err(bad("End", "before Start (and no ElapsedRaw)".into()));
+                    return Err(bad("End", "before Start (and no elapsed time)".into()));
                 }
                 (end - start)
                     .checked_mul(1000)
@@ -683,6 +850,7 @@ impl SacctRows {
             }
             (None, None) => return Ok(Component::Skip("end_missing")),
         };
+        sources(notes);
         let end_ms = start_ms
             .checked_add(runtime_ms)
             .ok_or_else(|| bad("ElapsedRaw", "out of range".into()))?;
@@ -824,22 +992,46 @@ impl RowSource for SacctRows {
 
     fn next_row(&mut self, notes: &mut Skipped) -> Option<Result<(u64, Parsed), TraceError>> {
         loop {
-            let read = match self.stash.take() {
-                Some(r) => {
-                    self.rec = r;
-                    Ok(true)
-                }
-                None => self.rdr.read_record(&mut self.rec),
+            let rec = match self.stash.take() {
+                Some(r) => r,
+                None => match self.reader.next_item() {
+                    Ok(None) => {
+                        if let (0, Some((line, fields))) = (self.records, self.first_malformed) {
+                            self.first_malformed = None;
+                            return Some(Err(TraceError::BadRow {
+                                path: self.path.clone(),
+                                line,
+                                message: format!(
+                                    "no row of the file is a sacct record of the {} columns \
+                                     named (this one has {fields} fields): check the header, \
+                                     the sacct_format list and the delimiter",
+                                    self.reader.width()
+                                ),
+                            }));
+                        }
+                        return self.flush_het(notes);
+                    }
+                    Err(e) => return Some(Err(e)),
+                    Ok(Some(Item::Blank)) => {
+                        bump(notes, "blank_line");
+                        continue;
+                    }
+                    Ok(Some(Item::Malformed { line, fields })) => {
+                        notes
+                            .entry("malformed_row.first_line".into())
+                            .or_insert(line);
+                        self.first_malformed.get_or_insert((line, fields));
+                        return Some(Ok((line, Parsed::Skip("malformed_row"))));
+                    }
+                    Ok(Some(Item::Record(r))) => {
+                        self.records += 1;
+                        r
+                    }
+                },
             };
-            match read {
-                Ok(false) => return self.flush_het(notes),
-                Err(e) => return Some(Err(csv_error(&self.path, e))),
-                Ok(true) => {}
-            }
-            if self.is_repeated_header() {
-                continue;
-            }
-            let line = self.rec.position().map(|p| p.line()).unwrap_or(0);
+            let line = rec.line;
+            let repair = rec.repair;
+            self.rec = Some(rec);
             let key = self.het_key();
             // A row of another job ends the heterogeneous job being gathered: emit that first
             // and read this row again on the next call.
@@ -848,8 +1040,13 @@ impl RowSource for SacctRows {
                 .as_ref()
                 .is_some_and(|h| key.as_ref().is_none_or(|(k, _)| *k != h.key))
             {
-                self.stash = Some(std::mem::take(&mut self.rec));
+                self.stash = self.rec.take();
                 return self.flush_het(notes);
+            }
+            match repair {
+                Repair::None => {}
+                Repair::Delimiter => bump(notes, "repaired.delimiter_in_text"),
+                Repair::Newline => bump(notes, "repaired.newline_in_text"),
             }
             let c = match self.component(line, notes) {
                 Ok(c) => c,
@@ -886,16 +1083,9 @@ mod tests {
     }
 
     #[test]
-    fn tres_and_limits() {
-        let t = parse_tres("billing=8,cpu=16,gres/gpu:a100=4,gres/gpu=4,mem=500G,node=2").unwrap();
-        assert_eq!((t.cpu, t.gpus, t.nodes, t.mem_mib), (16, 4, 2, 512_000));
-        assert_eq!(
-            parse_tres("gres/gpu:h100=2,gres/gpu:a100=1").unwrap().gpus,
-            3
-        );
+    fn memory_and_limits() {
         assert_eq!(parse_mem_mib("1.5K").unwrap(), 1);
         assert_eq!(parse_mem_mib("100").unwrap(), 100);
-        assert!(parse_tres("cpu=x").is_err() && parse_tres("cpu").is_err());
         assert_eq!(parse_timelimit("1-00:00:00").unwrap(), Some(86_400));
         assert_eq!(parse_timelimit("02:00:00").unwrap(), Some(7200));
         assert_eq!(parse_timelimit("30:00").unwrap(), Some(1800));
