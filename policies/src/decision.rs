@@ -177,6 +177,9 @@ pub enum PreemptReason {
     /// A queue within its nominal quota takes back what a borrowing queue of its cohort holds
     /// (Kueue `reclaimWithinCohort`).
     Reclaim,
+    /// A job that borrows takes a lower-priority job of a borrowing queue of its cohort
+    /// (Kueue `borrowWithinCohort`, reason `InCohortReclaimWhileBorrowing`).
+    ReclaimWhileBorrowing,
     /// Fair sharing: the victim's queue keeps a larger dominant-resource share than the
     /// preemptor's after the swap (Kueue KEP-1714 rules S2-a / S2-b).
     FairShare,
@@ -191,9 +194,10 @@ pub enum PreemptReason {
 
 impl PreemptReason {
     /// Every reason, in a fixed order.
-    pub const ALL: [PreemptReason; 6] = [
+    pub const ALL: [PreemptReason; 7] = [
         PreemptReason::WithinQueue,
         PreemptReason::Reclaim,
+        PreemptReason::ReclaimWhileBorrowing,
         PreemptReason::FairShare,
         PreemptReason::Tier,
         PreemptReason::Priority,
@@ -205,6 +209,7 @@ impl PreemptReason {
         match self {
             PreemptReason::WithinQueue => "within_queue",
             PreemptReason::Reclaim => "reclaim",
+            PreemptReason::ReclaimWhileBorrowing => "reclaim_while_borrowing",
             PreemptReason::FairShare => "fair_share",
             PreemptReason::Tier => "tier",
             PreemptReason::Priority => "priority",

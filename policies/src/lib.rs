@@ -156,7 +156,10 @@ pub use placement::{
     place_gang, Choice, PlaceCtx, Placement, PlacementCall, PlacementRecorder, ScoreArithmetic,
     TypicalTasks,
 };
-pub use preemption::{minimal_victim_set, PreemptionConfig, VictimKey, VictimTrial};
+pub use preemption::{
+    minimal_victim_set, BorrowWithinCohort, BorrowWithinCohortPolicy, PreemptionConfig,
+    QueuePreemption, VictimKey, VictimTrial,
+};
 pub use queue_order::{OrderCtx, OrderKey, QueueOrder};
 pub use quota::{QuotaError, QuotaSpec, QuotaTree};
 pub use registry::{

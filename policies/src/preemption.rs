@@ -1,6 +1,10 @@
 //! Preemption (the Kubernetes `PostFilter` extension point; Kueue's preemption): whom to evict
 //! so that a job that cannot start now can, and at what cost.
 //!
+//! The rules are the scheduler's ([`PreemptionConfig`]); a queue may carry its own
+//! within-queue, reclaim and borrow-within-cohort rules ([`QueuePreemption`], Kueue's
+//! ClusterQueue `spec.preemption`), which replace them for its jobs as preemptors.
+//!
 //! # When
 //! A job that fits neither quota nor the fleet now, is not best-effort, and has no victims
 //! still terminating for it, looks for victims once per pass and per distinct requirement
@@ -21,6 +25,7 @@
 //! | [`PreemptReason::Tier`] | a job of a strictly lower tier (`tiers = true`) | Borg: best-effort is preempted first |
 //! | [`PreemptReason::WithinQueue`] | same queue, lower priority (or also equal priority and newer) | Kueue `withinClusterQueue` |
 //! | [`PreemptReason::Reclaim`] | another queue of the cohort tree while it borrows in the flavor, the preemptor staying within the nominal quota of its smallest subtree the victim is outside of (its own queue in a one-level cohort) | Kueue `reclaimWithinCohort`, PR #4806 (field cases B05, B06, B01, B22) |
+//! | [`PreemptReason::ReclaimWhileBorrowing`] | another queue of the cohort tree while it borrows in the flavor, of lower priority (and at most the threshold), the reclaim policy allowing it; the preemptor may borrow | Kueue `borrowWithinCohort` (`ReclaimWhileBorrowing` in `classical/hierarchical_preemption.go`) |
 //! | [`PreemptReason::Priority`] | a job of lower capacity rank, in any queue — with quota, only from a queue that borrows (Kueue `borrowWithinCohort`) | kube-scheduler `DefaultPreemption`, Volcano `preempt` (field case B10) |
 //! | [`PreemptReason::Las`] | same, the rank being Tiresias' LAS queue after priority | Tiresias (NSDI'19) |
 //! | [`PreemptReason::FairShare`] | another queue of the cohort tree while it borrows, if the fair-sharing strategy holds | Kueue KEP-1714 |
@@ -31,8 +36,9 @@
 //! back only after the preemptor has itself received more service: Tiresias' time-slicing).
 //!
 //! **Rule P1 (borrowing never grows by preemption)**: with quota, only the fair-sharing rule
-//! (whose strategies bound shares) and the tier rule (whose best-effort victims hold no quota)
-//! may leave the preemptor's queue borrowing more than before; victims taken from other
+//! (whose strategies bound shares), the tier rule (whose best-effort victims hold no quota)
+//! and preemption while borrowing (Kueue's `borrowWithinCohort`, asked for by a queue's own
+//! rules: [`QueuePreemption`]) may leave the preemptor's queue borrowing more than before; victims taken from other
 //! queues under the reclaim, priority or LAS rules require the preemptor to end within its
 //! nominal quota. Without P1, a priority swap inside a borrowing queue (a larger job for a
 //! smaller one) raises that queue's share, fair sharing takes the room back, and three jobs go
@@ -149,6 +155,67 @@ named_enum!(
 );
 
 named_enum!(
+    /// Preempting, in other queues of the cohort, for a job that borrows (Kueue
+    /// `borrowWithinCohort.policy`).
+    BorrowWithinCohortPolicy {
+        /// Never: a victim of another queue is taken only if the preemptor then stays within
+        /// its nominal quota (the reclaim rule).
+        #[default]
+        Never => "never",
+        /// Victims of lower priority (at most [`BorrowWithinCohort::max_priority_threshold`])
+        /// even while the preemptor borrows.
+        LowerPriority => "lower-priority",
+    }
+);
+
+/// Kueue `borrowWithinCohort`: may a job preempt in other queues of its cohort while it
+/// borrows? Only jobs that the reclaim policy also allows, of strictly lower priority than
+/// the preemptor and at most `max_priority_threshold` (Kueue
+/// `pkg/scheduler/preemption/classical/hierarchical_preemption.go`,
+/// `ReclaimWhileBorrowing`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
+pub struct BorrowWithinCohort {
+    /// `never` (default) or `lower-priority`.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub policy: BorrowWithinCohortPolicy,
+    /// Only victims of at most this priority (`None`: any lower priority).
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub max_priority_threshold: Option<i32>,
+}
+
+impl BorrowWithinCohort {
+    /// Whether a victim of priority `victim` may be taken for a borrowing preemptor of
+    /// priority `preemptor`.
+    pub fn allows(&self, victim: i32, preemptor: i32) -> bool {
+        self.policy == BorrowWithinCohortPolicy::LowerPriority
+            && victim < preemptor
+            && self.max_priority_threshold.is_none_or(|t| victim <= t)
+    }
+}
+
+/// A queue's own preemption rules, Kueue's ClusterQueue `spec.preemption`: for a preemptor
+/// of this queue they replace [`PreemptionConfig`]'s `within_queue`,
+/// `reclaim_within_cohort` and `borrow_within_cohort`, and a fair-sharing victim of another
+/// queue must also satisfy `reclaim_within_cohort` (Kueue's fair-sharing candidates are the
+/// reclaim policy's: `findCandidates` in `pkg/scheduler/preemption/preemption.go`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct QueuePreemption {
+    /// Kueue `withinClusterQueue`.
+    pub within_queue: WithinQueue,
+    /// Kueue `reclaimWithinCohort`.
+    pub reclaim_within_cohort: ReclaimWithinCohort,
+    /// Kueue `borrowWithinCohort`.
+    pub borrow_within_cohort: BorrowWithinCohort,
+}
+
+named_enum!(
     /// Cluster-wide priority preemption for capacity (kube-scheduler, Volcano).
     CapacityPreemption {
         /// Never.
@@ -193,6 +260,14 @@ pub struct PreemptionConfig {
     /// Rule P4: a job is a victim at most this many times between two job completions
     /// (anywhere in the fleet). [`DEFAULT_VICTIM_CAP`] unless set.
     pub victim_cap: u32,
+    /// Preempting in other queues of the cohort while borrowing (Kueue
+    /// `borrowWithinCohort`); set per queue ([`QueuePreemption`]).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub borrow_within_cohort: BorrowWithinCohort,
+    /// A fair-sharing victim of another queue must satisfy `reclaim_within_cohort` too (set
+    /// for a queue with its own rules, [`QueuePreemption`]).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub fair_sharing_needs_reclaim: bool,
 }
 
 impl WithinQueue {
@@ -210,11 +285,50 @@ impl WithinQueue {
 }
 
 impl PreemptionConfig {
-    /// True without the tier rule, capacity preemption by priority and the LAS rule: a
-    /// victim can then only come from the within-queue, reclaim and fair-sharing rules,
-    /// which look at the queues alone.
+    /// True without the tier rule, capacity preemption by priority, the LAS rule and
+    /// preemption while borrowing: a victim can then only come from the within-queue,
+    /// reclaim and fair-sharing rules, which look at the queues alone.
     pub(crate) fn queue_rules_only(&self) -> bool {
-        !self.tiers && self.capacity != CapacityPreemption::LowerPriority && self.las.is_none()
+        !self.tiers
+            && self.capacity != CapacityPreemption::LowerPriority
+            && self.las.is_none()
+            && self.borrow_within_cohort.policy == BorrowWithinCohortPolicy::Never
+    }
+
+    /// These rules for a preemptor of a queue with its own rules `q` (`None`: as they are).
+    pub fn for_queue(&self, q: Option<&QueuePreemption>) -> PreemptionConfig {
+        let mut c = self.clone();
+        if let Some(q) = q {
+            c.within_queue = q.within_queue;
+            c.reclaim_within_cohort = q.reclaim_within_cohort;
+            c.borrow_within_cohort = q.borrow_within_cohort;
+            c.fair_sharing_needs_reclaim = true;
+        }
+        c
+    }
+
+    /// Whether the reclaim policy lets a preemptor of priority `preemptor` take a victim of
+    /// priority `victim` in another queue of the cohort.
+    pub(crate) fn reclaim_allows(&self, victim: i32, preemptor: i32) -> bool {
+        match self.reclaim_within_cohort {
+            ReclaimWithinCohort::Never => false,
+            ReclaimWithinCohort::LowerPriority => victim < preemptor,
+            ReclaimWithinCohort::Any => true,
+        }
+    }
+
+    /// Whether the fair-sharing rule may consider a victim of priority `victim` in another
+    /// queue of the cohort (the strategies decide after).
+    pub(crate) fn fair_share_allows(&self, victim: i32, preemptor: i32) -> bool {
+        !self.fair_sharing.is_empty()
+            && (!self.fair_sharing_needs_reclaim || self.reclaim_allows(victim, preemptor))
+    }
+
+    /// Whether preemption while borrowing could take a victim of priority `victim` in
+    /// another queue of the cohort (Kueue: the reclaim policy, and `borrowWithinCohort`).
+    pub(crate) fn borrow_allows(&self, victim: i32, preemptor: i32) -> bool {
+        self.reclaim_allows(victim, preemptor)
+            && self.borrow_within_cohort.allows(victim, preemptor)
     }
 }
 
@@ -233,6 +347,8 @@ impl Default for PreemptionConfig {
             grace: SimDuration::ZERO,
             reclaim_guard: ReclaimGuard::default(),
             victim_cap: DEFAULT_VICTIM_CAP,
+            borrow_within_cohort: BorrowWithinCohort::default(),
+            fair_sharing_needs_reclaim: false,
         }
     }
 }

@@ -484,6 +484,8 @@ impl SchedulerSpec {
             victim_cap: pr
                 .victim_cap
                 .unwrap_or(crate::preemption::DEFAULT_VICTIM_CAP),
+            borrow_within_cohort: Default::default(),
+            fair_sharing_needs_reclaim: false,
         })
     }
 

@@ -468,11 +468,11 @@ pub fn main(cli: Cli) -> Result<()> {
                     list.join(", ")
                 );
             }
-            if let Some(k) = &loaded.scenario.kueue {
-                let cfg = crate::scenario::kueue::load_paths(&k.resolve(&loaded.base_dir))?;
-                for note in cfg.quota().unsimulated {
-                    outln!("  Kueue manifests: {note}");
-                }
+            let gpus = fleet.gpus_by_model.values().sum::<u64>();
+            for note in loaded.scenario.notes.iter().cloned().chain(
+                crate::scenario::kueue::gpu_quota_notes(&loaded.scenario, gpus),
+            ) {
+                outln!("  Kueue manifests: {note}");
             }
             Ok(())
         }

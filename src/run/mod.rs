@@ -287,6 +287,8 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
                 max_gpu_milli: q.max_gpus.map(|g| (g * 1000.0).round() as u64),
                 tier: q.tier.unwrap_or_default(),
                 weight_milli: crate::scenario::policies::weight_milli(q.weight),
+                preemption: q.preemption.map(|p| p.to_rules()),
+                fungibility: q.flavor_fungibility,
             },
             default_time_limit: q.default_time_limit_s.map(|v| SimDuration(secs_to_ms(v))),
             max_time_limit: q.max_time_limit_s.map(|v| SimDuration(secs_to_ms(v))),
@@ -653,6 +655,7 @@ fn run_inner(
             },
         events: node_events,
     } = crate::whatif::fleet::build(loaded, &opts.trace_dir)?;
+    let fleet_gpus: u64 = gpus_by_model.values().sum();
     let (policies, mut cfg) = engine_config(loaded);
     cfg.autoscaling =
         (!autoscaling.is_empty()).then_some(crate::engine::autoscale::AutoscaleConfig {
@@ -958,7 +961,23 @@ fn run_inner(
         crate::report::atomic::write_atomic(&path, text.as_bytes()).map_err(io_err(&path))?;
         complete_set(dir, loaded, opts.seed)?;
     }
-    let warnings = summary.warnings.clone();
+    let warnings = summary
+        .warnings
+        .iter()
+        .cloned()
+        .chain(
+            loaded
+                .scenario
+                .notes
+                .iter()
+                .cloned()
+                .chain(crate::scenario::kueue::gpu_quota_notes(
+                    &loaded.scenario,
+                    fleet_gpus,
+                ))
+                .map(|n| format!("Kueue manifests: {n}")),
+        )
+        .collect();
     let twin = twin.map(|mut t| {
         let queues = result.live.as_ref().map(|l| l.queues.clone());
         t.set_queue_names(queues.unwrap_or_default());

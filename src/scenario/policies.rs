@@ -186,10 +186,31 @@ pub fn quota_tree(loaded: &Loaded, fleet: &FleetState) -> Result<Option<QuotaTre
 /// # Errors
 /// From [`quota_tree`].
 pub fn extensions(loaded: &Loaded, fleet: &FleetState) -> Result<Extensions, ScenarioError> {
-    Ok(loaded
+    let mut ext = loaded
         .scenario
         .policy
-        .extensions(quota_tree(loaded, fleet)?))
+        .extensions(quota_tree(loaded, fleet)?);
+    // Queues with their own preemption rules (Kueue ClusterQueues) preempt even without
+    // `[policy.preemption]`, with Kueue's defaults for the rest.
+    if ext.preemption.is_none()
+        && loaded
+            .scenario
+            .queues
+            .iter()
+            .any(|q| q.preemption.is_some())
+    {
+        ext.preemption = Some(kueue_default_preemption());
+    }
+    Ok(ext)
+}
+
+/// The preemption settings of queues with their own rules when `[policy.preemption]` is
+/// absent: Kueue's (no scheduler-wide rule, no grace, no over-reclaim guard).
+pub fn kueue_default_preemption() -> fleetsim_policies::PreemptionConfig {
+    fleetsim_policies::PreemptionConfig {
+        reclaim_guard: fleetsim_policies::preemption::ReclaimGuard::Off,
+        ..fleetsim_policies::PreemptionConfig::default()
+    }
 }
 
 /// The scenario's node events against the fleet's node names.

@@ -83,6 +83,11 @@ pub struct Scenario {
     /// Inference services beside training (see [`crate::serving`]); none when absent.
     #[serde(default)]
     pub serving: Option<crate::serving::ServingSpec>,
+    /// What the scenario's inputs ask for that fleetsim does not simulate, and the choices
+    /// made for them (Kueue manifests' fields), one sentence each; filled when loaded, not
+    /// a scenario key. `validate` and `run` print them.
+    #[serde(skip)]
+    pub notes: Vec<String>,
 }
 
 /// `[inflation]`: the FGD paper's workload-inflation experiment (Weng et al., ATC'23, §6;
@@ -564,6 +569,54 @@ pub struct QueueSpec {
     /// Each name may belong to one queue only and may not be another queue's name.
     #[serde(default)]
     pub local_queues: Vec<String>,
+    /// The queue's own preemption rules for its jobs as preemptors (Kueue ClusterQueue
+    /// `spec.preemption`); absent: `[policy.preemption]`'s.
+    #[serde(default)]
+    pub preemption: Option<QueuePreemptionSpec>,
+    /// The queue's own flavor fungibility (Kueue ClusterQueue
+    /// `spec.flavorFungibility.whenCanBorrow`): `borrow` or `try-next-flavor`; absent:
+    /// `[policy] flavor_fungibility`.
+    #[serde(default)]
+    pub flavor_fungibility: Option<fleetsim_policies::quota::Fungibility>,
+    /// Where the queue was declared when not in the scenario (a Kueue ClusterQueue:
+    /// `manifests.yaml: ClusterQueue team-a`), for warnings; not a scenario key.
+    #[serde(skip)]
+    pub source: Option<String>,
+}
+
+/// `[queues.preemption]`: a queue's own preemption rules, Kueue's ClusterQueue
+/// `spec.preemption` (<https://kueue.sigs.k8s.io/docs/concepts/preemption/>). For a job of
+/// this queue they replace `[policy.preemption]`'s `within_queue` and
+/// `reclaim_within_cohort`, and a fair-sharing victim in another queue must satisfy
+/// `reclaim_within_cohort` too, as in Kueue. Without `[policy.preemption]`, preemption runs
+/// with Kueue's defaults for everything else: no other rule, no grace period, no over-reclaim
+/// guard (`reclaim_guard = "off"`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueuePreemptionSpec {
+    /// `never` (default), `lower-priority` or `lower-or-newer-equal-priority` (Kueue
+    /// `withinClusterQueue`).
+    #[serde(default)]
+    pub within_queue: fleetsim_policies::preemption::WithinQueue,
+    /// `never` (default), `lower-priority` or `any` (Kueue `reclaimWithinCohort`).
+    #[serde(default)]
+    pub reclaim_within_cohort: fleetsim_policies::preemption::ReclaimWithinCohort,
+    /// Preempting lower-priority jobs of other queues of the cohort while borrowing (Kueue
+    /// `borrowWithinCohort`): `{ policy = "lower-priority", max_priority_threshold = N }`;
+    /// needs `reclaim_within_cohort` other than `never`.
+    #[serde(default)]
+    pub borrow_within_cohort: fleetsim_policies::BorrowWithinCohort,
+}
+
+impl QueuePreemptionSpec {
+    /// The policy crate's rules.
+    pub fn to_rules(self) -> fleetsim_policies::QueuePreemption {
+        fleetsim_policies::QueuePreemption {
+            within_queue: self.within_queue,
+            reclaim_within_cohort: self.reclaim_within_cohort,
+            borrow_within_cohort: self.borrow_within_cohort,
+        }
+    }
 }
 
 /// A resource flavor (Kueue `ResourceFlavor`): a named set of accelerator models that quota

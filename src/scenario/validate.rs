@@ -235,42 +235,13 @@ fn apply_kueue(
         });
     }
     let cfg = super::kueue::load_paths(&paths)?;
-    merge_kueue(scenario, cfg.quota());
+    super::kueue::merge(scenario, cfg.quota());
     let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     validate_quota(scenario, &|field, message| ScenarioError::Invalid {
         origin: format!("{origin} with the Kueue manifests {}", shown.join(", ")),
         field,
         message: message.to_string(),
     })
-}
-
-/// Adds the Kueue manifests' quota settings to a scenario. What the scenario declares
-/// itself wins: a `[[queues]]`, `[[cohorts]]` or `[[flavors]]` entry with the same name as a
-/// ClusterQueue, Cohort or ResourceFlavor replaces it, except that a queue also keeps the
-/// ClusterQueue's LocalQueues as `local_queues`.
-fn merge_kueue(scenario: &mut Scenario, k: super::kueue::KueueQuota) {
-    for q in k.queues {
-        match scenario.queues.iter_mut().find(|e| e.name == q.name) {
-            Some(e) => {
-                for lq in q.local_queues {
-                    if !e.local_queues.contains(&lq) {
-                        e.local_queues.push(lq);
-                    }
-                }
-            }
-            None => scenario.queues.push(q),
-        }
-    }
-    for c in k.cohorts {
-        if !scenario.cohorts.iter().any(|e| e.name == c.name) {
-            scenario.cohorts.push(c);
-        }
-    }
-    for f in k.flavors {
-        if !scenario.flavors.iter().any(|e| e.name == f.name) {
-            scenario.flavors.push(f);
-        }
-    }
 }
 
 /// Validates a scenario given as a parsed TOML value (after `--set` or sweep overrides, see
@@ -664,6 +635,19 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
                         &format!("must be a number ≥ 0, got {v}"),
                     ));
                 }
+            }
+        }
+        if let Some(p) = &q.preemption {
+            use fleetsim_policies::preemption::ReclaimWithinCohort;
+            use fleetsim_policies::BorrowWithinCohortPolicy;
+            if p.borrow_within_cohort.policy != BorrowWithinCohortPolicy::Never
+                && p.reclaim_within_cohort == ReclaimWithinCohort::Never
+            {
+                return Err(bad(
+                    format!("{f}.preemption.borrow_within_cohort"),
+                    "needs `reclaim_within_cohort` other than `never` (Kueue refuses \
+                     reclaimWithinCohort=Never with borrowWithinCohort.policy other than Never)",
+                ));
             }
         }
     }

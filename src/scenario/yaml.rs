@@ -49,6 +49,17 @@ impl Number {
             Number::F64(_) => None,
         }
     }
+
+    /// The number as a `u64`, when it is a non-negative integer that fits.
+    pub fn as_u64(&self) -> Option<u64> {
+        match *self {
+            Number::U64(u) => Some(u),
+            Number::I64(i) => u64::try_from(i).ok(),
+            Number::U128(u) => u64::try_from(u).ok(),
+            Number::I128(i) => u64::try_from(i).ok(),
+            Number::F64(_) => None,
+        }
+    }
 }
 
 impl fmt::Display for Number {
@@ -88,6 +99,11 @@ impl Mapping {
         self.0.iter().map(|(k, _)| k)
     }
 
+    /// The values, in document order.
+    pub fn values(&self) -> impl Iterator<Item = &Value> {
+        self.0.iter().map(|(_, v)| v)
+    }
+
     /// The pairs, in document order.
     pub fn iter(&self) -> impl Iterator<Item = (&Value, &Value)> {
         self.0.iter().map(|(k, v)| (k, v))
@@ -99,7 +115,28 @@ impl Mapping {
     }
 }
 
+impl<'a> IntoIterator for &'a Mapping {
+    type Item = (&'a Value, &'a Value);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, (Value, Value)>,
+        fn(&'a (Value, Value)) -> (&'a Value, &'a Value),
+    >;
+
+    /// The pairs, in document order.
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+}
+
 impl Value {
+    /// The non-negative integer, if this is one that fits a `u64`.
+    pub fn as_u64(&self) -> Option<u64> {
+        match self {
+            Value::Number(n) => n.as_u64(),
+            _ => None,
+        }
+    }
+
     /// The mapping, if this is one.
     pub fn as_mapping(&self) -> Option<&Mapping> {
         match self {

@@ -17,7 +17,9 @@ mod gang_recovery;
 mod hand_computed;
 mod hardening;
 mod inflation;
+
 mod invariants;
+mod kueue_semantics;
 mod las_fixes;
 mod multicell;
 mod parquet;

@@ -27,9 +27,9 @@ use fleetsim_policies::preemption::{
 };
 use fleetsim_policies::quota::{Flavor, FlavorQuota, QuotaNodeSpec, QuotaSpec, ResourceQuota};
 use fleetsim_policies::{
-    AdmissionOrder, Extensions, FleetState, ModelSet, NodeId, PreemptionConfig, QueueConfig,
-    QueueId, QueueOrderKind, QueueingStrategy, QuotaTree, SchedulerConfig, SimDuration, SimTime,
-    TaskShape, Tier,
+    AdmissionOrder, BorrowWithinCohort, BorrowWithinCohortPolicy, Extensions, FleetState, ModelSet,
+    NodeId, PreemptionConfig, QueueConfig, QueueId, QueueOrderKind, QueuePreemption,
+    QueueingStrategy, QuotaTree, SchedulerConfig, SimDuration, SimTime, TaskShape, Tier,
 };
 use proptest::prelude::*;
 
@@ -54,6 +54,39 @@ struct Q {
     borrowing_limit: Option<u8>,
     lending_limit: Option<u8>,
     tier: u8,
+    /// The queue's own preemption rules (Kueue ClusterQueue `spec.preemption`).
+    own: Option<QueuePreemption>,
+}
+
+/// A queue's own rules: within-queue, reclaim and preemption while borrowing (with or
+/// without a priority threshold), Kueue's CEL rule kept (borrowing needs reclaim).
+fn own_rules_strategy() -> impl Strategy<Value = QueuePreemption> {
+    (0usize..3, 0usize..3, 0usize..3).prop_map(|(w, r, b)| {
+        let reclaim_within_cohort = [
+            ReclaimWithinCohort::Never,
+            ReclaimWithinCohort::LowerPriority,
+            ReclaimWithinCohort::Any,
+        ][r];
+        QueuePreemption {
+            within_queue: [
+                WithinQueue::Never,
+                WithinQueue::LowerPriority,
+                WithinQueue::LowerOrNewerEqualPriority,
+            ][w],
+            reclaim_within_cohort,
+            borrow_within_cohort: match (b, reclaim_within_cohort) {
+                (_, ReclaimWithinCohort::Never) | (0, _) => BorrowWithinCohort::default(),
+                (1, _) => BorrowWithinCohort {
+                    policy: BorrowWithinCohortPolicy::LowerPriority,
+                    max_priority_threshold: None,
+                },
+                _ => BorrowWithinCohort {
+                    policy: BorrowWithinCohortPolicy::LowerPriority,
+                    max_priority_threshold: Some(0),
+                },
+            },
+        }
+    })
 }
 
 fn queue_strategy() -> impl Strategy<Value = Q> {
@@ -62,12 +95,14 @@ fn queue_strategy() -> impl Strategy<Value = Q> {
         prop::option::of(0u8..9),
         prop::option::of(0u8..9),
         0u8..3,
+        prop::option::of(own_rules_strategy()),
     )
-        .prop_map(|(nominal, borrowing_limit, lending_limit, tier)| Q {
+        .prop_map(|(nominal, borrowing_limit, lending_limit, tier, own)| Q {
             nominal,
             borrowing_limit,
             lending_limit: lending_limit.map(|l| l.min(nominal)),
             tier,
+            own,
         })
 }
 
@@ -191,6 +226,7 @@ fn simulate(s: &Setup, jobs: &[JobSpec]) -> (RunResult, Vec<JobRow>) {
             config: QueueConfig {
                 strategy: QueueingStrategy::BestEffortFifo,
                 tier: [Tier::BestEffort, Tier::Batch, Tier::Production][s.queues[i].tier as usize],
+                preemption: s.queues[i].own,
                 ..QueueConfig::default()
             },
             default_time_limit: None,
@@ -272,6 +308,8 @@ fn preemption_strategy() -> impl Strategy<Value = PreemptionConfig> {
                 fleetsim_policies::preemption::ReclaimGuard::Off
             },
             victim_cap: fleetsim_policies::preemption::DEFAULT_VICTIM_CAP,
+            borrow_within_cohort: BorrowWithinCohort::default(),
+            fair_sharing_needs_reclaim: false,
         })
 }
 
@@ -405,7 +443,7 @@ proptest! {
     ) {
         let setup = Setup {
             nodes,
-            queues: vec![Q { nominal: 0, borrowing_limit: None, lending_limit: None, tier: 1 }; 3],
+            queues: vec![Q { nominal: 0, borrowing_limit: None, lending_limit: None, tier: 1, own: None }; 3],
             order: QueueOrderKind::Fifo,
             admission: AdmissionOrder::QueueOrder,
             preemption: None,
@@ -790,6 +828,7 @@ fn three_job_preemption_cycle_is_bounded_by_rule_p4() {
         borrowing_limit: None,
         lending_limit: None,
         tier,
+        own: None,
     };
     let j = |queue: u8, tasks: u8, gpus: u8, run_s: u16, prio: i8| J {
         at_s: 0,
@@ -912,18 +951,21 @@ fn checker_arithmetic_rejects_violations() {
             borrowing_limit: Some(1),
             lending_limit: Some(2),
             tier: 1,
+            own: None,
         },
         Q {
             nominal: 4,
             borrowing_limit: None,
             lending_limit: None,
             tier: 1,
+            own: None,
         },
         Q {
             nominal: 0,
             borrowing_limit: None,
             lending_limit: None,
             tier: 1,
+            own: None,
         },
     ];
     let v = quota_violation(&queues, &[6000, 0, 0]).unwrap();

@@ -907,7 +907,10 @@ fn sacct_options_in_a_scenario() {
     let (ok, out) = run("slurm-sacct", "");
     assert!(ok && out.contains("2 jobs"), "{out}");
     let (ok, out) = run("slurm-sacct", ", sacct_strict = true");
-    assert!(!ok && out.contains("line 1") && out.contains("this row has 8"), "{out}");
+    assert!(
+        !ok && out.contains("line 1") && out.contains("this row has 8"),
+        "{out}"
+    );
     let (ok, out) = run("swf", "");
     assert!(!ok && out.contains("workload.trace.sacct_format"), "{out}");
 }

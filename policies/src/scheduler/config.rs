@@ -15,6 +15,14 @@ pub struct QueueConfig {
     /// Fair-share weight in thousandths (1000 = weight 1): divides decayed usage
     /// (`decayed-usage`) and is the queue's shares in Slurm's fair-share factor.
     pub weight_milli: u64,
+    /// The queue's own preemption rules for its jobs as preemptors (Kueue ClusterQueue
+    /// `spec.preemption`); `None`: the scheduler's ([`crate::PreemptionConfig`]).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub preemption: Option<crate::preemption::QueuePreemption>,
+    /// The queue's own flavor fungibility (Kueue ClusterQueue
+    /// `spec.flavorFungibility.whenCanBorrow`); `None`: the scheduler's.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub fungibility: Option<crate::quota::Fungibility>,
 }
 
 impl Default for QueueConfig {
@@ -24,6 +32,8 @@ impl Default for QueueConfig {
             max_gpu_milli: None,
             tier: Tier::Batch,
             weight_milli: 1000,
+            preemption: None,
+            fungibility: None,
         }
     }
 }

@@ -689,6 +689,8 @@ pub(crate) fn try_job(
     if quota_applies {
         let t = c.quota.as_ref().expect("checked");
         let req = request(job);
+        // The queue's own setting (a Kueue ClusterQueue's `whenCanBorrow`) wins.
+        let fungibility = c.queue(job.queue).fungibility.unwrap_or(c.fungibility);
         let mut later = Vec::new();
         for &f in t.queue_flavors(job.queue).expect("checked") {
             let Some(models) = job.models.intersect(t.flavor_models(f)) else {
@@ -696,7 +698,7 @@ pub(crate) fn try_job(
             };
             match t.check(job.queue, f, &req) {
                 QuotaFit::Fits { borrows } => {
-                    if borrows && c.fungibility == Fungibility::TryNextFlavor {
+                    if borrows && fungibility == Fungibility::TryNextFlavor {
                         later.push((Some(f), models));
                     } else {
                         candidates.push((Some(f), models));

@@ -58,7 +58,13 @@ pub(crate) fn preempt_for(
             .collect(),
         _ => vec![(None, job.models)],
     };
-    let cfg = c.preemption.clone().expect("called with preemption on");
+    // The preemptor's queue's own rules replace the scheduler's (Kueue: the preemptor's
+    // ClusterQueue's `spec.preemption`).
+    let cfg = c
+        .preemption
+        .as_ref()
+        .expect("called with preemption on")
+        .for_queue(c.queue(job.queue).preemption.as_ref());
     // The instant the preemption is decided: nothing taken out yet.
     let context = c.contexts.is_some().then(|| context(c, fleet, job.id));
     let rounds: Vec<Option<crate::preemption::FairStrategy>> = if cfg.fair_sharing.is_empty() {
@@ -353,8 +359,13 @@ pub(crate) fn could_preempt(
     let req = request(job);
     let reclaim = cfg.reclaim_within_cohort != ReclaimWithinCohort::Never
         && t.may_reclaim_somewhere(job.queue, f, &req);
-    let fair = !cfg.fair_sharing.is_empty();
-    if !reclaim && !fair {
+    // Preempting while borrowing needs only a borrowing queue of the cohort.
+    let borrow = cfg.borrow_within_cohort.policy != BorrowWithinCohortPolicy::Never
+        && cfg.reclaim_within_cohort != ReclaimWithinCohort::Never;
+    let fair = !cfg.fair_sharing.is_empty()
+        && (!cfg.fair_sharing_needs_reclaim
+            || cfg.reclaim_within_cohort != ReclaimWithinCohort::Never);
+    if !reclaim && !fair && !borrow {
         return false;
     }
     // Both need another queue of the tree that borrows; fair sharing needs its share above
@@ -368,7 +379,7 @@ pub(crate) fn could_preempt(
         q != job.queue
             && t.same_tree(q, job.queue)
             && t.borrows_any(q)
-            && (reclaim || t.drs(q) > preemptor_new)
+            && (reclaim || borrow || (fair && t.drs(q) > preemptor_new))
     })
 }
 
@@ -657,25 +668,23 @@ fn candidates_in(
             Some(PreemptReason::WithinQueue)
         } else if same_tree
             && borrowing
+            && cfg.reclaim_allows(v.priority, job.priority)
             && *queue_info[qi]
                 .as_mut()
                 .expect("set by info")
                 .reclaim
                 .get_or_insert_with(|| reclaimer(v.queue))
-            && match cfg.reclaim_within_cohort {
-                ReclaimWithinCohort::Never => false,
-                ReclaimWithinCohort::LowerPriority => v.priority < job.priority,
-                ReclaimWithinCohort::Any => true,
-            }
         {
             Some(PreemptReason::Reclaim)
+        } else if same_tree && borrowing && cfg.borrow_allows(v.priority, job.priority) {
+            Some(PreemptReason::ReclaimWhileBorrowing)
         } else if capacity_ok && (job_rank > v_rank || (job_rank.0 == v_rank.0 && las_ahead)) {
             Some(if job_rank.0 > v_rank.0 {
                 PreemptReason::Priority
             } else {
                 PreemptReason::Las
             })
-        } else if same_tree && borrowing && !cfg.fair_sharing.is_empty() {
+        } else if same_tree && borrowing && cfg.fair_share_allows(v.priority, job.priority) {
             Some(PreemptReason::FairShare)
         } else {
             None
@@ -1190,7 +1199,9 @@ impl VictimTrial for SimTrial<'_> {
         let cand = &self.cands()[v];
         let rule = cand.rule;
         match rule {
-            PreemptReason::Reclaim | PreemptReason::FairShare => {
+            PreemptReason::Reclaim
+            | PreemptReason::ReclaimWhileBorrowing
+            | PreemptReason::FairShare => {
                 let r = running(self.c, cand.id);
                 let (vq, vf, vreq) = (r.job.queue, r.flavor, r.req);
                 self.quota_checks(rule, vq, vf, &vreq, false)
@@ -1410,7 +1421,9 @@ impl TakenRules {
         out: bool,
     ) {
         let n = match rule {
-            PreemptReason::FairShare | PreemptReason::Tier => return,
+            PreemptReason::FairShare
+            | PreemptReason::Tier
+            | PreemptReason::ReclaimWhileBorrowing => return,
             PreemptReason::WithinQueue => &mut self.within,
             PreemptReason::Priority | PreemptReason::Las if vq == own => &mut self.capacity_own,
             PreemptReason::Priority | PreemptReason::Las => &mut self.capacity_other,
@@ -1489,7 +1502,9 @@ fn quota_ok_by_victim(
 ) -> bool {
     let t = c.quota.as_ref().expect("called with quota");
     !removed.iter().map(|&i| &cands[i]).any(|v| match v.rule {
-        PreemptReason::FairShare | PreemptReason::Tier => false,
+        PreemptReason::FairShare | PreemptReason::Tier | PreemptReason::ReclaimWhileBorrowing => {
+            false
+        }
         PreemptReason::WithinQueue => increases,
         PreemptReason::Reclaim => {
             let vq = running(c, v.id).job.queue;

@@ -23,7 +23,7 @@ use super::*;
 use crate::decision::PreemptReason;
 #[cfg(debug_assertions)]
 use crate::fairshare::Share;
-use crate::preemption::{Candidate, ReclaimWithinCohort};
+use crate::preemption::Candidate;
 
 /// True when the search for `job` in `flavor` can be drawn from the lost-work order: quota
 /// on and kept in order, a flavor, not recorded (a recording context sees the listed
@@ -200,15 +200,10 @@ impl QuotaCursor {
                     continue;
                 }
                 let borrowing = key.flavor.is_some_and(|vf| t.is_borrowing(q, vf));
-                let rule = if borrowing
-                    && reclaim
-                    && match cfg.reclaim_within_cohort {
-                        ReclaimWithinCohort::Never => false,
-                        ReclaimWithinCohort::LowerPriority => key.priority < job.priority,
-                        ReclaimWithinCohort::Any => true,
-                    } {
+                let rule = if borrowing && reclaim && cfg.reclaim_allows(key.priority, job.priority)
+                {
                     PreemptReason::Reclaim
-                } else if borrowing && !cfg.fair_sharing.is_empty() {
+                } else if borrowing && cfg.fair_share_allows(key.priority, job.priority) {
                     PreemptReason::FairShare
                 } else {
                     continue;

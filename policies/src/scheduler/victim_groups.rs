@@ -56,7 +56,12 @@ impl VictimGroups {
         flavor: Option<u16>,
         req: Request,
     ) {
-        if !matches!(rule, PreemptReason::Reclaim | PreemptReason::FairShare) {
+        if !matches!(
+            rule,
+            PreemptReason::Reclaim
+                | PreemptReason::ReclaimWhileBorrowing
+                | PreemptReason::FairShare
+        ) {
             self.of.push(NO_GROUP);
             self.unchecked += 1;
             return;

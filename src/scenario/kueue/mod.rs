@@ -74,13 +74,19 @@
 //! accelerators, `cpu` and `memory`, and WorkloadPriorityClasses (read and validated; job
 //! priorities come from the trace).
 
+mod configuration;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+pub use configuration::{go_duration_ms, ControllerConfig, WaitForPodsReady};
 
 use super::yaml::Value;
 use fleetsim_policies::QueueingStrategy;
 
-use super::schema::{CohortSpec, FlavorQuotaSpec, FlavorSpec, QueueSpec, ResourceQuotaSpec};
+use super::schema::{
+    CohortSpec, FlavorQuotaSpec, FlavorSpec, QueuePreemptionSpec, QueueSpec, ResourceQuotaSpec,
+};
 
 /// The GPU resource name whose quota becomes `max_gpus`.
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
@@ -129,6 +135,13 @@ pub struct ClusterQueue {
     pub strategy: QueueingStrategy,
     /// Quotas.
     pub resource_groups: Vec<ResourceGroup>,
+    /// `spec.preemption` (Kueue's defaults, every policy `Never`, when absent).
+    pub preemption: QueuePreemptionSpec,
+    /// `spec.fairSharing.weight` (`None`: Kueue's default 1).
+    pub fair_sharing_weight: Option<Quantity>,
+    /// `spec.flavorFungibility.whenCanBorrow`, when set: `TryNextFlavor`, or borrowing in
+    /// the first flavor with room (Kueue's default).
+    pub when_can_borrow: Option<fleetsim_policies::quota::Fungibility>,
 }
 
 /// A Cohort object (a node of the cohort tree; cohorts named only by ClusterQueues exist
@@ -141,6 +154,8 @@ pub struct Cohort {
     pub parent: Option<String>,
     /// The cohort's own quotas.
     pub resource_groups: Vec<ResourceGroup>,
+    /// `spec.fairSharing.weight` (`None`: Kueue's default 1).
+    pub fair_sharing_weight: Option<Quantity>,
 }
 
 /// A LocalQueue.
@@ -198,6 +213,8 @@ pub struct KueueConfig {
     pub notes: Vec<String>,
     /// The manifests file (named in errors found later, e.g. a flavor's model).
     pub path: PathBuf,
+    /// The Kueue controller's `Configuration`, when the manifests hold one.
+    pub controller: Option<ControllerConfig>,
 }
 
 /// Kueue kinds that exist upstream but are not read (ignored, counted and noted).
@@ -455,8 +472,233 @@ fn unsimulated_keys(owner: &str, spec: &Value, keys: &[(&str, &str)], notes: &mu
     }
 }
 
-/// Why a key is not simulated: the scenario's `[policy]` stages govern it.
-const BY_POLICY: &str = "the scenario's [policy] stages govern admission order, preemption, fair sharing and flavor selection";
+/// Why admission fair sharing is not simulated.
+const AFS: &str = "admission fair sharing orders a ClusterQueue's workloads by their LocalQueues' decayed usage; in fleetsim a LocalQueue is a name of its ClusterQueue with no usage of its own, and the [policy] queue order decides";
+
+/// A string field that must be one of `allowed` (Kueue's enum values), mapped by position.
+fn enum_field<T: Copy>(
+    c: &Ctx,
+    v: &Value,
+    key: &str,
+    field: &str,
+    allowed: &[(&str, T)],
+    default: T,
+) -> Result<T, KueueError> {
+    match string(c, v, key, field)? {
+        None => Ok(default),
+        Some(s) => allowed
+            .iter()
+            .find(|(n, _)| *n == s)
+            .map(|&(_, t)| t)
+            .ok_or_else(|| {
+                let names: Vec<&str> = allowed.iter().map(|(n, _)| *n).collect();
+                c.err(field, format!("`{s}` is not one of {}", names.join(", ")))
+            }),
+    }
+}
+
+/// `spec.fairSharing` of a ClusterQueue, Cohort or LocalQueue: its `weight` (a Kubernetes
+/// quantity, ≥ 0).
+fn fair_sharing_weight(c: &Ctx, spec: &Value) -> Result<Option<Quantity>, KueueError> {
+    let Some(fs) = get(spec, "fairSharing") else {
+        return Ok(None);
+    };
+    check_keys(c, fs, "spec.fairSharing", &["weight"])?;
+    get(fs, "weight")
+        .map(|w| quantity(c, w, "spec.fairSharing.weight"))
+        .transpose()
+}
+
+/// The first line of `text` holding a Go template action (`{{ … }}`), outside comments: a
+/// Helm chart's template, not a manifest.
+fn template_line(text: &str) -> Option<usize> {
+    text.lines().position(|l| {
+        let code = l.split_once('#').map_or(l, |(a, _)| a);
+        code.find("{{").is_some_and(|i| code[i..].contains("}}"))
+    })
+}
+
+/// The Kueue Configuration a ConfigMap holds (a `data` value that is a `Configuration` of
+/// `config.kueue.x-k8s.io`), if any.
+fn configmap_configuration(v: &Value) -> Option<&str> {
+    if get(v, "kind").and_then(Value::as_str) != Some("ConfigMap") {
+        return None;
+    }
+    let data = get(v, "data")?.as_mapping()?;
+    data.values()
+        .filter_map(Value::as_str)
+        .find(|t| t.contains("config.kueue.x-k8s.io/") && t.contains("kind: Configuration"))
+}
+
+/// Keeps the one Configuration of the manifests (a second one is an error naming it).
+fn set_controller(
+    cfg: &mut KueueConfig,
+    conf: ControllerConfig,
+    c: &Ctx,
+) -> Result<(), KueueError> {
+    if let Some((p, l)) = cfg.controller.as_ref().and_then(|x| x.source.clone()) {
+        return Err(c.err(
+            "kind",
+            format!(
+                "a second Kueue Configuration (the first is at {}: line {l}): give one",
+                p.display()
+            ),
+        ));
+    }
+    cfg.notes.extend(conf.notes.iter().cloned());
+    cfg.controller = Some(conf);
+    Ok(())
+}
+
+/// `spec.flavorFungibility` of a ClusterQueue: `whenCanBorrow` (simulated: the queue's
+/// `flavor_fungibility`), `whenCanPreempt` (Kueue's default `TryNextFlavor` is what fleetsim
+/// does: a job is placed without preemption in any flavor before preempting in the first;
+/// `MayStopSearch` is noted), `preference` (noted).
+fn flavor_fungibility(
+    c: &Ctx,
+    spec: &Value,
+    cq: &str,
+    beta2: bool,
+    notes: &mut Vec<String>,
+) -> Result<Option<fleetsim_policies::quota::Fungibility>, KueueError> {
+    use fleetsim_policies::quota::Fungibility as F;
+    let Some(f) = get(spec, "flavorFungibility") else {
+        return Ok(None);
+    };
+    let base = "spec.flavorFungibility";
+    check_keys(
+        c,
+        f,
+        base,
+        &["whenCanBorrow", "whenCanPreempt", "preference"],
+    )?;
+    // v1beta1 spells the "stop" value `Borrow` / `Preempt`, v1beta2 `MayStopSearch`.
+    let (stop_b, stop_p) = if beta2 {
+        ("MayStopSearch", "MayStopSearch")
+    } else {
+        ("Borrow", "Preempt")
+    };
+    let borrow = get(f, "whenCanBorrow")
+        .map(|_| {
+            enum_field(
+                c,
+                f,
+                "whenCanBorrow",
+                &format!("{base}.whenCanBorrow"),
+                &[(stop_b, F::Borrow), ("TryNextFlavor", F::TryNextFlavor)],
+                F::Borrow,
+            )
+        })
+        .transpose()?;
+    let preempt_stops = enum_field(
+        c,
+        f,
+        "whenCanPreempt",
+        &format!("{base}.whenCanPreempt"),
+        &[(stop_p, true), ("TryNextFlavor", false)],
+        false,
+    )?;
+    if preempt_stops {
+        notes.push(format!(
+            "ClusterQueue {cq}: `{base}.whenCanPreempt: {stop_p}` is not simulated: fleetsim places a job without preemption in any of its flavors before preempting in the first (Kueue's TryNextFlavor)"
+        ));
+    }
+    if get(f, "preference").is_some() {
+        notes.push(format!(
+            "ClusterQueue {cq}: `{base}.preference` is not simulated: when every flavor needs borrowing or preemption, fleetsim borrows in the first flavor that allows it before preempting"
+        ));
+    }
+    Ok(borrow)
+}
+
+/// `spec.preemption` of a ClusterQueue: `withinClusterQueue`, `reclaimWithinCohort`,
+/// `borrowWithinCohort.{policy, maxPriorityThreshold}` (Kueue's API and defaults, and its
+/// rule that `borrowWithinCohort` needs `reclaimWithinCohort` other than `Never`).
+fn preemption(c: &Ctx, spec: &Value) -> Result<QueuePreemptionSpec, KueueError> {
+    use fleetsim_policies::preemption::{ReclaimWithinCohort as R, WithinQueue as W};
+    use fleetsim_policies::{BorrowWithinCohort, BorrowWithinCohortPolicy as B};
+    let Some(p) = get(spec, "preemption") else {
+        return Ok(QueuePreemptionSpec::default());
+    };
+    check_keys(
+        c,
+        p,
+        "spec.preemption",
+        &[
+            "withinClusterQueue",
+            "reclaimWithinCohort",
+            "borrowWithinCohort",
+        ],
+    )?;
+    let within_queue = enum_field(
+        c,
+        p,
+        "withinClusterQueue",
+        "spec.preemption.withinClusterQueue",
+        &[
+            ("Never", W::Never),
+            ("LowerPriority", W::LowerPriority),
+            ("LowerOrNewerEqualPriority", W::LowerOrNewerEqualPriority),
+        ],
+        W::Never,
+    )?;
+    let reclaim_within_cohort = enum_field(
+        c,
+        p,
+        "reclaimWithinCohort",
+        "spec.preemption.reclaimWithinCohort",
+        &[
+            ("Never", R::Never),
+            ("LowerPriority", R::LowerPriority),
+            ("Any", R::Any),
+        ],
+        R::Never,
+    )?;
+    let mut borrow_within_cohort = BorrowWithinCohort::default();
+    if let Some(b) = get(p, "borrowWithinCohort") {
+        let f = "spec.preemption.borrowWithinCohort";
+        check_keys(c, b, f, &["policy", "maxPriorityThreshold"])?;
+        borrow_within_cohort.policy = enum_field(
+            c,
+            b,
+            "policy",
+            &format!("{f}.policy"),
+            &[("Never", B::Never), ("LowerPriority", B::LowerPriority)],
+            B::Never,
+        )?;
+        borrow_within_cohort.max_priority_threshold = match get(b, "maxPriorityThreshold") {
+            None => None,
+            Some(Value::Number(n)) => Some(
+                n.as_i64()
+                    .and_then(|x| i32::try_from(x).ok())
+                    .ok_or_else(|| {
+                        c.err(
+                            &format!("{f}.maxPriorityThreshold"),
+                            "expected a 32-bit integer",
+                        )
+                    })?,
+            ),
+            Some(_) => {
+                return Err(c.err(
+                    &format!("{f}.maxPriorityThreshold"),
+                    "expected a 32-bit integer",
+                ))
+            }
+        };
+        if borrow_within_cohort.policy != B::Never && reclaim_within_cohort == R::Never {
+            return Err(c.err(
+                &format!("{f}.policy"),
+                "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never (Kueue refuses \
+                 this ClusterQueue: preempting while borrowing needs reclaimWithinCohort)",
+            ));
+        }
+    }
+    Ok(QueuePreemptionSpec {
+        within_queue,
+        reclaim_within_cohort,
+        borrow_within_cohort,
+    })
+}
 
 fn resource_groups(
     c: &Ctx,
@@ -707,6 +949,20 @@ struct Doc {
 /// (the file or directory the scenario gives) names the whole in errors about it.
 fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConfig, KueueError> {
     let path = name;
+    // A Helm chart's templates are not manifests: say so before the YAML parser fails on
+    // `{{ … }}` with a message about flow mappings.
+    for (p, text) in sources {
+        if let Some(i) = template_line(text) {
+            return Err(KueueError {
+                path: p.clone(),
+                line: i as u64 + 1,
+                field: "-".into(),
+                message: "this is a template, render it first (helm template …, or the \
+                          chart's own renderer) and give fleetsim the rendered manifests"
+                    .into(),
+            });
+        }
+    }
     // The YAML parser's time grows with the square of the nesting depth: bound it first.
     for (p, text) in sources {
         crate::input_cap::yaml_nesting(text, crate::input_cap::MAX_YAML_DEPTH).map_err(
@@ -843,6 +1099,36 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
     for (di, prefix, v) in &objects {
         let c = ctx(&docs, *di, prefix);
         let (api, kind, name) = kind_of(&c, v)?;
+        if let (Some(version), "Configuration") =
+            (api.strip_prefix("config.kueue.x-k8s.io/"), kind.as_str())
+        {
+            let conf = configuration::parse(&c, v, version)?;
+            set_controller(&mut cfg, conf, &c)?;
+            continue;
+        }
+        if let Some(inner) = configmap_configuration(v) {
+            // Helm's `kueue-manager-config`: the Configuration as a string.
+            let inner_v: Value = super::yaml::from_str(inner).map_err(|e| {
+                c.err(
+                    "data",
+                    format!("the Kueue Configuration in this ConfigMap is not YAML: {e}"),
+                )
+            })?;
+            let version = get(&inner_v, "apiVersion")
+                .and_then(Value::as_str)
+                .and_then(|a| a.strip_prefix("config.kueue.x-k8s.io/"))
+                .unwrap_or("")
+                .to_string();
+            let ic = Ctx {
+                path: c.path,
+                line: c.line_of("data"),
+                text: inner,
+                prefix: "",
+            };
+            let conf = configuration::parse(&ic, &inner_v, &version)?;
+            set_controller(&mut cfg, conf, &c)?;
+            continue;
+        }
         let Some(version) = api.strip_prefix("kueue.x-k8s.io/") else {
             *cfg.ignored.entry(format!("{api}/{kind}")).or_insert(0) += 1;
             continue;
@@ -974,13 +1260,10 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
                     spec,
                     &[
                         ("namespaceSelector", "jobs reach a queue by its name (or a LocalQueue's), from any namespace"),
-                        ("preemption", BY_POLICY),
-                        ("fairSharing", BY_POLICY),
-                        ("flavorFungibility", BY_POLICY),
                         ("stopPolicy", "queues are always active"),
                         ("admissionChecks", "admission checks are not simulated (admission is quota only)"),
                         ("admissionChecksStrategy", "admission checks are not simulated (admission is quota only)"),
-                        ("admissionScope", BY_POLICY),
+                        ("admissionScope", AFS),
                         ("concurrentAdmissionPolicy", "one admission at a time per workload: concurrent admission and flavor migration are not simulated"),
                     ],
                     &mut cfg.notes,
@@ -1010,11 +1293,17 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
                     }
                 };
                 let resource_groups = resource_groups(&c, spec, &flavor_names, cohort.is_some())?;
+                let preemption = preemption(&c, spec)?;
+                let fair_sharing_weight = fair_sharing_weight(&c, spec)?;
+                let when_can_borrow = flavor_fungibility(&c, spec, &name, beta2, &mut cfg.notes)?;
                 let cq = ClusterQueue {
                     name: name.clone(),
                     cohort,
                     strategy,
                     resource_groups,
+                    preemption,
+                    fair_sharing_weight,
+                    when_can_borrow,
                 };
                 if cfg.cluster_queues.insert(name.clone(), cq).is_some() {
                     return Err(dup(&c));
@@ -1027,12 +1316,6 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
                     "spec",
                     &["parent", "parentName", "resourceGroups", "fairSharing"],
                 )?;
-                unsimulated_keys(
-                    &format!("Cohort {name}"),
-                    spec,
-                    &[("fairSharing", BY_POLICY)],
-                    &mut cfg.notes,
-                );
                 let (key, wrong) = if beta2 {
                     ("parentName", "parent")
                 } else {
@@ -1048,6 +1331,7 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
                 let pf = format!("spec.{key}");
                 cohort_lines.insert(name.clone(), (c.path.to_path_buf(), c.line_of(&pf), pf));
                 let resource_groups = resource_groups(&c, spec, &flavor_names, true)?;
+                let fair_sharing_weight = fair_sharing_weight(&c, spec)?;
                 if cfg
                     .cohorts
                     .insert(
@@ -1056,6 +1340,7 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
                             name: name.clone(),
                             parent,
                             resource_groups,
+                            fair_sharing_weight,
                         },
                     )
                     .is_some()
@@ -1075,7 +1360,7 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
                     spec,
                     &[
                         ("stopPolicy", "queues are always active"),
-                        ("fairSharing", BY_POLICY),
+                        ("fairSharing", AFS),
                     ],
                     &mut cfg.notes,
                 );
@@ -1167,6 +1452,7 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
             name: n,
             parent: None,
             resource_groups: Vec::new(),
+            fair_sharing_weight: None,
         });
     }
     for start in cfg.cohorts.keys() {
@@ -1255,6 +1541,10 @@ pub struct KueueQuota {
     pub flavors: Vec<FlavorSpec>,
     /// What was read but is not simulated, one sentence each (printed by `fleetsim validate`).
     pub unsimulated: Vec<String>,
+    /// Fair sharing (the `Configuration`'s `fairSharing`): its preemption strategies. Kueue
+    /// then admits in order of dominant resource share (`[policy] admission_order = "drf"`)
+    /// and preempts across ClusterQueues by these strategies.
+    pub fair_sharing: Option<Vec<fleetsim_policies::preemption::FairStrategy>>,
 }
 
 fn resource_quota(r: &ResourceQuota, scale: f64) -> ResourceQuotaSpec {
@@ -1334,6 +1624,10 @@ impl KueueConfig {
     /// and ClusterQueues in name order, LocalQueues as each queue's `local_queues`.
     pub fn quota(&self) -> KueueQuota {
         let mut notes = self.notes.clone();
+        let fair_sharing = self
+            .controller
+            .as_ref()
+            .and_then(|c| c.fair_sharing.clone());
         let flavors = self
             .flavors
             .values()
@@ -1371,7 +1665,7 @@ impl KueueConfig {
             .map(|c| CohortSpec {
                 name: c.name.clone(),
                 parent: c.parent.clone(),
-                weight: None,
+                weight: c.fair_sharing_weight.map(Quantity::as_f64),
                 flavors: flavor_quotas(
                     &format!("Cohort {}", c.name),
                     &c.resource_groups,
@@ -1383,19 +1677,36 @@ impl KueueConfig {
             .cluster_queues
             .values()
             .map(|cq| QueueSpec {
+                source: Some(format!("ClusterQueue `{}`", cq.name)),
                 name: cq.name.clone(),
                 strategy: Some(cq.strategy),
                 max_gpus: None,
                 default_time_limit_s: None,
                 max_time_limit_s: None,
                 cohort: cq.cohort.clone(),
-                weight: None,
+                weight: cq.fair_sharing_weight.map(Quantity::as_f64),
+                flavor_fungibility: cq.when_can_borrow,
                 tier: None,
                 flavors: flavor_quotas(
                     &format!("ClusterQueue {}", cq.name),
                     &cq.resource_groups,
                     &mut notes,
                 ),
+                preemption: {
+                    let mut p = cq.preemption;
+                    if fair_sharing.is_some()
+                        && p.borrow_within_cohort != fleetsim_policies::BorrowWithinCohort::default()
+                    {
+                        notes.push(format!(
+                            "ClusterQueue {}: `spec.preemption.borrowWithinCohort` is not simulated: Kueue applies it only without fair sharing, and the Configuration turns fair sharing on",
+                            cq.name
+                        ));
+                        p.borrow_within_cohort = Default::default();
+                    }
+                    // Under fair sharing every ClusterQueue's own rules (Kueue's defaults
+                    // too) gate its fair-sharing victims.
+                    (fair_sharing.is_some() || p != QueuePreemptionSpec::default()).then_some(p)
+                },
                 local_queues: {
                     let mut v: Vec<String> = self
                         .local_queues
@@ -1446,8 +1757,159 @@ impl KueueConfig {
             cohorts,
             flavors,
             unsimulated: notes,
+            fair_sharing,
         }
     }
+}
+
+/// Adds the Kueue manifests' settings to a scenario, and their notes to `scenario.notes`.
+/// What the scenario declares itself wins: a `[[queues]]`, `[[cohorts]]` or `[[flavors]]`
+/// entry with the same name as a ClusterQueue, Cohort or ResourceFlavor replaces it, except
+/// that a queue also keeps the ClusterQueue's LocalQueues as `local_queues`.
+///
+/// `[policy]` follows Kueue where the scenario leaves the default: `admission_order` is
+/// `drf` with fair sharing on (the `Configuration`'s `fairSharing`), else `nominal-first`
+/// (Kueue's classic order: workloads that fit their nominal quota before borrowing ones);
+/// with fair
+/// sharing, `[policy.preemption]` gets its strategies (created with Kueue's defaults when
+/// absent). With `[policy.preemption]`, a ClusterQueue without `spec.preemption` takes
+/// Kueue's default (every policy `Never`), not the scenario's rules.
+pub(crate) fn merge(scenario: &mut super::Scenario, k: KueueQuota) {
+    use fleetsim_policies::registry::AdmissionOrder;
+    let mut notes = k.unsimulated.clone();
+    let scenario_preempts = scenario.policy.preemption.is_some();
+    let mut defaulted = Vec::new();
+    for mut q in k.queues {
+        match scenario.queues.iter_mut().find(|e| e.name == q.name) {
+            Some(e) => {
+                for lq in q.local_queues {
+                    if !e.local_queues.contains(&lq) {
+                        e.local_queues.push(lq);
+                    }
+                }
+            }
+            None => {
+                if scenario_preempts && q.preemption.is_none() {
+                    q.preemption = Some(QueuePreemptionSpec::default());
+                    defaulted.push(q.name.clone());
+                }
+                scenario.queues.push(q)
+            }
+        }
+    }
+    if !defaulted.is_empty() {
+        let p = scenario.policy.preemption.as_ref().expect("checked");
+        notes.push(format!(
+            "ClusterQueues {} have no `spec.preemption`: Kueue's default (every policy Never) applies to their jobs as preemptors, not [policy.preemption]'s within_queue = {}, reclaim_within_cohort = {}",
+            defaulted.join(", "),
+            p.within_queue,
+            p.reclaim_within_cohort
+        ));
+    }
+    for c in k.cohorts {
+        if !scenario.cohorts.iter().any(|e| e.name == c.name) {
+            scenario.cohorts.push(c);
+        }
+    }
+    for f in k.flavors {
+        if !scenario.flavors.iter().any(|e| e.name == f.name) {
+            scenario.flavors.push(f);
+        }
+    }
+    let policy = &mut scenario.policy;
+    let want = if k.fair_sharing.is_some() {
+        AdmissionOrder::Drf
+    } else {
+        AdmissionOrder::NominalFirst
+    };
+    if policy.admission_order == AdmissionOrder::QueueOrder {
+        policy.admission_order = want;
+    } else if policy.admission_order != want {
+        notes.push(format!(
+            "[policy] admission_order = {} is the scenario's; Kueue's order here is {want} ({})",
+            policy.admission_order,
+            if want == AdmissionOrder::Drf {
+                "fair sharing is on"
+            } else {
+                "classic: workloads within nominal quota first"
+            }
+        ));
+    }
+    if let Some(strategies) = &k.fair_sharing {
+        match policy.preemption.as_mut() {
+            None => {
+                policy.preemption = Some(fleetsim_policies::spec::PreemptionSpec {
+                    fair_sharing: strategies.clone(),
+                    reclaim_guard: fleetsim_policies::preemption::ReclaimGuard::Off,
+                    ..Default::default()
+                })
+            }
+            Some(p) if p.fair_sharing.is_empty() => p.fair_sharing = strategies.clone(),
+            Some(p) if p.fair_sharing != *strategies => notes.push(format!(
+                "[policy.preemption] fair_sharing = {:?} is the scenario's; the Kueue Configuration's preemptionStrategies are {:?}",
+                p.fair_sharing.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+                strategies.iter().map(|s| s.as_str()).collect::<Vec<_>>()
+            )),
+            Some(_) => {}
+        }
+    }
+    let weighted: Vec<&str> = scenario
+        .queues
+        .iter()
+        .filter(|q| q.source.is_some() && q.weight.is_some())
+        .map(|q| q.name.as_str())
+        .chain(
+            scenario
+                .cohorts
+                .iter()
+                .filter(|c| c.weight.is_some())
+                .map(|c| c.name.as_str()),
+        )
+        .collect();
+    let uses_weights = matches!(
+        scenario.policy.admission_order,
+        AdmissionOrder::Drf | AdmissionOrder::Hdrf | AdmissionOrder::DecayedUsage
+    ) || scenario
+        .policy
+        .preemption
+        .as_ref()
+        .is_some_and(|p| !p.fair_sharing.is_empty());
+    if !weighted.is_empty() && !uses_weights {
+        notes.push(format!(
+            "`spec.fairSharing.weight` of {} has no effect: fair sharing is off (no Kueue Configuration with `fairSharing` among the manifests, and [policy] neither orders nor preempts by share)",
+            weighted.join(", ")
+        ));
+    }
+    scenario.notes.extend(notes);
+}
+
+/// Warnings about a fleet with accelerators whose ClusterQueues give none: Kueue admits no
+/// workload asking for a resource its ClusterQueue does not cover, while fleetsim does not
+/// limit a resource no flavor quota names. `fleet_gpus` is the fleet's accelerator count.
+pub fn gpu_quota_notes(scenario: &super::Scenario, fleet_gpus: u64) -> Vec<String> {
+    if fleet_gpus == 0 {
+        return Vec::new();
+    }
+    let kueue: Vec<&QueueSpec> = scenario
+        .queues
+        .iter()
+        .filter(|q| q.source.is_some())
+        .collect();
+    let without: Vec<&str> = kueue
+        .iter()
+        .filter(|q| q.flavors.iter().all(|f| f.gpus.is_none()))
+        .map(|q| q.name.as_str())
+        .collect();
+    if without.is_empty() {
+        return Vec::new();
+    }
+    let all = without.len() == kueue.len();
+    vec![format!(
+        "{}the fleet has {fleet_gpus} accelerators but ClusterQueue(s) {} cover no accelerator resource ({}): Kueue admits to them no workload that asks for one, while fleetsim does not limit the accelerators of their jobs; add the resource to their resourceGroups",
+        if all { "no ClusterQueue has accelerator quota: " } else { "" },
+        without.join(", "),
+        ACCELERATOR_RESOURCES.join(", ")
+    )]
 }
 
 #[cfg(test)]
@@ -1740,9 +2202,18 @@ metadata:
             .replace("    gpu: h100\n", "    gpu: h100\n  nodeTaints:\n  - key: gpu\n    effect: NoSchedule\n")
             + "---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: AdmissionCheck\nmetadata:\n  name: prov\nspec:\n  controllerName: x\n";
         let c = parse(&text, Path::new("k.yaml")).unwrap();
-        let notes = c.quota().unsimulated;
+        let q = c.quota();
+        let notes = q.unsimulated;
+        // `spec.preemption` is simulated: the queue carries its rules.
+        assert_eq!(
+            q.queues[0].preemption.map(|p| p.within_queue),
+            Some(fleetsim_policies::preemption::WithinQueue::LowerPriority)
+        );
+        assert!(
+            !notes.iter().any(|n| n.contains("spec.preemption")),
+            "{notes:?}"
+        );
         for want in [
-            "ClusterQueue cq-a: `spec.preemption` is not simulated: the scenario's [policy] stages",
             "ClusterQueue cq-a: `spec.stopPolicy` is not simulated",
             "ResourceFlavor h100: `spec.nodeTaints` is not simulated",
             "AdmissionCheck `prov` is not simulated",
