@@ -22,6 +22,7 @@ pub mod check;
 pub mod common;
 pub mod compare;
 pub mod elastic;
+pub mod kueue;
 pub mod sweep;
 pub mod trace;
 
@@ -125,6 +126,9 @@ pub enum Command {
     /// Inspect or convert a trace file.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
+    /// Kueue: simulate manifests on workloads (would my Kueue admit this, when, and why?).
+    #[command(subcommand)]
+    Kueue(kueue::KueueCommand),
 }
 
 /// The error and its causes joined by `: `, leaving out a cause whose text the previous
@@ -173,6 +177,7 @@ pub fn is_bad_input(e: &anyhow::Error) -> bool {
             _ => {}
         }
         c.downcast_ref::<scenario::ScenarioError>().is_some()
+            || c.downcast_ref::<scenario::kueue::KueueError>().is_some()
             || c.downcast_ref::<crate::study::BadInput>().is_some()
             || c.downcast_ref::<crate::fleet::build::BuildError>()
                 .is_some()
@@ -206,6 +211,7 @@ fn load(path: Option<&PathBuf>) -> Result<Loaded> {
 pub fn main(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Trace(cmd) => trace::run(cmd),
+        Command::Kueue(cmd) => kueue::run(cmd),
         Command::Run {
             scenario,
             out,

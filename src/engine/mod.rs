@@ -197,6 +197,33 @@ pub struct EngineConfig {
     pub autoscaling: Option<autoscale::AutoscaleConfig>,
     /// Inference services beside training ([`serving`]); `None`: none.
     pub serving: Option<crate::serving::ServingPlan>,
+    /// Keep every start in [`RunResult::admissions`] (with its quota flavor) and, after
+    /// every instant, each change of a pending job's reason in [`RunResult::reason_log`]
+    /// (`fleetsim kueue simulate`); off by default.
+    pub record_admissions: bool,
+}
+
+/// One start of a job, as [`RunResult::admissions`] keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdmissionEvent {
+    /// When.
+    pub at: SimTime,
+    /// The job's input position.
+    pub seq: u64,
+    /// The quota flavor it is charged in (`None`: no quota).
+    pub flavor: Option<String>,
+}
+
+/// A pending job's reason as of the end of an instant, when it changed
+/// ([`RunResult::reason_log`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReasonChange {
+    /// The instant.
+    pub at: SimTime,
+    /// The job's input position.
+    pub seq: u64,
+    /// Why it waits from then on.
+    pub reason: PendingReason,
 }
 
 /// One run of a job: from its start to the release of its resources (the end of a
@@ -650,6 +677,10 @@ pub struct RunResult {
     pub tenants: Vec<TenantStats>,
     /// Every preemption, when [`EngineConfig::record_preemptions`] is on.
     pub preemption_log: Vec<PreemptionEvent>,
+    /// Every start, when [`EngineConfig::record_admissions`] is on.
+    pub admissions: Vec<AdmissionEvent>,
+    /// Pending reasons as they changed, when [`EngineConfig::record_admissions`] is on.
+    pub reason_log: Vec<ReasonChange>,
     /// Every preemption plan of a scheduling pass (not of the Tiresias-compatible
     /// re-deciding mode), when [`EngineConfig::record_preemptions`] is on.
     pub preemption_plans: Vec<PreemptionPlan>,
@@ -951,6 +982,10 @@ pub struct Simulation {
     replica_waits_ms: Vec<u64>,
     lost_gpu_milli_ms: u128,
     preemption_log: Vec<PreemptionEvent>,
+    admissions: Vec<AdmissionEvent>,
+    reason_log: Vec<ReasonChange>,
+    /// Each pending job's last logged reason, by input position (`record_admissions`).
+    reasons_seen: BTreeMap<u64, PendingReason>,
     preemption_plans: Vec<PreemptionPlan>,
     live: Option<Box<LiveRecord>>,
     quota_log: Vec<QuotaSample>,
@@ -1044,6 +1079,9 @@ impl Simulation {
             replica_waits_ms: Vec::new(),
             lost_gpu_milli_ms: 0,
             preemption_log: Vec::new(),
+            admissions: Vec::new(),
+            reason_log: Vec::new(),
+            reasons_seen: BTreeMap::new(),
             preemption_plans: Vec::new(),
             live: cfg.record_live.then(Box::default),
             quota_log: Vec::new(),
@@ -1629,6 +1667,9 @@ impl Simulation {
             }
             // An interval starting at `t` sees the state after all of `t`'s events.
             self.sample_fragmentation(|b| b <= t);
+            if self.cfg.record_admissions {
+                self.log_reasons(t);
+            }
             if self.cfg.audit_every_instant {
                 self.audit()?;
                 if self.cfg.record_preemptions {
@@ -2003,6 +2044,20 @@ impl Simulation {
         }
     }
 
+    /// Logs the pending jobs whose reason changed at instant `t` (`record_admissions`).
+    fn log_reasons(&mut self, t: SimTime) {
+        let mut now: BTreeMap<u64, PendingReason> = BTreeMap::new();
+        for (job, r) in self.sched.pending_with_reasons() {
+            now.insert(job.seq, r);
+        }
+        for (&seq, &reason) in &now {
+            if self.reasons_seen.get(&seq) != Some(&reason) {
+                self.reason_log.push(ReasonChange { at: t, seq, reason });
+            }
+        }
+        self.reasons_seen = now;
+    }
+
     fn apply(&mut self, d: Decision) -> Result<(), EngineError> {
         let now = self.now;
         match d {
@@ -2083,6 +2138,13 @@ impl Simulation {
                 self.running += 1;
                 self.events
                     .push(now + remaining, EventKind::Finish(job, run));
+                if self.cfg.record_admissions {
+                    self.admissions.push(AdmissionEvent {
+                        at: now,
+                        seq: self.jobs[job.index()].seq,
+                        flavor: self.sched.flavor_of(job).map(str::to_string),
+                    });
+                }
             }
             Decision::Preempt {
                 job,
@@ -2719,6 +2781,8 @@ impl Simulation {
                 t
             },
             preemption_log: std::mem::take(&mut self.preemption_log),
+            admissions: std::mem::take(&mut self.admissions),
+            reason_log: std::mem::take(&mut self.reason_log),
             preemption_plans: std::mem::take(&mut self.preemption_plans),
             quota_log: std::mem::take(&mut self.quota_log),
             autoscaling: self.auto.as_mut().map(|a| a.finish(self.now, &self.fleet)),

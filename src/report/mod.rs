@@ -6,6 +6,7 @@ pub mod batsim;
 pub mod format;
 pub mod html;
 pub mod jobs_csv;
+pub mod kueue;
 pub mod outset;
 pub mod plots;
 pub mod summary;

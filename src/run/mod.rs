@@ -321,6 +321,7 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
         record_runs: s.metrics.outputs.contains(&OutputFormat::Batsim),
         autoscaling: None,
         serving: None,
+        record_admissions: false,
     };
     (policies, cfg)
 }
@@ -571,6 +572,20 @@ pub fn run_scenario(
     }
 }
 
+/// [`run_scenario`] keeping every decision for a per-job account: the preemptions
+/// ([`RunResult::preemption_log`]), the starts with their quota flavor
+/// ([`RunResult::admissions`]) and the pending reasons as they changed
+/// ([`RunResult::reason_log`]), as `fleetsim kueue simulate` reports them.
+///
+/// # Errors
+/// As [`run_scenario`].
+pub fn run_scenario_recorded(loaded: &Loaded, opts: &RunOptions) -> Result<RunOutput, RunError> {
+    match run_inner(loaded, opts, &mut |_, _| {}, Live::Decisions)? {
+        Ran::Output(o, _) => Ok(o),
+        Ran::Twin(_) => unreachable!("Live::Decisions runs the scenario"),
+    }
+}
+
 /// Runs a loaded scenario with [`EngineConfig::record_live`] on, and returns with it a
 /// [`fleetsim_policies::live::LiveState`] built exactly as the run's scheduler and fleet
 /// were before the first event (the same spec, queues, quota tree, spares held out):
@@ -614,6 +629,8 @@ enum Live {
     Record,
     /// Build the twin and stop before running.
     TwinOnly,
+    /// No twin; keep every decision (preemptions, admissions, pending reasons).
+    Decisions,
 }
 
 // Built once per run and matched at once: the size difference does not matter.
@@ -629,7 +646,7 @@ fn run_inner(
     progress: &mut dyn FnMut(u64, SimTime),
     mode: Live,
 ) -> Result<Ran, RunError> {
-    let live = mode != Live::Off;
+    let live = !matches!(mode, Live::Off | Live::Decisions);
     let seed = opts.seed.unwrap_or(loaded.scenario.seed);
     prepare_out_dir(loaded, opts)?;
     // Quota flexibility off: every queue only within its own nominal quota (no cohorts).
@@ -664,6 +681,10 @@ fn run_inner(
             seed,
         });
     cfg.record_live = live;
+    if mode == Live::Decisions {
+        cfg.record_preemptions = true;
+        cfg.record_admissions = true;
+    }
     cfg.serving = serving_plan(loaded, &state, &opts.trace_dir)?;
     let ext = crate::scenario::policies::extensions(loaded, &state)?;
     // The live twin's stages, built the same way (Extensions holds boxed policies: no clone).

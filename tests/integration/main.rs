@@ -20,6 +20,7 @@ mod inflation;
 
 mod invariants;
 mod kueue_semantics;
+mod kueue_simulate;
 mod las_fixes;
 mod multicell;
 mod parquet;

@@ -258,6 +258,20 @@ impl Scheduler {
         self.core.quota.as_ref()
     }
 
+    /// The name of the quota flavor running job `job` is charged in; `None` when it is not
+    /// running, running jobs are not tracked, or it takes no quota.
+    pub fn flavor_of(&self, job: JobId) -> Option<&str> {
+        let f = self
+            .core
+            .running
+            .as_ref()?
+            .get(job.index())?
+            .as_ref()?
+            .flavor?;
+        let t = self.core.quota.as_ref()?;
+        t.flavors().get(f as usize).map(|x| x.name.as_str())
+    }
+
     /// See [`crate::topology::feasible`], with this scheduler's default topology.
     fn topology_feasible(&self, fleet: &FleetState, job: &PendingJob) -> bool {
         crate::topology::feasible(fleet, job, self.core.default_topology)

@@ -75,6 +75,7 @@
 //! priorities come from the trace).
 
 mod configuration;
+pub mod workloads;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -215,6 +216,9 @@ pub struct KueueConfig {
     pub path: PathBuf,
     /// The Kueue controller's `Configuration`, when the manifests hold one.
     pub controller: Option<ControllerConfig>,
+    /// Kubernetes `PriorityClass` objects (`scheduling.k8s.io/v1`): name → `value` (a pod
+    /// template's `priorityClassName` gives a workload its priority).
+    pub pod_priority_classes: BTreeMap<String, i32>,
 }
 
 /// Kueue kinds that exist upstream but are not read (ignored, counted and noted).
@@ -947,8 +951,16 @@ struct Doc {
 
 /// Parses and validates the manifests of `(file, text)` pairs as one configuration; `name`
 /// (the file or directory the scenario gives) names the whole in errors about it.
-fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConfig, KueueError> {
-    let path = name;
+/// An object of the manifests: its document, its place in it (empty, or `items[N].` for
+/// an item of a `List`) and its value.
+type Object = (usize, String, Value);
+
+/// Splits `(file, text)` pairs into their documents and objects: a Helm template is refused,
+/// YAML nesting bounded, `List` exports expanded; null documents left out.
+///
+/// # Errors
+/// A template, a document nested too deep, or bad YAML, naming the file and line.
+fn parse_objects(sources: &[(PathBuf, String)]) -> Result<(Vec<Doc>, Vec<Object>), KueueError> {
     // A Helm chart's templates are not manifests: say so before the YAML parser fails on
     // `{{ … }}` with a message about flow mappings.
     for (p, text) in sources {
@@ -1039,6 +1051,12 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
         }
         objects.push((di, String::new(), v));
     }
+    Ok((docs, objects))
+}
+
+fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConfig, KueueError> {
+    let path = name;
+    let (docs, objects) = parse_objects(sources)?;
     fn ctx<'a>(docs: &'a [Doc], di: usize, prefix: &'a str) -> Ctx<'a> {
         Ctx {
             path: &docs[di].path,
@@ -1104,6 +1122,15 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
         {
             let conf = configuration::parse(&c, v, version)?;
             set_controller(&mut cfg, conf, &c)?;
+            continue;
+        }
+        if (api.as_str(), kind.as_str()) == ("scheduling.k8s.io/v1", "PriorityClass") {
+            let value = match get(v, "value") {
+                Some(Value::Number(n)) => n.as_i64().and_then(|x| i32::try_from(x).ok()),
+                _ => None,
+            }
+            .ok_or_else(|| c.err("value", "expected a 32-bit integer"))?;
+            cfg.pod_priority_classes.insert(name, value);
             continue;
         }
         if let Some(inner) = configmap_configuration(v) {

@@ -1,0 +1,460 @@
+//! The account of `fleetsim kueue simulate`: per workload, when it was admitted, in which
+//! flavor, the preemptions it caused or suffered and why it waited, in Kueue's terms
+//! (ClusterQueue, Cohort, flavor; preemption reasons `InClusterQueue`,
+//! `InCohortReclamation`, `InCohortReclaimWhileBorrowing`, `InCohortFairSharing`); and a
+//! summary per ClusterQueue.
+//!
+//! Modelling choice, stated in every report: fleetsim admits a workload when its quota *and*
+//! the placement of all its pods fit (its start); Kueue reserves quota first and leaves the
+//! pods to kube-scheduler, so where nodes are short a Kueue workload is admitted earlier and
+//! its pods wait as `Pending`. The reasons `no nodes …` below are those waits.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use fleetsim_policies::{PendingReason, PreemptReason};
+use serde::Serialize;
+
+use crate::engine::{FinalState, JobRow, RunResult};
+
+/// Kueue's name of a preemption reason (its `Evicted`/`Preempted` condition reasons);
+/// fleetsim's own rules keep their names.
+pub fn kueue_preempt_reason(r: PreemptReason) -> &'static str {
+    match r {
+        PreemptReason::WithinQueue => "InClusterQueue",
+        PreemptReason::Reclaim => "InCohortReclamation",
+        PreemptReason::ReclaimWhileBorrowing => "InCohortReclaimWhileBorrowing",
+        PreemptReason::FairShare => "InCohortFairSharing",
+        PreemptReason::Tier => "tier (fleetsim)",
+        PreemptReason::Priority => "priority (fleetsim)",
+        PreemptReason::Las => "las (fleetsim)",
+    }
+}
+
+/// What a workload is known by in the account.
+#[derive(Clone, Debug)]
+pub struct WorkloadRef {
+    /// `Kind namespace/name`.
+    pub id: String,
+    /// Its LocalQueue (`namespace/name`), if it names one.
+    pub local_queue: Option<String>,
+    /// Its ClusterQueue, if the LocalQueue exists.
+    pub cluster_queue: Option<String>,
+    /// The ClusterQueue's cohort.
+    pub cohort: Option<String>,
+    /// The ClusterQueue's flavors, in order.
+    pub flavors: Vec<String>,
+    /// What was read and not simulated, or assumed.
+    pub notes: Vec<String>,
+}
+
+/// Why a workload waited, from when to when (seconds since t = 0; `to` `None`: to the end).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PendingSpan {
+    /// Start, s.
+    pub from_s: f64,
+    /// End, s (`None`: still waiting at the end of the run).
+    pub to_s: Option<f64>,
+    /// Kueue's terms.
+    pub reason: String,
+    /// fleetsim's reason name.
+    pub code: String,
+}
+
+/// One preemption, seen from one side.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Preemption {
+    /// When, s.
+    pub at_s: f64,
+    /// The other workload.
+    pub workload: String,
+    /// Kueue's reason name.
+    pub reason: String,
+}
+
+/// One workload's account.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WorkloadAccount {
+    /// `Kind namespace/name`.
+    pub workload: String,
+    /// LocalQueue (`namespace/name`).
+    pub local_queue: Option<String>,
+    /// ClusterQueue.
+    pub cluster_queue: Option<String>,
+    /// Submitted, s.
+    pub submitted_s: f64,
+    /// First admitted (started), s.
+    pub admitted_s: Option<f64>,
+    /// The flavor of its first admission.
+    pub flavor: Option<String>,
+    /// Each later admission (after a preemption), s, with its flavor.
+    pub readmitted: Vec<(f64, Option<String>)>,
+    /// Finished, s.
+    pub finished_s: Option<f64>,
+    /// `COMPLETED_SUCCESSFULLY`, `REJECTED`, `CENSORED`, …
+    pub state: String,
+    /// Why it was rejected or is still pending.
+    pub state_reason: Option<String>,
+    /// Preemptions it caused.
+    pub preempted: Vec<Preemption>,
+    /// Preemptions it suffered.
+    pub preempted_by: Vec<Preemption>,
+    /// Why it waited, over time.
+    pub pending: Vec<PendingSpan>,
+    /// What was read and not simulated, or assumed.
+    pub notes: Vec<String>,
+}
+
+/// One ClusterQueue's summary.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ClusterQueueSummary {
+    /// Name.
+    pub name: String,
+    /// Cohort.
+    pub cohort: Option<String>,
+    /// Workloads submitted to it.
+    pub workloads: u64,
+    /// Admitted at least once.
+    pub admitted: u64,
+    /// Mean time from submit to first admission of those admitted, s.
+    pub mean_wait_s: Option<f64>,
+    /// Longest of those, s.
+    pub max_wait_s: Option<f64>,
+    /// Preemptions its workloads caused.
+    pub preemptions_caused: u64,
+    /// Preemptions its workloads suffered.
+    pub preemptions_suffered: u64,
+    /// Not admitted by the end of the run.
+    pub never_admitted: u64,
+}
+
+/// The whole account.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KueueAccount {
+    /// The fleet simulated, and how it was chosen.
+    pub fleet: String,
+    /// What the manifests ask for that is not simulated, and the choices made.
+    pub notes: Vec<String>,
+    /// Per workload, in submit order.
+    pub workloads: Vec<WorkloadAccount>,
+    /// Per ClusterQueue, by name (`(none)`: workloads without one).
+    pub cluster_queues: Vec<ClusterQueueSummary>,
+}
+
+/// Seconds of a millisecond time.
+fn s(ms: u64) -> f64 {
+    ms as f64 / 1000.0
+}
+
+/// A pending reason in Kueue's terms, for a workload of `w`'s ClusterQueue.
+pub fn kueue_reason(r: PendingReason, w: &WorkloadRef) -> String {
+    let cq = w.cluster_queue.as_deref().unwrap_or("?");
+    let flavors = if w.flavors.is_empty() {
+        String::new()
+    } else {
+        format!(" (flavors {})", w.flavors.join(", "))
+    };
+    let cohort = w.cohort.as_deref();
+    match r {
+        PendingReason::NotTried => "not tried yet (the pass stopped before it)".into(),
+        PendingReason::OverQuota => format!(
+            "couldn't assign flavors: insufficient unused quota in ClusterQueue {cq}{flavors}{}",
+            if cohort.is_none() {
+                "; no cohort to borrow from"
+            } else {
+                ""
+            }
+        ),
+        PendingReason::BorrowingLimit => format!(
+            "couldn't assign flavors: borrowing limit of ClusterQueue {cq}{} reached{flavors}",
+            cohort.map_or(String::new(), |c| format!(" or of Cohort {c}"))
+        ),
+        PendingReason::CohortQuota => format!(
+            "couldn't assign flavors: insufficient unused quota in Cohort {}{flavors}: other ClusterQueues use it",
+            cohort.unwrap_or("?")
+        ),
+        PendingReason::StrictFifoHead => {
+            format!("StrictFIFO: behind the head of ClusterQueue {cq}, which cannot be admitted")
+        }
+        PendingReason::Preempting => {
+            "Pending the preemption of workload(s) (their termination)".into()
+        }
+        PendingReason::NoCapacity => "quota fits; no nodes with room for its pods (Kueue would admit it and kube-scheduler keep its pods Pending)".into(),
+        PendingReason::Fragmentation => "quota fits; the free capacity is fragmented: no node has room for a pod (Kueue would admit it and kube-scheduler keep its pods Pending)".into(),
+        PendingReason::Gang => "quota fits; its pods do not all fit at once (all-or-nothing)".into(),
+        PendingReason::NodeShape => "quota fits; the free capacity is on nodes whose shape cannot hold one of its pods (Kueue would admit it and kube-scheduler keep its pods Pending)".into(),
+        PendingReason::QueueMax => format!("the maximum of queue {cq}"),
+        PendingReason::Reservation => "held back for a backfill reservation".into(),
+    }
+}
+
+/// Builds the account of a run whose jobs are `refs` in input order (`refs[seq]`).
+pub fn account(
+    fleet: String,
+    notes: Vec<String>,
+    refs: &[WorkloadRef],
+    rows: &[JobRow],
+    r: &RunResult,
+) -> KueueAccount {
+    let id = |seq: u64| {
+        refs.get(seq as usize)
+            .map_or_else(|| format!("job {seq}"), |w| w.id.clone())
+    };
+    let mut by_seq: BTreeMap<u64, WorkloadAccount> = BTreeMap::new();
+    for row in rows {
+        let w = &refs[row.id as usize];
+        by_seq.insert(
+            row.id,
+            WorkloadAccount {
+                workload: w.id.clone(),
+                local_queue: w.local_queue.clone(),
+                cluster_queue: w.cluster_queue.clone(),
+                submitted_s: s(row.submit.0),
+                admitted_s: row.start.map(|t| s(t.0)),
+                flavor: None,
+                readmitted: Vec::new(),
+                finished_s: row.finish.map(|t| s(t.0)),
+                state: row.state.as_str().into(),
+                state_reason: match row.state {
+                    FinalState::Rejected | FinalState::Censored | FinalState::RequeuedAtEnd => {
+                        row.reason.clone()
+                    }
+                    _ => None,
+                },
+                preempted: Vec::new(),
+                preempted_by: Vec::new(),
+                pending: Vec::new(),
+                notes: w.notes.clone(),
+            },
+        );
+    }
+    for a in &r.admissions {
+        if let Some(w) = by_seq.get_mut(&a.seq) {
+            if w.flavor.is_none() && w.readmitted.is_empty() && w.admitted_s == Some(s(a.at.0)) {
+                w.flavor = a.flavor.clone();
+            } else {
+                w.readmitted.push((s(a.at.0), a.flavor.clone()));
+            }
+        }
+    }
+    for p in &r.preemption_log {
+        let reason = kueue_preempt_reason(p.reason).to_string();
+        if let Some(w) = by_seq.get_mut(&p.preemptor) {
+            w.preempted.push(Preemption {
+                at_s: s(p.at.0),
+                workload: id(p.victim),
+                reason: reason.clone(),
+            });
+        }
+        if let Some(w) = by_seq.get_mut(&p.victim) {
+            w.preempted_by.push(Preemption {
+                at_s: s(p.at.0),
+                workload: id(p.preemptor),
+                reason,
+            });
+        }
+    }
+    // Pending spans: a reason from its change until the next change or the job's start.
+    let mut starts: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for a in &r.admissions {
+        starts.entry(a.seq).or_default().push(a.at.0);
+    }
+    let mut changes: BTreeMap<u64, Vec<(u64, PendingReason)>> = BTreeMap::new();
+    for c in &r.reason_log {
+        changes.entry(c.seq).or_default().push((c.at.0, c.reason));
+    }
+    for (seq, list) in changes {
+        let Some(w) = by_seq.get_mut(&seq) else {
+            continue;
+        };
+        let st = starts.get(&seq).cloned().unwrap_or_default();
+        let wref = &refs[seq as usize];
+        for (i, &(at, reason)) in list.iter().enumerate() {
+            let next_change = list.get(i + 1).map(|x| x.0);
+            let next_start = st.iter().copied().find(|&t| t >= at);
+            let to = match (next_change, next_start) {
+                (Some(c), Some(t)) => Some(c.min(t)),
+                (a, b) => a.or(b),
+            };
+            if to == Some(at) {
+                continue;
+            }
+            w.pending.push(PendingSpan {
+                from_s: s(at),
+                to_s: to.map(s),
+                reason: kueue_reason(reason, wref),
+                code: reason.as_str().into(),
+            });
+        }
+    }
+    // Per ClusterQueue.
+    let mut cqs: BTreeMap<String, ClusterQueueSummary> = BTreeMap::new();
+    let mut waits: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for (&seq, w) in &by_seq {
+        let wref = &refs[seq as usize];
+        let name = w.cluster_queue.clone().unwrap_or_else(|| "(none)".into());
+        let e = cqs
+            .entry(name.clone())
+            .or_insert_with(|| ClusterQueueSummary {
+                name: name.clone(),
+                cohort: wref.cohort.clone(),
+                ..ClusterQueueSummary::default()
+            });
+        e.workloads += 1;
+        match w.admitted_s {
+            Some(a) => {
+                e.admitted += 1;
+                waits.entry(name).or_default().push(a - w.submitted_s);
+            }
+            None => e.never_admitted += 1,
+        }
+        e.preemptions_caused += w.preempted.len() as u64;
+        e.preemptions_suffered += w.preempted_by.len() as u64;
+    }
+    for (name, ws) in waits {
+        let e = cqs.get_mut(&name).expect("entered above");
+        e.mean_wait_s = Some(ws.iter().sum::<f64>() / ws.len() as f64);
+        e.max_wait_s = ws.iter().copied().reduce(f64::max);
+    }
+    KueueAccount {
+        fleet,
+        notes,
+        workloads: by_seq.into_values().collect(),
+        cluster_queues: cqs.into_values().collect(),
+    }
+}
+
+fn secs(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0} s")
+    } else {
+        format!("{v:.3} s")
+    }
+}
+
+/// The account as text.
+pub fn render(a: &KueueAccount) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "fleet: {}", a.fleet);
+    let _ = writeln!(
+        o,
+        "admission: a workload is admitted when its quota and all its pods' placement fit (fleetsim); Kueue reserves quota first and kube-scheduler places the pods"
+    );
+    if !a.notes.is_empty() {
+        let _ = writeln!(o, "not simulated, or chosen for the manifests:");
+        for n in &a.notes {
+            let _ = writeln!(o, "  - {n}");
+        }
+    }
+    let _ = writeln!(o);
+    for w in &a.workloads {
+        let _ = writeln!(
+            o,
+            "{}  [{} → ClusterQueue {}]",
+            w.workload,
+            w.local_queue.as_deref().unwrap_or("no LocalQueue"),
+            w.cluster_queue.as_deref().unwrap_or("none")
+        );
+        let _ = write!(o, "  submitted {}", secs(w.submitted_s));
+        match w.admitted_s {
+            Some(t) => {
+                let _ = write!(
+                    o,
+                    ", admitted {} (waited {}){}",
+                    secs(t),
+                    secs(t - w.submitted_s),
+                    w.flavor
+                        .as_ref()
+                        .map_or(String::new(), |f| format!(" in flavor {f}"))
+                );
+            }
+            None => {
+                let _ = write!(o, ", never admitted");
+            }
+        }
+        match w.finished_s {
+            Some(t) => {
+                let _ = writeln!(o, ", finished {}", secs(t));
+            }
+            None => {
+                let _ = writeln!(
+                    o,
+                    ": {}{}",
+                    w.state,
+                    w.state_reason
+                        .as_ref()
+                        .map_or(String::new(), |r| format!(" ({r})"))
+                );
+            }
+        }
+        for (t, f) in &w.readmitted {
+            let _ = writeln!(
+                o,
+                "  readmitted {}{}",
+                secs(*t),
+                f.as_ref()
+                    .map_or(String::new(), |f| format!(" in flavor {f}"))
+            );
+        }
+        for p in &w.preempted {
+            let _ = writeln!(
+                o,
+                "  preempted {} at {} ({})",
+                p.workload,
+                secs(p.at_s),
+                p.reason
+            );
+        }
+        for p in &w.preempted_by {
+            let _ = writeln!(
+                o,
+                "  preempted by {} at {} ({})",
+                p.workload,
+                secs(p.at_s),
+                p.reason
+            );
+        }
+        for p in &w.pending {
+            let _ = writeln!(
+                o,
+                "  pending {}–{}: {}",
+                secs(p.from_s),
+                p.to_s.map_or("end".into(), secs),
+                p.reason
+            );
+        }
+        for n in &w.notes {
+            let _ = writeln!(o, "  note: {n}");
+        }
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "{:<24} {:<16} {:>9} {:>8} {:>12} {:>12} {:>7} {:>9} {:>7}",
+        "ClusterQueue",
+        "Cohort",
+        "workloads",
+        "admitted",
+        "mean wait",
+        "max wait",
+        "caused",
+        "suffered",
+        "never"
+    );
+    for q in &a.cluster_queues {
+        let _ = writeln!(
+            o,
+            "{:<24} {:<16} {:>9} {:>8} {:>12} {:>12} {:>7} {:>9} {:>7}",
+            q.name,
+            q.cohort.as_deref().unwrap_or("-"),
+            q.workloads,
+            q.admitted,
+            q.mean_wait_s.map_or("-".into(), secs),
+            q.max_wait_s.map_or("-".into(), secs),
+            q.preemptions_caused,
+            q.preemptions_suffered,
+            q.never_admitted
+        );
+    }
+    o
+}

@@ -1,0 +1,265 @@
+//! `fleetsim kueue simulate` end to end: the Kueue project's own examples (setups and the
+//! workloads that go with them, `tests/fixtures/kueue-upstream`, see its SOURCE.md) run
+//! through it, and a hand-computed account of a preemption in Kueue's terms.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn upstream(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/kueue-upstream/v1beta2")
+        .join(name)
+}
+
+/// Runs `fleetsim kueue simulate … --json` and returns the account.
+fn simulate(args: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_fleetsim"))
+        .args(["kueue", "simulate", "--json"])
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+fn workload<'a>(a: &'a Value, id: &str) -> &'a Value {
+    a["workloads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["workload"] == id)
+        .unwrap_or_else(|| panic!("no workload {id}: {a}"))
+}
+
+/// Each upstream setup with the example workloads written for it, on the fleet derived from
+/// its quota, with a run time of 60 s for every workload (none carries one): each is
+/// admitted at once in the setup's flavor and finishes at 60 s. The TAS example's JobSet
+/// names `user-queue`, which the TAS setup does not declare (it has `tas-user-queue`): it
+/// is rejected as Kueue would leave it, for an unknown LocalQueue.
+#[test]
+fn upstream_examples_run_through_kueue_simulate() {
+    let w = |n: &str| upstream(&format!("workloads/{n}")).display().to_string();
+    let m = |n: &str| upstream(n).display().to_string();
+    /// (setup, its workloads, the workloads admitted with their flavor).
+    type Case<'a> = (&'a str, &'a [&'a str], &'a [(&'a str, &'a str)]);
+    let cases: [Case; 6] = [
+        (
+            "getting-started_quick-start-setup.yaml",
+            &["getting-started_quick-start-job.yaml"],
+            &[("Job default/sample-job", "default-flavor")],
+        ),
+        (
+            "admin_single-clusterqueue-setup.yaml",
+            &[
+                "jobs_sample-job.yaml",
+                "jobs_sample-jobset.yaml",
+                "jobs_ray-job-sample.yaml",
+            ],
+            &[
+                ("Job default/sample-job-1", "default-flavor"),
+                ("JobSet default/sleep-job-1", "default-flavor"),
+                ("RayJob default/rayjob-sample", "default-flavor"),
+            ],
+        ),
+        (
+            "admission-fs_admission-fair-sharing-setup.yaml",
+            &[
+                "admission-fs_lq-a-simple-job.yaml",
+                "admission-fs_lq-b-simple-job.yaml",
+            ],
+            &[
+                ("Job default/sample-job-1", "default-flavor"),
+                ("Job default/sample-job-2", "default-flavor"),
+            ],
+        ),
+        (
+            "admin_shared-quota-setup.yaml",
+            &["admin_shared-quota-sample-job.yaml"],
+            &[("Job default/sample-job-1", "on-demand")],
+        ),
+        (
+            "provisioning_provisioning-setup.yaml",
+            &["provisioning_sample-job.yaml"],
+            &[("Job default/sample-job-1", "default-flavor")],
+        ),
+        (
+            "tas_sample-queues.yaml",
+            &["jobs_sample-jobset-tas-required.yaml"],
+            &[],
+        ),
+    ];
+    for (manifests, workloads, admitted) in cases {
+        let mut args = vec![
+            "--default-runtime".to_string(),
+            "60s".into(),
+            "--manifests".into(),
+            m(manifests),
+            "--workload".into(),
+        ];
+        args.extend(workloads.iter().map(|x| w(x)));
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let a = simulate(&refs);
+        for (id, flavor) in admitted {
+            let x = workload(&a, id);
+            assert_eq!(x["admitted_s"], 0.0, "{manifests}: {id}: {x}");
+            assert_eq!(x["flavor"], *flavor, "{manifests}: {id}: {x}");
+            assert_eq!(x["finished_s"], 60.0, "{manifests}: {id}: {x}");
+        }
+        if admitted.is_empty() {
+            let x = workload(&a, "JobSet default/jobset-tas-required");
+            assert_eq!(
+                (x["state"].as_str(), x["state_reason"].as_str()),
+                (Some("REJECTED"), Some("unknown_queue"))
+            );
+        }
+    }
+}
+
+const MANIFESTS: &str = "apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata:
+  name: h100
+spec:
+  nodeLabels:
+    nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: research
+spec:
+  preemption:
+    withinClusterQueue: LowerPriority
+  resourceGroups:
+  - coveredResources: [\"nvidia.com/gpu\"]
+    flavors:
+    - name: h100
+      resources:
+      - name: nvidia.com/gpu
+        nominalQuota: 8
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata:
+  namespace: ml
+  name: training
+spec:
+  clusterQueue: research
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata:
+  name: urgent
+value: 1000
+";
+
+fn job(name: &str, submit: &str, runtime: &str, pods: u32, gpus: u32, class: &str) -> String {
+    format!(
+        "---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {name}\n  namespace: ml\n  labels:\n    kueue.x-k8s.io/queue-name: training\n{class}  annotations:\n    fleetsim.dev/submit: {submit}\n    fleetsim.dev/runtime: {runtime}\nspec:\n  parallelism: {pods}\n  template:\n    spec:\n      containers:\n      - name: c\n        resources:\n          limits:\n            nvidia.com/gpu: {gpus}\n"
+    )
+}
+
+/// One ClusterQueue of 8 H100 GPUs (`withinClusterQueue: LowerPriority`), the fleet derived
+/// from it: one HGX H100 node. `sweep` (2 pods × 4 GPUs, 1,000 s) starts at 0 s; `fix`
+/// (priority 1,000 from the WorkloadPriorityClass `urgent`, 1 pod × 8 GPUs, 100 s) arrives
+/// at 10 s and preempts it (`InClusterQueue`); it runs 10 → 110. `sweep` waits from 10 s
+/// for the quota `fix` holds, then is readmitted at 110 s and runs from scratch to 1,110 s.
+#[test]
+fn a_preemption_in_kueues_terms() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("k.yaml");
+    std::fs::write(&m, MANIFESTS).unwrap();
+    let w = dir.path().join("jobs.yaml");
+    std::fs::write(
+        &w,
+        job("sweep", "0s", "1000s", 2, 4, "")
+            + &job(
+                "fix",
+                "10s",
+                "100s",
+                1,
+                8,
+                "    kueue.x-k8s.io/priority-class: urgent\n",
+            ),
+    )
+    .unwrap();
+    let a = simulate(&[
+        "--manifests",
+        m.to_str().unwrap(),
+        "--workload",
+        w.to_str().unwrap(),
+    ]);
+    assert!(
+        a["fleet"]
+            .as_str()
+            .unwrap()
+            .contains("1 × hgx-h100 node(s) of 8 H100 for flavor h100"),
+        "{}",
+        a["fleet"]
+    );
+    let sweep = workload(&a, "Job ml/sweep");
+    assert_eq!(
+        (sweep["admitted_s"].as_f64(), sweep["flavor"].as_str()),
+        (Some(0.0), Some("h100"))
+    );
+    assert_eq!(sweep["local_queue"], "ml/training");
+    assert_eq!(sweep["cluster_queue"], "research");
+    assert_eq!(sweep["preempted_by"][0]["workload"], "Job ml/fix");
+    assert_eq!(sweep["preempted_by"][0]["at_s"], 10.0);
+    assert_eq!(sweep["preempted_by"][0]["reason"], "InClusterQueue");
+    assert_eq!(sweep["readmitted"][0][0], 110.0);
+    assert_eq!(sweep["finished_s"], 1110.0);
+    let pending = &sweep["pending"][0];
+    assert_eq!(
+        (pending["from_s"].as_f64(), pending["to_s"].as_f64()),
+        (Some(10.0), Some(110.0))
+    );
+    assert_eq!(
+        pending["reason"],
+        "couldn't assign flavors: insufficient unused quota in ClusterQueue research (flavors h100); no cohort to borrow from"
+    );
+    let fix = workload(&a, "Job ml/fix");
+    assert_eq!(
+        (fix["admitted_s"].as_f64(), fix["finished_s"].as_f64()),
+        (Some(10.0), Some(110.0))
+    );
+    assert_eq!(fix["preempted"][0]["workload"], "Job ml/sweep");
+    let cq = &a["cluster_queues"][0];
+    assert_eq!(
+        (
+            cq["name"].as_str(),
+            cq["workloads"].as_u64(),
+            cq["preemptions_caused"].as_u64(),
+            cq["preemptions_suffered"].as_u64()
+        ),
+        (Some("research"), Some(2), Some(1), Some(1))
+    );
+    // The text account says the same.
+    let out = Command::new(env!("CARGO_BIN_EXE_fleetsim"))
+        .args([
+            "kueue",
+            "simulate",
+            "--manifests",
+            m.to_str().unwrap(),
+            "--workload",
+            w.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "Job ml/sweep  [ml/training → ClusterQueue research]",
+        "  preempted by Job ml/fix at 10 s (InClusterQueue)",
+        "  readmitted 110 s in flavor h100",
+        "  pending 10 s–110 s: couldn't assign flavors: insufficient unused quota in ClusterQueue research",
+    ] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
+}
