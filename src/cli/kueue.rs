@@ -56,6 +56,10 @@ pub struct SimulateArgs {
     /// (`90s`, `30m`, `2h`).
     #[arg(long, value_name = "DURATION")]
     pub default_runtime: Option<String>,
+    /// How long the cluster autoscaler takes to bring nodes for a ProvisioningRequest
+    /// admission check (a duration), for the nodes derived for the flavors it guards.
+    #[arg(long, value_name = "DURATION")]
+    pub provisioning_delay: Option<String>,
     /// Seed of the run's random streams.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -194,7 +198,14 @@ pub fn simulate(a: &SimulateArgs) -> Result<(String, String)> {
             )
         }
         None => {
-            let (fleet, desc) = derive_fleet(&quota)?;
+            let delay_ms = a
+                .provisioning_delay
+                .as_deref()
+                .map(|d| {
+                    k::go_duration_ms(d).map_err(|m| bad(format!("--provisioning-delay: {m}")))
+                })
+                .transpose()?;
+            let (fleet, desc) = derive_fleet(&quota, delay_ms)?;
             let mut t = toml::Table::new();
             t.insert("fleet".into(), toml::Value::Table(fleet));
             (t, desc, std::env::current_dir()?, "<kueue simulate>".into())
@@ -297,11 +308,17 @@ fn workload_ref(
 }
 
 /// Nodes holding the manifests' nominal quota, one node group per ResourceFlavor (see the
-/// module docs), as a `[fleet]` table, and its description.
+/// module docs), as a `[fleet]` table, and its description. A flavor whose nodes a
+/// ProvisioningRequest check provisions is an autoscaled group of as many nodes (none at
+/// the start), each scale-up taking `provisioning_delay_ms`.
 ///
 /// # Errors
-/// Bad input: no quota at all, or a flavor whose model is not in the accelerator catalog.
-pub fn derive_fleet(q: &k::KueueQuota) -> Result<(toml::Table, String)> {
+/// Bad input: no quota at all, a flavor whose model is not in the accelerator catalog, or
+/// a provisioned flavor without a delay.
+pub fn derive_fleet(
+    q: &k::KueueQuota,
+    provisioning_delay_ms: Option<u64>,
+) -> Result<(toml::Table, String)> {
     // Per flavor: nominal accelerators, cores, GiB over every queue and cohort.
     let mut totals: BTreeMap<&str, [f64; 3]> = BTreeMap::new();
     for f in q
@@ -318,6 +335,7 @@ pub fn derive_fleet(q: &k::KueueQuota) -> Result<(toml::Table, String)> {
         }
     }
     let mut nodes = Vec::new();
+    let mut groups = Vec::new();
     let mut desc = Vec::new();
     for (flavor, [g, c, m]) in totals {
         let spec = q.flavors.iter().find(|f| f.name == flavor);
@@ -381,9 +399,38 @@ pub fn derive_fleet(q: &k::KueueQuota) -> Result<(toml::Table, String)> {
         } else {
             continue;
         }
-        nodes.push(toml::Value::Table(node));
+        match q.provisioned.iter().find(|p| p.flavor == flavor) {
+            None => nodes.push(toml::Value::Table(node)),
+            Some(p) => {
+                let Some(delay) = provisioning_delay_ms else {
+                    return Err(bad(format!(
+                        "ClusterQueue {}: AdmissionCheck `{}` ({}) provisions flavor {flavor}'s nodes: give --provisioning-delay (how long your cluster autoscaler takes), or the nodes with --fleet",
+                        p.cluster_queue, p.check, p.class
+                    )));
+                };
+                let count = node.remove("count").expect("set above");
+                let mut group = toml::Table::new();
+                group.insert("name".into(), flavor.into());
+                group.insert("min_nodes".into(), 0.into());
+                group.insert("max_nodes".into(), count);
+                let mut d = toml::Table::new();
+                d.insert("distribution".into(), "fixed".into());
+                d.insert("s".into(), (delay as f64 / 1000.0).into());
+                group.insert("provisioning_delay".into(), toml::Value::Table(d));
+                node.remove("name_prefix");
+                group.insert("node".into(), toml::Value::Table(node));
+                groups.push(toml::Value::Table(group));
+                if let Some(last) = desc.last_mut() {
+                    last.push_str(&format!(
+                        ", provisioned on demand for AdmissionCheck `{}` after {} s (--provisioning-delay)",
+                        p.check,
+                        delay as f64 / 1000.0
+                    ));
+                }
+            }
+        }
     }
-    if nodes.is_empty() {
+    if nodes.is_empty() && groups.is_empty() {
         return Err(bad(
             "the manifests give no nominal quota to derive nodes from: give the fleet with --fleet"
                 .into(),
@@ -392,6 +439,9 @@ pub fn derive_fleet(q: &k::KueueQuota) -> Result<(toml::Table, String)> {
     let mut cell = toml::Table::new();
     cell.insert("name".into(), "kueue".into());
     cell.insert("nodes".into(), toml::Value::Array(nodes));
+    if !groups.is_empty() {
+        cell.insert("autoscaling".into(), toml::Value::Array(groups));
+    }
     let mut fleet = toml::Table::new();
     fleet.insert(
         "cells".into(),

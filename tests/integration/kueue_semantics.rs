@@ -364,3 +364,49 @@ fn refusals_and_warnings_name_object_and_field() {
         "{w:?}"
     );
 }
+
+/// A ProvisioningRequest check (class `best-effort-atomic-scale-up`) on queue `a`'s flavor
+/// `h100`: with an autoscaled group of H100 nodes (none up, 120 s to provision), `j` (8
+/// GPUs, 100 s) submitted at 0 s starts when its node joins: 120 → 220. Without such a
+/// group the check is warned as not simulated and `j` starts on the static node at 0 s.
+#[test]
+fn provisioning_request_check_uses_the_autoscaled_group() {
+    let jobs = format!("{HEADER}j,0,t,a,0,1,8,100\n");
+    let k = format!(
+        "{FLAVOR}{}---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: AdmissionCheck\nmetadata:\n  name: prov\nspec:\n  controllerName: kueue.x-k8s.io/provisioning-request\n  parameters:\n    apiGroup: kueue.x-k8s.io\n    kind: ProvisioningRequestConfig\n    name: cfg\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ProvisioningRequestConfig\nmetadata:\n  name: cfg\nspec:\n  provisioningClassName: best-effort-atomic-scale-up.autoscaling.x-k8s.io\n  retryStrategy:\n    backoffLimitCount: 2\n",
+        cq("a", 8, false, "  admissionChecks: [prov]\n")
+    );
+    let scaled = "[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.autoscaling]]\nname = \"gpu\"\nmin_nodes = 0\nmax_nodes = 1\nnode = { preset = \"hgx-h100\" }\nprovisioning_delay = { distribution = \"fixed\", s = 120 }\n";
+    let out = run(
+        &scenario(scaled, ""),
+        &[("k.yaml", &k), ("jobs.csv", &jobs)],
+    );
+    assert_eq!(span(&out, "j"), (Some(120), Some(220)));
+    assert!(
+        out.warnings
+            .iter()
+            .any(|w| w.contains("simulated by the autoscaled node group(s) c/gpu")),
+        "{:?}",
+        out.warnings
+    );
+    assert!(
+        out.warnings.iter().any(
+            |w| w.contains("ProvisioningRequestConfig cfg: `spec.retryStrategy` not simulated")
+        ),
+        "{:?}",
+        out.warnings
+    );
+    let fixed = run(
+        &scenario(ONE_NODE, ""),
+        &[("k.yaml", &k), ("jobs.csv", &jobs)],
+    );
+    assert_eq!(span(&fixed, "j"), (Some(0), Some(100)));
+    assert!(
+        fixed
+            .warnings
+            .iter()
+            .any(|w| w.contains("no autoscaled node group of its model (H100): not simulated")),
+        "{:?}",
+        fixed.warnings
+    );
+}

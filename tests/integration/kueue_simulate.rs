@@ -263,3 +263,78 @@ fn a_preemption_in_kueues_terms() {
         assert!(text.contains(want), "{want}\n{text}");
     }
 }
+
+/// A ProvisioningRequest admission check of class `best-effort-atomic-scale-up` on flavor
+/// `h100`: its node (8 GPUs) is an autoscaled group of one node, none up at the start,
+/// brought in 300 s (`--provisioning-delay 5m`). `sweep` (2 × 4 GPUs, 1,000 s) submitted at
+/// 0 s is admitted when the node joins: 300 s, finishing at 1,300 s. With class
+/// `check-capacity.autoscaling.x-k8s.io` the node is there from the start (the check only
+/// waits for room): admitted at 0 s. Without a delay the run is refused, naming the check.
+#[test]
+fn provisioning_request_checks_provision_nodes_after_the_delay() {
+    let dir = tempfile::tempdir().unwrap();
+    let with_class = |class: &str| {
+        MANIFESTS.replace(
+            "  preemption:\n    withinClusterQueue: LowerPriority\n",
+            "  admissionChecksStrategy:\n    admissionChecks:\n    - name: prov\n      onFlavors: [h100]\n",
+        ) + &format!(
+            "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: AdmissionCheck\nmetadata:\n  name: prov\nspec:\n  controllerName: kueue.x-k8s.io/provisioning-request\n  parameters:\n    apiGroup: kueue.x-k8s.io\n    kind: ProvisioningRequestConfig\n    name: prov-config\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ProvisioningRequestConfig\nmetadata:\n  name: prov-config\nspec:\n  provisioningClassName: {class}\n"
+        )
+    };
+    let w = dir.path().join("jobs.yaml");
+    std::fs::write(&w, job("sweep", "0s", "1000s", 2, 4, "")).unwrap();
+    let m = dir.path().join("k.yaml");
+    std::fs::write(
+        &m,
+        with_class("best-effort-atomic-scale-up.autoscaling.x-k8s.io"),
+    )
+    .unwrap();
+    let (m, w) = (m.to_str().unwrap(), w.to_str().unwrap());
+    let a = simulate(&[
+        "--manifests",
+        m,
+        "--workload",
+        w,
+        "--provisioning-delay",
+        "5m",
+    ]);
+    let sweep = workload(&a, "Job ml/sweep");
+    assert_eq!(
+        (sweep["admitted_s"].as_f64(), sweep["finished_s"].as_f64()),
+        (Some(300.0), Some(1300.0))
+    );
+    assert!(
+        a["fleet"]
+            .as_str()
+            .unwrap()
+            .contains("provisioned on demand for AdmissionCheck `prov` after 300 s"),
+        "{}",
+        a["fleet"]
+    );
+    assert!(
+        a["notes"].as_array().unwrap().iter().any(|n| n
+            .as_str()
+            .unwrap()
+            .contains("is simulated by the autoscaled node group(s) kueue/h100")),
+        "{}",
+        a["notes"]
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_fleetsim"))
+        .args(["kueue", "simulate", "--manifests", m, "--workload", w])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("AdmissionCheck `prov`")
+            && err.contains("--provisioning-delay"),
+        "{err}"
+    );
+    std::fs::write(
+        dir.path().join("k.yaml"),
+        with_class("check-capacity.autoscaling.x-k8s.io"),
+    )
+    .unwrap();
+    let a = simulate(&["--manifests", m, "--workload", w]);
+    assert_eq!(workload(&a, "Job ml/sweep")["admitted_s"], 0.0);
+}

@@ -74,6 +74,7 @@
 //! accelerators, `cpu` and `memory`, and WorkloadPriorityClasses (read and validated; job
 //! priorities come from the trace).
 
+pub mod checks;
 mod configuration;
 pub mod workloads;
 
@@ -140,6 +141,8 @@ pub struct ClusterQueue {
     pub preemption: QueuePreemptionSpec,
     /// `spec.fairSharing.weight` (`None`: Kueue's default 1).
     pub fair_sharing_weight: Option<Quantity>,
+    /// Admission checks: (AdmissionCheck name, the flavors it guards; empty: all).
+    pub admission_checks: Vec<(String, Vec<String>)>,
     /// `spec.flavorFungibility.whenCanBorrow`, when set: `TryNextFlavor`, or borrowing in
     /// the first flavor with room (Kueue's default).
     pub when_can_borrow: Option<fleetsim_policies::quota::Fungibility>,
@@ -216,19 +219,21 @@ pub struct KueueConfig {
     pub path: PathBuf,
     /// The Kueue controller's `Configuration`, when the manifests hold one.
     pub controller: Option<ControllerConfig>,
+    /// `AdmissionCheck` objects, by name.
+    pub admission_checks: BTreeMap<String, checks::AdmissionCheck>,
+    /// `ProvisioningRequestConfig` objects, by name.
+    pub provisioning_configs: BTreeMap<String, checks::ProvisioningConfig>,
     /// Kubernetes `PriorityClass` objects (`scheduling.k8s.io/v1`): name → `value` (a pod
     /// template's `priorityClassName` gives a workload its priority).
     pub pod_priority_classes: BTreeMap<String, i32>,
 }
 
 /// Kueue kinds that exist upstream but are not read (ignored, counted and noted).
-const OTHER_KINDS: [&str; 6] = [
-    "AdmissionCheck",
+const OTHER_KINDS: [&str; 4] = [
     "Workload",
     "Topology",
     "MultiKueueCluster",
     "MultiKueueConfig",
-    "ProvisioningRequestConfig",
 ];
 
 /// A manifest error: file, line of the field (or of the object, or of the YAML error),
@@ -1113,6 +1118,8 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
     }
     // LocalQueue `namespace/name` → where it is declared (for the cross-reference check).
     let mut lq_at: BTreeMap<String, (usize, String)> = BTreeMap::new();
+    // ClusterQueue → where it is declared (for its admission checks' cross-references).
+    let mut cq_checks_at: BTreeMap<String, (usize, String)> = BTreeMap::new();
     let mut cohort_lines: BTreeMap<String, (PathBuf, u64, String)> = BTreeMap::new();
     for (di, prefix, v) in &objects {
         let c = ctx(&docs, *di, prefix);
@@ -1161,7 +1168,8 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
             continue;
         };
         match kind.as_str() {
-            "ClusterQueue" | "Cohort" | "LocalQueue" | "ResourceFlavor" | "WorkloadPriorityClass" => {}
+            "ClusterQueue" | "Cohort" | "LocalQueue" | "ResourceFlavor" | "WorkloadPriorityClass"
+            | "AdmissionCheck" | "ProvisioningRequestConfig" => {}
             k if OTHER_KINDS.contains(&k) => {
                 *cfg.ignored.entry(format!("{api}/{kind}")).or_insert(0) += 1;
                 cfg.notes.push(format!(
@@ -1174,7 +1182,7 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
                 return Err(c.err(
                     "kind",
                     format!(
-                        "`{kind}` is not a Kueue kind (ClusterQueue, Cohort, LocalQueue, ResourceFlavor, WorkloadPriorityClass, {})",
+                        "`{kind}` is not a Kueue kind (ClusterQueue, Cohort, LocalQueue, ResourceFlavor, WorkloadPriorityClass, AdmissionCheck, ProvisioningRequestConfig, {})",
                         OTHER_KINDS.join(", ")
                     ),
                 ))
@@ -1288,8 +1296,6 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
                     &[
                         ("namespaceSelector", "jobs reach a queue by its name (or a LocalQueue's), from any namespace"),
                         ("stopPolicy", "queues are always active"),
-                        ("admissionChecks", "admission checks are not simulated (admission is quota only)"),
-                        ("admissionChecksStrategy", "admission checks are not simulated (admission is quota only)"),
                         ("admissionScope", AFS),
                         ("concurrentAdmissionPolicy", "one admission at a time per workload: concurrent admission and flavor migration are not simulated"),
                     ],
@@ -1323,6 +1329,8 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
                 let preemption = preemption(&c, spec)?;
                 let fair_sharing_weight = fair_sharing_weight(&c, spec)?;
                 let when_can_borrow = flavor_fungibility(&c, spec, &name, beta2, &mut cfg.notes)?;
+                let admission_checks = checks::cluster_queue_checks(&c, spec)?;
+                cq_checks_at.insert(name.clone(), (*di, prefix.clone()));
                 let cq = ClusterQueue {
                     name: name.clone(),
                     cohort,
@@ -1331,6 +1339,7 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
                     preemption,
                     fair_sharing_weight,
                     when_can_borrow,
+                    admission_checks,
                 };
                 if cfg.cluster_queues.insert(name.clone(), cq).is_some() {
                     return Err(dup(&c));
@@ -1413,6 +1422,18 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
                 );
                 // The ClusterQueue is checked once every object is read (below).
             }
+            "AdmissionCheck" => {
+                let ac = checks::admission_check(&c, &name, spec)?;
+                if cfg.admission_checks.insert(name.clone(), ac).is_some() {
+                    return Err(dup(&c));
+                }
+            }
+            "ProvisioningRequestConfig" => {
+                let pc = checks::provisioning_config(&c, &name, spec)?;
+                if cfg.provisioning_configs.insert(name.clone(), pc).is_some() {
+                    return Err(dup(&c));
+                }
+            }
             "WorkloadPriorityClass" => {
                 let value = match get(v, "value") {
                     Some(Value::Number(n)) => n.as_i64().and_then(|x| i32::try_from(x).ok()),
@@ -1466,6 +1487,30 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
                 "spec.clusterQueue",
                 format!("`{}` is not a declared ClusterQueue", lq.cluster_queue),
             ));
+        }
+    }
+    for cq in cfg.cluster_queues.values() {
+        for (check, on) in &cq.admission_checks {
+            let (di, prefix) = &cq_checks_at[&cq.name];
+            let c = ctx(&docs, *di, prefix);
+            if !cfg.admission_checks.contains_key(check) {
+                cfg.notes.push(format!(
+                    "ClusterQueue {}: AdmissionCheck `{check}` is not among the manifests: Kueue keeps this ClusterQueue inactive (AdmissionCheckNotFound) until it exists; fleetsim admits its workloads without the check",
+                    cq.name
+                ));
+                continue;
+            }
+            let flavors: Vec<&str> = cq
+                .resource_groups
+                .iter()
+                .flat_map(|g| g.flavors.iter().map(|f| f.flavor.as_str()))
+                .collect();
+            if let Some(f) = on.iter().find(|f| !flavors.contains(&f.as_str())) {
+                return Err(c.err(
+                    "spec.admissionChecksStrategy",
+                    format!("onFlavors names `{f}`, not a flavor of this ClusterQueue"),
+                ));
+            }
         }
     }
     let named: Vec<String> = cfg
@@ -1568,6 +1613,8 @@ pub struct KueueQuota {
     pub flavors: Vec<FlavorSpec>,
     /// What was read but is not simulated, one sentence each (printed by `fleetsim validate`).
     pub unsimulated: Vec<String>,
+    /// The flavors whose nodes a ProvisioningRequest check provisions ([`checks`]).
+    pub provisioned: Vec<checks::Provisioned>,
     /// Fair sharing (the `Configuration`'s `fairSharing`): its preemption strategies. Kueue
     /// then admits in order of dominant resource share (`[policy] admission_order = "drf"`)
     /// and preempts across ClusterQueues by these strategies.
@@ -1651,6 +1698,8 @@ impl KueueConfig {
     /// and ClusterQueues in name order, LocalQueues as each queue's `local_queues`.
     pub fn quota(&self) -> KueueQuota {
         let mut notes = self.notes.clone();
+        let (provisioned, check_notes) = self.provisioning();
+        notes.extend(check_notes);
         let fair_sharing = self
             .controller
             .as_ref()
@@ -1785,6 +1834,7 @@ impl KueueConfig {
             flavors,
             unsimulated: notes,
             fair_sharing,
+            provisioned,
         }
     }
 }
@@ -1804,6 +1854,7 @@ impl KueueConfig {
 pub(crate) fn merge(scenario: &mut super::Scenario, k: KueueQuota) {
     use fleetsim_policies::registry::AdmissionOrder;
     let mut notes = k.unsimulated.clone();
+    notes.extend(provisioning_notes(scenario, &k));
     let scenario_preempts = scenario.policy.preemption.is_some();
     let mut defaulted = Vec::new();
     for mut q in k.queues {
@@ -1908,6 +1959,64 @@ pub(crate) fn merge(scenario: &mut super::Scenario, k: KueueQuota) {
         ));
     }
     scenario.notes.extend(notes);
+}
+
+/// How the ProvisioningRequest checks map onto the scenario's fleet: the flavor's nodes must
+/// be an autoscaled node group of its model (see [`checks`]).
+fn provisioning_notes(scenario: &super::Scenario, k: &KueueQuota) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in &k.provisioned {
+        let models: Vec<String> = k
+            .flavors
+            .iter()
+            .chain(&scenario.flavors)
+            .find(|f| f.name == p.flavor)
+            .map(|f| f.models.clone())
+            .unwrap_or_default();
+        let groups: Vec<String> = scenario
+            .fleet
+            .cells
+            .iter()
+            .flat_map(|c| c.autoscaling.iter().map(move |g| (c, g)))
+            .filter(|(_, g)| {
+                let model = g.node.accelerator.clone().or_else(|| {
+                    g.node.preset.as_ref().and_then(|n| {
+                        crate::fleet::build::PRESETS
+                            .iter()
+                            .find(|x| x.name == n.as_str())
+                            .map(|x| x.accelerator.to_string())
+                    })
+                });
+                models.is_empty()
+                    || model.is_some_and(|m| models.iter().any(|x| x.eq_ignore_ascii_case(&m)))
+            })
+            .map(|(c, g)| format!("{}/{}", c.name, g.name))
+            .collect();
+        out.push(if groups.is_empty() {
+            format!(
+                "ClusterQueue {}: AdmissionCheck `{}` ({}) has the cluster autoscaler bring flavor {}'s nodes; the fleet has no autoscaled node group of its model{}: not simulated (its nodes are static); add [[fleet.cells.autoscaling]] with your autoscaler's provisioning_delay",
+                p.cluster_queue,
+                p.check,
+                p.class,
+                p.flavor,
+                if models.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", models.join(", "))
+                }
+            )
+        } else {
+            format!(
+                "ClusterQueue {}: AdmissionCheck `{}` ({}) is simulated by the autoscaled node group(s) {} for flavor {}: nodes come after their provisioning_delay; Kueue reserves the quota meanwhile, fleetsim charges it at the start",
+                p.cluster_queue,
+                p.check,
+                p.class,
+                groups.join(", "),
+                p.flavor
+            )
+        });
+    }
+    out
 }
 
 /// Warnings about a fleet with accelerators whose ClusterQueues give none: Kueue admits no
@@ -2232,6 +2341,7 @@ metadata:
         let q = c.quota();
         let notes = q.unsimulated;
         // `spec.preemption` is simulated: the queue carries its rules.
+        let _ = &c.admission_checks;
         assert_eq!(
             q.queues[0].preemption.map(|p| p.within_queue),
             Some(fleetsim_policies::preemption::WithinQueue::LowerPriority)
@@ -2243,7 +2353,7 @@ metadata:
         for want in [
             "ClusterQueue cq-a: `spec.stopPolicy` is not simulated",
             "ResourceFlavor h100: `spec.nodeTaints` is not simulated",
-            "AdmissionCheck `prov` is not simulated",
+            "ResourceFlavor h100: `spec.nodeTaints` is not simulated",
         ] {
             assert!(
                 notes.iter().any(|n| n.starts_with(want)),
@@ -2255,7 +2365,8 @@ metadata:
             !notes.iter().any(|n| n.contains("namespaceSelector")),
             "{notes:?}"
         );
-        assert_eq!(c.ignored["kueue.x-k8s.io/v1beta1/AdmissionCheck"], 1);
+        // An AdmissionCheck that no ClusterQueue names is read, not ignored.
+        assert_eq!(c.admission_checks["prov"].controller, "x");
     }
 
     #[test]
