@@ -137,11 +137,12 @@ pub fn simulate(a: &SimulateArgs) -> Result<(String, String)> {
         .transpose()?;
     let tmp = TempFile::new()?;
     // The workloads as a native trace, in submit order (ties in file order).
-    let (trace_file, trace_format, mut refs) = match &a.trace {
+    let (trace_file, trace_format, mut refs, jobs) = match &a.trace {
         Some(t) => (
             absolute(t)?,
             a.trace_format
                 .expect("clap: --trace requires --trace-format"),
+            None,
             None,
         ),
         None => {
@@ -157,8 +158,9 @@ pub fn simulate(a: &SimulateArgs) -> Result<(String, String)> {
                 .context("writing the workloads")?;
             let refs: Vec<WorkloadRef> = ws
                 .iter()
-                .map(|w| {
-                    workload_ref(
+                .map(|w| WorkloadRef {
+                    tas_required: w.tas_required.clone(),
+                    ..workload_ref(
                         &cfg,
                         w.id(),
                         w.local_queue
@@ -169,7 +171,10 @@ pub fn simulate(a: &SimulateArgs) -> Result<(String, String)> {
                     )
                 })
                 .collect();
-            (path, TraceFormat::Native, Some(refs))
+            // The run takes the jobs as read (the native trace cannot carry a topology
+            // constraint); the file stands for them in the scenario.
+            let jobs = ws.iter().map(|w| w.job.clone()).collect();
+            (path, TraceFormat::Native, Some(refs), Some(jobs))
         }
     };
     // The scenario: the fleet file's tables, or a fleet derived from the quota.
@@ -245,7 +250,7 @@ pub fn simulate(a: &SimulateArgs) -> Result<(String, String)> {
         out_dir: a.out.clone(),
         keep_rows: true,
     };
-    let out = crate::run::run_scenario_recorded(&loaded, &opts)
+    let out = crate::run::run_scenario_recorded(&loaded, &opts, jobs)
         .context("running the Kueue simulation")?;
     notes.extend(
         out.warnings
@@ -304,6 +309,7 @@ fn workload_ref(
         }),
         cluster_queue,
         notes,
+        tas_required: None,
     }
 }
 

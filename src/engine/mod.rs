@@ -1895,7 +1895,7 @@ impl Simulation {
                 limit
             },
             checkpoint_interval: self.cfg.checkpoint_interval,
-            topology: None,
+            topology: spec.topology,
             ..PendingJob::default()
         };
         let forced_at = match (spec.recorded, self.cfg.mode, spec.recorded_start) {

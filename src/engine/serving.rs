@@ -214,6 +214,7 @@ impl Serving {
             time_limit: None,
             recorded_start: None,
             recorded: RecordedKind::Normal,
+            topology: None,
         };
         Some((spec, s, stop, n as u32))
     }

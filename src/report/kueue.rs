@@ -46,6 +46,9 @@ pub struct WorkloadRef {
     pub flavors: Vec<String>,
     /// What was read and not simulated, or assumed.
     pub notes: Vec<String>,
+    /// What its Topology-Aware Scheduling annotations require (`all its pods in one
+    /// example.com/rack`), if anything.
+    pub tas_required: Option<String>,
 }
 
 /// Why a workload waited, from when to when (seconds since t = 0; `to` `None`: to the end).
@@ -181,7 +184,12 @@ pub fn kueue_reason(r: PendingReason, w: &WorkloadRef) -> String {
         }
         PendingReason::NoCapacity => "quota fits; no nodes with room for its pods (Kueue would admit it and kube-scheduler keep its pods Pending)".into(),
         PendingReason::Fragmentation => "quota fits; the free capacity is fragmented: no node has room for a pod (Kueue would admit it and kube-scheduler keep its pods Pending)".into(),
-        PendingReason::Gang => "quota fits; its pods do not all fit at once (all-or-nothing)".into(),
+        PendingReason::Gang => match &w.tas_required {
+            Some(t) => format!(
+                "quota fits; Topology-Aware Scheduling: no free room for {t} (the pods fit elsewhere)"
+            ),
+            None => "quota fits; its pods do not all fit at once (all-or-nothing)".into(),
+        },
         PendingReason::NodeShape => "quota fits; the free capacity is on nodes whose shape cannot hold one of its pods (Kueue would admit it and kube-scheduler keep its pods Pending)".into(),
         PendingReason::QueueMax => format!("the maximum of queue {cq}"),
         PendingReason::Reservation => "held back for a backfill reservation".into(),

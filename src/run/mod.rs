@@ -575,12 +575,21 @@ pub fn run_scenario(
 /// [`run_scenario`] keeping every decision for a per-job account: the preemptions
 /// ([`RunResult::preemption_log`]), the starts with their quota flavor
 /// ([`RunResult::admissions`]) and the pending reasons as they changed
-/// ([`RunResult::reason_log`]), as `fleetsim kueue simulate` reports them.
+/// ([`RunResult::reason_log`]), as `fleetsim kueue simulate` reports them. With `jobs`, the
+/// run takes these jobs (sorted by submit time) instead of reading the scenario's workload:
+/// fields a trace format cannot carry (a job's own topology constraint) reach the engine.
 ///
 /// # Errors
 /// As [`run_scenario`].
-pub fn run_scenario_recorded(loaded: &Loaded, opts: &RunOptions) -> Result<RunOutput, RunError> {
-    match run_inner(loaded, opts, &mut |_, _| {}, Live::Decisions)? {
+pub fn run_scenario_recorded(
+    loaded: &Loaded,
+    opts: &RunOptions,
+    jobs: Option<Vec<crate::workload::JobSpec>>,
+) -> Result<RunOutput, RunError> {
+    let given = jobs.map(|j| {
+        Box::new(crate::workload::VecStream::new(j, Default::default())) as Box<dyn JobStream>
+    });
+    match run_inner_with(loaded, opts, &mut |_, _| {}, Live::Decisions, given)? {
         Ran::Output(o, _) => Ok(o),
         Ran::Twin(_) => unreachable!("Live::Decisions runs the scenario"),
     }
@@ -646,6 +655,17 @@ fn run_inner(
     progress: &mut dyn FnMut(u64, SimTime),
     mode: Live,
 ) -> Result<Ran, RunError> {
+    run_inner_with(loaded, opts, progress, mode, None)
+}
+
+/// [`run_inner`], the workload given as a stream (`None`: the scenario's).
+fn run_inner_with(
+    loaded: &Loaded,
+    opts: &RunOptions,
+    progress: &mut dyn FnMut(u64, SimTime),
+    mode: Live,
+    given: Option<Box<dyn JobStream>>,
+) -> Result<Ran, RunError> {
     let live = !matches!(mode, Live::Off | Live::Decisions);
     let seed = opts.seed.unwrap_or(loaded.scenario.seed);
     prepare_out_dir(loaded, opts)?;
@@ -703,7 +723,10 @@ fn run_inner(
         &autoscaling,
     )));
     let mut stream: Box<dyn JobStream> = Box::new(LimitCounter {
-        rest: open_workload(loaded, &opts.trace_dir, seed)?,
+        rest: match given {
+            Some(g) => g,
+            None => open_workload(loaded, &opts.trace_dir, seed)?,
+        },
         counts: limit_counts.clone(),
         usable: usable.clone(),
     });

@@ -210,6 +210,7 @@ pub fn open(path: &Path) -> Result<VecStream, TraceError> {
                 time_limit: None,
                 recorded_start: None,
                 recorded: RecordedKind::Normal,
+                topology: None,
             },
             times,
         });

@@ -239,6 +239,7 @@ fn parse_job(
         time_limit: None,
         recorded_start: scheduled.map(SimTime),
         recorded: RecordedKind::Normal,
+        topology: None,
     })
 }
 

@@ -262,6 +262,7 @@ pub fn open_with_job_table(path: &Path, job_path: &Path) -> Result<VecStream, Tr
             time_limit: None,
             recorded_start: None,
             recorded: RecordedKind::Normal,
+            topology: None,
         };
         pending.push((job, *submit, start, end));
     }

@@ -209,6 +209,7 @@ impl HeliosRows {
             time_limit: None,
             recorded_start: None,
             recorded: RecordedKind::Normal,
+            topology: None,
         };
         let Some(start) = start else {
             if state == "CANCELLED" {

@@ -52,6 +52,9 @@ pub struct JobSpec {
     pub recorded_start: Option<SimTime>,
     /// What the trace says about whether and when the job ran.
     pub recorded: RecordedKind,
+    /// The job's own topology constraint (a Kueue workload's Topology-Aware Scheduling
+    /// request); `None`: `[policy.topology]`'s for gangs, else none.
+    pub topology: Option<fleetsim_policies::topology::TopologySpec>,
 }
 
 impl JobSpec {
@@ -72,6 +75,7 @@ impl JobSpec {
             time_limit: None,
             recorded_start: None,
             recorded: RecordedKind::Normal,
+            topology: None,
         }
     }
 

@@ -625,6 +625,7 @@ fn build_row(path: &Path, line: u64, raw: &Raw) -> Result<Row, TraceError> {
         time_limit: time_limit.map(|t| SimDuration(t as u64)),
         recorded_start: None,
         recorded: RecordedKind::Normal,
+        topology: None,
     };
     match (start, end) {
         (None, None) => {

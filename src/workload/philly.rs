@@ -142,6 +142,7 @@ fn parse_row(
             time_limit: None,
             recorded_start: None,
             recorded: RecordedKind::Normal,
+            topology: None,
         },
     })
 }

@@ -376,6 +376,7 @@ fn read(path: &Path, input: Box<dyn Read + Send>) -> Result<VecStream, TraceErro
                 time_limit: None,
                 recorded_start: None,
                 recorded: RecordedKind::Normal,
+                topology: None,
             },
             submit,
             attempts: spans,

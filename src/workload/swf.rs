@@ -306,6 +306,7 @@ impl SwfRows {
             time_limit: limit.map(|l| SimDuration(l as u64)),
             recorded_start: None,
             recorded: RecordedKind::Normal,
+            topology: None,
         };
         match (run, wait) {
             (None, _) => {

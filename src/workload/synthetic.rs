@@ -571,6 +571,7 @@ impl Iterator for SyntheticStream {
             time_limit: None,
             recorded_start: None,
             recorded: RecordedKind::Normal,
+            topology: None,
         }))
     }
 }

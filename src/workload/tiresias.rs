@@ -108,6 +108,7 @@ impl TiresiasRows {
             time_limit: None,
             recorded_start: None,
             recorded: RecordedKind::Normal,
+            topology: None,
         })))
     }
 }

@@ -338,3 +338,152 @@ fn provisioning_request_checks_provision_nodes_after_the_delay() {
     let a = simulate(&["--manifests", m, "--workload", w]);
     assert_eq!(workload(&a, "Job ml/sweep")["admitted_s"], 0.0);
 }
+
+const TAS_MANIFESTS: &str = "apiVersion: kueue.x-k8s.io/v1beta2
+kind: Topology
+metadata:
+  name: racks
+spec:
+  levels:
+  - nodeLabel: example.com/rack
+  - nodeLabel: kubernetes.io/hostname
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata:
+  name: h100
+spec:
+  nodeLabels:
+    nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3
+  topologyName: racks
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: research
+spec:
+  resourceGroups:
+  - coveredResources: [\"nvidia.com/gpu\"]
+    flavors:
+    - name: h100
+      resources:
+      - name: nvidia.com/gpu
+        nominalQuota: 32
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata:
+  namespace: ml
+  name: training
+spec:
+  clusterQueue: research
+";
+
+/// Four HGX H100 nodes: `rack-a-` is one rack (domain) of two nodes, the two `solo-` nodes
+/// are a rack each.
+const TAS_FLEET: &str = "[[fleet.cells]]
+name = \"dc\"
+[[fleet.cells.nodes]]
+preset = \"hgx-h100\"
+count = 2
+nodes_per_domain = 2
+name_prefix = \"rack-a-\"
+[[fleet.cells.nodes]]
+preset = \"hgx-h100\"
+count = 2
+name_prefix = \"solo-\"
+";
+
+/// A JobSet of 2 pods × 8 GPUs running 100 s, its pod template annotated with `annotation`.
+fn jobset(name: &str, submit: &str, annotation: &str) -> String {
+    let ann = if annotation.is_empty() {
+        String::new()
+    } else {
+        format!("          metadata:\n            annotations:\n              {annotation}\n")
+    };
+    format!(
+        "---\napiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata:\n  name: {name}\n  namespace: ml\n  labels:\n    kueue.x-k8s.io/queue-name: training\n  annotations:\n    fleetsim.dev/submit: {submit}\n    fleetsim.dev/runtime: 100s\nspec:\n  replicatedJobs:\n  - name: workers\n    replicas: 1\n    template:\n      spec:\n        parallelism: 2\n        template:\n{ann}          spec:\n            containers:\n            - name: c\n              resources:\n                limits:\n                  nvidia.com/gpu: 8\n"
+    )
+}
+
+/// Topology-Aware Scheduling: the Topology `racks` (example.com/rack over the hostname)
+/// maps the rack to fleetsim's domain. `a` and `b` (2 pods × 8 GPUs each, 100 s) require
+/// one rack (`podset-required-topology: example.com/rack`); `c` asks for nothing. Only
+/// `rack-a` holds two nodes: `a` (0 s) takes it; `b` (1 s) fits the quota (16 of 32 GPUs
+/// free) and the solo nodes' 16 free GPUs, but no rack, so it waits for `a` to finish and
+/// runs 100 → 200 s; `c` (2 s) takes the two solo nodes at once. Without the annotations
+/// `b` is admitted on the solo nodes at 1 s and `c` waits for `a`: 100 s.
+#[test]
+fn a_required_topology_waits_for_a_whole_rack() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("k.yaml");
+    std::fs::write(&m, TAS_MANIFESTS).unwrap();
+    let f = dir.path().join("fleet.toml");
+    std::fs::write(&f, TAS_FLEET).unwrap();
+    let rack = "kueue.x-k8s.io/podset-required-topology: example.com/rack";
+    for (tas, b_at, c_at) in [(true, 100.0, 2.0), (false, 1.0, 100.0)] {
+        let ann = if tas { rack } else { "" };
+        let w = dir.path().join("jobs.yaml");
+        std::fs::write(
+            &w,
+            jobset("a", "0s", ann) + &jobset("b", "1s", ann) + &jobset("c", "2s", ""),
+        )
+        .unwrap();
+        let a = simulate(&[
+            "--manifests",
+            m.to_str().unwrap(),
+            "--workload",
+            w.to_str().unwrap(),
+            "--fleet",
+            f.to_str().unwrap(),
+        ]);
+        let at = |n: &str| workload(&a, &format!("JobSet ml/{n}"))["admitted_s"].as_f64();
+        assert_eq!(
+            (at("a"), at("b"), at("c")),
+            (Some(0.0), Some(b_at), Some(c_at)),
+            "tas {tas}"
+        );
+        if tas {
+            assert_eq!(
+                workload(&a, "JobSet ml/b")["pending"][0]["reason"],
+                "quota fits; Topology-Aware Scheduling: no free room for all its pods in one example.com/rack (the pods fit elsewhere)"
+            );
+            assert!(
+                a["notes"].as_array().unwrap().iter().any(|n| n
+                    .as_str()
+                    .unwrap()
+                    .contains("example.com/rack = domain, kubernetes.io/hostname = node")),
+                "{}",
+                a["notes"]
+            );
+        }
+    }
+    // A level the flavor's Topology does not have: Kueue never admits it; refused, naming it.
+    let w = dir.path().join("bad.yaml");
+    std::fs::write(
+        &w,
+        jobset(
+            "a",
+            "0s",
+            "kueue.x-k8s.io/podset-required-topology: example.com/zone",
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fleetsim"))
+        .args(["kueue", "simulate", "--manifests", m.to_str().unwrap()])
+        .args([
+            "--workload",
+            w.to_str().unwrap(),
+            "--fleet",
+            f.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("example.com/zone")
+            && err.contains("no such level (example.com/rack, kubernetes.io/hostname)"),
+        "{err}"
+    );
+}

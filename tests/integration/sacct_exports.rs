@@ -628,6 +628,7 @@ fn generate(seed: u64, rows: u64) -> Dump {
             time_limit: Some(SimDuration::from_secs(limit_min * 60)),
             recorded_start: Some(SimTime::from_secs(start)),
             recorded: RecordedKind::Normal,
+            topology: None,
         };
         if het {
             // Two components of one shape: one gang of 2 × nodes tasks.

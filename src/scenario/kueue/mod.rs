@@ -76,6 +76,7 @@
 
 pub mod checks;
 mod configuration;
+pub mod topology;
 pub mod workloads;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -180,6 +181,8 @@ pub struct ResourceFlavor {
     pub name: String,
     /// `spec.nodeLabels`.
     pub node_labels: BTreeMap<String, String>,
+    /// `spec.topologyName`: the Topology of its nodes (Topology-Aware Scheduling).
+    pub topology_name: Option<String>,
     /// Line of `spec.nodeLabels` (else of the object) in the manifests.
     pub line: u64,
     /// The manifest file it is declared in.
@@ -219,6 +222,8 @@ pub struct KueueConfig {
     pub path: PathBuf,
     /// The Kueue controller's `Configuration`, when the manifests hold one.
     pub controller: Option<ControllerConfig>,
+    /// `Topology` objects: name → their levels' node labels, top first.
+    pub topologies: BTreeMap<String, Vec<String>>,
     /// `AdmissionCheck` objects, by name.
     pub admission_checks: BTreeMap<String, checks::AdmissionCheck>,
     /// `ProvisioningRequestConfig` objects, by name.
@@ -229,12 +234,7 @@ pub struct KueueConfig {
 }
 
 /// Kueue kinds that exist upstream but are not read (ignored, counted and noted).
-const OTHER_KINDS: [&str; 4] = [
-    "Workload",
-    "Topology",
-    "MultiKueueCluster",
-    "MultiKueueConfig",
-];
+const OTHER_KINDS: [&str; 3] = ["Workload", "MultiKueueCluster", "MultiKueueConfig"];
 
 /// A manifest error: file, line of the field (or of the object, or of the YAML error),
 /// field, message. Line 0 with field `-`: the file could not be read.
@@ -1169,7 +1169,7 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
         };
         match kind.as_str() {
             "ClusterQueue" | "Cohort" | "LocalQueue" | "ResourceFlavor" | "WorkloadPriorityClass"
-            | "AdmissionCheck" | "ProvisioningRequestConfig" => {}
+            | "AdmissionCheck" | "ProvisioningRequestConfig" | "Topology" => {}
             k if OTHER_KINDS.contains(&k) => {
                 *cfg.ignored.entry(format!("{api}/{kind}")).or_insert(0) += 1;
                 cfg.notes.push(format!(
@@ -1182,7 +1182,7 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
                 return Err(c.err(
                     "kind",
                     format!(
-                        "`{kind}` is not a Kueue kind (ClusterQueue, Cohort, LocalQueue, ResourceFlavor, WorkloadPriorityClass, AdmissionCheck, ProvisioningRequestConfig, {})",
+                        "`{kind}` is not a Kueue kind (ClusterQueue, Cohort, LocalQueue, ResourceFlavor, WorkloadPriorityClass, AdmissionCheck, ProvisioningRequestConfig, Topology, {})",
                         OTHER_KINDS.join(", ")
                     ),
                 ))
@@ -1231,10 +1231,6 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
                             "tolerations",
                             "fleetsim places jobs by accelerator model, not by taints",
                         ),
-                        (
-                            "topologyName",
-                            "topology-aware admission is not simulated (see [policy] placement)",
-                        ),
                     ],
                     &mut cfg.notes,
                 );
@@ -1253,6 +1249,7 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
                         name.clone(),
                         ResourceFlavor {
                             name: name.clone(),
+                            topology_name: string(&c, spec, "topologyName", "spec.topologyName")?,
                             node_labels,
                             line: c.line_of("spec.nodeLabels"),
                             path: c.path.to_path_buf(),
@@ -1422,6 +1419,12 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
                 );
                 // The ClusterQueue is checked once every object is read (below).
             }
+            "Topology" => {
+                let levels = topology::levels(&c, spec)?;
+                if cfg.topologies.insert(name.clone(), levels).is_some() {
+                    return Err(dup(&c));
+                }
+            }
             "AdmissionCheck" => {
                 let ac = checks::admission_check(&c, &name, spec)?;
                 if cfg.admission_checks.insert(name.clone(), ac).is_some() {
@@ -1487,6 +1490,16 @@ fn parse_sources(sources: &[(PathBuf, String)], name: &Path) -> Result<KueueConf
                 "spec.clusterQueue",
                 format!("`{}` is not a declared ClusterQueue", lq.cluster_queue),
             ));
+        }
+    }
+    for f in cfg.flavors.values() {
+        if let Some(t) = &f.topology_name {
+            if !cfg.topologies.contains_key(t) {
+                cfg.notes.push(format!(
+                    "ResourceFlavor {}: Topology `{t}` is not among the manifests: Kueue keeps its ClusterQueues inactive (TopologyNotFound) until it exists; fleetsim uses the flavor without Topology-Aware Scheduling",
+                    f.name
+                ));
+            }
         }
     }
     for cq in cfg.cluster_queues.values() {
@@ -1700,6 +1713,7 @@ impl KueueConfig {
         let mut notes = self.notes.clone();
         let (provisioned, check_notes) = self.provisioning();
         notes.extend(check_notes);
+        notes.extend(self.tas_notes());
         let fair_sharing = self
             .controller
             .as_ref()

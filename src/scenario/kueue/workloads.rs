@@ -18,8 +18,9 @@
 //!
 //! A workload of several pod sets (a JobSet's driver and workers, a RayJob's head and
 //! workers) is one gang whose task is the per-resource maximum of the pod sets' (fleetsim
-//! gives a gang one task shape; noted). Read and noted, not simulated: TAS annotations
-//! (`kueue.x-k8s.io/podset-*-topology`), partial admission (`minCount`,
+//! gives a gang one task shape; noted). TAS annotations (`kueue.x-k8s.io/podset-*-topology`)
+//! become the gang's topology constraint ([`super::topology`]). Read and noted, not
+//! simulated: partial admission (`minCount`,
 //! `kueue.x-k8s.io/job-min-parallelism`), a RayJob's submitter pod, other resources and
 //! node selectors, `spec.suspend`. Other kinds are refused, naming them.
 
@@ -62,6 +63,9 @@ pub struct Workload {
     pub job: JobSpec,
     /// What was read and not simulated, or assumed, for this workload.
     pub notes: Vec<String>,
+    /// What its Topology-Aware Scheduling annotations require (`all its pods in one
+    /// example.com/rack`), if anything.
+    pub tas_required: Option<String>,
     /// Where it was read: `file: line N`.
     pub source: String,
 }
@@ -214,16 +218,13 @@ fn models_of(spec: &Value, notes: &mut Vec<String>) -> Vec<String> {
     out
 }
 
-/// A pod template's annotations that fleetsim does not simulate, noted.
-fn template_notes(template: &Value, notes: &mut Vec<String>) {
-    let ann = labels(get(template, "metadata"), "annotations");
-    for k in TAS_ANNOTATIONS {
-        if let Some(v) = ann.get(k) {
-            notes.push(format!(
-                "`{k}: {v}` (Topology-Aware Scheduling) is not simulated per workload: the pods are placed by the [policy] placement"
-            ));
-        }
-    }
+/// A pod template's TAS annotations, as `key → value`.
+fn tas_annotations(template: &Value) -> BTreeMap<String, String> {
+    labels(get(template, "metadata"), "annotations")
+        .into_iter()
+        .filter(|(k, _)| TAS_ANNOTATIONS.contains(&k.as_str()))
+        .map(|(k, v)| (k, v.to_string()))
+        .collect()
 }
 
 /// The pod sets of one object: name, pods, pod template.
@@ -451,11 +452,21 @@ pub fn read(
         let mut models: Vec<String> = Vec::new();
         let mut widened = false;
         let mut pod_priority_class = None;
+        let mut tas: Option<(String, BTreeMap<String, String>)> = None;
         for (ps_name, n, template, f) in &sets {
             let pspec =
                 get(template, "spec").ok_or_else(|| c.err(&format!("{f}.spec"), "missing"))?;
             let req = pod_request(&c, pspec, &format!("{f}.spec"), &mut notes)?;
-            template_notes(template, &mut notes);
+            let ann = tas_annotations(template);
+            if !ann.is_empty() {
+                match &tas {
+                    None => tas = Some((format!("{f}.metadata.annotations"), ann)),
+                    Some((_, first)) if *first != ann => notes.push(format!(
+                        "pod set `{ps_name}` asks for another topology than the first: the gang takes the first pod set's"
+                    )),
+                    Some(_) => {}
+                }
+            }
             for m in models_of(pspec, &mut notes) {
                 if !models.contains(&m) {
                     models.push(m);
@@ -616,6 +627,27 @@ pub fn read(
             })?),
             (None, a) => a,
         };
+        // A workload of an unknown LocalQueue is rejected before TAS is considered.
+        let topology = match (&tas, &cluster_queue) {
+            (None, _) | (_, None) => None,
+            (Some((field, ann)), Some(_)) => {
+                let of_cq = cluster_queue.as_ref().and_then(|q| cfg.tas_of(q));
+                super::topology::constraint(&|k| ann.get(k).cloned(), of_cq.as_ref())
+                    .map_err(|m| c.err(field, format!("{kind} {namespace}/{name}: {m}")))?
+            }
+        };
+        let tas_required = match (&tas, &topology) {
+            (Some((_, ann)), Some(_)) => super::topology::required_text(&|k| ann.get(k).cloned()),
+            _ => None,
+        };
+        if let Some(t) = &topology {
+            if let Some(sz) = t.slice_size {
+                notes.push(format!(
+                    "Topology-Aware Scheduling: slices of {sz} pods, each in one {}",
+                    t.slice_level.as_str()
+                ));
+            }
+        }
         let id = format!("{kind} {namespace}/{name}");
         let job = JobSpec {
             name: id.as_str().into(),
@@ -632,6 +664,7 @@ pub fn read(
             time_limit: limit_s.map(|s| SimDuration(s.saturating_mul(1000))),
             recorded_start: None,
             recorded: RecordedKind::Normal,
+            topology,
         };
         out.push(Workload {
             kind,
@@ -642,6 +675,7 @@ pub fn read(
             pod_sets: pod_sets_out,
             job,
             notes,
+            tas_required,
             source: format!("{}: line {}", path.display(), c.line_of("kind")),
         });
     }

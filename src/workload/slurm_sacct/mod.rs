@@ -827,6 +827,7 @@ impl SacctRows {
             time_limit: time_limit.map(SimDuration),
             recorded_start: None,
             recorded: RecordedKind::Normal,
+            topology: None,
         };
         let start = start.filter(|_| !never_assigned);
         let Some(start) = start else {
