@@ -96,8 +96,10 @@ pub struct WorkloadAccount {
     pub finished_s: Option<f64>,
     /// `COMPLETED_SUCCESSFULLY`, `REJECTED`, `CENSORED`, …
     pub state: String,
-    /// Why it was rejected or is still pending.
+    /// Why it was rejected or is still pending (fleetsim's reason name).
     pub state_reason: Option<String>,
+    /// A rejection in Kueue's terms: what Kueue would do with the workload.
+    pub rejected_because: Option<String>,
     /// Preemptions it caused.
     pub preempted: Vec<Preemption>,
     /// Preemptions it suffered.
@@ -147,6 +149,32 @@ pub struct KueueAccount {
 /// Seconds of a millisecond time.
 fn s(ms: u64) -> f64 {
     ms as f64 / 1000.0
+}
+
+/// A rejection (fleetsim's reason name) in Kueue's terms: what Kueue does with such a
+/// workload, for a workload of `w`'s ClusterQueue.
+pub fn kueue_rejection(code: &str, w: &WorkloadRef) -> String {
+    let cq = w.cluster_queue.as_deref().unwrap_or("?");
+    match code {
+        "unknown_queue" => match &w.local_queue {
+            Some(lq) => format!(
+                "LocalQueue {lq} does not exist: Kueue keeps the workload pending, inadmissible"
+            ),
+            None => "no `kueue.x-k8s.io/queue-name` label: Kueue does not manage it".into(),
+        },
+        "over_quota" => format!(
+            "couldn't assign flavors: it asks for more than ClusterQueue {cq} can ever have (nominal quota plus what it may borrow): Kueue keeps it pending, inadmissible"
+        ),
+        "no_quota_flavor" => format!(
+            "couldn't assign flavors: no flavor of ClusterQueue {cq} covers its resources: Kueue keeps it pending, inadmissible"
+        ),
+        "topology_infeasible" => "Topology-Aware Scheduling: no group of the required level can ever hold it: Kueue keeps it pending, inadmissible".into(),
+        "task_larger_than_any_node" | "gang_larger_than_cell" | "no_allowed_model"
+        | "no_allowed_cell" | "request_too_large" => format!(
+            "no nodes of the fleet can ever hold it ({code}): Kueue may admit it by quota and kube-scheduler keep its pods Pending"
+        ),
+        other => format!("rejected by fleetsim ({other})"),
+    }
 }
 
 /// A pending reason in Kueue's terms, for a workload of `w`'s ClusterQueue.
@@ -227,6 +255,10 @@ pub fn account(
                     FinalState::Rejected | FinalState::Censored | FinalState::RequeuedAtEnd => {
                         row.reason.clone()
                     }
+                    _ => None,
+                },
+                rejected_because: match (row.state, row.reason.as_deref()) {
+                    (FinalState::Rejected, Some(r)) => Some(kueue_rejection(r, w)),
                     _ => None,
                 },
                 preempted: Vec::new(),
@@ -395,41 +427,63 @@ pub fn render(a: &KueueAccount) -> String {
                 );
             }
         }
-        for (t, f) in &w.readmitted {
-            let _ = writeln!(
-                o,
-                "  readmitted {}{}",
-                secs(*t),
-                f.as_ref()
-                    .map_or(String::new(), |f| format!(" in flavor {f}"))
-            );
+        if let Some(r) = &w.rejected_because {
+            let _ = writeln!(o, "  {r}");
         }
+        // Its events in time order (at one instant: preemptions, then waits, then
+        // readmissions).
+        let mut events: Vec<(f64, u8, String)> = Vec::new();
         for p in &w.preempted {
-            let _ = writeln!(
-                o,
-                "  preempted {} at {} ({})",
-                p.workload,
-                secs(p.at_s),
-                p.reason
-            );
+            events.push((
+                p.at_s,
+                0,
+                format!(
+                    "preempted {} at {} ({})",
+                    p.workload,
+                    secs(p.at_s),
+                    p.reason
+                ),
+            ));
         }
         for p in &w.preempted_by {
-            let _ = writeln!(
-                o,
-                "  preempted by {} at {} ({})",
-                p.workload,
-                secs(p.at_s),
-                p.reason
-            );
+            events.push((
+                p.at_s,
+                0,
+                format!(
+                    "preempted by {} at {} ({})",
+                    p.workload,
+                    secs(p.at_s),
+                    p.reason
+                ),
+            ));
         }
         for p in &w.pending {
-            let _ = writeln!(
-                o,
-                "  pending {}–{}: {}",
-                secs(p.from_s),
-                p.to_s.map_or("end".into(), secs),
-                p.reason
-            );
+            events.push((
+                p.from_s,
+                1,
+                format!(
+                    "pending {}–{}: {}",
+                    secs(p.from_s),
+                    p.to_s.map_or("end".into(), secs),
+                    p.reason
+                ),
+            ));
+        }
+        for (t, f) in &w.readmitted {
+            events.push((
+                *t,
+                2,
+                format!(
+                    "readmitted {}{}",
+                    secs(*t),
+                    f.as_ref()
+                        .map_or(String::new(), |f| format!(" in flavor {f}"))
+                ),
+            ));
+        }
+        events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        for (_, _, e) in events {
+            let _ = writeln!(o, "  {e}");
         }
         for n in &w.notes {
             let _ = writeln!(o, "  note: {n}");

@@ -118,6 +118,10 @@ fn upstream_examples_run_through_kueue_simulate() {
                 (x["state"].as_str(), x["state_reason"].as_str()),
                 (Some("REJECTED"), Some("unknown_queue"))
             );
+            assert_eq!(
+                x["rejected_because"],
+                "LocalQueue default/user-queue does not exist: Kueue keeps the workload pending, inadmissible"
+            );
         }
     }
 }

@@ -428,13 +428,19 @@ pub fn read(
         let ann = labels(meta, "annotations");
         let mut notes = Vec::new();
         let spec = get(v, "spec");
-        let local_queue = match kind.as_str() {
+        let local_queue: Option<String> = match kind.as_str() {
             "Workload" => spec
                 .map(|s| string(&c, s, "queueName", "spec.queueName"))
                 .transpose()?
                 .flatten(),
             _ => lbl.get("kueue.x-k8s.io/queue-name").map(|s| s.to_string()),
         };
+        if local_queue.is_none() && kind != "Workload" {
+            notes.push(
+                "no `kueue.x-k8s.io/queue-name` label: Kueue does not manage it (unless `manageJobsWithoutQueueName`) and kube-scheduler runs it outside quota; fleetsim does not run it (rejected, unknown_queue)"
+                    .into(),
+            );
+        }
         let lq_key = local_queue.as_ref().map(|q| format!("{namespace}/{q}"));
         let lq = lq_key.as_ref().and_then(|k| cfg.local_queues.get(k));
         let cluster_queue = lq.map(|l| l.cluster_queue.clone());
