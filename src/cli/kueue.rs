@@ -10,7 +10,7 @@
 //! (accelerators on the flavor model's preset node, or 8 per node; CPU and memory at least
 //! the quota's); said in the output. `[policy]` defaults to Kueue's order within a
 //! ClusterQueue (priority, then submit time); the manifests set the rest (admission order,
-//! preemption, fungibility: [`crate::scenario::kueue::merge`]).
+//! preemption, fungibility: `scenario::kueue::merge`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,19 +1,25 @@
 //! Kueue manifests (<https://kueue.sigs.k8s.io/docs/concepts/>) as a scenario's quota
-//! configuration: multi-document YAML holding `ClusterQueue`, `Cohort`, `LocalQueue`,
-//! `ResourceFlavor` and `WorkloadPriorityClass` objects of `kueue.x-k8s.io/v1beta1` or
-//! `v1beta2` (`Cohort` also `v1alpha1`). Other kinds (Namespaces, Jobs…) are ignored and
-//! counted in [`KueueConfig::ignored`].
+//! configuration, and the input of `fleetsim kueue simulate`: multi-document YAML holding
+//! `ClusterQueue`, `Cohort`, `LocalQueue`, `ResourceFlavor`, `WorkloadPriorityClass`,
+//! `Topology`, `AdmissionCheck` and `ProvisioningRequestConfig` objects of
+//! `kueue.x-k8s.io/v1beta1` or `v1beta2` (`Cohort` also `v1alpha1`), Kubernetes
+//! `PriorityClass` objects, and the controller's `Configuration` (the `configuration`
+//! module). Other kinds (Namespaces, Jobs…) are ignored and counted in
+//! [`KueueConfig::ignored`]. The reference, field by field (simulated, warned or
+//! refused), is the book's `docs/src/reference/kueue.md`.
 //!
 //! # What is read
 //!
 //! * `ClusterQueue.spec`: the cohort (`cohort` in v1beta1, `cohortName` in v1beta2),
-//!   `queueingStrategy` (`StrictFIFO` | `BestEffortFIFO`, default `BestEffortFIFO`) and
+//!   `queueingStrategy` (`StrictFIFO` | `BestEffortFIFO`, default `BestEffortFIFO`),
 //!   `resourceGroups[].{coveredResources, flavors[].{name, resources[].{name, nominalQuota,
-//!   borrowingLimit, lendingLimit}}}`.
-//! * `Cohort.spec`: the parent (`parent` in v1alpha1/v1beta1, `parentName` in v1beta2) and
-//!   its own `resourceGroups`.
+//!   borrowingLimit, lendingLimit}}}`, `preemption`, `fairSharing.weight`,
+//!   `flavorFungibility`, `admissionChecks` / `admissionChecksStrategy` ([`checks`]).
+//! * `Cohort.spec`: the parent (`parent` in v1alpha1/v1beta1, `parentName` in v1beta2),
+//!   its own `resourceGroups` and `fairSharing.weight`.
 //! * `LocalQueue`: `metadata.namespace`, `metadata.name`, `spec.clusterQueue`.
-//! * `ResourceFlavor.spec.nodeLabels`; `WorkloadPriorityClass.{value, description}`.
+//! * `ResourceFlavor.spec.{nodeLabels, topologyName}`; `Topology.spec.levels`
+//!   ([`topology`]); `WorkloadPriorityClass.{value, description}`.
 //!
 //! Quantities are Kubernetes quantities (`500m`, `2`, `1.5`, `64Gi`, `1e3`, `4k`), kept
 //! exactly as integer milli-units ([`Quantity`]).
@@ -21,39 +27,42 @@
 //! # Validation (each error names the file, the line of the field and the field)
 //!
 //! Every document must be a Kubernetes object (a mapping with `apiVersion` and `kind`); a
-//! file with no object, or with no ClusterQueue, is an error. Under `kueue.x-k8s.io`: an
-//! unknown kind (upstream kinds fleetsim does not read, such as AdmissionCheck or Topology,
-//! are ignored and listed as not simulated); unknown versions; a key that the upstream API
-//! does not have at the top level, in `spec` or in `resourceGroups[]`, `flavors[]` and
-//! `resources[]` entries (a typo such as `cohortNmae` would otherwise drop the setting); a
-//! missing `metadata.name`; duplicate names (of a LocalQueue: in one namespace); the cohort
-//! or parent field of the other API version; v1beta2's `concurrentAdmissionPolicy` in
-//! v1beta1; an unknown `queueingStrategy`; a flavor that is not a declared ResourceFlavor;
-//! a flavor's resources differing from `coveredResources`; two accelerator resources in one
-//! flavor (fleetsim gives a flavor one accelerator quota); a malformed, negative or out of
-//! range quantity (above 2^63−1 units); `borrowingLimit` on a ClusterQueue without a cohort;
-//! `lendingLimit` above `nominalQuota`; a LocalQueue naming an unknown ClusterQueue; manifests
-//! without any ClusterQueue, ResourceFlavor, Cohort, LocalQueue or WorkloadPriorityClass (a
-//! file of ResourceFlavors alone is accepted: the scenario's `[[queues]]` may use them); a
-//! cycle in the cohort tree (at the Cohort whose parent closes it). Lines are
-//! found by looking the field's key path up in the document's block-style text; a field in
-//! flow style is reported at its nearest enclosing key.
+//! file with no object, or with no ClusterQueue, is an error, and so is a Helm template (a
+//! `{{ … }}` action outside comments: render it first). Under `kueue.x-k8s.io`: an unknown
+//! kind (upstream kinds fleetsim does not read, such as MultiKueueConfig, are ignored and
+//! listed as not simulated); unknown versions; a key that the upstream API does not have at
+//! the top level, in `spec` or in nested entries (a typo such as `cohortNmae` would otherwise
+//! drop the setting); a missing `metadata.name`; duplicate names (of a LocalQueue: in one
+//! namespace); the cohort or parent field of the other API version; v1beta2's
+//! `concurrentAdmissionPolicy` in v1beta1; an unknown `queueingStrategy` or preemption
+//! policy; `borrowWithinCohort` without `reclaimWithinCohort` (as Kueue); a flavor that is
+//! not a declared ResourceFlavor; a flavor's resources differing from `coveredResources`; two
+//! accelerator resources in one flavor (fleetsim gives a flavor one accelerator quota); a
+//! malformed, negative or out of range quantity (above 2^63−1 units); `borrowingLimit` on a
+//! ClusterQueue without a cohort; `lendingLimit` above `nominalQuota`; a LocalQueue naming an
+//! unknown ClusterQueue; a Topology of more levels than fleetsim models; manifests without
+//! any ClusterQueue, ResourceFlavor, Cohort, LocalQueue or WorkloadPriorityClass (a file of
+//! ResourceFlavors alone is accepted: the scenario's `[[queues]]` may use them); a cycle in
+//! the cohort tree (at the Cohort whose parent closes it). Lines are found by looking the
+//! field's key path up in the document's block-style text; a field in flow style is reported
+//! at its nearest enclosing key.
 //!
-//! # What fleetsim simulates ([`KueueConfig::quota`])
+//! # What fleetsim simulates ([`KueueConfig::quota`], merged into a scenario by `merge`)
 //!
 //! * Each **ClusterQueue** becomes a scenario `[[queues]]` entry of the same name: its
 //!   `queueingStrategy`, its cohort, and per flavor (in order) the nominal quota,
 //!   `borrowingLimit` and `lendingLimit` of the accelerator resource ([`ACCELERATOR_RESOURCES`]
-//!   → `gpus`), `cpu` (→ cores) and `memory` (bytes → GiB). Each of its **LocalQueues**
-//!   becomes one of its `local_queues`: a job that names the LocalQueue (its `queue`, or its
-//!   tenant under `queues = "per-tenant"`) is queued, admitted and preempted in the
-//!   ClusterQueue, as in Kueue. A job whose queue (or tenant, under `queues =
-//!   "per-tenant"`) is neither a ClusterQueue, a LocalQueue nor a scenario `[[queues]]`
-//!   entry is rejected at submit with the reason `unknown_queue` (Kueue never admits a
-//!   workload of an unknown LocalQueue; [`crate::engine::EngineConfig::reject_unknown_queues`]).
-//!   Scenarios without manifests keep such jobs in a queue of their own, outside quota.
+//!   → `gpus`), `cpu` (→ cores) and `memory` (bytes → GiB); its `preemption` rules (for its
+//!   jobs as preemptors), fair-sharing weight and `whenCanBorrow`. Each of its
+//!   **LocalQueues** becomes one of its `local_queues`: a job that names the LocalQueue (its
+//!   `queue`, or its tenant under `queues = "per-tenant"`) is queued, admitted and preempted
+//!   in the ClusterQueue, as in Kueue. A job whose queue is neither a ClusterQueue, a
+//!   LocalQueue nor a scenario `[[queues]]` entry is rejected at submit with the reason
+//!   `unknown_queue` (Kueue never admits a workload of an unknown LocalQueue;
+//!   [`crate::engine::EngineConfig::reject_unknown_queues`]). Scenarios without manifests
+//!   keep such jobs in a queue of their own, outside quota.
 //! * Each **Cohort** (declared, or only named by a ClusterQueue or a parent) becomes a
-//!   `[[cohorts]]` entry with its parent and its own quota.
+//!   `[[cohorts]]` entry with its parent, its own quota and weight.
 //! * Each **ResourceFlavor** becomes a `[[flavors]]` entry whose accelerator model is the value
 //!   of its node labels among [`MODEL_LABELS`], mapped to the accelerator catalog by
 //!   [`catalog_model`] (`nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3` → `H100`,
@@ -61,18 +70,22 @@
 //!   `TPUv5p`); a flavor without such a label covers every model, and when it has other
 //!   labels (an instance type, a node pool) that is listed as a note saying how to restrict
 //!   it. A label naming no model of the fleet is an error naming the ResourceFlavor's line.
+//! * The **Configuration**'s `fairSharing` turns on admission by dominant resource share and
+//!   its preemption strategies; otherwise admission is Kueue's classic order (workloads
+//!   within nominal quota first). **ProvisioningRequest checks** become autoscaled node
+//!   groups ([`checks`]); **Topologies** map to fleetsim's topology levels ([`topology`]).
 //!
 //! What the scenario declares itself wins over the manifests, entry by entry (by name).
-//! Admission order, preemption, fair sharing and flavor selection are the scenario's
-//! `[policy]` stages: upstream fields that configure them (`preemption`, `fairSharing`,
-//! `flavorFungibility`, `admissionScope`, `concurrentAdmissionPolicy`), and `stopPolicy`, `admissionChecks`,
-//! `admissionChecksStrategy`, a non-empty `namespaceSelector`, a ResourceFlavor's
-//! `nodeTaints`, `tolerations` and `topologyName` are accepted but **not simulated**, and
-//! listed by `fleetsim validate` ([`KueueQuota::unsimulated`]). Also not simulated, and
-//! listed: resource groups without an accelerator resource beside one
-//! with it (fleetsim assigns one flavor for all of a job's resources), resources other than
-//! accelerators, `cpu` and `memory`, and WorkloadPriorityClasses (read and validated; job
-//! priorities come from the trace).
+//! Read and **not simulated**, each listed with its reason by `fleetsim validate`
+//! ([`KueueQuota::unsimulated`]): `stopPolicy`, `admissionScope`,
+//! `concurrentAdmissionPolicy`, a non-empty `namespaceSelector`, `whenCanPreempt:
+//! MayStopSearch`, `flavorFungibility.preference`, a LocalQueue's `fairSharing`, a
+//! ResourceFlavor's `nodeTaints` and `tolerations`, admission checks of other controllers,
+//! the Configuration's `waitForPodsReady`, `admissionFairSharing`, `resources`,
+//! `featureGates` and `multiKueue`; resource groups without an accelerator resource beside
+//! one with it (fleetsim assigns one flavor for all of a job's resources), resources other
+//! than accelerators, `cpu` and `memory`; WorkloadPriorityClasses in a scenario (job
+//! priorities come from the trace; `kueue simulate` applies them).
 
 pub mod checks;
 mod configuration;
