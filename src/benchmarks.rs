@@ -34,6 +34,8 @@
 
 use crate::scenario::{self, Loaded};
 
+pub mod floor;
+
 /// Philly's job-size histogram (GPUs, jobs): `philly_jobs_pollux.csv`, SOURCE.md.
 pub const PHILLY_SIZES: &[(u32, u64)] = &[
     (1, 76_627),

@@ -112,11 +112,15 @@ pub fn measure(workload: &str, jobs: u64, nodes: Option<u32>) -> Result<Measurem
     if let Some(threads) = workload.strip_prefix("sweep_8:") {
         return measure_sweep(threads.parse().context("sweep_8:<threads>")?, jobs);
     }
+    if let Some(row) = workload.strip_prefix("floor:") {
+        return measure_floor(row, jobs, nodes);
+    }
     let known: Vec<&str> = benchmarks::WORKLOADS.iter().map(|(n, _)| *n).collect();
     if !known.contains(&workload) {
         bail!(
-            "unknown bench workload `{workload}`; known: {}, sweep_8:<threads>, openb_fgd_inflation, peer_replay:<FGD|BestFit>:<on|off>",
-            known.join(", ")
+            "unknown bench workload `{workload}`; known: {}, floor:<{}>, sweep_8:<threads>, openb_fgd_inflation, peer_replay:<FGD|BestFit>:<on|off>",
+            known.join(", "),
+            FLOOR_ROWS.map(|(r, ..)| r).join("|")
         );
     }
     let w = benchmarks::bench_workload(workload, jobs, nodes).map_err(anyhow::Error::msg)?;
@@ -147,6 +151,61 @@ pub fn measure(workload: &str, jobs: u64, nodes: Option<u32>) -> Result<Measurem
         pending_mean: arrivals.map_or(0.0, |a| a.1),
         pending_max: out.result.occupancy.pending_max,
         preemptions: out.summary.preemption.preemptions,
+        place_s: None,
+        digest: None,
+    })
+}
+
+/// The rows with a floor ([`benchmarks::floor`]): the row, the floor's offered load and
+/// whether its queue is strict FIFO (the saturated rows' floor is best-effort FIFO, theirs
+/// without quota or preemption; `fleet_1m_gpus` is strict FIFO, as the row).
+const FLOOR_ROWS: [(&str, f64, bool); 4] = [
+    ("saturated_besteffort", 1.1, false),
+    ("saturated_quota_preempt", 1.1, false),
+    ("saturated_las", 1.1, false),
+    ("fleet_1m_gpus", 0.95, true),
+];
+
+/// The floor of bench row `row` ([`FLOOR_ROWS`]) at `jobs` jobs on `nodes` nodes (`None`:
+/// the row's own fleet size): its CPU time, mean wait and most jobs pending.
+fn measure_floor(row: &str, jobs: u64, nodes: Option<u32>) -> Result<Measurement> {
+    let Some(&(_, load, strict)) = FLOOR_ROWS.iter().find(|(r, ..)| *r == row) else {
+        bail!(
+            "no floor for bench workload `{row}`; floors: {}",
+            FLOOR_ROWS.map(|(r, ..)| r).join(", ")
+        );
+    };
+    let nodes = nodes.unwrap_or(benchmarks::default_nodes(row).map_err(anyhow::Error::msg)?);
+    if jobs == 0 || nodes < 16 {
+        bail!("a floor run needs at least 1 job and 16 nodes (got {jobs} jobs, {nodes} nodes)");
+    }
+    let (t, c) = (Instant::now(), cpu_time_s());
+    let f = benchmarks::floor::run(
+        jobs,
+        nodes as usize,
+        load,
+        strict,
+        benchmarks::CAP_S,
+        benchmarks::mean_runtime_s(),
+    );
+    let wall_s = t.elapsed().as_secs_f64();
+    let cpu_s = cpu_time_s() - c;
+    Ok(Measurement {
+        workload: format!("floor:{row}"),
+        jobs: f.jobs,
+        nodes: u64::from(nodes),
+        events: 0,
+        wall_s,
+        cpu_s,
+        peak_mib: peak_rss_mib(),
+        occupancy: 0.0,
+        mean_wait_s: f.mean_wait_s,
+        occupancy_arrivals: None,
+        nominal_occupancy: None,
+        p99_wait_s: 0.0,
+        pending_mean: 0.0,
+        pending_max: f.max_pending as u64,
+        preemptions: 0,
         place_s: None,
         digest: None,
     })
@@ -366,17 +425,17 @@ fn in_child_within(
         .context("reading the child's measurement")
 }
 
-const HEADER: [&str; 16] = [
+const HEADER: [&str; 18] = [
     "workload", "jobs", "nodes", "wall_s", "cpu_s", "jobs/s", "us/job", "peak_MiB", "occ_arr",
-    "nominal", "occ_all", "wait_s", "p99_s", "queue", "q_max", "preempt",
+    "nominal", "occ_all", "wait_s", "p99_s", "queue", "q_max", "preempt", "floor_s", "x_floor",
 ];
 
 fn header() -> String {
     let h = HEADER;
     format!(
-        "{:<24} {:>9} {:>7} {:>8} {:>7} {:>10} {:>7} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "{:<24} {:>9} {:>7} {:>8} {:>7} {:>10} {:>7} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7}",
         h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11], h[12], h[13],
-        h[14], h[15]
+        h[14], h[15], h[16], h[17]
     )
 }
 
@@ -384,9 +443,20 @@ fn pct(v: Option<f64>) -> String {
     v.map_or_else(|| "–".to_string(), |v| format!("{:.1}%", 100.0 * v))
 }
 
-fn row(m: &Measurement) -> String {
+/// A row of the table; `floor`: the CPU time of its floor's run beside it (printed with
+/// the ratio of the row's CPU time to it).
+fn row(m: &Measurement, floor: Option<&Measurement>) -> String {
+    let (floor_s, ratio) = floor.map_or_else(
+        || ("–".to_string(), "–".to_string()),
+        |f| {
+            (
+                format!("{:.2}", f.cpu_s),
+                format!("{:.1}", m.cpu_s / f.cpu_s.max(0.01)),
+            )
+        },
+    );
     format!(
-        "{:<24} {:>9} {:>7} {:>8.3} {:>7.2} {:>10.0} {:>7.3} {:>8.1} {:>7} {:>7} {:>7} {:>8.0} {:>8.0} {:>8.0} {:>8} {:>8}",
+        "{:<24} {:>9} {:>7} {:>8.3} {:>7.2} {:>10.0} {:>7.3} {:>8.1} {:>7} {:>7} {:>7} {:>8.0} {:>8.0} {:>8.0} {:>8} {:>8} {:>7} {:>7}",
         m.workload,
         m.jobs,
         m.nodes,
@@ -403,6 +473,8 @@ fn row(m: &Measurement) -> String {
         m.pending_mean,
         m.pending_max,
         m.preemptions,
+        floor_s,
+        ratio,
     )
 }
 
@@ -512,15 +584,21 @@ pub fn main(
         rows.push(r);
     }
     let mut off = Vec::new();
-    for (r, m) in rows.iter().zip(run_rows(&rows, row_workers(serial))) {
+    // CPU seconds per job of each saturated row, by job count, for the growth lines.
+    let mut per_job: Vec<(&str, u64, f64)> = Vec::new();
+    for (r, out) in rows.iter().zip(run_rows(&rows, row_workers(serial))) {
         if let Some(b) = &r.before {
             outln!("{b}");
         }
-        match m? {
+        let (m, floor) = out?;
+        match m {
             Some(m) => {
-                outln!("{}", row(&m));
+                outln!("{}", row(&m, floor.as_ref()));
                 if r.checked {
                     off.extend(off_nominal(&m));
+                }
+                if r.floor {
+                    per_job.push((r.workload, r.jobs, m.cpu_s / m.jobs.max(1) as f64));
                 }
             }
             None => outln!(
@@ -530,6 +608,21 @@ pub fn main(
                 r.nodes,
                 r.limit.map_or(0, |l| l.as_secs())
             ),
+        }
+    }
+    outln!(
+        "floor_s: CPU time of the floor (benchmarks::floor: the same arrivals, sizes and run-time cap, \
+         best-fit over free-GPU buckets, no quota, preemption, topology or metrics) run right after the row, \
+         in the same worker; x_floor = cpu_s / floor_s"
+    );
+    for (name, jobs, us) in &per_job {
+        if let Some((_, j0, us0)) = per_job.iter().find(|(n, j, _)| n == name && *j < *jobs) {
+            outln!(
+                "{name}: CPU per job {:.2} µs at {j0} jobs, {:.2} µs at {jobs} jobs: growth {:.2}x",
+                us0 * 1e6,
+                us * 1e6,
+                us / us0
+            );
         }
     }
     let sweep_jobs = if quick { 20_000 } else { 100_000 };
@@ -572,6 +665,8 @@ struct BenchRow {
     before: Option<String>,
     /// Whether its occupancy is checked against nominal (the growth rows are not).
     checked: bool,
+    /// Whether its floor ([`FLOOR_ROWS`]) runs after it, in the same worker.
+    floor: bool,
 }
 
 impl BenchRow {
@@ -588,6 +683,7 @@ impl BenchRow {
             limit,
             before: None,
             checked: true,
+            floor: FLOOR_ROWS.iter().any(|(r, ..)| *r == workload),
         }
     }
 }
@@ -602,10 +698,13 @@ fn row_workers(serial: bool) -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get().min(2))
 }
 
+/// A row's measurement (`None`: killed at its limit) and its floor's, when it has one.
+type RowResult = Result<(Option<Measurement>, Option<Measurement>)>;
+
 /// Runs `rows` in child processes, `workers` at a time, the largest first (by jobs ×
-/// a per-workload weight, so the longest runs do not start last), and returns the
-/// results in `rows`' order.
-fn run_rows(rows: &[BenchRow], workers: usize) -> Vec<Result<Option<Measurement>>> {
+/// a per-workload weight, so the longest runs do not start last), each row's floor right
+/// after it in the same worker, and returns the results in `rows`' order.
+fn run_rows(rows: &[BenchRow], workers: usize) -> Vec<RowResult> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
     let weight = |r: &BenchRow| -> u64 {
@@ -620,8 +719,7 @@ fn run_rows(rows: &[BenchRow], workers: usize) -> Vec<Result<Option<Measurement>
     };
     let mut order: Vec<usize> = (0..rows.len()).collect();
     order.sort_by_key(|&i| (std::cmp::Reverse(weight(&rows[i])), i));
-    let results: Vec<Mutex<Option<Result<Option<Measurement>>>>> =
-        rows.iter().map(|_| Mutex::new(None)).collect();
+    let results: Vec<Mutex<Option<RowResult>>> = rows.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..workers {
@@ -629,7 +727,14 @@ fn run_rows(rows: &[BenchRow], workers: usize) -> Vec<Result<Option<Measurement>
                 let k = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&i) = order.get(k) else { break };
                 let r = &rows[i];
-                let m = in_child_within(r.workload, r.jobs, r.nodes, r.limit);
+                let m = in_child_within(r.workload, r.jobs, r.nodes, r.limit).and_then(|m| {
+                    let floor = if r.floor && m.is_some() {
+                        Some(in_child(&format!("floor:{}", r.workload), r.jobs, r.nodes)?)
+                    } else {
+                        None
+                    };
+                    Ok((m, floor))
+                });
                 *results[i].lock().expect("no worker panics holding it") = Some(m);
             });
         }
