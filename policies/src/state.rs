@@ -123,6 +123,81 @@ pub struct TaskAlloc {
     pub mem_mib: u64,
 }
 
+/// Node `id` of a fleet as it would be with some bindings released, without touching the
+/// fleet: [`FleetState::tasks_fit_now`] on that state, for a search that asks, binding after
+/// binding, when a node takes one more task (`scheduler::las_nodes`). `O(accelerators)` to make, `O(1)`
+/// plus the binding's accelerators per release.
+#[derive(Clone, Debug)]
+pub(crate) struct NodeAfterRelease {
+    id: NodeId,
+    schedulable: bool,
+    model: Option<ModelId>,
+    gpus: usize,
+    free_cpu_milli: u64,
+    free_mem_mib: u64,
+    /// Free GPU-milli per accelerator.
+    gpu_free: [u16; 64],
+}
+
+impl NodeAfterRelease {
+    /// Node `id` as it is now.
+    pub(crate) fn new(fleet: &FleetState, id: NodeId) -> NodeAfterRelease {
+        let n = fleet.node(id);
+        let mut gpu_free = [0u16; 64];
+        let free = fleet.gpu_free(id);
+        gpu_free[..free.len()].copy_from_slice(free);
+        NodeAfterRelease {
+            id,
+            schedulable: n.schedulable,
+            model: n.model,
+            gpus: free.len(),
+            free_cpu_milli: n.free_cpu_milli,
+            free_mem_mib: n.free_mem_mib,
+            gpu_free,
+        }
+    }
+
+    /// Adds binding `a` back to the free resources, if it is on this node (as
+    /// [`FleetState::release`] would; a binding it would refuse is not checked).
+    pub(crate) fn release(&mut self, a: &TaskAlloc) {
+        if a.node != self.id {
+            return;
+        }
+        self.free_cpu_milli += a.cpu_milli;
+        self.free_mem_mib += a.mem_mib;
+        for i in bits(a.gpu_mask) {
+            self.gpu_free[i] = self.gpu_free[i].saturating_add(a.gpu_milli as u16);
+        }
+    }
+
+    /// [`FleetState::tasks_fit_now`] on this state, for a task of whole accelerators (or
+    /// none): how many such tasks the node takes one after another.
+    pub(crate) fn whole_tasks(&self, shape: &TaskShape, models: ModelSet) -> u32 {
+        debug_assert!(shape.num_gpu == 0 || shape.gpu_milli >= WHOLE_GPU_MILLI);
+        if !self.schedulable {
+            return 0;
+        }
+        let mut k = u64::from(u32::MAX);
+        if let Some(c) = self.free_cpu_milli.checked_div(shape.cpu_milli) {
+            k = k.min(c);
+        }
+        if let Some(m) = self.free_mem_mib.checked_div(shape.mem_mib) {
+            k = k.min(m);
+        }
+        if shape.num_gpu > 0 {
+            if !self.model.is_some_and(|m| models.allows(m)) {
+                return 0;
+            }
+            let whole = self.gpu_free[..self.gpus]
+                .iter()
+                .filter(|&&f| u32::from(f) == WHOLE_GPU_MILLI)
+                .count() as u64;
+            k = k.min(whole / u64::from(shape.num_gpu));
+        }
+        k as u32
+    }
+}
+
 impl TaskAlloc {
     /// Total GPU-milli bound by this task.
     pub fn total_gpu_milli(&self) -> u64 {
@@ -208,6 +283,11 @@ pub struct FleetState {
     /// `track_classes` is on ([`FleetState::stop_task_class_tracking`]).
     classes: Vec<Vec<(u8, u32)>>,
     track_classes: bool,
+    /// While on ([`FleetState::journal_changes`]): every node whose version moved since the
+    /// last [`FleetState::take_changed`], in order, repeats included. Not serialized: a
+    /// loaded fleet has it off, and its reader rebuilds what it keeps from the whole fleet.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    journal: Option<Vec<NodeId>>,
 }
 
 impl FleetState {
@@ -311,6 +391,7 @@ impl FleetState {
             changes: 0,
             classes: vec![Vec::new(); n_nodes],
             track_classes: true,
+            journal: None,
         };
         for i in 0..fleet.nodes.len() {
             let id = NodeId(i as u32);
@@ -507,8 +588,7 @@ impl FleetState {
         let cell = n.cell;
         self.cells[cell.index()].allocated_gpu_milli += total;
         self.index_insert(id);
-        self.versions[id.index()] += 1;
-        self.changes += 1;
+        self.bump(id);
         if let Some(c) = Self::task_class(a).filter(|_| self.track_classes) {
             let v = &mut self.classes[id.index()];
             match v.binary_search_by_key(&c, |&(k, _)| k) {
@@ -563,8 +643,7 @@ impl FleetState {
         let cell = n.cell;
         self.cells[cell.index()].allocated_gpu_milli -= total;
         self.index_insert(id);
-        self.versions[id.index()] += 1;
-        self.changes += 1;
+        self.bump(id);
         if let Some(c) = Self::task_class(a).filter(|_| self.track_classes) {
             let v = &mut self.classes[id.index()];
             if let Ok(i) = v.binary_search_by_key(&c, |&(k, _)| k) {
@@ -596,8 +675,34 @@ impl FleetState {
             cell.available_gpu_milli -= gpu;
         }
         self.index_insert(id);
+        self.bump(id);
+    }
+
+    /// Moves node `id`'s version and the fleet's change count, and journals the node.
+    fn bump(&mut self, id: NodeId) {
         self.versions[id.index()] += 1;
         self.changes += 1;
+        if let Some(j) = self.journal.as_mut() {
+            j.push(id);
+        }
+    }
+
+    /// Turns on the journal of changed nodes ([`FleetState::take_changed`]), empty.
+    pub(crate) fn journal_changes(&mut self) {
+        self.journal = Some(Vec::new());
+    }
+
+    /// Appends to `into` the nodes whose version moved since the last call (or since
+    /// [`FleetState::journal_changes`]), in order, repeats included, empties the journal,
+    /// and returns the change count ([`FleetState::change_count`]) the journal started
+    /// from: a reader that saw the fleet at that count now knows every change since. `None`,
+    /// appending nothing, when the journal is off (a fleet loaded from a snapshot, or never
+    /// turned on): then any node may have changed.
+    pub(crate) fn take_changed(&mut self, into: &mut Vec<NodeId>) -> Option<u64> {
+        let j = self.journal.as_mut()?;
+        let from = self.changes - j.len() as u64;
+        into.append(j);
+        Some(from)
     }
 
     /// A counter bumped on every change of the node's free resources or schedulability:
@@ -1224,5 +1329,88 @@ mod tests {
         };
         let e = FleetState::new(vec!["c".into()], vec![], vec![spec]).unwrap_err();
         assert!(e.to_string().contains("zero capacity"));
+    }
+
+    /// The journal lists every node whose version moved, in order, and says from which
+    /// change count; off, it says nothing.
+    #[test]
+    fn the_journal_lists_changed_nodes() {
+        let mut f = two_nodes();
+        let mut got = Vec::new();
+        assert_eq!(f.take_changed(&mut got), None);
+        let a = f.allocate(NodeId(0), &HALF, ModelSet::ANY).unwrap();
+        f.journal_changes();
+        let from = f.change_count();
+        f.release(&a).unwrap();
+        f.set_schedulable(NodeId(1), false);
+        f.set_schedulable(NodeId(1), false); // no change, no entry
+        assert_eq!(f.take_changed(&mut got), Some(from));
+        assert_eq!(got, vec![NodeId(0), NodeId(1)]);
+        got.clear();
+        assert_eq!(f.take_changed(&mut got), Some(from + 2));
+        assert!(got.is_empty());
+    }
+
+    proptest::proptest! {
+        /// [`NodeAfterRelease::whole_tasks`] after releasing some of a node's bindings (of
+        /// whole and shared accelerators, CPU and memory) is [`FleetState::tasks_fit_now`]
+        /// after releasing them for real, for tasks of whole accelerators or none, on a node
+        /// up or taken down.
+        #[test]
+        fn after_release_fits_as_the_fleet_does(
+            tasks in proptest::collection::vec((0u32..4, 1u32..=1000, 0u64..3000, 0u64..300), 1..12),
+            released in proptest::collection::vec(proptest::bool::ANY, 12),
+            want in (0u32..5, 0u64..8000, 0u64..1024),
+            down in proptest::bool::ANY,
+        ) {
+            let mut f = FleetState::new(
+                vec!["c".into()],
+                vec!["H100".into()],
+                vec![NodeSpec {
+                    name: "n".into(),
+                    cell: CellId(0),
+                    block: 0,
+                    domain: 0,
+                    model: Some(ModelId(0)),
+                    gpus: 4,
+                    cpu_milli: 8000,
+                    mem_mib: 1024,
+                }],
+            )
+            .unwrap();
+            let id = NodeId(0);
+            let mut held = Vec::new();
+            for (gpus, milli, cpu, mem) in tasks {
+                let shape = TaskShape {
+                    num_gpu: gpus,
+                    gpu_milli: if gpus == 0 { 0 } else if milli == 1000 || gpus > 1 { 1000 } else { milli },
+                    cpu_milli: cpu,
+                    mem_mib: mem,
+                };
+                if let Ok(a) = f.allocate(id, &shape, ModelSet::ANY) {
+                    held.push(a);
+                }
+            }
+            if down {
+                f.set_schedulable(id, false);
+            }
+            let shape = TaskShape {
+                num_gpu: want.0,
+                gpu_milli: if want.0 == 0 { 0 } else { 1000 },
+                cpu_milli: want.1,
+                mem_mib: want.2,
+            };
+            let mut after = NodeAfterRelease::new(&f, id);
+            for (a, &r) in held.iter().zip(&released) {
+                if r {
+                    after.release(a);
+                    f.release(a).unwrap();
+                }
+            }
+            proptest::prop_assert_eq!(
+                after.whole_tasks(&shape, ModelSet::ANY),
+                f.tasks_fit_now(id, &shape, ModelSet::ANY)
+            );
+        }
     }
 }

@@ -24,12 +24,12 @@ use crate::preemption::{Candidate, CapacityPreemption};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct Slot {
-    tier: u8,
-    queue: QueueId,
-    level: Reverse<usize>,
-    entered: Reverse<SimTime>,
-    seq: Reverse<u64>,
-    id: JobId,
+    pub(super) tier: u8,
+    pub(super) queue: QueueId,
+    pub(super) level: Reverse<usize>,
+    pub(super) entered: Reverse<SimTime>,
+    pub(super) seq: Reverse<u64>,
+    pub(super) id: JobId,
 }
 
 impl Slot {
@@ -73,6 +73,9 @@ pub(crate) struct LasVictims {
     level_jobs: Vec<u64>,
     /// Indexed jobs per tier ([`Tier`] as index).
     tiers: [u64; 3],
+    /// The indexed jobs by node ([`super::las_nodes`]).
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub(super) nodes: super::las_nodes::LasNodes,
 }
 
 fn bump<K: Ord>(m: &mut BTreeMap<K, u32>, k: K, add: bool) {
@@ -109,6 +112,8 @@ impl LasVictims {
             priority: r.job.priority,
         };
         self.order.insert(slot);
+        self.nodes
+            .file(super::las_nodes::vkey(&slot), r.job.priority, &r.allocs);
         let i = r.job.id.index();
         if i >= self.by_id.len() {
             self.by_id.resize(i + 1, None);
@@ -123,7 +128,61 @@ impl LasVictims {
             return;
         };
         self.order.remove(&e.slot);
+        self.nodes.unfile(id);
         self.count(&e, false);
+    }
+
+    /// Files every indexed job on its nodes ([`super::las_nodes`]), from now on kept as
+    /// jobs are indexed and taken out.
+    pub(super) fn build_nodes(&mut self, c: &Core) {
+        self.nodes = super::las_nodes::LasNodes::default();
+        self.nodes.set_built();
+        for s in &self.order {
+            let r = super::preempt::running(c, s.id);
+            self.nodes
+                .file(super::las_nodes::vkey(s), r.job.priority, &r.allocs);
+        }
+    }
+
+    /// True when, in every tier up to `max_tier`, the indexed jobs are all of queue `own`
+    /// or all of other queues: then [`LasCursor`]'s phases (the other queues first, then
+    /// `own`) walk one merged LAS order per tier.
+    pub(super) fn phases_merge(&self, own: QueueId, max_tier: u8) -> bool {
+        let mut last: Option<(u8, bool)> = None;
+        for &(tier, q) in self.streams.keys() {
+            if tier > max_tier {
+                break;
+            }
+            let is_own = q == own;
+            match last {
+                Some((t, o)) if t == tier && o != is_own => return false,
+                _ => last = Some((tier, is_own)),
+            }
+        }
+        true
+    }
+
+    /// True when some indexed job of a tier up to `max_tier` is in LAS queue `level`,
+    /// entered it at `now`, and `outranked` says the preemptor outranks it (a victim
+    /// [`LasCursor`] reaches in the preemptor's own LAS queue).
+    pub(super) fn entered_at(
+        &self,
+        max_tier: u8,
+        level: usize,
+        now: SimTime,
+        mut outranked: impl FnMut(JobId) -> bool,
+    ) -> bool {
+        self.streams
+            .keys()
+            .take_while(|(tier, _)| *tier <= max_tier)
+            .any(|&(tier, q)| {
+                self.order
+                    .range(Slot::at(tier, q, level, now)..)
+                    .take_while(|x| {
+                        (x.tier, x.queue, x.level.0, x.entered.0) == (tier, q, level, now)
+                    })
+                    .any(|x| outranked(x.id))
+            })
     }
 
     fn count(&mut self, e: &Indexed, add: bool) {

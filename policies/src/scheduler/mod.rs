@@ -69,6 +69,7 @@ mod config;
 mod core;
 mod ends;
 mod las;
+mod las_nodes;
 mod las_victims;
 mod pass;
 mod pending;

@@ -172,6 +172,10 @@ impl Scheduler {
             return self.redecide_into(fleet, now, decisions);
         }
         self.core.now = now;
+        if let Some(ix) = self.core.las_victims.as_mut() {
+            // The fleet's journal of changed nodes, read at every pass so it stays short.
+            ix.nodes.absorb(fleet);
+        }
         self.core.record_demotions(now);
         self.core.fleet_gpu_milli = fleet.cells().iter().map(|c| c.available_gpu_milli).sum();
         self.maybe_rekey(now);

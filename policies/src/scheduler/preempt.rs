@@ -86,8 +86,19 @@ pub(crate) fn preempt_for(
             continue;
         }
         // Under the LAS rule alone, the victims come from the index in victim order, and the
-        // search stops at the first set that makes room (`scheduler::las_victims`).
+        // search stops at the first set that makes room (`scheduler::las_victims`); for one
+        // task, only the victims on the nodes where it stops are drawn
+        // (`scheduler::las_nodes`).
         let indexed = las_only_victims(c, &cfg, job);
+        let given = if indexed {
+            super::las_nodes::victims_by_node(c, fleet, &cfg, job, models, entry.cells_key)
+        } else {
+            None
+        };
+        if given.as_ref().is_some_and(Vec::is_empty) {
+            // No node fits even with every victim in reach out: the search fails.
+            continue;
+        }
         // Under quota alone, the victims come from the running jobs kept in lost-work order
         // (`scheduler::quota_victims`), drawn as far as the search goes.
         let cursor = (!indexed && super::quota_victims::applies(c, &cfg, job, flavor)).then(|| {
@@ -132,6 +143,7 @@ pub(crate) fn preempt_for(
         for (round, &strategy) in rounds.iter().enumerate() {
             let last = round + 1 == rounds.len();
             let source = match (indexed, c.las.as_ref(), &cursor) {
+                (true, _, _) if given.is_some() => Source::Given(given.clone().expect("checked")),
                 (true, Some(las), _) => Source::Las(LasCursor::new(las, job), &cfg),
                 (_, _, Some(cur)) => Source::Quota(cur.clone(), &cfg),
                 _ => Source::Listed(
@@ -845,6 +857,9 @@ pub(crate) enum Source<'a> {
     /// A merge of the running jobs kept in lost-work order
     /// ([`super::quota_victims::applies`]), with the preemption settings.
     Quota(QuotaCursor, &'a PreemptionConfig),
+    /// The candidates to draw, in victim order, all known before the search
+    /// ([`super::las_nodes::victims_by_node`]); moved into [`SimTrial::drawn`] by [`plan`].
+    Given(Vec<Candidate>),
 }
 
 /// The simulator's [`VictimTrial`]: victims are indices into the candidates drawn so far;
@@ -857,8 +872,11 @@ pub(crate) struct SimTrial<'a> {
     pub(crate) flavor: Option<u16>,
     pub(crate) models: ModelSet,
     pub(crate) source: Source<'a>,
-    /// Candidates drawn from a [`Source::Las`] or [`Source::Quota`] walk, in order.
+    /// Candidates drawn from a [`Source::Las`] or [`Source::Quota`] walk, in order (with a
+    /// [`Source::Given`], all of them from the start).
     pub(crate) drawn: Vec<Candidate>,
+    /// With a [`Source::Given`]: how many of `drawn` were drawn.
+    pub(crate) given_drawn: usize,
     pub(crate) strategy: Option<FairStrategy>,
     pub(crate) req: crate::quota::Request,
     pub(crate) need: u64,
@@ -894,7 +912,7 @@ impl SimTrial<'_> {
     fn cands(&self) -> &[Candidate] {
         match &self.source {
             Source::Listed(list, _) => &list.cands,
-            Source::Las(..) | Source::Quota(..) => &self.drawn,
+            Source::Las(..) | Source::Quota(..) | Source::Given(..) => &self.drawn,
         }
     }
 
@@ -1055,6 +1073,11 @@ impl SimTrial<'_> {
                         return None;
                     }
                 }
+            }
+            Source::Given(..) => {
+                let i = self.given_drawn;
+                self.given_drawn += 1;
+                (i < self.drawn.len()).then_some(i)
             }
             Source::Las(cursor, cfg) => {
                 let cand = cursor.next(self.c, cfg, self.job)?;
@@ -1340,7 +1363,12 @@ pub(crate) fn plan(
     };
     let walk = match &source {
         Source::Listed(list, _) => Some(GroupWalk::new(&list.groups)),
-        Source::Las(..) | Source::Quota(..) => None,
+        Source::Las(..) | Source::Quota(..) | Source::Given(..) => None,
+    };
+    let mut source = source;
+    let drawn = match &mut source {
+        Source::Given(v) => std::mem::take(v),
+        _ => Vec::new(),
     };
     let mut trial = SimTrial {
         c,
@@ -1350,7 +1378,8 @@ pub(crate) fn plan(
         flavor,
         models,
         source,
-        drawn: Vec::new(),
+        drawn,
+        given_drawn: 0,
         strategy,
         req,
         need,
