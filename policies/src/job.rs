@@ -100,6 +100,13 @@ pub struct PendingJob {
     /// Checkpoint interval (of progress): on preemption, work since the last multiple of it is
     /// lost. `None`: the job restarts from scratch.
     pub checkpoint_interval: Option<SimDuration>,
+    /// The job's tasks take the node's shape (synthetic and trace workloads, whose tasks are
+    /// sizes, not pod shapes): in a cell whose largest node of an allowed model has fewer
+    /// accelerators than a task, each task is placed as node-sized members of one gang,
+    /// kept in the tightest topology level that holds them ([`crate::placement::split`]).
+    /// `false` (the default): the tasks are placed as they are.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub split: bool,
     /// The LAS queue the job was last demoted into and when (`None`: never demoted, it is in
     /// its first queue since its submit time). The scheduler sets it when a running job's
     /// attained service crosses a threshold (an event of its own: [`crate::Scheduler::next_wake`]);

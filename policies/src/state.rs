@@ -1063,6 +1063,18 @@ impl FleetState {
         (per_group.values().copied().max().unwrap_or(0), nodes)
     }
 
+    /// The most accelerators one node of `cell` of a model `models` allows has (every node,
+    /// up or not, autoscaled ones included); 0 when none. `O(capacity classes of the cell)`.
+    pub fn max_node_gpus(&self, cell: CellId, models: ModelSet) -> u32 {
+        self.cells[cell.index()]
+            .capacity_classes
+            .keys()
+            .filter(|(m, ..)| m.is_some_and(|m| models.allows(m)))
+            .map(|&(_, g, ..)| g)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// True when one task of `shape` fits some empty node of `cell`.
     pub fn task_fits_some_node(&self, cell: CellId, shape: &TaskShape, models: ModelSet) -> bool {
         self.can_ever_fit(cell, shape, models, 1)

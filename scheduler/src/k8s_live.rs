@@ -192,6 +192,8 @@ pub fn translate(
                         checkpoint_interval_ms: None,
                         done_ms: 0,
                         attained_gpu_ms: 0,
+                        // Pods are shapes, not sizes: rigid.
+                        split: false,
                     },
                 });
                 out.jobs.insert(id, j.clone());

@@ -1799,6 +1799,7 @@ mod tests {
             checkpoint_interval_ms: None,
             done_ms: 0,
             attained_gpu_ms: 0,
+            split: false,
         };
         Batch {
             batch: Some(batch),

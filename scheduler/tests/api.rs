@@ -44,6 +44,7 @@ fn submit(t: u64, id: u32) -> Event {
             checkpoint_interval_ms: None,
             done_ms: 0,
             attained_gpu_ms: 0,
+            split: false,
         },
     }
 }

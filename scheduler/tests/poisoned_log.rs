@@ -52,6 +52,7 @@ fn job(id: u32) -> JobSpec {
         checkpoint_interval_ms: None,
         done_ms: 0,
         attained_gpu_ms: 0,
+        split: false,
     }
 }
 

@@ -279,6 +279,7 @@ impl Gen {
                 .opt_u64(&[Some(0), Some(0), Some(120_000)])
                 .unwrap_or(0),
             attained_gpu_ms: self.opt_u64(&[Some(0), Some(1_000_000)]).unwrap_or(0),
+            split: false,
         }
     }
 

@@ -120,6 +120,7 @@ fn submit(t: u64, id: u32, tenant: u32) -> Value {
             checkpoint_interval_ms: None,
             done_ms: 0,
             attained_gpu_ms: 0,
+            split: false,
         },
     })
     .unwrap()

@@ -521,6 +521,7 @@ fn never_fits(
         tasks: j.tasks,
         models,
         cells,
+        split: j.split,
         ..PendingJob::default()
     };
     if job.tasks == 0 {
@@ -534,13 +535,23 @@ fn never_fits(
             .map(|c| CellId(c as u16))
             .filter(|&c| job.allows_cell(c))
     };
-    if !allowed().any(|c| fleet.task_fits_some_node(c, &job.shape, models)) {
+    // A job whose tasks take the node's shape is judged by its members in each cell.
+    let gang = |c: CellId| {
+        fleetsim_policies::placement::split::members_in(fleet, c, &job)
+            .map_or((job.tasks, job.shape), |(k, m)| {
+                (job.tasks.saturating_mul(k), m)
+            })
+    };
+    if !allowed().any(|c| fleet.task_fits_some_node(c, &gang(c).1, models)) {
         return Some(RejectReason::TaskLargerThanAnyNode.as_str());
     }
-    if !allowed().any(|c| fleet.can_ever_fit(c, &job.shape, models, job.tasks)) {
+    if !allowed().any(|c| {
+        let (n, shape) = gang(c);
+        fleet.can_ever_fit(c, &shape, models, n)
+    }) {
         return Some(RejectReason::GangLargerThanCell.as_str());
     }
-    if !fleetsim_policies::topology::feasible(fleet, &job, topology) {
+    if !fleetsim_policies::placement::split::feasible(fleet, &job, topology) {
         return Some(RejectReason::TopologyInfeasible.as_str());
     }
     None

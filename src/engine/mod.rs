@@ -811,6 +811,11 @@ struct JobRec {
     time_limit: Option<SimDuration>,
     tasks: u32,
     shape: TaskShape,
+    /// Bindings of its current (or last) run: `tasks`, or the members it was split into
+    /// when its tasks took the node's shape ([`fleetsim_policies::placement::split`]).
+    members: u32,
+    /// Its tasks may take the node's shape ([`crate::workload::JobSpec::split`]).
+    split: bool,
     start: Option<SimTime>,
     cell: Option<CellId>,
     allocs: Allocs,
@@ -1777,6 +1782,8 @@ impl Simulation {
             time_limit: limit,
             tasks: spec.tasks,
             shape: spec.shape,
+            members: spec.tasks,
+            split: spec.split,
             start: None,
             cell: None,
             allocs: Allocs::None,
@@ -1896,6 +1903,7 @@ impl Simulation {
             },
             checkpoint_interval: self.cfg.checkpoint_interval,
             topology: spec.topology,
+            split: spec.split,
             ..PendingJob::default()
         };
         let forced_at = match (spec.recorded, self.cfg.mode, spec.recorded_start) {
@@ -2069,13 +2077,21 @@ impl Simulation {
                 if !startable {
                     return Err(self.invariant(format!("job {job} started twice")));
                 }
-                if tasks.len() != rec.tasks as usize {
+                // The whole gang: its tasks, or (tasks that take the node's shape) an equal
+                // number of members per task adding up to its accelerators.
+                let placed: u64 = tasks.iter().map(TaskAlloc::total_gpu_milli).sum();
+                let whole = tasks.len() == rec.tasks as usize
+                    || (rec.split
+                        && tasks.len() % rec.tasks as usize == 0
+                        && placed == rec.shape.total_gpu_milli() * u64::from(rec.tasks));
+                if !whole {
                     let want = rec.tasks;
                     return Err(self.invariant(format!(
                         "job {job}: {} of {want} gang tasks placed",
                         tasks.len()
                     )));
                 }
+                rec.members = tasks.len() as u32;
                 let first = rec.start.is_none();
                 let mut done = SimDuration::ZERO;
                 if first {
@@ -2612,13 +2628,13 @@ impl Simulation {
         });
         for (i, j) in holding.clone() {
             let partial = j.state == JobState::Recovering
-                && j.allocs.as_slice().len() < j.tasks as usize
+                && j.allocs.as_slice().len() < j.members as usize
                 && !j.allocs.is_empty();
-            if !partial && j.allocs.as_slice().len() != j.tasks as usize {
+            if !partial && j.allocs.as_slice().len() != j.members as usize {
                 return Err(self.invariant(format!(
                     "job {i} holds {} bindings for a gang of {}",
                     j.allocs.as_slice().len(),
-                    j.tasks
+                    j.members
                 )));
             }
         }

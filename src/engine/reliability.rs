@@ -205,7 +205,7 @@ impl Simulation {
         match self.cfg.startup {
             None => SimDuration::ZERO,
             Some(m) => m.overhead(
-                rec.tasks,
+                rec.members,
                 rec.extra.as_ref().is_some_and(|x| x.run_start.is_some()),
             ),
         }
@@ -616,7 +616,7 @@ impl Simulation {
             if outranked_above.is_some_and(|p| p > rec.priority) {
                 continue;
             }
-            let missing = rec.tasks - rec.allocs.as_slice().len() as u32;
+            let missing = rec.members - rec.allocs.as_slice().len() as u32;
             let cell = rec.cell.expect("a recovering gang ran in a cell");
             if let Some(new) = self.sched.place_members(&mut self.fleet, id, cell, missing) {
                 self.resume_gang(id, new);
@@ -714,7 +714,6 @@ impl Simulation {
             return false;
         };
         let rec = &self.jobs[id.index()];
-        let shape = rec.shape;
         let old: Vec<TaskAlloc> = rec.allocs.as_slice().to_vec();
         self.fleet.set_schedulable(spare, true);
         let mut new = Vec::with_capacity(old.len());
@@ -723,6 +722,13 @@ impl Simulation {
                 new.push(*a);
                 continue;
             }
+            // The same request (a member's, when the job took the node's shape).
+            let shape = fleetsim_policies::TaskShape {
+                num_gpu: a.gpu_mask.count_ones(),
+                gpu_milli: if a.gpu_mask == 0 { 0 } else { a.gpu_milli },
+                cpu_milli: a.cpu_milli,
+                mem_mib: a.mem_mib,
+            };
             match self.fleet.allocate(spare, &shape, ModelSet::ANY) {
                 Ok(b) => new.push(b),
                 Err(_) => {

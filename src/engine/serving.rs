@@ -215,6 +215,8 @@ impl Serving {
             recorded_start: None,
             recorded: RecordedKind::Normal,
             topology: None,
+            // A replica's shape is given: rigid.
+            split: false,
         };
         Some((spec, s, stop, n as u32))
     }

@@ -6,8 +6,9 @@
 //! accelerators, CPU and memory per node (`(model, gpus, cpu_milli, mem_mib)`, the cell's
 //! capacity class) — or one autoscaling group (`[[fleet.cells.autoscaling]]`). A job
 //! **wants** a group when it may run in the group's cell (its `cells`); it **can use** the
-//! group when one of its tasks fits an empty node of the group and its whole gang fits the
-//! cell's nodes at once. A group that no job can use is
+//! group when one of its tasks (or, for a job whose tasks take the node's shape, one of its
+//! node-sized members: [`crate::workload::JobSpec::split`]) fits an empty node of the group
+//! and its whole gang fits the cell's nodes at once. A group that no job can use is
 //! reported with the reason that kept away most of the jobs that wanted it:
 //!
 //! | reason | the nodes… |
@@ -274,7 +275,13 @@ impl Usability {
                 return Some(Err(Why::Model));
             }
         }
-        let (tasks, member) = (job.tasks, job.shape);
+        let (tasks, member) = if job.split {
+            let g = self.max_node_gpus(g.cell, &job.gpu_models);
+            let (k, m) = job.shape.split_for_node(g);
+            (job.tasks.saturating_mul(k), m)
+        } else {
+            (job.tasks, job.shape)
+        };
         if member.num_gpu > g.gpus {
             return Some(Err(Why::GpusPerNode));
         }
@@ -288,6 +295,20 @@ impl Usability {
             return Some(Err(Why::Topology));
         }
         Some(Ok(()))
+    }
+
+    /// The most accelerators a node of `cell` of a model in `models` (empty: any) has.
+    fn max_node_gpus(&self, cell: CellId, models: &[String]) -> u32 {
+        self.classes[cell.index()]
+            .keys()
+            .filter(|(m, ..)| {
+                m.is_some_and(|m| {
+                    models.is_empty() || models.iter().any(|x| *x == self.models[m.index()])
+                })
+            })
+            .map(|&(_, g, ..)| g)
+            .max()
+            .unwrap_or(0)
     }
 
     /// Could `tasks` tasks of `shape` run in `cell` at once (empty, every node up, the

@@ -211,6 +211,8 @@ pub fn open(path: &Path) -> Result<VecStream, TraceError> {
                 recorded_start: None,
                 recorded: RecordedKind::Normal,
                 topology: None,
+                // Pod shapes are given: rigid.
+                split: false,
             },
             times,
         });

@@ -240,6 +240,8 @@ fn parse_job(
         recorded_start: scheduled.map(SimTime),
         recorded: RecordedKind::Normal,
         topology: None,
+        // Pod shapes are given: rigid.
+        split: false,
     })
 }
 

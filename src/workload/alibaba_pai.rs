@@ -263,6 +263,8 @@ pub fn open_with_job_table(path: &Path, job_path: &Path) -> Result<VecStream, Tr
             recorded_start: None,
             recorded: RecordedKind::Normal,
             topology: None,
+            // Pod shapes are given: rigid.
+            split: false,
         };
         pending.push((job, *submit, start, end));
     }

@@ -210,6 +210,8 @@ impl HeliosRows {
             recorded_start: None,
             recorded: RecordedKind::Normal,
             topology: None,
+            // A job size, not a pod shape: takes the node's shape.
+            split: true,
         };
         let Some(start) = start else {
             if state == "CANCELLED" {

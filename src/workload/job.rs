@@ -55,6 +55,13 @@ pub struct JobSpec {
     /// The job's own topology constraint (a Kueue workload's Topology-Aware Scheduling
     /// request); `None`: `[policy.topology]`'s for gangs, else none.
     pub topology: Option<fleetsim_policies::topology::TopologySpec>,
+    /// Its tasks take the node's shape: in a cell whose nodes have fewer accelerators than a
+    /// task, each task runs as node-sized members of one gang
+    /// ([`fleetsim_policies::placement::split`]). True for the synthetic generator and the
+    /// traces that record job sizes (Philly, Helios, SWF, Slurm, Tiresias, and a native
+    /// row without a `tasks` column); false where the task shape is given (a native row's
+    /// `tasks`, Alibaba pods, serving replicas).
+    pub split: bool,
 }
 
 impl JobSpec {
@@ -76,6 +83,7 @@ impl JobSpec {
             recorded_start: None,
             recorded: RecordedKind::Normal,
             topology: None,
+            split: false,
         }
     }
 

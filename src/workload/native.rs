@@ -37,6 +37,7 @@
 //! | `cells` | no | allowed cells, `|`-separated | any |
 //! | `start_s`, `end_s` | no (both or neither) | recorded start/end, decimal seconds since trace start | none |
 //! | `qos` | no | QoS class label | none |
+//! | `split` | no | 1: the tasks take the node's shape (split into node-sized members of one gang in a cell whose nodes have fewer accelerators than a task, [`JobSpec::split`]); 0: rigid | 0 when `tasks` is given, else 1 |
 //! | `res_<name>` / `extra.<name>` | no | a resource the model does not have: must be 0 (ignored, field case B16 Z1); non-zero is an error | – |
 //!
 //! `gpu_models` and `cells` are treated as sets: de-duplicated and sorted. Every model must be
@@ -89,7 +90,7 @@ use crate::fleet::catalog;
 pub const ENDED_BEFORE_WINDOW: &str = "ended_before_window";
 
 /// Every field of the format, in the column order [`write_csv`] uses.
-pub const FIELDS: [&str; 17] = [
+pub const FIELDS: [&str; 18] = [
     "id",
     "submit_s",
     "tenant",
@@ -107,6 +108,7 @@ pub const FIELDS: [&str; 17] = [
     "start_s",
     "end_s",
     "qos",
+    "split",
 ];
 
 const REQUIRED: [&str; 3] = ["id", "submit_s", "tenant"];
@@ -128,6 +130,7 @@ const CELLS: usize = 13;
 const START_S: usize = 14;
 const END_S: usize = 15;
 const QOS: usize = 16;
+const SPLIT: usize = 17;
 
 // ---------------------------------------------------------------------------------------------
 // Shared helpers (also used by the other readers of this crate).
@@ -516,7 +519,7 @@ impl NativeFormat {
 /// (field label for messages, value text).
 #[derive(Default)]
 struct Raw {
-    vals: [Option<String>; 17],
+    vals: [Option<String>; FIELDS.len()],
     extra: Vec<(String, String)>,
 }
 
@@ -626,6 +629,14 @@ fn build_row(path: &Path, line: u64, raw: &Raw) -> Result<Row, TraceError> {
         recorded_start: None,
         recorded: RecordedKind::Normal,
         topology: None,
+        // A row that gives `tasks` keeps them rigid; otherwise its size takes the node's
+        // shape (unless `split` says otherwise).
+        split: match count32(SPLIT)? {
+            None => get(TASKS).is_none(),
+            Some(0) => false,
+            Some(1) => true,
+            Some(v) => return Err(bad(SPLIT, format!("must be 0 or 1, got {v}"))),
+        },
     };
     match (start, end) {
         (None, None) => {
@@ -1077,6 +1088,7 @@ fn encode(job: &JobSpec) -> Vec<(usize, Out)> {
     out.push((GPU_MILLI, Out::Int(job.shape.gpu_milli.into())));
     out.push((CPU_MILLI, Out::Int(job.shape.cpu_milli as i64)));
     out.push((MEM_MIB, Out::Int(job.shape.mem_mib as i64)));
+    out.push((SPLIT, Out::Int(i64::from(job.split))));
     let submit = job.submit.0 as i64;
     let runtime = job.runtime.0 as i64;
     let times: Option<(i64, i64)> = match job.recorded {

@@ -143,6 +143,8 @@ fn parse_row(
             recorded_start: None,
             recorded: RecordedKind::Normal,
             topology: None,
+            // A job size, not a pod shape: takes the node's shape.
+            split: true,
         },
     })
 }

@@ -377,6 +377,8 @@ fn read(path: &Path, input: Box<dyn Read + Send>) -> Result<VecStream, TraceErro
                 recorded_start: None,
                 recorded: RecordedKind::Normal,
                 topology: None,
+                // A job size, not a pod shape: takes the node's shape.
+                split: true,
             },
             submit,
             attempts: spans,

@@ -307,6 +307,8 @@ impl SwfRows {
             recorded_start: None,
             recorded: RecordedKind::Normal,
             topology: None,
+            // A job size, not a pod shape: takes the node's shape.
+            split: true,
         };
         match (run, wait) {
             (None, _) => {

@@ -572,6 +572,8 @@ impl Iterator for SyntheticStream {
             recorded_start: None,
             recorded: RecordedKind::Normal,
             topology: None,
+            // A job size, not a pod shape: takes the node's shape.
+            split: true,
         }))
     }
 }

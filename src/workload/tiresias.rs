@@ -109,6 +109,8 @@ impl TiresiasRows {
             recorded_start: None,
             recorded: RecordedKind::Normal,
             topology: None,
+            // A job size, not a pod shape: takes the node's shape.
+            split: true,
         })))
     }
 }

@@ -231,7 +231,9 @@ proptest! {
 /// A task of 65 GPUs (more than any node may have) was bad input that failed the whole
 /// trace (exit 2); it is now rejected at submit like any never-fitting job and counted by
 /// reason. And a rejected job is not demand: T's demand is the small job's 8 GPUs × 100 s
-/// = 800 GPU-s (the 65-GPU job would have added 65 × 100 = 6,500).
+/// = 800 GPU-s (the 65-GPU job would have added 65 × 100 = 6,500). The `tasks` column keeps
+/// the task rigid (without it, a 65-GPU job would take the node's shape: 13 members of 5
+/// GPUs, too many for the two nodes: `gang_larger_than_cell`).
 #[test]
 fn oversize_task_is_rejected_at_submit_and_not_demand() {
     let scenario = format!(
@@ -242,7 +244,7 @@ fn oversize_task_is_rejected_at_submit_and_not_demand() {
         &scenario,
         &[(
             "jobs.csv",
-            "id,submit_s,tenant,num_gpu,runtime_s\nBIG,0,T,65,100\nS,0,T,8,100\n",
+            "id,submit_s,tenant,tasks,num_gpu,runtime_s\nBIG,0,T,1,65,100\nS,0,T,1,8,100\n",
         )],
     );
     assert_eq!(out.summary.jobs.rejected, 1);

@@ -629,6 +629,8 @@ fn generate(seed: u64, rows: u64) -> Dump {
             recorded_start: Some(SimTime::from_secs(start)),
             recorded: RecordedKind::Normal,
             topology: None,
+            // The sacct reader's jobs are job sizes: they take the node's shape.
+            split: true,
         };
         if het {
             // Two components of one shape: one gang of 2 × nodes tasks.

@@ -214,12 +214,12 @@ fn bad_sweeps_and_shards_exit_2() {
 }
 
 #[test]
-fn check_passes_on_the_committed_baseline_and_fails_when_occupancy_drops() {
+fn check_passes_on_the_committed_baseline_and_fails_when_waits_rise() {
     let baseline = repo().join("reports/default.json");
     let o = run(&["check", "--baseline"], &[&baseline]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("check passed"), "{}", text(&o));
-    // A policy change that holds later jobs behind a blocked head lowers occupancy.
+    // A policy change that holds later jobs behind a blocked head makes them wait longer.
     let o = run(
         &[
             "check",
@@ -233,12 +233,12 @@ fn check_passes_on_the_committed_baseline_and_fails_when_occupancy_drops() {
     let out = String::from_utf8_lossy(&o.stdout).to_string();
     let line = out
         .lines()
-        .find(|l| l.starts_with("occupancy "))
-        .unwrap_or_else(|| panic!("no occupancy line:\n{out}"));
+        .find(|l| l.starts_with("wait_s.mean "))
+        .unwrap_or_else(|| panic!("no wait_s.mean line:\n{out}"));
     let cols: Vec<&str> = line.split_whitespace().collect();
     let (base, now): (f64, f64) = (cols[1].parse().unwrap(), cols[2].parse().unwrap());
     assert!(
-        now < base && line.ends_with("REGRESSION (fell; higher is better)"),
+        now > base && line.ends_with("REGRESSION (rose; lower is better)"),
         "{line}"
     );
     assert!(

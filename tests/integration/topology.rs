@@ -240,3 +240,85 @@ fn topology_aware_takes_the_tightest_block_first() {
     );
     assert_eq!(nodes_of(&a.unwrap()), vec![1]);
 }
+
+/// Jobs take the node's shape: a cell `hgx` of one 8 × H100 node and a cell `gb` of two
+/// GB200 NVL72 racks (18 trays × 4 GPUs each; a rack is one NVLink domain).
+///
+/// * `fill` (rigid: 16 tasks × 4 GPUs) takes 16 trays of rack 0 at t=0 (best-fit, node
+///   order), leaving 2 trays (8 GPUs) free there and rack 1 empty.
+/// * `J16` (2 tasks × 8 GPUs, `split` = 1) at t=1 becomes 4 members × 4 GPUs, 2 per task,
+///   each task's pair in one rack. Rack 0's 2 free trays hold one pair; without keeping
+///   the gang together its two pairs would land in racks 0 and 1. One rack (rack 1) can
+///   hold all four, so all four go there.
+/// * `J8` (8 GPUs, no `tasks`: takes the node's shape) at t=2 runs as 2 × 4 GPUs on rack 0's
+///   last two trays (one domain).
+/// * `H8` (8 GPUs, cell `hgx`) at t=3 runs whole, 1 × 8, on the HGX node.
+#[test]
+fn jobs_take_the_node_shape_and_stay_in_one_nvlink_domain() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("jobs.csv"),
+        "id,submit_s,tenant,tasks,num_gpu,runtime_s,split,cells
+fill,0,t,16,4,1000,0,gb
+J16,1,t,2,8,500,1,gb
+J8,2,t,,8,500,,gb
+H8,3,t,,8,500,,hgx
+",
+    )
+    .unwrap();
+    let path = dir.path().join("s.toml");
+    std::fs::write(
+        &path,
+        r#"name = "shape"
+[[fleet.cells]]
+name = "hgx"
+[[fleet.cells.nodes]]
+preset = "hgx-h100"
+count = 1
+[[fleet.cells]]
+name = "gb"
+[[fleet.cells.nodes]]
+preset = "gb200-nvl72"
+racks = 2
+[workload]
+trace = { format = "native", path = "jobs.csv" }
+[policy]
+placement = "best-fit"
+"#,
+    )
+    .unwrap();
+    let mut loaded = scenario::load(&path).unwrap();
+    loaded.scenario.metrics.audit_every_instant = true;
+    let opts = RunOptions {
+        seed: None,
+        trace_dir: TraceDir(PathBuf::from("unused")),
+        out_dir: None,
+        keep_rows: true,
+    };
+    let out = run_scenario(&loaded, &opts, &mut |_, _| {}).unwrap();
+    let rows = out.jobs.as_ref().unwrap();
+    let row = |name: &str| rows.iter().find(|r| r.name == name).unwrap();
+    let racks = |name: &str| -> Vec<String> {
+        let mut r: Vec<String> = row(name)
+            .nodes
+            .iter()
+            .map(|n| n.split("-n").next().unwrap().to_string())
+            .collect();
+        r.dedup();
+        r
+    };
+    assert_eq!(racks("fill"), ["gb-r000"]);
+    assert_eq!(row("fill").nodes.len(), 16);
+    assert_eq!(row("J16").nodes.len(), 4, "{:?}", row("J16").nodes);
+    assert_eq!(racks("J16"), ["gb-r001"], "{:?}", row("J16").nodes);
+    assert_eq!(row("J16").tasks, 2);
+    assert_eq!(row("J8").nodes.len(), 2, "{:?}", row("J8").nodes);
+    assert_eq!(racks("J8"), ["gb-r000"], "{:?}", row("J8").nodes);
+    assert_eq!(row("H8").nodes, ["hgx-n00000"]);
+    for j in ["fill", "J16", "J8", "H8"] {
+        assert_eq!(
+            row(j).start.map(|s| s.0 / 1000),
+            row(j).submit.0.checked_div(1000)
+        );
+    }
+}

@@ -65,6 +65,10 @@ pub struct JobSpec {
     /// Attained service of earlier runs, GPU·ms.
     #[serde(default)]
     pub attained_gpu_ms: u64,
+    /// The tasks take the node's shape: split into node-sized members in a cell whose nodes
+    /// are smaller than a task ([`PendingJob::split`]); default `false` (rigid).
+    #[serde(default)]
+    pub split: bool,
 }
 
 impl JobSpec {
@@ -106,6 +110,7 @@ impl JobSpec {
             checkpoint_interval: self.checkpoint_interval_ms.map(SimDuration),
             done: SimDuration(self.done_ms),
             attained_gpu_ms: self.attained_gpu_ms,
+            split: self.split,
             ..PendingJob::default()
         })
     }
@@ -132,6 +137,7 @@ impl JobSpec {
             runtime_estimate_ms: job.runtime_estimate.map(|d| d.0),
             topology: job.topology,
             checkpoint_interval_ms: job.checkpoint_interval.map(|d| d.0),
+            split: job.split,
             done_ms: job.done.0,
             attained_gpu_ms: job.attained_gpu_ms,
         }

@@ -69,6 +69,7 @@
 pub mod baselines;
 pub mod basic;
 pub mod fgd;
+pub mod split;
 pub mod topology;
 
 pub use baselines::{DotProd, FgdBestFit, GpuClustering, GpuPacking, RandomFit};
@@ -202,6 +203,10 @@ pub struct PlaceCtx {
     /// (decision recording; off by default, one branch per gang when off).
     #[cfg_attr(feature = "serde", serde(skip))]
     recorder: Option<Recorder>,
+    /// The slice level of split jobs by (cell, member shape, models, members per task)
+    /// ([`split`]). Left out of snapshots: a cache, refilled on use.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub(crate) split_levels: std::collections::BTreeMap<(CellId, TaskShape, ModelSet, u32), Level>,
 }
 
 /// One [`place_gang`] call as a [`PlacementRecorder`] sees it.
@@ -269,6 +274,7 @@ impl PlaceCtx {
             decisions: 0,
             tied_decisions: 0,
             recorder: None,
+            split_levels: std::collections::BTreeMap::new(),
         }
     }
 
@@ -539,6 +545,10 @@ pub fn place_gang(
     cell: CellId,
     job: &PendingJob,
 ) -> Option<Vec<TaskAlloc>> {
+    // A job that takes the node's shape is placed as its members in this cell.
+    if let Some(members) = split::member_job(ctx, fleet, cell, job) {
+        return place_gang(policy, ctx, fleet, cell, &members);
+    }
     if job.shape.num_gpu == 0 {
         // CPU-only tasks are placed through the CPU index, kept only once such a task exists.
         fleet.enable_cpu_index();

@@ -459,9 +459,10 @@ pub fn place_gang_topology(
         };
     };
     let slices = job.tasks.div_ceil(size);
-    // Confine the slices to one group of the gang level, if one can hold them all.
+    // Confine the slices to one group of the gang level, if one can hold them all (the
+    // gang level may be the slices' own: all slices in one group when one has room).
     let mut confined = false;
-    if let Some(level) = spec.level.filter(|&l| l > spec.slice_level) {
+    if let Some(level) = spec.level.filter(|&l| l >= spec.slice_level) {
         let caps = group_capacities(ctx, fleet, cell, &job.shape, job.models, spec.slice_level);
         let mut slice_room: BTreeMap<u32, u64> = BTreeMap::new();
         for (&sub, &c) in &caps {

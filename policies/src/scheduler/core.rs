@@ -3,6 +3,10 @@
 
 use super::*;
 
+/// What a submit-time verdict depends on: shape, models, gang size, queue and whether the
+/// tasks take the node's shape.
+pub(crate) type ResolvableKey = (TaskShape, ModelSet, u32, QueueId, bool);
+
 /// Everything but the pending queues, so that a pass can borrow one pending entry and the
 /// rest of the scheduler at once.
 ///
@@ -73,7 +77,7 @@ pub(crate) struct Core {
     /// [`Scheduler::check_resolvable`]'s verdicts for jobs that name no cells, by (shape,
     /// models, gang size, queue): it reads only those, the fleet's empty-node capacity
     /// classes and the queue and quota configuration, none of which change during a run.
-    pub(crate) resolvable: BTreeMap<(TaskShape, ModelSet, u32, QueueId), Result<(), RejectReason>>,
+    pub(crate) resolvable: BTreeMap<ResolvableKey, Result<(), RejectReason>>,
     /// The LAS queues when the `las` order or LAS preemption is on ([`super::las`]).
     pub(crate) las: Option<crate::queue_order::Las>,
     /// The last instant a running job was demoted to a lower LAS queue.
@@ -397,12 +401,16 @@ impl Core {
             cells_key,
             job.topology,
             prefix as u32,
+            job.split,
         );
         if let Some(&r) = pass.failed_exact.get(&exact) {
             return Err(r);
         }
+        // A rigid single task that failed rules out larger rigid ones (a job that takes the
+        // node's shape may fit where a rigid task of its size does not: never ruled out).
         let dominated = pass.failed_single.iter().find(|&&(s, m, c, p, _)| {
-            job.topology.is_none()
+            !job.split
+                && job.topology.is_none()
                 && m == models
                 && c == cells_key
                 && p == prefix as u32
@@ -446,7 +454,7 @@ impl Core {
                 reason = PendingReason::Reservation;
             }
         }
-        if job.tasks == 1 && job.topology.is_none() {
+        if job.tasks == 1 && job.topology.is_none() && !job.split {
             pass.failed_single
                 .push((job.shape, models, cells_key, prefix as u32, reason));
         }
@@ -514,7 +522,7 @@ impl Core {
         }
         // Does one task fit some node now? (The capacity index, not the placement policy,
         // so that a policy's own state — a seeded generator — is not touched.)
-        if job.tasks > 1 && one_task_fits(fleet, job, models) {
+        if (job.tasks > 1 || job.split) && one_task_fits(fleet, job, models) {
             return PendingReason::Gang;
         }
         PendingReason::Fragmentation
@@ -533,14 +541,21 @@ pub(crate) fn free_on_fitting_shapes(
         .map(|c| CellId(c as u16))
         .filter(|&c| job.allows_cell(c))
         .map(|c| {
+            let shape = task_shape_in(fleet, c, job);
             fleet
                 .cell_models(c)
                 .filter(|&m| models.allows(m))
-                .filter(|&m| fleet.task_fits_some_node(c, &job.shape, ModelSet::only(m)))
+                .filter(|&m| fleet.task_fits_some_node(c, &shape, ModelSet::only(m)))
                 .map(|m| fleet.free_gpu_milli(c, ModelSet::only(m)))
                 .sum::<u64>()
         })
         .sum()
+}
+
+/// The task shape `job` places in `cell`: its member's when its tasks take the node's shape
+/// there ([`crate::placement::split`]), else its own.
+pub(crate) fn task_shape_in(fleet: &FleetState, cell: CellId, job: &PendingJob) -> TaskShape {
+    crate::placement::split::members_in(fleet, cell, job).map_or(job.shape, |(_, m)| m)
 }
 
 /// True when some node of a cell `job` allows fits one of its GPU tasks with models
@@ -548,14 +563,15 @@ pub(crate) fn free_on_fitting_shapes(
 /// models)` index lookups plus the nodes with enough free GPU-milli that fail on CPU,
 /// memory or how a share spreads.
 pub(crate) fn one_task_fits(fleet: &FleetState, job: &PendingJob, models: ModelSet) -> bool {
-    let need = job.shape.total_gpu_milli() as u32;
     (0..fleet.cells().len())
         .map(|c| CellId(c as u16))
         .filter(|&c| job.allows_cell(c))
         .any(|c| {
+            let shape = task_shape_in(fleet, c, job);
+            let need = shape.total_gpu_milli() as u32;
             fleet.cell_models(c).filter(|&m| models.allows(m)).any(|m| {
                 fleet
-                    .find_gpu_candidate(c, m, need, |n| fleet.fits(n, &job.shape, models))
+                    .find_gpu_candidate(c, m, need, |n| fleet.fits(n, &shape, models))
                     .is_some()
             })
         })
@@ -570,9 +586,10 @@ pub(crate) fn fits_on_any<'a>(
     models: ModelSet,
     allocs: impl IntoIterator<Item = &'a TaskAlloc>,
 ) -> bool {
-    allocs
-        .into_iter()
-        .any(|a| job.allows_cell(fleet.node(a.node).cell) && fleet.fits(a.node, &job.shape, models))
+    allocs.into_iter().any(|a| {
+        let cell = fleet.node(a.node).cell;
+        job.allows_cell(cell) && fleet.fits(a.node, &task_shape_in(fleet, cell, job), models)
+    })
 }
 
 /// True when `node` counts toward a cell's room for GPU tasks of models `models`

@@ -275,7 +275,7 @@ impl Scheduler {
 
     /// See [`crate::topology::feasible`], with this scheduler's default topology.
     fn topology_feasible(&self, fleet: &FleetState, job: &PendingJob) -> bool {
-        crate::topology::feasible(fleet, job, self.core.default_topology)
+        crate::placement::split::feasible(fleet, job, self.core.default_topology)
     }
 
     /// Checks whether `job` could ever start, without enqueueing it.
@@ -301,9 +301,12 @@ impl Scheduler {
         let mut gang_fits = false;
         for c in cells {
             any_cell = true;
-            if fleet.task_fits_some_node(c, &job.shape, job.models) {
+            // A job that takes the node's shape is judged by its members in each cell.
+            let (k, shape) =
+                crate::placement::split::members_in(fleet, c, job).unwrap_or((1, job.shape));
+            if fleet.task_fits_some_node(c, &shape, job.models) {
                 task_fits = true;
-                if fleet.can_ever_fit(c, &job.shape, job.models, job.tasks) {
+                if fleet.can_ever_fit(c, &shape, job.models, job.tasks.saturating_mul(k)) {
                     gang_fits = true;
                     break;
                 }
@@ -372,8 +375,17 @@ impl Scheduler {
         mut job: PendingJob,
         now: SimTime,
     ) -> Result<(), RejectReason> {
+        // Tasks that would take the node's shape in none of its cells are rigid.
+        if job.split
+            && !(0..fleet.cells().len())
+                .map(|c| CellId(c as u16))
+                .filter(|&c| job.allows_cell(c))
+                .any(|c| crate::placement::split::members_in(fleet, c, &job).is_some())
+        {
+            job.split = false;
+        }
         if job.cells.is_empty() {
-            let key = (job.shape, job.models, job.tasks, job.queue);
+            let key = (job.shape, job.models, job.tasks, job.queue, job.split);
             let verdict = match self.core.resolvable.get(&key) {
                 Some(v) => v.clone(),
                 None => {
@@ -729,7 +741,9 @@ impl Scheduler {
     /// when they do not all fit now. A required topology level (or `STRICT_PACK`) keeps
     /// them in the survivors' group of that level and `STRICT_SPREAD` off the survivors'
     /// nodes; other topology constraints (preferred levels, slices) are not applied to the
-    /// missing members. Quota and usage are unchanged (the gang stayed admitted).
+    /// missing members. A job that took the node's shape ([`crate::placement::split`]) misses
+    /// members of its member shape in `cell`. Quota and usage are unchanged (the gang stayed
+    /// admitted).
     ///
     /// # Panics
     /// If running jobs are not tracked or `job` is not a tracked running job.
@@ -748,9 +762,13 @@ impl Scheduler {
             .and_then(|r| r.as_ref())
             .expect("a recovering gang is a tracked running job");
         let mut missing = r.job.clone();
+        let survivors: Vec<crate::NodeId> = r.allocs.iter().map(|a| a.node).collect();
+        // A job that took the node's shape misses members of its member shape.
+        if let Some(m) = crate::placement::split::member_job(&mut c.ctx, fleet, cell, &missing) {
+            missing = m;
+        }
         missing.tasks = tasks;
         let spec = missing.topology.take().unwrap_or_default();
-        let survivors: Vec<crate::NodeId> = r.allocs.iter().map(|a| a.node).collect();
         if missing.shape.num_gpu == 0 {
             fleet.enable_cpu_index();
         }

@@ -10,6 +10,10 @@ pub(crate) type Head = Reverse<(u8, AdmissionPrefix, OrderKey, JobId, QueueId)>;
 /// exact fair-sharing key (DRF), compared in that order.
 pub(crate) type AdmissionPrefix = (u64, crate::quota::FairKey);
 
+/// A preemption search that failed in the current pass: queue, priority, tier, shape,
+/// tasks, models, cell set and whether the tasks take the node's shape.
+pub(crate) type PreemptMemo = (QueueId, i32, Tier, TaskShape, u32, ModelSet, u32, bool);
+
 /// Reusable per-pass buffers.
 #[derive(Debug, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -17,7 +21,7 @@ pub(crate) struct PassState {
     pub(crate) heads: BinaryHeap<Head>,
     pub(crate) failed_exact: BTreeMap<ExactKey, PendingReason>,
     pub(crate) failed_single: Vec<(TaskShape, ModelSet, u32, u32, PendingReason)>,
-    pub(crate) failed_preempt: BTreeSet<(QueueId, i32, Tier, TaskShape, u32, ModelSet, u32)>,
+    pub(crate) failed_preempt: BTreeSet<PreemptMemo>,
     pub(crate) cells: Vec<CellId>,
     /// Placement attempts left.
     pub(crate) budget: u64,
@@ -454,9 +458,9 @@ impl Scheduler {
                         && (c.6 == Tier::BestEffort
                             || pass
                                 .failed_preempt
-                                .contains(&(queue, c.5, c.6, c.0, c.1, c.2, c.3))));
+                                .contains(&(queue, c.5, c.6, c.0, c.1, c.2, c.3, c.7))));
                 if settled {
-                    let exact = (c.0, c.1, c.2, c.3, c.4, 0);
+                    let exact = (c.0, c.1, c.2, c.3, c.4, 0, c.7);
                     let holds = if pass.failed_exact.get(&exact) == Some(r) {
                         None
                     } else {

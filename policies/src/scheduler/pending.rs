@@ -67,6 +67,7 @@ pub(crate) type ClassKey = (
     Option<TopologySpec>,
     i32,
     Tier,
+    bool,
 );
 
 /// The class of an entry.
@@ -79,6 +80,7 @@ pub(crate) fn class_of(e: &Entry) -> ClassKey {
         e.job.topology,
         e.job.priority,
         e.job.tier,
+        e.job.split,
     )
 }
 
@@ -362,8 +364,17 @@ impl PendingMap {
 }
 
 /// Requirements that failed in the current pass, keyed without allocation: shape, tasks,
-/// models, cell set, topology constraint, and how many backfill reservations were in force.
-pub(crate) type ExactKey = (TaskShape, u32, ModelSet, u32, Option<TopologySpec>, u32);
+/// models, cell set, topology constraint, how many backfill reservations were in force, and
+/// whether the tasks take the node's shape ([`PendingJob::split`]).
+pub(crate) type ExactKey = (
+    TaskShape,
+    u32,
+    ModelSet,
+    u32,
+    Option<TopologySpec>,
+    u32,
+    bool,
+);
 
 /// Moves an entry to reason `r` at `now`, charging the time since its last change to its old
 /// reason.
@@ -409,6 +420,7 @@ impl PendingJob {
             attained_gpu_ms: self.attained_gpu_ms,
             checkpoint_interval: self.checkpoint_interval,
             las_entered: self.las_entered,
+            split: self.split,
         }
     }
 }

@@ -37,6 +37,7 @@ pub(crate) fn preempt_for(
         job.tasks,
         job.models,
         entry.cells_key,
+        job.split,
     );
     if pass.failed_preempt.contains(&memo) || pass.budget == 0 {
         return None;
@@ -790,7 +791,8 @@ fn no_room_even_with_all(
     models: ModelSet,
     victims: impl Iterator<Item = JobId>,
 ) -> bool {
-    if job.shape.num_gpu == 0 || !c.placement.select_is_pure() || c.ctx.records() {
+    // Room is counted in whole tasks: not for tasks that take the node's shape.
+    if job.shape.num_gpu == 0 || job.split || !c.placement.select_is_pure() || c.ctx.records() {
         return false;
     }
     let want = u64::from(job.tasks);
@@ -926,7 +928,10 @@ impl SimTrial<'_> {
     /// the victim just taken can start to fit. Always true for a CPU-only preemptor, an
     /// impure placement or a recorded context (every attempt is then seen).
     fn may_place(&mut self, taken: &[usize]) -> bool {
-        if self.job.shape.num_gpu == 0 || !self.c.placement.select_is_pure() || self.c.ctx.records()
+        if self.job.shape.num_gpu == 0
+            || self.job.split
+            || !self.c.placement.select_is_pure()
+            || self.c.ctx.records()
         {
             return true;
         }
@@ -954,6 +959,7 @@ impl SimTrial<'_> {
         };
         let p = self.c.placement.as_ref();
         if self.job.tasks != 1
+            || self.job.split
             || self.job.topology.is_some_and(|t| !t.is_empty())
             || !p.select_is_pure()
             || !p.select_is_complete()
@@ -1003,6 +1009,7 @@ impl SimTrial<'_> {
     fn dry_run(&mut self) -> Option<(Vec<usize>, bool)> {
         if !matches!(self.source, Source::Listed(..) | Source::Quota(..))
             || self.job.shape.num_gpu == 0
+            || self.job.split
             || !self.c.placement.select_is_pure()
             || self.c.ctx.records()
         {

@@ -148,7 +148,11 @@ struct NodeRoom {
 impl NodeRoom {
     fn new(c: &Core, job: &PendingJob) -> NodeRoom {
         NodeRoom {
-            on: job.shape.num_gpu > 0 && c.placement.select_is_pure() && !c.ctx.records(),
+            // Room is counted in whole tasks: not for tasks that take the node's shape.
+            on: job.shape.num_gpu > 0
+                && !job.split
+                && c.placement.select_is_pure()
+                && !c.ctx.records(),
             fits: None,
             seen: 0,
             gang_room: Vec::new(),

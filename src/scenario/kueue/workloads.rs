@@ -671,6 +671,8 @@ pub fn read(
             recorded_start: None,
             recorded: RecordedKind::Normal,
             topology,
+            // A pod set's pods are given: rigid.
+            split: false,
         };
         out.push(Workload {
             kind,

@@ -828,6 +828,8 @@ impl SacctRows {
             recorded_start: None,
             recorded: RecordedKind::Normal,
             topology: None,
+            // A job size, not a pod shape: takes the node's shape.
+            split: true,
         };
         let start = start.filter(|_| !never_assigned);
         let Some(start) = start else {
