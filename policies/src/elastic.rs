@@ -1,4 +1,4 @@
-//! Elastic sizing: how many GPUs (replicas) each elastic job gets (issue 22 item 2).
+//! Elastic sizing: how many GPUs (replicas) each elastic job gets.
 //!
 //! An elastic job declares `min ≤ max` GPUs instead of a fixed size (Pollux, OSDI '21; Ray
 //! Train elastic training; Kueue elastic workloads). A rigid job is the case `min = max`.

@@ -75,7 +75,7 @@
 //! completes: the potential `Φ = Σ_jobs (victim_cap − preemptions since the last
 //! completion)` is a non-negative integer that every preemption strictly decreases, and only
 //! a completion (progress) restores it. So no cycle, of any length and across any rule kinds
-//! (issue #16's three-job cycle: a within-queue swap, a fair-sharing eviction and one back),
+//! (the three-job cycle: a within-queue swap, a fair-sharing eviction and one back),
 //! can go on for ever; a job whose every candidate victim is exhausted waits with its
 //! ordinary pending reason until a completion. `validate` refuses `victim_cap = 0`. The
 //! rules below keep the common cases from using the budget at all:
@@ -360,7 +360,7 @@ pub(crate) struct Candidate {
     pub(crate) rule: PreemptReason,
     /// Its place in the victim order. Kept by debug builds only, which check the search's
     /// order against it (a release build orders by the listing's sort keys, and a search
-    /// lists every running job of the queues it may draw from: issue #18).
+    /// lists every running job of the queues it may draw from).
     #[cfg(debug_assertions)]
     pub(crate) key: VictimKey,
 }
@@ -484,7 +484,7 @@ pub fn minimal_victim_set<T: VictimTrial>(
 
 /// [`minimal_victim_set`] with the candidates drawn one by one, in victim order, by `next`,
 /// which may read the trial (a search over an index of the running jobs that stops at the
-/// first victim set that makes room, issue #18).
+/// first victim set that makes room).
 pub fn minimal_victim_set_from<T: VictimTrial>(
     trial: &mut T,
     mut next: impl FnMut(&mut T) -> Option<T::Victim>,

@@ -81,7 +81,7 @@ impl TaskShape {
     /// A message naming the inconsistent field: `gpu_milli` outside `1..=1000` with GPUs
     /// requested, or `gpu_milli` set without GPUs. A task asking for more accelerators than
     /// a node may have ([`MAX_GPUS_PER_NODE`]) is consistent: it is refused at submit as
-    /// larger than any node, not bad input (issue 17).
+    /// larger than any node, not bad input.
     pub fn validate(&self) -> Result<(), String> {
         if self.num_gpu == 0 && self.gpu_milli != 0 {
             return Err(format!("gpu_milli {} given with num_gpu 0", self.gpu_milli));

@@ -1,4 +1,4 @@
-//! Kubernetes adapter (issue 21 item 7): recorded `v1.Pod` and `v1.Node` objects → cluster
+//! Kubernetes adapter: recorded `v1.Pod` and `v1.Node` objects → cluster
 //! events, and admit decisions → `v1.Binding` objects. See the README's "Kubernetes
 //! adapter" section for the mapping table; in short:
 //!

@@ -1,4 +1,4 @@
-//! fleetsim-scheduler: the live scheduling service on the policy crate (issue 21).
+//! fleetsim-scheduler: the live scheduling service on the policy crate.
 //!
 //! [`service`]: the HTTP+JSON API over the policy crate's `live::LiveState`; [`security`]
 //! (TLS, tokens, limits) wraps its router; [`tenancy`] is the per-tenant rule of its job

@@ -1,5 +1,5 @@
 //! `fleetsim-scheduler loadtest`: drives the service over loopback HTTP at a target event
-//! rate and measures it (issue 21 targets).
+//! rate and measures it against the targets of its README.
 //!
 //! The event stream is a fleetsim bench workload (`saturated_quota_preempt` by default: a
 //! queue per tenant in one cohort with nominal quota and borrowing, DRF, EASY backfill,

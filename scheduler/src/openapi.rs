@@ -1,4 +1,4 @@
-//! The service's OpenAPI 3.1 description (issue 21 item 1), committed as
+//! The service's OpenAPI 3.1 description, committed as
 //! `scheduler/openapi.json` and served at `GET /v1/openapi.json`.
 //!
 //! The paths are written here; the component schemas (events, decisions, batches) are

@@ -1,5 +1,5 @@
 //! `fleetsim-scheduler serve`: the live service on a scenario's fleet and policy, with its
-//! write-ahead log and the security layer (issue 21 items 1, 2, 4, 6).
+//! write-ahead log and the security layer.
 
 use std::path::{Path, PathBuf};
 

@@ -1,4 +1,4 @@
-//! The HTTP+JSON API over a [`LiveState`] (issue 21 item 1). The routes are described in
+//! The HTTP+JSON API over a [`LiveState`]. The routes are described in
 //! `scheduler/openapi.json` (served at `GET /v1/openapi.json`).
 //!
 //! * `POST /v1/events` — a batch `{"batch": N?, "events": [...]}` applied in order; answers

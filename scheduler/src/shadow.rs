@@ -1,4 +1,4 @@
-//! Shadow mode (issue 21 item 5): what the policy would have decided beside another
+//! Shadow mode: what the policy would have decided beside another
 //! scheduler, job by job.
 //!
 //! Input: a recorded `jobs.csv` (fleetsim's columns, [`fleetsim::report::jobs_csv::HEADER`];

@@ -1,5 +1,5 @@
 //! Snapshots of the service's state, so that a restart reads the latest snapshot and
-//! replays only the log records after it (issue 21: restart from a 1,000,000-event log in
+//! replays only the log records after it (the target: restart from a 1,000,000-event log in
 //! ≤ 5 s, whatever the fleet's load; replaying a saturated fleet's log repeats every
 //! scheduling pass).
 //!
@@ -262,7 +262,7 @@ pub fn load<D: serde::de::DeserializeOwned>(
 mod tests {
     use super::*;
 
-    /// Attack 8 of issue 43: a snapshot write that failed on a full disk left
+    /// Attack 8 (the threat model): a snapshot write that failed on a full disk left
     /// `<wal>.snapshot.tmp` behind. The temporary file is a link to `/dev/full` here, so
     /// that every write to it fails with "no space left on device".
     #[test]

@@ -1,4 +1,4 @@
-//! Per-tenant authorization of the service's job routes (issue 21 item 6).
+//! Per-tenant authorization of the service's job routes.
 //!
 //! Events carry tenant *numbers* (`JobSpec.tenant`); tokens name tenants. The tokens
 //! file's `[tenants]` table ([`crate::security::Tokens::tenant_ids`]) joins the two. The

@@ -1,4 +1,4 @@
-//! The write-ahead log (issue 21 item 4): every accepted batch is appended, and made
+//! The write-ahead log: every accepted batch is appended, and made
 //! durable with one `fsync` (`File::sync_data`), before the service answers it.
 //!
 //! Record layout: a sequence of records, nothing else. One record is

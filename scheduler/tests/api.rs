@@ -1,5 +1,5 @@
 //! The decision endpoints (`GET /v1/decisions`, the server-sent-event stream) and the
-//! OpenAPI description (issue 21 item 1) on a service over loopback HTTP, started from
+//! OpenAPI description on a service over loopback HTTP, started from
 //! kueue-cohorts' spec (two cells: 16 HGX-H100 nodes, one GB200 NVL72 rack) with no job.
 
 use std::path::PathBuf;

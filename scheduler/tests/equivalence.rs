@@ -1,4 +1,4 @@
-//! Decision equivalence (issue 21 item 3): committed scenarios run in the simulator with the
+//! Decision equivalence: committed scenarios run in the simulator with the
 //! live recorder on; their event streams go to the service over loopback HTTP in batches,
 //! and every decision the service answers must equal the simulator's, in order.
 

@@ -1,4 +1,4 @@
-//! Crash safety (issue 21 item 4): the real `fleetsim-scheduler serve` binary on its
+//! Crash safety: the real `fleetsim-scheduler serve` binary on its
 //! write-ahead log is SIGKILLed at seeded random points while a client replays an event
 //! stream to it, restarted on the same log, and the client resends from its first
 //! unacknowledged batch (`409` = already logged: skip it). The full decision sequence

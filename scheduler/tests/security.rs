@@ -1,4 +1,4 @@
-//! The security layer over real TLS on loopback (issue 21 item 6): certificates made by
+//! The security layer over real TLS on loopback: certificates made by
 //! rcgen for `localhost`, a tokens file with two tenant principals and an admin, and a small
 //! job router behind [`secure`] whose resolver names the tenant a request touches (a
 //! submit's body, the owner of a job a `GET` names).

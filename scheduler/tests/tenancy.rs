@@ -1,4 +1,4 @@
-//! Per-tenant authorization of the real `serve` routes (issue 21 item 6) over loopback HTTP:
+//! Per-tenant authorization of the real `serve` routes over loopback HTTP:
 //! [`fleetsim_scheduler::serve::start`] on kueue-cohorts' spec (no job) with a tokens file of
 //! two tenant principals, one for both tenants, and an admin; and a live cancel of a pending
 //! job.

@@ -2,10 +2,10 @@
 //! any simulator must do for the same workload. `fleetsim bench` runs it beside those rows
 //! and prints the ratio of their CPU times.
 //!
-//! Source: the reference program `bench-floor/floor.rs` that issue #45 measures against
-//! (kept beside the repository in the shared workspace, `rustc -O floor.rs`; its first
-//! argument line is [`run`]'s). This module is that program's loop with its names spelled
-//! out, step for step: the same generator, the same arithmetic, the same output, so that
+//! Source: the reference program `bench-floor/floor.rs` that the saturated bench rows
+//! are measured against (kept beside the repository in the shared workspace,
+//! `rustc -O floor.rs`; its first argument line is [`run`]'s). This module is that
+//! program's loop with its names spelled out, step for step: the same generator, the same arithmetic, the same output, so that
 //! `floor JOBS NODES LOAD [strict] CAP MEAN` and `fleetsim bench --child floor:ROW` agree.
 //!
 //! What it does: Poisson arrivals at `load` × the GPUs of `nodes` 8-GPU nodes (one pool, no

@@ -1,4 +1,4 @@
-//! Elastic jobs (issue 22 item 2): jobs that run on `min ..= max` GPUs, sized by the policy
+//! Elastic jobs: jobs that run on `min ..= max` GPUs, sized by the policy
 //! stage [`fleetsim_policies::elastic`], draining work at a throughput model's rate, with a
 //! resize overhead. [`sim`] is the engine, [`throughput`] the models, [`pollux`] the reader
 //! of the Pollux OSDI '21 workloads and [`scenario`] the strict elastic scenario file.

@@ -158,7 +158,7 @@ pub struct EngineConfig {
     /// of quota usage in [`RunResult::quota_log`] (for tests and checkers; off by default).
     pub record_preemptions: bool,
     /// Record, at every call into the scheduler, the live service's event stream and the
-    /// decisions the scheduler answered ([`RunResult::live`]; issue 21's equivalence test).
+    /// decisions the scheduler answered ([`RunResult::live`]; the live equivalence test reads it).
     /// Off by default: no output changes.
     pub record_live: bool,
     /// Scheduled node changes (what-if transforms), applied as node events (class 2 of the
@@ -1321,7 +1321,7 @@ impl Simulation {
         reason: RejectReason,
         sink: &mut dyn JobSink,
     ) -> Result<(), EngineError> {
-        // A rejected job is not demand: the fleet could never hold it (issue 17).
+        // A rejected job is not demand: the fleet could never hold it.
         let rec = &self.jobs[id.index()];
         let d = demand_of(&rec.shape, rec.tasks, rec.runtime);
         let ts = &mut self.tenant_stats[rec.tenant.index()];
@@ -2426,7 +2426,7 @@ impl Simulation {
                 self.fleet.set_schedulable(change.node, false);
                 self.stop_jobs_on(change.node, grace, false);
                 self.book_held_on_failed(change.node);
-                // Capacity and allocation of a down node leave together (issue 17): a
+                // Capacity and allocation of a down node leave together: a
                 // drained node stops counting as available, and what its stopped jobs
                 // hold through the grace becomes "held on failed nodes".
                 if self.draining.remove(&change.node) {
@@ -2727,7 +2727,7 @@ impl Simulation {
         };
         // With a horizon the window ends at it, or at the last event when the run ended
         // before it (stuck jobs' blocked time counts; a run where nothing completes still
-        // has a window), never at the last completion alone (issue 17).
+        // has a window), never at the last completion alone.
         let window_end = stopped_at_horizon.or_else(|| self.cfg.horizon.map(|h| self.now.min(h)));
         let occupancy = self.metrics.finish(window_end);
         // Per-tenant waits: the collector's waits grouped by tenant in place (no copy).

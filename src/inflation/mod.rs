@@ -555,8 +555,8 @@ pub fn median(v: &mut [f64]) -> f64 {
     }
 }
 
-/// What the report needs of one run, kept instead of its per-offer events (issue 18 item 4:
-/// a run's events are about 1.4 MiB on openb; a digest is its curve, a few KiB), so a
+/// What the report needs of one run, kept instead of its per-offer events
+/// (a run's events are about 1.4 MiB on openb; a digest is its curve, a few KiB), so a
 /// study's memory grows with its runs' curves, not their events.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunDigest {

@@ -598,7 +598,7 @@ pub fn run_scenario_recorded(
 /// Runs a loaded scenario with [`EngineConfig::record_live`] on, and returns with it a
 /// [`fleetsim_policies::live::LiveState`] built exactly as the run's scheduler and fleet
 /// were before the first event (the same spec, queues, quota tree, spares held out):
-/// replaying [`RunResult::live`]'s events through it must give its decisions (issue 21).
+/// replaying [`RunResult::live`]'s events through it must give its decisions.
 ///
 /// # Errors
 /// As [`run_scenario`].
@@ -629,7 +629,7 @@ pub fn live_twin(
     }
 }
 
-/// What [`run_inner`] does about the live twin (issue 21).
+/// What [`run_inner`] does about the live twin.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Live {
     /// No recorder, no twin.
@@ -1085,8 +1085,8 @@ pub fn run_inflation(
     if let Some(dir) = &opts.out_dir {
         crate::report::outset::begin(dir, crate::report::outset::MARKER).map_err(io_err(dir))?;
     }
-    // Every run's per-attempt file is written as the run ends and its events dropped then
-    // (issue 18 item 4): memory holds one run's events per worker, not the study's.
+    // Every run's per-attempt file is written as the run ends and its events dropped then:
+    // memory holds one run's events per worker, not the study's.
     let attempts_dir = opts
         .out_dir
         .as_deref()

@@ -1,4 +1,4 @@
-//! Inference services beside training (issue 22 item 3): `[serving]` in a scenario.
+//! Inference services beside training: `[serving]` in a scenario.
 //!
 //! A service has a replica shape (one task of `gpus` accelerators, optional CPU, memory and
 //! accelerator models), a demand series (its load, in replicas' worth at 100 % utilisation,

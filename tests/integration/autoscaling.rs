@@ -1,4 +1,4 @@
-//! Autoscaled node groups (issue 22 item 1): an exact end-to-end case worked out by hand,
+//! Autoscaled node groups: an exact end-to-end case worked out by hand,
 //! the expander's choice, and bad input refused naming the field.
 
 use fleetsim::scenario;
@@ -101,7 +101,7 @@ fn a_gang_and_a_job_scale_up_together_and_an_idle_node_scales_down() {
     assert_eq!(a.pending_for_capacity_job_s, 120.0);
 }
 
-/// The live recorder (issue 21) has no events for nodes the autoscaler provisions and
+/// The live recorder has no events for nodes the autoscaler provisions and
 /// removes yet, so its record of an autoscaled run is marked incomplete, naming why: a
 /// service replaying it would diverge (philly-autoscale's stream was refused with `job …
 /// is not running` before this mark).

@@ -1,4 +1,4 @@
-//! Elastic jobs (issue 22 item 2): exact sizes and completion times on a tiny fleet, the
+//! Elastic jobs: exact sizes and completion times on a tiny fleet, the
 //! rigid baseline, bad input refused naming the field, and the Pollux scenario.
 
 use fleetsim::elastic::scenario::load;

@@ -1,4 +1,4 @@
-//! Hostile inputs and killed processes (issue #24 items 7–11): output sets are
+//! Hostile inputs and killed processes: output sets are
 //! all-or-nothing under SIGKILL, inputs are read with caps, oversized studies are refused
 //! with their run count, `--resume` refuses changed inputs, and `compare --resume` keeps
 //! complete runs.

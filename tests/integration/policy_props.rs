@@ -709,7 +709,7 @@ proptest! {
         ..ProptestConfig::default()
     })]
 
-    /// The randomized scheduler checker (issue #16): random small fleets (1–4 nodes of 1–8
+    /// The randomized scheduler checker: random small fleets (1–4 nodes of 1–8
     /// GPUs), three queues of one cohort with random nominal, borrowing and lending limits and
     /// tiers, priorities, gangs, random rule mixes (within-queue, reclaim, fair sharing,
     /// capacity, tiers), grace 0–10 s, the over-reclaim guard on or off, every admission

@@ -1,4 +1,4 @@
-//! Inputs as real clusters ship them (issue #20): the Kueue project's own example manifests
+//! Inputs as real clusters ship them: the Kueue project's own example manifests
 //! (`tests/fixtures/kueue-upstream`, see its SOURCE.md) and `sacct -P` files in Slurm's layout
 //! (`tests/fixtures/sacct`): each is accepted, or refused with a reason a user can act on.
 

@@ -380,7 +380,7 @@ proptest! {
         }
         let rel = out.summary.reliability.as_ref().unwrap();
         prop_assert_eq!(rel.allocated_gpu_s, total_alloc as f64 / 1e6);
-        // Grace on failed nodes is held, not occupancy (issue 17).
+        // Grace on failed nodes is held, not occupancy.
         let occ = out.summary.allocated_gpu_s + out.summary.held_on_failed_nodes_gpu_s;
         prop_assert!((occ - rel.allocated_gpu_s).abs() < 1e-6 * rel.allocated_gpu_s.max(1.0),
             "occupancy integral + held {} vs account {}", occ, rel.allocated_gpu_s);

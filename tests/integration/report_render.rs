@@ -1,4 +1,4 @@
-//! The HTML reports as a reader sees them (issue #23, defect 9): tables sit in boxes that
+//! The HTML reports as a reader sees them: tables sit in boxes that
 //! scroll rather than widen the page, long variant names wrap, durations read in human
 //! units, and — when a Chromium is installed (`chromium`, `chromium-browser`, or
 //! `$FLEETSIM_CHROMIUM`) — the page, laid out by headless Chromium at 1,024 px, is no

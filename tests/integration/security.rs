@@ -1,4 +1,4 @@
-//! A scenario's `public_path` stays inside the trace directory (issue #23, defect 5): an
+//! A scenario's `public_path` stays inside the trace directory: an
 //! absolute path, a `..` component, a symbolic link out of the folder (file or directory)
 //! are refused before the file is opened, with exit code 2, naming the field and never
 //! printing the file's content.

@@ -1,4 +1,4 @@
-//! Inference services beside training (issue 22 item 3): an exact end-to-end case worked out
+//! Inference services beside training: an exact end-to-end case worked out
 //! by hand under two co-location policies, and bad input refused naming the field.
 
 use fleetsim::engine::FinalState;

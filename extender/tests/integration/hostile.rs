@@ -1,4 +1,4 @@
-//! Hostile clients (issue #24 items 1–5), all on loopback: a tenant's own victim claims
+//! Hostile clients, all on loopback: a tenant's own victim claims
 //! cannot move an eviction onto another tenant's pod; only authenticated callers shape
 //! their own node cache; bytes, annotation sizes, gang sizes and concurrent work are capped
 //! (503 when the queue is full, `/healthz` answered meanwhile); slow connections are cut

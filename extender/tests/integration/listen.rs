@@ -1,5 +1,5 @@
 //! Starting the service on an address another process holds: one line naming the address
-//! and the likely cause, exit code 1, no backtrace (issue #23, defect 8).
+//! and the likely cause, exit code 1, no backtrace.
 
 #[test]
 fn address_in_use_is_one_line_without_a_backtrace() {

@@ -1,4 +1,4 @@
-//! The live scheduling service's core (issue 21): cluster [`Event`]s in, [`Decision`]s out,
+//! The live scheduling service's core: cluster [`Event`]s in, [`Decision`]s out,
 //! on the same [`crate::Scheduler`] and [`crate::FleetState`] the simulator drives.
 //!
 //! No I/O and no clock here: the service crate (`fleetsim-scheduler`) feeds events from

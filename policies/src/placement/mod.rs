@@ -470,7 +470,7 @@ pub trait Placement: Send + Sync {
     /// With [`Placement::select_is_pure`], a single task without a topology constraint then
     /// fits a cell as long as one placement of it there is still valid, so a preemption
     /// search that puts back a victim beside its tentative placement keeps that placement
-    /// instead of asking again, and asks once at the end (issue #18). `false` (the default)
+    /// instead of asking again, and asks once at the end. `false` (the default)
     /// asks after every victim put back.
     fn select_is_complete(&self) -> bool {
         false
@@ -616,7 +616,7 @@ pub(crate) fn place_tasks(
 ) -> Option<Vec<TaskAlloc>> {
     // A gang that cannot fit by free GPU-milli alone fails without reserving anything; in a
     // saturated fleet most gang attempts are such, each costing a reservation and a
-    // release per task that fitted (issue #18).
+    // release per task that fitted.
     if n > 1 && beyond_room(policy, fleet, cell, job, n) {
         unreserve(fleet, &allocs);
         return None;

@@ -47,7 +47,7 @@ pub(crate) struct Core {
     pub(crate) running: Option<Vec<Option<Box<Running>>>>,
     /// The ids whose slot in [`Core::running`] is filled, ascending (may hold ids whose slot
     /// was emptied since: readers skip those). Scans of the running set walk this instead of
-    /// every slot, which would cost every job ever started (issue #18).
+    /// every slot, which would cost every job ever started.
     pub(crate) running_ids: BTreeSet<JobId>,
     /// [`Core::running_ids`] per queue, by [`QueueId`] index: the preemption search scans
     /// only the queues a victim can come from ([`super::preempt::candidates`]).

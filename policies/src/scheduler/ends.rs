@@ -1,4 +1,4 @@
-//! The running jobs by the instant their resources are expected back (issue #18): what a
+//! The running jobs by the instant their resources are expected back: what a
 //! backfill reservation walks, kept as jobs start, change their end and stop, instead of a
 //! collection and a sort of the whole running set in every pass that reserves.
 //!

@@ -1,5 +1,5 @@
 //! LAS victims by node: the search of [`super::las_victims::LasCursor`] answered from an
-//! index of the nodes, without drawing the victims one by one (issue #45).
+//! index of the nodes, without drawing the victims one by one.
 //!
 //! Where the LAS rule alone can give a preemptor victims ([`las_only_victims`]), the
 //! preemptor's tasks are of whole GPUs and it has no topology constraint, and the placement

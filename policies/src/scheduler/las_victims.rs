@@ -1,4 +1,4 @@
-//! The running jobs in LAS victim order (issue #18): what the preemption search of a
+//! The running jobs in LAS victim order: what the preemption search of a
 //! saturated LAS fleet asks for, kept as jobs start, cross thresholds and stop, instead of a
 //! scan and a sort of the whole running set per attempt.
 //!

@@ -52,7 +52,7 @@ pub(crate) struct PassState {
 pub(crate) type Verdict = (PendingReason, Option<u64>);
 
 /// The pass's class verdicts by (queue, interned class), stored densely by class (the pass
-/// asks for them once per bucket at every step, issue #18): per class, the verdicts of the
+/// asks for them once per bucket at every step): per class, the verdicts of the
 /// queues that have one (only `QueueId(u32::MAX)`, shared by all queues, without
 /// preemption), stamped with the generation of the pass that made them, so that
 /// [`Verdicts::clear`] is `O(1)`.
@@ -103,7 +103,7 @@ impl Verdicts {
     }
 }
 
-/// What a settled pass left (issue #18): a pass that started nothing, over queues that all
+/// What a settled pass left: a pass that started nothing, over queues that all
 /// skip classes ([`Core::class_skip`]), without preemption, LAS or nominated preemptors and
 /// with a pure placement ([`Placement::select_is_pure`]), leaves every pending job holding
 /// the reason that trying it on the fleet as it is would give. Until the fleet changes (its
@@ -304,7 +304,7 @@ impl Scheduler {
         pass.budget = self.core.budget.unwrap_or(u64::MAX);
         self.certain_no_capacity(fleet, &mut pass);
         // A preemptor whose planned placement lost a node plans again now, at the failure,
-        // instead of waiting for its victims with a stale plan (issue #16 item 5): its
+        // instead of waiting for its victims with a stale plan: its
         // nomination and reserved quota are dropped (its victims still terminate).
         if self
             .core
@@ -534,7 +534,7 @@ impl Scheduler {
     /// pure placement's failed try leaves no trace but the pass's caches, which give the same
     /// reasons. So the jobs of such a class already filed under `NoCapacity` are skipped
     /// without a try: a pass over a saturated fleet costs the classes that might fit, not
-    /// one try per class present (issue #18).
+    /// one try per class present.
     fn certain_no_capacity(&mut self, fleet: &FleetState, pass: &mut PassState) {
         if self.core.preemption.is_some() || !self.core.placement.select_is_pure() {
             return;

@@ -782,7 +782,7 @@ struct QueueInfo {
 /// plan, [`SimTrial::dry_run`] of the victims a plan would take. `false` (plan as usual) for
 /// CPU-only tasks, other placements and a recording context. `O(victims' tasks + cells ×
 /// distinct free amounts)`, without touching the fleet, where each failed plan takes every
-/// victim out and tries a placement after each (issue #18).
+/// victim out and tries a placement after each.
 fn no_room_even_with_all(
     c: &Core,
     pass: &mut PassState,
@@ -921,7 +921,7 @@ impl SimTrial<'_> {
     /// False only when no placement of the preemptor can succeed now: no node of a cell it
     /// allows fits one of its tasks ([`FleetState::fits`]). A pure placement
     /// ([`crate::placement::Placement::select_is_pure`]) picks among nodes that fit, so its
-    /// attempt would fail and leave nothing behind; the attempt is skipped (issue #18: a
+    /// attempt would fail and leave nothing behind; the attempt is skipped (a
     /// many-GPU preemptor takes many one-GPU victims spread over the fleet, and each take
     /// cost a placement attempt). Victims are only taken out between two calls, which frees
     /// room and never takes it, so after one answer over the whole fleet only the nodes of
@@ -1001,7 +1001,7 @@ impl SimTrial<'_> {
     /// ([`no_room_even_with_all`]), no capacity check along the way passes: the search
     /// fails, and nothing of it needs to touch the fleet. Otherwise the search runs as
     /// usual over the recorded draws, which are the ones [`SimTrial::draw`] would return up
-    /// to its first fit. `saturated_quota_preempt` (issue #18): 98.6 % of its plans fail,
+    /// to its first fit. `saturated_quota_preempt`: 98.6 % of its plans fail,
     /// each taking out and putting back about 216 victims spread over the fleet with a
     /// placement check after each. A search that succeeds would stop at its first fit, so
     /// [`plan`] asks for a dry run only for a preemptor whose last search failed

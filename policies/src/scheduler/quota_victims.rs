@@ -1,4 +1,4 @@
-//! Quota's victim search drawn from the running jobs kept in lost-work order (issue #18),
+//! Quota's victim search drawn from the running jobs kept in lost-work order,
 //! instead of a list of every running job of the borrowing queues heaped for each search.
 //!
 //! When the reclaim and fair-sharing rules are the only ones that can give a preemptor a

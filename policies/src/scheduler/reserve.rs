@@ -124,7 +124,7 @@ pub(crate) fn reserve(
 ///
 /// With a pure placement ([`crate::placement::Placement::select_is_pure`]: a failed
 /// attempt leaves nothing behind) an attempt that cannot succeed is skipped.
-/// `saturated_quota_preempt` (issue #18): a reservation walked 33 groups on average, each
+/// `saturated_quota_preempt`: a reservation walked 33 groups on average, each
 /// with a placement attempt, all of which failed but the last.
 struct NodeRoom {
     /// False when every attempt is made: a CPU-only job, an impure placement or a recorded

@@ -1,4 +1,4 @@
-//! What the running jobs offer as victims, kept as jobs start and stop (issue #18): the
+//! What the running jobs offer as victims, kept as jobs start and stop: the
 //! pass's run summary (`preempt::RunSummary`) read in `O(queues)` instead of a walk of the whole running set in
 //! every pass that tries a preemption, and per queue a contiguous copy of what the victim
 //! search reads of each job ([`VictimView`]), which the search streams through instead of

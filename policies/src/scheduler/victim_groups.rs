@@ -1,5 +1,5 @@
-//! The quota-ruled candidates of a listed victim search, grouped by (queue, flavor, rule)
-//! (issue #18): a group none of whose members could be taken in the current state is
+//! The quota-ruled candidates of a listed victim search, grouped by (queue, flavor, rule):
+//! a group none of whose members could be taken in the current state is
 //! passed over without a check per member, and the search ends as soon as only such groups
 //! are left.
 //!

@@ -1,4 +1,4 @@
-//! The service's security layer (issue 21 item 6).
+//! The service's security layer.
 //!
 //! * **Exposure** ([`listen::check_listen`]): a loopback address may be served as plain HTTP
 //!   without tokens; any other address must have TLS ([`tls`]) *and* client authentication

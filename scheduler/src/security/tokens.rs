@@ -394,7 +394,7 @@ burst = 3
         assert!(Tokens::parse(FILE).unwrap().tenant_ids().is_empty());
     }
 
-    /// Attack 8 of issue 43: a world-writable tokens file and a 16-character repeated
+    /// Attack 8 (the threat model): a world-writable tokens file and a 16-character repeated
     /// token were accepted silently.
     #[test]
     fn a_world_writable_tokens_file_and_weak_tokens_are_accepted() {

@@ -2209,7 +2209,7 @@ metadata:
                 "  - coveredResources: [nvidia.com/gpu, memory]\n    flavors:\n    - name: h100\n      resources:\n      - name: nvidia.com/gpu\n        nominalQuota: 8\n      - name: memory\n        nominalQuota: 64Gi\n  - coveredResources: [cpu]\n    flavors:\n    - name: h100\n      resources:\n      - name: cpu\n        nominalQuota: 96",
             );
         let k2 = parse(&text, Path::new("k.yaml")).unwrap().quota();
-        // The GPU feature discovery label names the catalog model (issue #20).
+        // The GPU feature discovery label names the catalog model.
         assert_eq!(k2.flavors[0].models, ["H100"]);
         let b = &k2.queues[1].flavors;
         assert_eq!(b.len(), 1, "{b:?}");
