@@ -53,7 +53,7 @@ pub(crate) struct Core {
     /// only the queues a victim can come from ([`super::preempt::candidates`]).
     pub(crate) running_by_queue: Vec<BTreeSet<JobId>>,
     /// GPU-milli of every job ever entered into the running set (wrapping): a pass reads
-    /// how much started since an instant as a difference ([`super::preempt::RunSummary`]).
+    /// how much started since an instant as a difference ([`super::running::RunSummary`]).
     pub(crate) started_gpu_milli: u64,
     pub(crate) nominated: Vec<Nomination>,
     /// Jobs preempted at `.0` (the current instant): never preempted twice at one instant, so

@@ -225,11 +225,6 @@ impl LasNodes {
     }
 }
 
-/// The key of an indexed job's slot.
-pub(crate) fn vkey(s: &super::las_victims::Slot) -> VKey {
-    (s.tier, s.level, s.entered, s.seq, s.id)
-}
-
 /// Node `n`'s first `depth` increments in view `key` over `residents` (its bindings in
 /// victim order), counting the victims in reach (a LAS queue below the view's, a tier at
 /// most the view's); none outside the view's cells.
@@ -329,7 +324,7 @@ fn search(
     let max_tier = job.tier as u8;
     if !ix.phases_merge(job.queue, max_tier)
         || ix.entered_at(max_tier, level, now, |id| {
-            las_outranks(las, job, super::preempt::running(c, id), now)
+            las_outranks(las, job, running(c, id), now)
         })
     {
         return None;
@@ -467,7 +462,7 @@ fn search(
                 rule: PreemptReason::Las,
                 #[cfg(debug_assertions)]
                 key: {
-                    let r = super::preempt::running(c, k.4);
+                    let r = running(c, k.4);
                     las_victim_key(
                         las,
                         r,

@@ -33,6 +33,11 @@ pub(crate) struct Slot {
 }
 
 impl Slot {
+    /// The key this slot's job is filed under by node ([`super::las_nodes::VKey`]).
+    pub(crate) fn vkey(&self) -> super::las_nodes::VKey {
+        (self.tier, self.level, self.entered, self.seq, self.id)
+    }
+
     /// The smallest slot of (tier, queue) at LAS queue `level`, entered at `entered` or
     /// earlier (entries are ascending in `Reverse` of both).
     fn at(tier: u8, queue: QueueId, level: usize, entered: SimTime) -> Slot {
@@ -112,8 +117,7 @@ impl LasVictims {
             priority: r.job.priority,
         };
         self.order.insert(slot);
-        self.nodes
-            .file(super::las_nodes::vkey(&slot), r.job.priority, &r.allocs);
+        self.nodes.file(slot.vkey(), r.job.priority, &r.allocs);
         let i = r.job.id.index();
         if i >= self.by_id.len() {
             self.by_id.resize(i + 1, None);
@@ -138,9 +142,8 @@ impl LasVictims {
         self.nodes = super::las_nodes::LasNodes::default();
         self.nodes.set_built();
         for s in &self.order {
-            let r = super::preempt::running(c, s.id);
-            self.nodes
-                .file(super::las_nodes::vkey(s), r.job.priority, &r.allocs);
+            let r = running(c, s.id);
+            self.nodes.file(s.vkey(), r.job.priority, &r.allocs);
         }
     }
 
@@ -221,8 +224,8 @@ impl LasVictims {
     /// [`super::preempt::summary`] of the indexed jobs (the running jobs not being evicted),
     /// for LAS preemption `cfg_las` equal to the order's LAS queues: the same summary,
     /// without a walk of the running set.
-    pub(crate) fn summary(&self, c: &Core) -> super::preempt::RunSummary {
-        let mut s = super::preempt::RunSummary {
+    pub(crate) fn summary(&self, c: &Core) -> RunSummary {
+        let mut s = RunSummary {
             started_at: c.started_gpu_milli,
             tiers: self.tiers,
             ..Default::default()
@@ -414,7 +417,7 @@ impl LasCursor {
         let now = c.now;
         let my_preemptors: &[u64] = c.preempted_by.get(&job.seq).map_or(&[], Vec::as_slice);
         while let Some(s) = self.next_slot(ix, now) {
-            let r = super::preempt::running(c, s.id);
+            let r = running(c, s.id);
             debug_assert_eq!(
                 las_place(las, r, now),
                 (s.level.0, s.entered.0),

@@ -209,28 +209,6 @@ fn context(c: &Core, fleet: &FleetState, preemptor: JobId) -> crate::PreemptionC
     }
 }
 
-/// What the running jobs offer as victims, summarized once per pass (at its first preemption
-/// attempt): a necessary-condition filter, so that a job no rule could serve costs no scan.
-/// Jobs started later in the pass are not in it (preempting a job started at the same instant
-/// is waste anyway); victims taken in the pass stay in it (a needless scan at worst).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub(crate) struct RunSummary {
-    /// Lowest priority of a running job, per queue.
-    pub(crate) min_prio: Vec<Option<i32>>,
-    /// Lowest priority of any running job.
-    pub(crate) min_prio_all: Option<i32>,
-    /// Running jobs per tier ([`crate::Tier`] as index).
-    pub(crate) tiers: [u64; 3],
-    /// Highest LAS queue of a running job.
-    pub(crate) max_level: usize,
-    /// Per LAS queue (with LAS preemption and the order's LAS queues equal): GPU-milli of the
-    /// running jobs in it, and of those among them that entered it at this instant.
-    pub(crate) level_gpu_milli: Vec<(u64, u64)>,
-    /// [`Core::started_gpu_milli`] when the summary was taken.
-    pub(crate) started_at: u64,
-}
-
 pub(crate) fn summary(c: &Core, cfg: &PreemptionConfig) -> RunSummary {
     if let (Some(ix), true) = (
         c.las_victims.as_ref(),
@@ -1550,14 +1528,6 @@ fn quota_ok_by_victim(
             increases || running(c, v.id).job.queue != job.queue
         }
     })
-}
-
-pub(crate) fn running(c: &Core, id: JobId) -> &Running {
-    c.running
-        .as_ref()
-        .and_then(|reg| reg.get(id.index()))
-        .and_then(|r| r.as_deref())
-        .expect("a candidate is a tracked running job")
 }
 
 /// Takes a running job out of quota and the fleet (tentatively).

@@ -1,5 +1,5 @@
 //! What the running jobs offer as victims, kept as jobs start and stop: the
-//! pass's run summary (`preempt::RunSummary`) read in `O(queues)` instead of a walk of the whole running set in
+//! pass's run summary (`running::RunSummary`) read in `O(queues)` instead of a walk of the whole running set in
 //! every pass that tries a preemption, and per queue a contiguous copy of what the victim
 //! search reads of each job ([`VictimView`]), which the search streams through instead of
 //! visiting every running record (a cache miss each).
