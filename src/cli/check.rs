@@ -2,8 +2,9 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
+use rayon::prelude::*;
 
 use super::common::overrides;
 use crate::check;
@@ -19,18 +20,54 @@ pub struct CheckArgs {
     /// The baseline file, e.g. reports/default.json.
     #[arg(long)]
     pub baseline: PathBuf,
-    /// Write (or rewrite) the baseline from this run instead of checking.
+    /// Write (or rewrite) the baseline from runs on --seeds seeds instead of checking.
     #[arg(long)]
     pub update: bool,
-    /// Seed (overrides the scenario's).
-    #[arg(long)]
+    /// With --update: the first seed (default: the scenario's). A check runs the
+    /// baseline's seeds.
+    #[arg(long, requires = "update")]
     pub seed: Option<u64>,
+    /// With --update: number of seeds, the first seed, +1, … (2 to 1,000; default 5). The
+    /// tolerances come from their spread. A check runs the baseline's seeds.
+    #[arg(long, requires = "update", value_parser = clap::value_parser!(u64).range(2..=1000))]
+    pub seeds: Option<u64>,
     /// Override a scenario field: PATH=VALUE (repeatable).
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub set: Vec<String>,
     /// Directory of public traces (default: $FLEETSIM_TRACE_DIR, else traces/public).
     #[arg(long)]
     pub trace_dir: Option<PathBuf>,
+    /// Worker threads (default: $RAYON_NUM_THREADS, else one per core). Outputs do not
+    /// depend on it.
+    #[arg(long, short = 'j')]
+    pub threads: Option<usize>,
+}
+
+/// Runs `loaded` on `seeds` (in parallel; results in seed order), writing nothing.
+fn run_seeds(
+    loaded: &crate::scenario::Loaded,
+    seeds: &[u64],
+    trace_dir: &TraceDir,
+    threads: Option<usize>,
+) -> Result<Vec<serde_json::Value>> {
+    let work = || {
+        seeds
+            .par_iter()
+            .map(|&seed| {
+                study::run_point(loaded, seed, trace_dir, false)
+                    .map(|p| p.summary)
+                    .with_context(|| format!("seed {seed}"))
+            })
+            .collect::<Result<Vec<_>>>()
+    };
+    match threads {
+        Some(n) => rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .context("starting worker threads")?
+            .install(work),
+        None => work(),
+    }
 }
 
 /// Runs `fleetsim check`.
@@ -42,56 +79,73 @@ pub fn check(a: CheckArgs) -> Result<()> {
     let extra = overrides(&a.set)?;
     let loaded = source.load(&extra)?;
     let spec = loaded.scenario.check.clone().unwrap_or_default();
-    let seed = a.seed.unwrap_or(loaded.scenario.seed);
-    let point = study::run_point(&loaded, seed, &TraceDir::resolve(a.trace_dir), false)?;
-    for w in study::distinct_warnings([&point.summary]) {
+    let trace_dir = TraceDir::resolve(a.trace_dir.clone());
+    let (base, seeds) = if a.update {
+        let first = a.seed.unwrap_or(loaded.scenario.seed);
+        let n = a.seeds.unwrap_or(check::DEFAULT_SEEDS);
+        (None, (0..n).map(|i| first.wrapping_add(i)).collect())
+    } else {
+        let b = check::read_baseline(&a.baseline)?;
+        let seeds = b.seeds.clone();
+        (Some(b), seeds)
+    };
+    let summaries = run_seeds(&loaded, &seeds, &trace_dir, a.threads)?;
+    for w in study::distinct_warnings(&summaries) {
         errln!("warning: {w}");
     }
-    if a.update {
-        let b = check::baseline_of(&spec, &point.summary)?;
+    let Some(base) = base else {
+        let b = check::baseline_of(&spec, &seeds, &summaries)?;
         if let Some(dir) = a.baseline.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
         study::write_json(&a.baseline, &b)?;
         outln!(
-            "wrote baseline {} ({} metrics of scenario `{}`, seed {seed})",
+            "wrote baseline {} ({} metrics of scenario `{}`, seeds {}..={}, tolerances from the \
+             seeds' spread: the Student-t 95% interval of the mean)",
             a.baseline.display(),
             b.metrics.len(),
-            b.scenario
+            b.scenario,
+            seeds[0],
+            seeds[seeds.len() - 1]
         );
         return Ok(());
-    }
-    let base = check::read_baseline(&a.baseline)?;
-    let lines = check::compare(&spec, &base, &point.summary)?;
+    };
+    let lines = check::compare(&spec, &base, &summaries)?;
     out!("{}", check::render(&lines));
     let bad: Vec<String> = lines
         .iter()
         .filter(|l| !l.ok)
-        .map(|l| format!("{} {}", l.metric, check::status_text(l)))
+        .map(check::regression_text)
         .collect();
     if !bad.is_empty() {
         bail!(
-            "{} of {} metrics regressed against {}: {} (if the change is intended, rewrite it with --update)",
+            "{} of {} metrics regressed against {} (mean over seeds {}..={}): {} (if the change is intended, rewrite it with --update)",
             bad.len(),
             lines.len(),
             a.baseline.display(),
-            bad.join(", ")
+            seeds[0],
+            seeds[seeds.len() - 1],
+            bad.join("; ")
         );
     }
-    let better = lines
+    let better: Vec<&str> = lines
         .iter()
         .filter(|l| l.status == check::Status::Better)
-        .count();
+        .map(|l| l.metric.as_str())
+        .collect();
     outln!(
-        "check passed: {} metrics within tolerance of {}{}",
+        "check passed: {} metrics within tolerance of {} over {} paired seeds{}",
         lines.len(),
         a.baseline.display(),
-        if better > 0 {
-            format!(
-                " or better ({better} improved beyond it: rewrite the baseline with --update to keep the gain)"
-            )
-        } else {
+        seeds.len(),
+        if better.is_empty() {
             String::new()
+        } else {
+            format!(
+                "; {} improved beyond it ({}): rewrite the baseline with --update to keep the gain",
+                better.len(),
+                better.join(", ")
+            )
         }
     );
     Ok(())

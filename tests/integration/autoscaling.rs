@@ -189,17 +189,24 @@ fn autoscaling_figures_gate_check_and_compact_goals() {
         "metrics = [\"autoscaling.cost\", \"autoscaling.pending_for_capacity_job_s\"]",
     )
     .unwrap();
-    let mut base = baseline_of(&spec, &s).unwrap();
+    // Two seeds of the same run (no spread: exact tolerances).
+    let two = [s.clone(), s.clone()];
+    let mut base = baseline_of(&spec, &[1, 2], &two).unwrap();
     assert_eq!(
-        base.metrics.values().copied().collect::<Vec<_>>(),
+        base.metrics.values().map(|m| m.mean).collect::<Vec<_>>(),
         [Some(950.0 / 3600.0 * 2.0), Some(120.0)]
     );
     // A baseline that cost less and waited more: now the cost rose (regression), the
     // pending time fell (better).
-    base.metrics.insert("autoscaling.cost".into(), Some(0.5));
-    base.metrics
-        .insert("autoscaling.pending_for_capacity_job_s".into(), Some(200.0));
-    let lines = compare(&spec, &base, &s).unwrap();
+    for (m, v) in [
+        ("autoscaling.cost", 0.5),
+        ("autoscaling.pending_for_capacity_job_s", 200.0),
+    ] {
+        let b = base.metrics.get_mut(m).unwrap();
+        b.values = vec![Some(v); 2];
+        b.mean = Some(v);
+    }
+    let lines = compare(&spec, &base, &two).unwrap();
     assert_eq!(lines[0].status, Status::Regressed);
     assert_eq!(lines[1].status, Status::Better);
 }

@@ -216,12 +216,13 @@ fn serving_figures_gate_check_and_compact_goals() {
         "metrics = [\"serving.services.chat.slo_attainment\", \"serving.training_goodput_gpu_s\"]",
     )
     .unwrap();
-    let base = baseline_of(&spec, &a).unwrap();
+    // Two seeds of the same run (no spread: exact tolerances).
+    let base = baseline_of(&spec, &[1, 2], &[a.clone(), a.clone()]).unwrap();
     assert_eq!(
-        base.metrics.values().copied().collect::<Vec<_>>(),
+        base.metrics.values().map(|m| m.mean).collect::<Vec<_>>(),
         [Some(0.95), Some(8000.0)]
     );
-    let lines = compare(&spec, &base, &b).unwrap();
+    let lines = compare(&spec, &base, &[b.clone(), b.clone()]).unwrap();
     assert_eq!(lines[0].now, Some(0.5));
     assert_eq!(lines[0].status, Status::Regressed);
     assert_eq!(lines[1].status, Status::Ok);
@@ -230,7 +231,7 @@ fn serving_figures_gate_check_and_compact_goals() {
     assert!(!goal.met(&b));
     let bad: CheckSpec =
         toml::from_str("metrics = [\"serving.services.nope.slo_attainment\"]").unwrap();
-    assert!(baseline_of(&bad, &a).is_err());
+    assert!(baseline_of(&bad, &[1, 2], &[a.clone(), a]).is_err());
 }
 
 /// Without `[serving]` there is no section and no replica job.

@@ -218,7 +218,12 @@ fn check_passes_on_the_committed_baseline_and_fails_when_waits_rise() {
     let baseline = repo().join("reports/default.json");
     let o = run(&["check", "--baseline"], &[&baseline]);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("check passed"), "{}", text(&o));
+    assert!(
+        text(&o).contains("check passed: 28 metrics within tolerance of")
+            && text(&o).contains("over 5 paired seeds"),
+        "{}",
+        text(&o)
+    );
     // A policy change that holds later jobs behind a blocked head makes them wait longer.
     let o = run(
         &[
@@ -247,6 +252,91 @@ fn check_passes_on_the_committed_baseline_and_fails_when_waits_rise() {
     );
 }
 
+/// A tracked metric's mean and tolerance in a baseline file, formatted as check prints them.
+fn mean_and_tolerance(baseline: &Path, metric: &str) -> (String, String) {
+    let b: serde_json::Value = serde_json::from_slice(&read(baseline)).unwrap();
+    let m = &b["metrics"][metric];
+    (
+        format!("{:.6}", m["mean"].as_f64().unwrap()),
+        format!("{:.6}", m["tolerance"].as_f64().unwrap()),
+    )
+}
+
+/// The CI gate on the committed baseline (5 paired seeds, tolerances from their spread):
+/// shortest-job-first (on exact run times) passes; worst-fit placement fails, naming the
+/// metric, the baseline and current means and the tolerance.
+#[test]
+fn check_gate_passes_sjf_and_fails_worst_fit() {
+    let baseline = repo().join("reports/default.json");
+    let o = run(
+        &[
+            "check",
+            "--set",
+            "policy.queue_order=sjf",
+            "--set",
+            "policy.runtime_estimate=oracle",
+            "--baseline",
+        ],
+        &[&baseline],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("check passed"), "{}", text(&o));
+    let o = run(
+        &["check", "--set", "policy.placement=worst-fit", "--baseline"],
+        &[&baseline],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    let (mean, tol) = mean_and_tolerance(&baseline, "fragmentation.mean_pct_of_capacity");
+    let named = format!(
+        "fragmentation.mean_pct_of_capacity REGRESSION (rose; lower is better) (baseline {mean}, now "
+    );
+    assert!(
+        err.contains(&named) && err.contains(&format!("tolerance ±{tol})")),
+        "{err}"
+    );
+    assert!(err.contains("metrics regressed against"), "{err}");
+}
+
+/// An improvement beyond the tolerance passes and says to rewrite the baseline: a baseline
+/// taken with worst-fit placement, checked with the scenario's best-fit.
+#[test]
+fn check_passes_an_improvement_and_says_update() {
+    let d = tempfile::tempdir().unwrap();
+    let wf = d.path().join("worst-fit.json");
+    let o = run(
+        &[
+            "check",
+            "--update",
+            "--seeds",
+            "5",
+            "--set",
+            "policy.placement=worst-fit",
+            "--baseline",
+        ],
+        &[&wf],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("seeds 42..=46, tolerances from the seeds' spread"),
+        "{}",
+        text(&o)
+    );
+    let o = run(&["check", "--baseline"], &[&wf]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("fragmentation.mean_pct_of_capacity ")
+                && l.ends_with("better (fell; lower is better)")),
+        "{out}"
+    );
+    assert!(
+        out.contains("improved beyond it (") && out.contains("rewrite the baseline with --update"),
+        "{out}"
+    );
+}
+
 #[test]
 fn check_rejects_foreign_or_incomplete_baselines_with_exit_2() {
     let d = tempfile::tempdir().unwrap();
@@ -263,65 +353,52 @@ fn check_rejects_foreign_or_incomplete_baselines_with_exit_2() {
     let o = run(&["check", "--baseline"], &[&p]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("no metric `occupancy`"), "{}", text(&o));
+    // A malformed field: the error names the file and the field.
+    let mut b: serde_json::Value = serde_json::from_slice(&read(&baseline)).unwrap();
+    b["metrics"]["occupancy"]["tolerance"] = "wide".into();
+    std::fs::write(&p, serde_json::to_string(&b).unwrap()).unwrap();
+    let o = run(&["check", "--baseline"], &[&p]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let want = format!(
+        "{}: field `metrics.occupancy.tolerance`: invalid type",
+        p.display()
+    );
+    assert!(text(&o).contains(&want), "{}", text(&o));
+    // A single-seed baseline of an older fleetsim is refused with the command that rewrites it.
+    let old = r#"{"scenario": "default", "seed": 42, "fleetsim_version": "0.1.0",
+        "policy": {}, "metrics": {"occupancy": 0.5665609184936786}}"#;
+    std::fs::write(&p, old).unwrap();
+    let o = run(&["check", "--baseline"], &[&p]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!("{}: a single-seed baseline", p.display()))
+            && text(&o).contains("--update"),
+        "{}",
+        text(&o)
+    );
     // Missing file.
     let o = run(&["check", "--baseline"], &[&d.path().join("none.json")]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    // --update writes one that then passes, with a declared tolerance.
+    // --seed and --seeds only choose the seeds of a new baseline.
+    let o = run(&["check", "--seeds", "3", "--baseline"], &[&baseline]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    // --update writes one that then passes, with a declared tolerance floor.
     let tol = format!(
         "{SWEEP}\n[check]\nmetrics = [\"occupancy\", \"wait_s.p99\"]\ntolerance.occupancy = {{ abs = 0.5 }}\n"
     );
     let s = scenario(d.path(), &tol);
     let nb = d.path().join("new/small.json");
-    let o = run(&["check", "--update", "--baseline"], &[&nb, &s]);
-    assert!(o.status.success(), "{}", text(&o));
-    let o = run(&["check", "--baseline"], &[&nb, &s]);
-    assert!(o.status.success(), "{}", text(&o));
-    // Within its 0.5 tolerance, occupancy may move; the exact p99 wait may not.
     let o = run(
-        &[
-            "check",
-            "--set",
-            "transforms.arrival_rate_scale=1.5",
-            "--baseline",
-        ],
-        &[&nb, &s],
-    );
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    let out = String::from_utf8_lossy(&o.stdout).to_string();
-    assert!(
-        out.lines()
-            .any(|l| l.starts_with("occupancy") && l.ends_with("ok"))
-            && out.lines().any(|l| l.starts_with("wait_s.p99")
-                && l.ends_with("REGRESSION (rose; lower is better)")),
-        "{out}"
-    );
-    assert!(
-        text(&o).contains("wait_s.p99 REGRESSION (rose; lower is better)"),
-        "{}",
-        text(&o)
-    );
-    // Issue #23 defect 3: the other way round — a baseline taken at 1.5× the arrivals,
-    // checked at 1× — p99 wait falls: an improvement passes (exit 0), reported as better.
-    let o = run(
-        &[
-            "check",
-            "--update",
-            "--set",
-            "transforms.arrival_rate_scale=1.5",
-            "--baseline",
-        ],
+        &["check", "--update", "--seeds", "3", "--baseline"],
         &[&nb, &s],
     );
     assert!(o.status.success(), "{}", text(&o));
+    let b: serde_json::Value = serde_json::from_slice(&read(&nb)).unwrap();
+    assert_eq!(b["seeds"], serde_json::json!([3, 4, 5]));
+    assert_eq!(b["metrics"]["occupancy"]["tolerance"], 0.5);
     let o = run(&["check", "--baseline"], &[&nb, &s]);
     assert!(o.status.success(), "{}", text(&o));
-    let out = String::from_utf8_lossy(&o.stdout).to_string();
-    assert!(
-        out.lines()
-            .any(|l| l.starts_with("wait_s.p99") && l.ends_with("better (fell; lower is better)")),
-        "{out}"
-    );
-    assert!(out.contains("1 improved beyond it"), "{out}");
+    assert!(text(&o).contains("over 3 paired seeds"), "{}", text(&o));
 }
 
 #[test]
