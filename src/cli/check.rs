@@ -133,20 +133,23 @@ pub fn check(a: CheckArgs) -> Result<()> {
         .filter(|l| l.status == check::Status::Better)
         .map(|l| l.metric.as_str())
         .collect();
-    outln!(
-        "check passed: {} metrics within tolerance of {} over {} paired seeds{}",
-        lines.len(),
-        a.baseline.display(),
-        seeds.len(),
-        if better.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "; {} improved beyond it ({}): rewrite the baseline with --update to keep the gain",
-                better.len(),
-                better.join(", ")
-            )
-        }
-    );
+    if better.is_empty() {
+        outln!(
+            "check passed: {} metrics within tolerance of {} over {} paired seeds",
+            lines.len(),
+            a.baseline.display(),
+            seeds.len()
+        );
+    } else {
+        outln!(
+            "check passed: no metric regressed against {} over {} paired seeds; {} of {} improved \
+             beyond their tolerance ({}): rewrite the baseline with --update to keep the gain",
+            a.baseline.display(),
+            seeds.len(),
+            better.len(),
+            lines.len(),
+            better.join(", ")
+        );
+    }
     Ok(())
 }

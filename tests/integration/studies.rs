@@ -332,7 +332,9 @@ fn check_passes_an_improvement_and_says_update() {
         "{out}"
     );
     assert!(
-        out.contains("improved beyond it (") && out.contains("rewrite the baseline with --update"),
+        out.contains("check passed: no metric regressed against")
+            && out.contains("improved beyond their tolerance (")
+            && out.contains("rewrite the baseline with --update to keep the gain"),
         "{out}"
     );
 }
@@ -399,6 +401,19 @@ fn check_rejects_foreign_or_incomplete_baselines_with_exit_2() {
     let o = run(&["check", "--baseline"], &[&nb, &s]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("over 3 paired seeds"), "{}", text(&o));
+    // An unknown metric is bad input that lists the valid names.
+    let odd = scenario(
+        d.path(),
+        &format!("{SWEEP}\n[check]\nmetrics = [\"wait_s.p95x\"]\n"),
+    );
+    let o = run(&["check", "--update", "--baseline"], &[&nb, &odd]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("unknown metric `wait_s.p95x`")
+            && text(&o).contains("valid metrics: occupancy, allocated_occupancy,"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]
