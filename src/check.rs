@@ -259,7 +259,11 @@ pub fn read_baseline(path: &Path) -> Result<Baseline, BadInput> {
             path.display()
         ))
     })?;
-    parse_baseline(&text).map_err(|m| BadInput(format!("{}: {m}", path.display())))
+    parse_baseline(&text).map_err(|m| {
+        // Name this file in the command that rewrites it.
+        let m = m.replace("--baseline FILE", &format!("--baseline {}", path.display()));
+        BadInput(format!("{}: {m}", path.display()))
+    })
 }
 
 /// Parses a baseline's text; the message names the field at fault.

@@ -374,7 +374,10 @@ fn check_rejects_foreign_or_incomplete_baselines_with_exit_2() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
         text(&o).contains(&format!("{}: a single-seed baseline", p.display()))
-            && text(&o).contains("--update"),
+            && text(&o).contains(&format!(
+                "rewrite it with `fleetsim check SCENARIO --baseline {} --update`",
+                p.display()
+            )),
         "{}",
         text(&o)
     );
