@@ -69,19 +69,21 @@ pub struct CheckSpec {
     /// Tracked metrics (default: every metric of [`METRICS`](crate::study::METRICS)).
     #[serde(default)]
     pub metrics: Vec<String>,
-    /// Tolerances by metric (default: exact).
+    /// Tolerance floors and directions by metric (default: no floor, so a metric's tolerance
+    /// is the Student-t 95 % half-width of its mean over the baseline's seeds).
     #[serde(default)]
     pub tolerance: BTreeMap<String, Tolerance>,
 }
 
-/// How far a metric may move.
+/// A floor under how far a metric may move (its baseline's tolerance is the larger of the
+/// floors and the seeds' spread), and which moves fail.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Tolerance {
-    /// Absolute tolerance, in the metric's unit.
+    /// Absolute floor, in the metric's unit (≥ 0; default 0).
     #[serde(default)]
     pub abs: f64,
-    /// Relative tolerance, a fraction of the baseline's magnitude.
+    /// Relative floor, a fraction of the baseline mean's magnitude (≥ 0; default 0).
     #[serde(default)]
     pub rel: f64,
     /// Which moves fail (default: the metric's own direction, [`crate::study::better`];
