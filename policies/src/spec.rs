@@ -239,6 +239,14 @@ pub struct SchedulerSpec {
         serde(default, skip_serializing_if = "is_least_waste")
     )]
     pub autoscaler_expander: ExpanderKind,
+    /// Kueue's `waitForPodsReady` ([`WaitForPodsReadySpec`]): a job admitted whose tasks are
+    /// not all running within a timeout is evicted and requeued after a backoff. The
+    /// engine applies it; absent, a job admitted waits for its nodes as long as it takes.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub wait_for_pods_ready: Option<WaitForPodsReadySpec>,
 }
 
 /// A stage key of [`SchedulerSpec`] that takes a policy name, with the names it accepts.
@@ -370,6 +378,21 @@ impl SchedulerSpec {
             }
             if let Some(c) = pr.checkpoint_interval_s {
                 positive_ms("preemption.checkpoint_interval_s", c)?;
+            }
+        }
+        if let Some(w) = &self.wait_for_pods_ready {
+            positive_ms("wait_for_pods_ready.timeout_s", w.timeout_s)?;
+            if let Some(v) = w.backoff_base_s {
+                non_negative("wait_for_pods_ready.backoff_base_s", v)?;
+            }
+            if let Some(v) = w.backoff_max_s {
+                non_negative("wait_for_pods_ready.backoff_max_s", v)?;
+            }
+            if w.block_admission == Some(true) {
+                return Err(SpecError::new(
+                    "wait_for_pods_ready.block_admission",
+                    "`true` (no other job admitted while one waits for its pods) is not simulated; give `false` or leave it out",
+                ));
             }
         }
         if let Some(c) = &self.cycle {
@@ -820,6 +843,52 @@ pub struct CycleSpec {
     pub round_s: Option<f64>,
 }
 
+/// `[policy] wait_for_pods_ready`: Kueue's `waitForPodsReady` with its
+/// `requeuingStrategy` (the engine's `pods_ready` part simulates it). Seconds.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
+pub struct WaitForPodsReadySpec {
+    /// Time from admission within which every task must be running, seconds (> 0; Kueue
+    /// `timeout`).
+    pub timeout_s: f64,
+    /// Requeue backoff after the first eviction, seconds (≥ 0; default 60, Kueue
+    /// `backoffBaseSeconds`); the `n`-th eviction waits `backoff_base_s × 2^(n−1)`.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub backoff_base_s: Option<f64>,
+    /// Longest requeue backoff, seconds (≥ 0; default 3600, Kueue `backoffMaxSeconds`).
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub backoff_max_s: Option<f64>,
+    /// Requeues allowed (Kueue `backoffLimitCount`): the eviction after this many requeues
+    /// deactivates the job (it ends not run). Absent: requeued without end.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub backoff_limit_count: Option<u32>,
+    /// Kueue `blockAdmission`: only `false` (the default) is simulated; `true` (no other
+    /// job admitted while one waits for its pods) is refused.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub block_admission: Option<bool>,
+}
+
+impl WaitForPodsReadySpec {
+    /// Kueue's default `backoffBaseSeconds`.
+    pub const DEFAULT_BACKOFF_BASE_S: f64 = 60.0;
+    /// Kueue's default `backoffMaxSeconds`.
+    pub const DEFAULT_BACKOFF_MAX_S: f64 = 3600.0;
+}
+
 /// `[policy.topology]`: a gang topology constraint (see [`crate::topology`]). Levels:
 /// `node`, `domain` (NVLink domain / rack), `block`, `cell`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -896,6 +965,49 @@ mod tests {
         assert_eq!(SchedulerSpec::stages_accepting("fgd"), ["placement"]);
         assert_eq!(SchedulerSpec::stages_accepting("drf"), ["admission_order"]);
         assert!(SchedulerSpec::stages_accepting("bestfit").is_empty());
+    }
+
+    #[test]
+    fn wait_for_pods_ready_settings_are_checked_by_field() {
+        let with = |w: WaitForPodsReadySpec| SchedulerSpec {
+            wait_for_pods_ready: Some(w),
+            ..SchedulerSpec::default()
+        };
+        let ok = WaitForPodsReadySpec {
+            timeout_s: 300.0,
+            ..WaitForPodsReadySpec::default()
+        };
+        assert!(with(ok.clone()).validate().is_ok());
+        for (w, field) in [
+            (
+                WaitForPodsReadySpec {
+                    timeout_s: 0.0,
+                    ..ok.clone()
+                },
+                "wait_for_pods_ready.timeout_s",
+            ),
+            (
+                WaitForPodsReadySpec {
+                    backoff_max_s: Some(f64::NAN),
+                    ..ok.clone()
+                },
+                "wait_for_pods_ready.backoff_max_s",
+            ),
+            (
+                WaitForPodsReadySpec {
+                    block_admission: Some(true),
+                    ..ok.clone()
+                },
+                "wait_for_pods_ready.block_admission",
+            ),
+        ] {
+            assert_eq!(with(w).validate().unwrap_err().field, field);
+        }
+        let off = WaitForPodsReadySpec {
+            block_admission: Some(false),
+            ..ok
+        };
+        assert!(with(off).validate().is_ok());
     }
 
     #[test]

@@ -32,7 +32,7 @@
 //! (claiming room on nodes being provisioned), job-seconds.
 
 use fleetsim_policies::{
-    CellId, Expander, ExpanderKind, FleetState, ModelId, NodeId, PendingJob, PendingReason,
+    CellId, Expander, ExpanderKind, FleetState, JobId, ModelId, NodeId, PendingJob, PendingReason,
     ScaleOption, Scheduler, SimDuration, SimTime,
 };
 use rand::Rng as _;
@@ -223,6 +223,8 @@ pub struct Autoscaler {
     last_t: SimTime,
     /// Jobs waiting for a scale-up since the last scan.
     waiting: u64,
+    /// Those jobs, in scan order.
+    waiting_jobs: Vec<JobId>,
     waiting_ms: u128,
     integrals: Vec<Integrals>,
     stats: Vec<GroupStats>,
@@ -279,6 +281,7 @@ impl Autoscaler {
             requests: Vec::new(),
             last_t: SimTime::ZERO,
             waiting: 0,
+            waiting_jobs: Vec::new(),
             waiting_ms: 0,
             stats,
             levels: AutoscaleLevels::default(),
@@ -408,6 +411,7 @@ impl Autoscaler {
         }
         let mut joins = Vec::new();
         let mut waiting = 0u64;
+        self.waiting_jobs.clear();
         let blocked = sched
             .pending_with_reasons()
             .take(MAX_SCAN)
@@ -426,6 +430,7 @@ impl Autoscaler {
             if let Some(r) = claim(&room, job, |g| eligible(&self.cfg.groups[g as usize])) {
                 room = r;
                 waiting += 1;
+                self.waiting_jobs.push(job.id);
                 continue;
             }
             let mut options = Vec::new();
@@ -495,9 +500,16 @@ impl Autoscaler {
             }
             room.extend(fresh);
             waiting += 1;
+            self.waiting_jobs.push(job.id);
         }
         self.waiting = waiting;
         joins
+    }
+
+    /// The jobs the last scan counted as waiting for a scale-up (claiming room on nodes
+    /// being provisioned, their own request's included), in scan order.
+    pub fn waiting_jobs(&self) -> &[JobId] {
+        &self.waiting_jobs
     }
 
     /// The account at the end of the run (`t`: its end).

@@ -74,6 +74,12 @@ pub enum EventKind {
     /// The planned stop of serving replica arrival `u32` ([`super::serving`]): withdraw
     /// it if it is still pending.
     ReplicaStop(u32),
+    /// The pods-ready deadline of admission `u32` ([`super::pods_ready`]): evict the job if
+    /// it has not started.
+    PodsReadyDeadline(u32),
+    /// The end of an evicted job's backoff, requeue `u32` ([`super::pods_ready`]): it
+    /// rejoins its queue.
+    PodsReadyRequeue(u32),
     /// A periodic pass.
     Tick,
 }
@@ -85,7 +91,9 @@ impl EventKind {
             EventKind::NodeChange(_)
             | EventKind::Provisioned(_)
             | EventKind::IdleCheck(_)
-            | EventKind::ReplicaStop(_) => EventClass::Node,
+            | EventKind::ReplicaStop(_)
+            | EventKind::PodsReadyDeadline(_)
+            | EventKind::PodsReadyRequeue(_) => EventClass::Node,
             EventKind::ForcedStart(_) => EventClass::ForcedStart,
             EventKind::Node(_) => EventClass::Node,
             EventKind::Tick => EventClass::Tick,
@@ -103,6 +111,8 @@ impl EventKind {
             EventKind::Provisioned(i) => 1 << 61 | i as u64,
             EventKind::IdleCheck(i) => 1 << 60 | i as u64,
             EventKind::ReplicaStop(i) => 1 << 59 | i as u64,
+            EventKind::PodsReadyDeadline(i) => 1 << 58 | i as u64,
+            EventKind::PodsReadyRequeue(i) => 1 << 57 | i as u64,
             EventKind::Tick => 0,
         }
     }
@@ -115,6 +125,8 @@ impl EventKind {
             EventClass::Node if p >> 61 & 1 == 1 => EventKind::Provisioned(p as u32),
             EventClass::Node if p >> 60 & 1 == 1 => EventKind::IdleCheck(p as u32),
             EventClass::Node if p >> 59 & 1 == 1 => EventKind::ReplicaStop(p as u32),
+            EventClass::Node if p >> 58 & 1 == 1 => EventKind::PodsReadyDeadline(p as u32),
+            EventClass::Node if p >> 57 & 1 == 1 => EventKind::PodsReadyRequeue(p as u32),
             EventClass::Node => EventKind::Node(p as u32),
             EventClass::Tick => EventKind::Tick,
             _ if p >> 63 == 1 => EventKind::Release(job, p as u32),
@@ -310,6 +322,8 @@ mod tests {
             EventKind::IdleCheck(10),
             EventKind::ReplicaStop(11),
             EventKind::ReplicaStop(u32::MAX),
+            EventKind::PodsReadyDeadline(12),
+            EventKind::PodsReadyRequeue(u32::MAX),
             EventKind::Tick,
         ];
         for k in kinds {

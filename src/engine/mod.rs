@@ -53,6 +53,7 @@
 
 pub mod autoscale;
 pub mod events;
+pub mod pods_ready;
 pub mod reliability;
 pub mod serving;
 
@@ -195,6 +196,9 @@ pub struct EngineConfig {
     pub record_runs: bool,
     /// Autoscaled node groups ([`autoscale`]); `None`: a fixed fleet.
     pub autoscaling: Option<autoscale::AutoscaleConfig>,
+    /// Kueue's `waitForPodsReady` ([`pods_ready`]); `None`: an admitted job waits for its
+    /// nodes as long as it takes.
+    pub wait_for_pods_ready: Option<pods_ready::PodsReadyConfig>,
     /// Inference services beside training ([`serving`]); `None`: none.
     pub serving: Option<crate::serving::ServingPlan>,
     /// Keep every start in [`RunResult::admissions`] (with its quota flavor) and, after
@@ -692,6 +696,8 @@ pub struct RunResult {
     pub reliability: Option<reliability::ReliabilityStats>,
     /// The autoscaling account, with [`EngineConfig::autoscaling`].
     pub autoscaling: Option<autoscale::AutoscaleStats>,
+    /// The pods-ready account, with [`EngineConfig::wait_for_pods_ready`].
+    pub pods_ready: Option<pods_ready::PodsReadyStats>,
     /// The serving account, with [`EngineConfig::serving`].
     pub serving: Option<serving::ServingStats>,
     /// The live event stream and its decisions, when [`EngineConfig::record_live`] is on.
@@ -886,6 +892,9 @@ enum JobState {
     Terminating,
     /// Waiting for its recorded start (replay) outside the queues.
     Awaiting,
+    /// Evicted for a pods-ready timeout, outside the queues until its backoff ends
+    /// ([`pods_ready`]).
+    BackingOff,
     /// A gang below its size after a node failure (`gang_recovery = "keep_survivors"`):
     /// its surviving members stay bound, no progress, until the missing ones are placed.
     Recovering,
@@ -1015,6 +1024,8 @@ pub struct Simulation {
     auto: Option<autoscale::Autoscaler>,
     /// The inference services, with [`EngineConfig::serving`].
     serve: Option<serving::Serving>,
+    /// Waiting for pods, with [`EngineConfig::wait_for_pods_ready`].
+    ready: Option<pods_ready::PodsReady>,
     /// With reserved serving cells: the cells training jobs may use (ascending).
     training_cells: Option<Vec<CellId>>,
 }
@@ -1105,6 +1116,7 @@ impl Simulation {
             recovering: BTreeSet::new(),
             auto,
             serve: cfg.serving.clone().map(serving::Serving::new),
+            ready: cfg.wait_for_pods_ready.map(pods_ready::PodsReady::new),
             training_cells: None,
             cfg,
         };
@@ -1477,6 +1489,8 @@ impl Simulation {
                         }
                     }
                     EventKind::ReplicaStop(n) => self.replica_stop(n, sink)?,
+                    EventKind::PodsReadyDeadline(i) => self.pods_ready_deadline(i, sink)?,
+                    EventKind::PodsReadyRequeue(r) => self.pods_ready_requeue(r)?,
                     EventKind::ForcedStart(_) | EventKind::Tick => {}
                 }
             }
@@ -1638,6 +1652,14 @@ impl Simulation {
                     }
                     for (at, r) in joins {
                         self.events.push(at, EventKind::Provisioned(r));
+                    }
+                    if let Some(p) = &mut self.ready {
+                        for &id in a.waiting_jobs() {
+                            if let Some((at, i)) = p.admit_waiting(id, self.jobs[id.index()].seq, t)
+                            {
+                                self.events.push(at, EventKind::PodsReadyDeadline(i));
+                            }
+                        }
                     }
                 }
                 self.metrics.set_pending(self.sched.pending_len() as u64);
@@ -2092,6 +2114,10 @@ impl Simulation {
                     )));
                 }
                 rec.members = tasks.len() as u32;
+                if let Some(p) = &mut self.ready {
+                    p.on_start(job);
+                }
+                let rec = &mut self.jobs[job.index()];
                 let first = rec.start.is_none();
                 let mut done = SimDuration::ZERO;
                 if first {
@@ -2664,6 +2690,9 @@ impl Simulation {
             .map(|j| (j.id, reasons.get(&j.id).copied()))
             .collect();
         censored.extend(self.awaiting_replay.keys().map(|&id| (id, None)));
+        if let Some(p) = &self.ready {
+            censored.extend(p.backing_off().map(|id| (id, None)));
+        }
         censored.sort_by_key(|&(id, _)| self.jobs[id.index()].seq);
         // Jobs that ran and were requeued (preempted, or lost with a node) are not censored.
         let (requeued, censored): (Vec<_>, Vec<_>) = censored
@@ -2681,6 +2710,9 @@ impl Simulation {
             let r = match reason {
                 Some(r) => r.as_str(),
                 None if self.dispatching.contains(&id) => "dispatching",
+                None if self.jobs[id.index()].state == JobState::BackingOff => {
+                    pods_ready::BACKING_OFF
+                }
                 None => "recorded_start_after_horizon",
             };
             self.counts.censored += 1;
@@ -2802,6 +2834,7 @@ impl Simulation {
             preemption_plans: std::mem::take(&mut self.preemption_plans),
             quota_log: std::mem::take(&mut self.quota_log),
             autoscaling: self.auto.as_mut().map(|a| a.finish(self.now, &self.fleet)),
+            pods_ready: self.ready.as_mut().map(pods_ready::PodsReady::finish),
             serving,
             reliability: self.cfg.reliability.then(|| {
                 let mut r = std::mem::take(&mut self.rel);

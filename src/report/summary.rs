@@ -139,6 +139,11 @@ pub struct Summary {
     /// [`crate::engine::autoscale`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub autoscaling: Option<crate::engine::autoscale::AutoscaleStats>,
+    /// Waiting for pods: admissions that waited for nodes, evictions for a pods-ready
+    /// timeout, requeues and deactivations (present only with `[policy]
+    /// wait_for_pods_ready`; see [`crate::engine::pods_ready`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pods_ready: Option<crate::engine::pods_ready::PodsReadyStats>,
     /// Inference services beside training: replica shortfall and SLO attainment per
     /// service, training goodput, fleet occupancy (present only with `[serving]`; see
     /// [`crate::engine::serving`]).
@@ -524,6 +529,7 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
         reliability: None,
         slo: None,
         autoscaling: r.autoscaling.clone(),
+        pods_ready: r.pods_ready.clone(),
         serving: r.serving.clone(),
     }
 }

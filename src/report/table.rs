@@ -239,6 +239,18 @@ fn sections(out: &mut String, s: &Summary) {
             a.pending_for_capacity_job_s / 3600.0
         );
     }
+    if let Some(p) = &s.pods_ready {
+        let _ = writeln!(
+            out,
+            "pods ready within {} s: {} admissions waited for nodes; {} evictions, {} requeues, {} deactivated, {} backing off at the end",
+            p.timeout_s,
+            p.admissions_waiting,
+            p.evictions,
+            p.requeues,
+            p.deactivated,
+            p.backing_off_at_end
+        );
+    }
     if let Some(v) = &s.serving {
         for svc in &v.services {
             let _ = writeln!(

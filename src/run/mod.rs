@@ -320,6 +320,19 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
         gang_recovery: p.gang_recovery,
         record_runs: s.metrics.outputs.contains(&OutputFormat::Batsim),
         autoscaling: None,
+        wait_for_pods_ready: p.wait_for_pods_ready.as_ref().map(|w| {
+            let ms = |v: f64| SimDuration(secs_to_ms(v));
+            crate::engine::pods_ready::PodsReadyConfig {
+                timeout: ms(w.timeout_s),
+                backoff_base: ms(w.backoff_base_s.unwrap_or(
+                    fleetsim_policies::spec::WaitForPodsReadySpec::DEFAULT_BACKOFF_BASE_S,
+                )),
+                backoff_max: ms(w.backoff_max_s.unwrap_or(
+                    fleetsim_policies::spec::WaitForPodsReadySpec::DEFAULT_BACKOFF_MAX_S,
+                )),
+                backoff_limit_count: w.backoff_limit_count,
+            }
+        }),
         serving: None,
         record_admissions: false,
     };

@@ -27,6 +27,7 @@ mod parquet;
 mod peer_fgd;
 mod peer_tiresias;
 mod placement_props;
+mod pods_ready;
 mod policy_props;
 mod pollux_models;
 mod real_inputs;

@@ -1,0 +1,349 @@
+//! Waiting for pods (Kueue `waitForPodsReady`): a job admitted whose tasks are not all
+//! running within a timeout is evicted and requeued after a backoff.
+//!
+//! # Model
+//! A job is *admitted* when the scheduler commits it to capacity: it starts (its pods are
+//! ready at once), or the autoscaler's scan counts it as waiting for a scale-up — it claims
+//! room on nodes being provisioned, or its own scale-up request was made
+//! ([`super::autoscale`]). Kueue admits on quota and the pods then wait for nodes; that
+//! wait is what this part times. Its pods are *ready* when it starts: every task is bound
+//! to a node in the fleet (startup latency, `[startup]`, runs inside a ready pod: it
+//! loads a checkpoint, it does not hold the pod back).
+//!
+//! A job admitted at `a` and not started when its deadline `a + timeout` is applied is
+//! *evicted* (reason `pods_ready_timeout`): it leaves its queue (its claim on the room on
+//! the way is released, and the nodes it asked for still join: a scale-up is never
+//! cancelled), stays pending (its wait keeps counting), and rejoins its queue after the
+//! backoff of its `n`-th eviction, `min(backoff_base × 2^(n−1), backoff_max)` (Kueue's
+//! rule without its ±0.01 % jitter). Rejoining, it takes its place in its queue by its
+//! eviction time (Kueue's default `requeuingStrategy.timestamp: Eviction`) and is
+//! admitted again when it claims capacity. When `n` exceeds
+//! `backoff_limit_count` it is *deactivated* instead: it ends not run (`CANCELLED`, reason
+//! `requeuing_limit_exceeded`, Kueue's `WorkloadRequeuingLimitExceeded`).
+//!
+//! # Events and ties
+//! A deadline and a requeue are events of the node class: at an instant they are applied
+//! after completions and before arrivals and the scheduling pass, in the order they were
+//! queued. A job whose nodes join at its deadline is evicted (the pass that would start
+//! it comes after the deadline). Jobs admitted in one scan are taken in the scan's order
+//! (queue order).
+//!
+//! # Account
+//! The `pods_ready` section of the summary: admissions waiting for pods, evictions,
+//! requeues and deactivations.
+
+use std::collections::BTreeMap;
+
+use fleetsim_policies::{JobId, PendingJob, SimDuration, SimTime};
+
+use super::events::EventKind;
+use super::{emit, EngineError, FinalState, JobSink, JobState, Simulation};
+
+/// The censored reason of a job still waiting out its backoff when the run ends.
+pub const BACKING_OFF: &str = "pods_ready_backoff";
+
+/// The `CANCELLED` reason of a deactivated job.
+pub const DEACTIVATED: &str = "requeuing_limit_exceeded";
+
+/// The settings of a run (`[policy] wait_for_pods_ready`), milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PodsReadyConfig {
+    /// Time from admission within which the job must start (> 0).
+    pub timeout: SimDuration,
+    /// Backoff after the first eviction.
+    pub backoff_base: SimDuration,
+    /// Longest backoff.
+    pub backoff_max: SimDuration,
+    /// Requeues allowed; the eviction after them deactivates (`None`: no limit).
+    pub backoff_limit_count: Option<u32>,
+}
+
+impl PodsReadyConfig {
+    /// The backoff before the `n`-th eviction's requeue (`n ≥ 1`):
+    /// `min(backoff_base × 2^(n−1), backoff_max)`, saturating.
+    pub fn backoff(&self, n: u32) -> SimDuration {
+        let factor = 1u64.checked_shl(n.saturating_sub(1)).unwrap_or(u64::MAX);
+        SimDuration(
+            self.backoff_base
+                .0
+                .saturating_mul(factor)
+                .min(self.backoff_max.0),
+        )
+    }
+}
+
+/// The account of a run (`summary.json` section `pods_ready`).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, schemars::JsonSchema)]
+pub struct PodsReadyStats {
+    /// The timeout, seconds.
+    pub timeout_s: f64,
+    /// Admissions that had to wait for pods (the job claimed capacity not yet in the
+    /// fleet); a job admitted again after a requeue counts again.
+    pub admissions_waiting: u64,
+    /// Evictions for a pods-ready timeout.
+    pub evictions: u64,
+    /// Evicted jobs that rejoined their queue after their backoff.
+    pub requeues: u64,
+    /// Jobs deactivated after more evictions than `backoff_limit_count` allows.
+    pub deactivated: u64,
+    /// Jobs still waiting out a backoff when the run ended.
+    pub backing_off_at_end: u64,
+}
+
+/// What the engine does at a deadline.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Deadline {
+    /// Nothing: the job started, ended or was evicted since.
+    Stale,
+    /// Evict the job (reason `pods_ready_timeout`); it rejoins its queue at the time
+    /// (queue [`super::events::EventKind::PodsReadyRequeue`] with the index).
+    Requeue(SimTime, u32),
+    /// Evict and deactivate the job.
+    Deactivate,
+}
+
+/// One admission being timed.
+#[derive(Clone, Copy, Debug)]
+struct Admission {
+    job: JobId,
+    /// The job's input position (a slot is reused after a job ends).
+    seq: u64,
+}
+
+/// The part's state in a run.
+#[derive(Debug)]
+pub struct PodsReady {
+    cfg: PodsReadyConfig,
+    /// Every admission timed, indexed by its deadline event.
+    admissions: Vec<Admission>,
+    /// The job's current admission (index into `admissions`), until it starts or is evicted.
+    open: BTreeMap<JobId, u32>,
+    /// Evictions per job, by input position.
+    evictions: BTreeMap<u64, u32>,
+    /// Jobs waiting out a backoff, by requeue index, with the job to submit again.
+    backing_off: BTreeMap<u32, PendingJob>,
+    next_requeue: u32,
+    stats: PodsReadyStats,
+}
+
+impl PodsReady {
+    /// The part with `cfg`.
+    pub fn new(cfg: PodsReadyConfig) -> PodsReady {
+        PodsReady {
+            stats: PodsReadyStats {
+                timeout_s: cfg.timeout.0 as f64 / 1000.0,
+                ..PodsReadyStats::default()
+            },
+            cfg,
+            admissions: Vec::new(),
+            open: BTreeMap::new(),
+            evictions: BTreeMap::new(),
+            backing_off: BTreeMap::new(),
+            next_requeue: 0,
+        }
+    }
+
+    /// Job `job` (input position `seq`) claims capacity not yet in the fleet at `t`: if it
+    /// is not admitted already, it is now, and its deadline (time, index) is returned to
+    /// queue as [`super::events::EventKind::PodsReadyDeadline`].
+    pub fn admit_waiting(&mut self, job: JobId, seq: u64, t: SimTime) -> Option<(SimTime, u32)> {
+        if let Some(&i) = self.open.get(&job) {
+            if self.admissions[i as usize].seq == seq {
+                return None;
+            }
+        }
+        let i = u32::try_from(self.admissions.len()).expect("fewer than 2^32 admissions");
+        self.admissions.push(Admission { job, seq });
+        self.open.insert(job, i);
+        self.stats.admissions_waiting += 1;
+        Some((t + self.cfg.timeout, i))
+    }
+
+    /// Job `job` started (or left the queues another way): its pods are ready, its
+    /// deadline is void.
+    pub fn on_start(&mut self, job: JobId) {
+        self.open.remove(&job);
+    }
+
+    /// Deadline `i`: `seq_of` gives the input position of the pending, never-started-since
+    /// job in a slot (`None` when the slot holds no such job).
+    pub fn deadline(
+        &mut self,
+        i: u32,
+        t: SimTime,
+        seq_of: impl Fn(JobId) -> Option<u64>,
+    ) -> (JobId, Deadline) {
+        let a = self.admissions[i as usize];
+        let current = self.open.get(&a.job) == Some(&i) && seq_of(a.job) == Some(a.seq);
+        if !current {
+            return (a.job, Deadline::Stale);
+        }
+        self.open.remove(&a.job);
+        self.stats.evictions += 1;
+        let n = self.evictions.entry(a.seq).or_insert(0);
+        *n += 1;
+        if self.cfg.backoff_limit_count.is_some_and(|l| *n > l) {
+            self.stats.deactivated += 1;
+            return (a.job, Deadline::Deactivate);
+        }
+        let at = t + self.cfg.backoff(*n);
+        let r = self.next_requeue;
+        self.next_requeue += 1;
+        (a.job, Deadline::Requeue(at, r))
+    }
+
+    /// Holds evicted `job` until its requeue `r`.
+    pub fn hold(&mut self, r: u32, job: PendingJob) {
+        self.backing_off.insert(r, job);
+    }
+
+    /// Requeue `r` is due: the job to submit again.
+    pub fn requeue(&mut self, r: u32) -> Option<PendingJob> {
+        let j = self.backing_off.remove(&r)?;
+        self.stats.requeues += 1;
+        Some(j)
+    }
+
+    /// Jobs still waiting out a backoff, in requeue order.
+    pub fn backing_off(&self) -> impl Iterator<Item = JobId> + '_ {
+        self.backing_off.values().map(|j| j.id)
+    }
+
+    /// The account at the end of the run.
+    pub fn finish(&mut self) -> PodsReadyStats {
+        self.stats.backing_off_at_end = self.backing_off.len() as u64;
+        self.stats.clone()
+    }
+}
+
+impl Simulation {
+    /// Deadline `i` ([`EventKind::PodsReadyDeadline`]): a job admitted and still not
+    /// started is evicted from its queue, then held for its backoff or deactivated.
+    pub(super) fn pods_ready_deadline(
+        &mut self,
+        i: u32,
+        sink: &mut dyn JobSink,
+    ) -> Result<(), EngineError> {
+        let now = self.now;
+        let jobs = &self.jobs;
+        let Some(p) = self.ready.as_mut() else {
+            return Ok(());
+        };
+        let (id, verdict) = p.deadline(i, now, |id| {
+            let r = &jobs[id.index()];
+            (r.live && r.state == JobState::Pending && r.allocs.is_empty()).then_some(r.seq)
+        });
+        if verdict == Deadline::Stale {
+            return Ok(());
+        }
+        let queue = self.jobs[id.index()].queue;
+        let job = self.sched.pending().find(|j| j.id == id).cloned();
+        let Some(mut job) = job.filter(|_| self.sched.withdraw(id, queue)) else {
+            return Err(self.invariant(format!(
+                "job {id} admitted and waiting for its pods is not in its queue"
+            )));
+        };
+        self.dirty = true;
+        match verdict {
+            Deadline::Requeue(at, r) => {
+                // Ordered by its eviction time when it rejoins.
+                job.submit = now;
+                self.jobs[id.index()].state = JobState::BackingOff;
+                if let Some(p) = self.ready.as_mut() {
+                    p.hold(r, job);
+                }
+                self.events.push(at, EventKind::PodsReadyRequeue(r));
+            }
+            Deadline::Deactivate | Deadline::Stale => {
+                if self.jobs[id.index()].start.is_none() {
+                    self.counts.cancelled += 1;
+                } else {
+                    self.settle_wait(id);
+                }
+                emit(sink, || {
+                    self.row(id, FinalState::Cancelled, None, Some(DEACTIVATED.into()))
+                })?;
+                if let Some(s) = &mut self.serve {
+                    s.on_withdrawn(id);
+                }
+                self.free_slot(id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Requeue `r` ([`EventKind::PodsReadyRequeue`]): the evicted job rejoins its queue.
+    pub(super) fn pods_ready_requeue(&mut self, r: u32) -> Result<(), EngineError> {
+        let Some(job) = self.ready.as_mut().and_then(|p| p.requeue(r)) else {
+            return Ok(());
+        };
+        let id = job.id;
+        self.jobs[id.index()].state = JobState::Pending;
+        self.sched
+            .submit_at(&mut self.fleet, job, self.now)
+            .map_err(|r| EngineError::Invariant {
+                time: self.now,
+                message: format!("job {id} resolvable at submit became unresolvable: {r}"),
+            })?;
+        self.dirty = true;
+        // A serving replica past its planned stop leaves at once.
+        self.withdraw_if_overdue(id);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(limit: Option<u32>) -> PodsReadyConfig {
+        PodsReadyConfig {
+            timeout: SimDuration(300_000),
+            backoff_base: SimDuration(60_000),
+            backoff_max: SimDuration(200_000),
+            backoff_limit_count: limit,
+        }
+    }
+
+    #[test]
+    fn the_backoff_doubles_from_the_base_up_to_the_max() {
+        let c = cfg(None);
+        // 60, 120, then 240 capped at 200; far evictions saturate, still capped.
+        assert_eq!(c.backoff(1), SimDuration(60_000));
+        assert_eq!(c.backoff(2), SimDuration(120_000));
+        assert_eq!(c.backoff(3), SimDuration(200_000));
+        assert_eq!(c.backoff(200), SimDuration(200_000));
+    }
+
+    #[test]
+    fn an_eviction_beyond_the_limit_deactivates_and_a_started_job_is_not_evicted() {
+        let mut p = PodsReady::new(cfg(Some(1)));
+        let j = JobId(3);
+        let (at, i) = p.admit_waiting(j, 7, SimTime(10_000)).unwrap();
+        assert_eq!(at, SimTime(310_000));
+        assert!(
+            p.admit_waiting(j, 7, SimTime(20_000)).is_none(),
+            "admitted already"
+        );
+        // First eviction: requeued after 60 s (1 ≤ limit 1).
+        assert_eq!(
+            p.deadline(i, at, |_| Some(7)),
+            (j, Deadline::Requeue(SimTime(370_000), 0))
+        );
+        // Admitted again, evicted again: 2 > 1, deactivated.
+        let (at, i) = p.admit_waiting(j, 7, SimTime(370_000)).unwrap();
+        assert_eq!(p.deadline(i, at, |_| Some(7)), (j, Deadline::Deactivate));
+        // Another job in the same slot, started before its deadline: stale.
+        let (at, i) = p.admit_waiting(j, 8, SimTime(0)).unwrap();
+        p.on_start(j);
+        assert_eq!(p.deadline(i, at, |_| Some(8)).1, Deadline::Stale);
+        // A deadline whose slot holds another job now: stale.
+        let (at, i) = p.admit_waiting(j, 9, SimTime(0)).unwrap();
+        assert_eq!(p.deadline(i, at, |_| Some(10)).1, Deadline::Stale);
+        let s = p.finish();
+        assert_eq!(
+            (s.admissions_waiting, s.evictions, s.deactivated),
+            (4, 2, 1)
+        );
+    }
+}

@@ -1,0 +1,189 @@
+//! Waiting for pods (Kueue `waitForPodsReady`) against slow node provisioning: field case
+//! B52 (kubernetes-sigs/kueue #2215) worked out by hand, a timeout longer than the
+//! provisioning delay, a requeue limit that deactivates, and bad settings refused naming
+//! the field.
+
+use fleetsim::engine::FinalState;
+
+use crate::support::{job, refusal, run, span};
+
+/// B52's fleet and workload: static `n1` (4 GPUs) busy with S 0–5000; a group `burst` of
+/// up to 2 × 4-GPU nodes, none at the start, fixed 400 s provisioning, 3.6 per node-hour,
+/// removed after 100 s idle; G, a gang of 2 × 4 GPUs submitted at 10 for 100 s.
+fn b52(wait_for_pods_ready: &str) -> String {
+    format!(
+        r#"name = "B52"
+[[fleet.cells]]
+name = "c"
+[[fleet.cells.nodes]]
+names = ["n1"]
+accelerator = "H100"
+gpus = 4
+[[fleet.cells.autoscaling]]
+name = "burst"
+min_nodes = 0
+max_nodes = 2
+node = {{ accelerator = "H100", gpus = 4 }}
+provisioning_delay = {{ distribution = "fixed", s = 400 }}
+price_per_node_hour = 3.6
+scale_down_idle_s = 100
+[policy]
+queueing_strategy = "best-effort-fifo"
+wait_for_pods_ready = {wait_for_pods_ready}
+[workload]
+trace = {{ format = "native", path = "jobs.csv" }}
+queues = "single"
+"#
+    )
+}
+
+const JOBS: &str = "id,submit_s,tenant,num_gpu,tasks,runtime_s
+S,0,t,4,1,5000
+G,10,t,4,2,100
+";
+
+/// B52 as written (timeout 300 s, backoff 60 s, no requeue limit). By hand:
+/// - t=10: G cannot start (n1 is full). One burst node holds one 4-GPU task: the gang
+///   needs ⌈2/1⌉ = 2 nodes, one request for burst-0 and burst-1, joining at 10 + 400 =
+///   410. G waits for that scale-up: admitted at 10, deadline 10 + 300 = 310.
+/// - t=310: G has not started: evicted (1st eviction), backoff 60 × 2^0 = 60 s. The
+///   request is not cancelled: burst-0/1 still join at 410.
+/// - t=370: G rejoins its queue; no room yet, it claims the room on its way (burst-0/1),
+///   so no new request: admitted again at 370, deadline 670.
+/// - t=410: burst-0/1 join; G starts on them (ready 40 s after its second admission),
+///   ends at 510. Wait 410 − 10 = 400 s.
+/// - t=510: burst-0/1 idle; still idle at 510 + 100 = 610: both removed.
+/// - t=5000: S ends; the run ends.
+///
+/// Billed: 2 nodes × (610 − 10) = 1200 node-s = 1/3 node-h, cost × 3.6 = 1.2. Provisioned:
+/// 2 × 4 GPUs × (610 − 410) = 1600 GPU-s. Pending for capacity: G over [10, 310) and
+/// [370, 410): 300 + 40 = 340 job-s (not while backing off, out of its queue).
+#[test]
+fn b52_the_gang_is_evicted_at_310_requeued_at_370_and_runs_when_the_nodes_join_at_410() {
+    let out = run(
+        &b52("{ timeout_s = 300, backoff_base_s = 60 }"),
+        &[("jobs.csv", JOBS)],
+    );
+    assert_eq!(span(&out, "S"), (Some(0), Some(5000)));
+    assert_eq!(span(&out, "G"), (Some(410), Some(510)));
+    let g = job(&out, "G");
+    assert_eq!(g.state, FinalState::Completed);
+    assert_eq!(g.pending_ms, Some(400_000));
+    let mut nodes = g.nodes.clone();
+    nodes.sort();
+    assert_eq!(nodes, ["c-burst-n00000", "c-burst-n00001"]);
+    let p = out.summary.pods_ready.as_ref().expect("pods_ready section");
+    assert_eq!(p.timeout_s, 300.0);
+    assert_eq!(
+        (
+            p.admissions_waiting,
+            p.evictions,
+            p.requeues,
+            p.deactivated,
+            p.backing_off_at_end
+        ),
+        (2, 1, 1, 0, 0)
+    );
+    let a = out.summary.autoscaling.as_ref().expect("autoscaling");
+    assert_eq!((a.scale_ups, a.scale_downs), (1, 2));
+    assert_eq!(a.node_hours, 1200.0 / 3600.0);
+    assert_eq!(a.cost, 1200.0 / 3600.0 * 3.6);
+    assert_eq!(a.gpu_hours_provisioned, 1600.0 / 3600.0);
+    assert_eq!(a.pending_for_capacity_job_s, 340.0);
+    // The printed summary shows the section.
+    let text = fleetsim::report::table::render(&out.summary);
+    assert!(
+        text.contains(
+            "pods ready within 300 s: 2 admissions waited for nodes; 1 evictions, 1 requeues, 0 deactivated"
+        ),
+        "{text}"
+    );
+}
+
+/// A timeout above the provisioning delay (500 s > 400 s): G, admitted at 10 (deadline
+/// 510), starts when its nodes join at 410 and is never evicted; the deadline at 510 finds
+/// it ended (at 510, a completion is applied before it). Nodes idle 510 → removed 610:
+/// the same 1200 node-s as B52; pending for capacity 10 → 410 = 400 job-s.
+#[test]
+fn a_timeout_above_the_provisioning_delay_evicts_nothing() {
+    let out = run(&b52("{ timeout_s = 500 }"), &[("jobs.csv", JOBS)]);
+    assert_eq!(span(&out, "G"), (Some(410), Some(510)));
+    let p = out.summary.pods_ready.as_ref().unwrap();
+    assert_eq!(
+        (p.admissions_waiting, p.evictions, p.requeues, p.deactivated),
+        (1, 0, 0, 0)
+    );
+    let a = out.summary.autoscaling.as_ref().unwrap();
+    assert_eq!(a.node_hours, 1200.0 / 3600.0);
+    assert_eq!(a.pending_for_capacity_job_s, 400.0);
+}
+
+/// One requeue allowed (Kueue `backoffLimitCount: 1`: the eviction after one requeue
+/// deactivates), timeout 100 s, backoff 60 s. By hand:
+/// - t=10: admitted waiting for burst-0/1 (join at 410); deadline 110.
+/// - t=110: evicted (1st; 1 ≤ 1 requeue allowed), requeued at 110 + 60 = 170.
+/// - t=170: rejoins, claims the room on the way: admitted, deadline 270.
+/// - t=270: evicted again (2nd > 1): deactivated, `CANCELLED`, reason
+///   `requeuing_limit_exceeded`; pending 270 − 10 = 260 s.
+/// - t=410: burst-0/1 join, nothing for them: idle → removed at 510.
+///
+/// Billed 2 × (510 − 10) = 1000 node-s (cost 1.0); provisioned 2 × 4 × (510 − 410) = 800
+/// GPU-s; pending for capacity [10, 110) + [170, 270) = 200 job-s. Jobs: 2 submitted, S
+/// started, G cancelled.
+#[test]
+fn a_job_evicted_more_often_than_the_limit_allows_is_deactivated() {
+    let out = run(
+        &b52("{ timeout_s = 100, backoff_base_s = 60, backoff_limit_count = 1 }"),
+        &[("jobs.csv", JOBS)],
+    );
+    let g = job(&out, "G");
+    assert_eq!(g.state, FinalState::Cancelled);
+    assert_eq!(g.reason.as_deref(), Some("requeuing_limit_exceeded"));
+    assert_eq!((g.start, g.finish), (None, None));
+    assert_eq!(g.pending_ms, Some(260_000));
+    let p = out.summary.pods_ready.as_ref().unwrap();
+    assert_eq!(
+        (p.admissions_waiting, p.evictions, p.requeues, p.deactivated),
+        (2, 2, 1, 1)
+    );
+    let j = &out.summary.jobs;
+    assert_eq!((j.submitted, j.started, j.cancelled), (2, 1, 1));
+    let a = out.summary.autoscaling.as_ref().unwrap();
+    assert_eq!((a.scale_ups, a.scale_downs), (1, 2));
+    assert_eq!(a.node_hours, 1000.0 / 3600.0);
+    assert_eq!(a.gpu_hours_provisioned, 800.0 / 3600.0);
+    assert_eq!(a.pending_for_capacity_job_s, 200.0);
+}
+
+/// Without `wait_for_pods_ready` the summary has no section and G waits for its nodes:
+/// 410–510, pending for capacity 400 job-s.
+#[test]
+fn without_the_setting_an_admitted_job_waits_as_long_as_it_takes() {
+    let toml = b52("{ timeout_s = 1 }").replace("wait_for_pods_ready = { timeout_s = 1 }\n", "");
+    let out = run(&toml, &[("jobs.csv", JOBS)]);
+    assert_eq!(span(&out, "G"), (Some(410), Some(510)));
+    assert!(out.summary.pods_ready.is_none());
+    let json = serde_json::to_string(&out.summary).unwrap();
+    assert!(!json.contains("pods_ready"), "{json}");
+}
+
+#[test]
+fn bad_settings_are_refused_naming_the_field() {
+    for (setting, field) in [
+        ("{ timeout_s = 0 }", "wait_for_pods_ready.timeout_s"),
+        ("{ timeout_s = -5 }", "wait_for_pods_ready.timeout_s"),
+        (
+            "{ timeout_s = 300, backoff_base_s = -1 }",
+            "wait_for_pods_ready.backoff_base_s",
+        ),
+        (
+            "{ timeout_s = 300, block_admission = true }",
+            "wait_for_pods_ready.block_admission",
+        ),
+        ("{ timeout_s = 300, recovery = 5 }", "recovery"),
+        ("{ backoff_base_s = 60 }", "timeout_s"),
+    ] {
+        let e = refusal(&b52(setting), &[("jobs.csv", JOBS)]);
+        assert!(e.contains(field), "{setting}: {e}");
+    }
+}
