@@ -286,7 +286,7 @@ fn fair_sharing_preemption_follows_the_reclaim_policy() {
 
 /// Manifests that cannot be simulated as written are refused or warned, naming the object
 /// and field: a Helm template; `reclaimWithinCohort: Never` with `borrowWithinCohort`
-/// (Kueue refuses it); `waitForPodsReady` (no pod-readiness model); a GPU fleet whose
+/// (Kueue refuses it); `waitForPodsReady`'s `blockAdmission` (not simulated); a GPU fleet whose
 /// ClusterQueues give no GPU quota; `[policy.preemption]` beside ClusterQueues without
 /// `spec.preemption`; a Configuration inside Helm's ConfigMap is read.
 #[test]
@@ -343,14 +343,18 @@ fn refusals_and_warnings_name_object_and_field() {
         "{w:?}"
     );
     let wait = format!(
-        "{FLAVOR}{}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kueue-manager-config\ndata:\n  controller_manager_config.yaml: |\n    apiVersion: config.kueue.x-k8s.io/v1beta1\n    kind: Configuration\n    waitForPodsReady:\n      enable: true\n      timeout: 10m\n",
+        "{FLAVOR}{}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kueue-manager-config\ndata:\n  controller_manager_config.yaml: |\n    apiVersion: config.kueue.x-k8s.io/v1beta1\n    kind: Configuration\n    waitForPodsReady:\n      enable: true\n      timeout: 10m\n      blockAdmission: true\n",
         cq("a", 8, false, "")
     );
     let w = go(&wait, "").unwrap();
     assert!(
-        w.iter().any(|w| w.contains("`waitForPodsReady` (timeout 600 s")
-            && w.contains("not simulated")),
+        w.iter()
+            .any(|w| w.contains("`waitForPodsReady.blockAdmission: true` is not simulated")),
         "{w:?}"
+    );
+    assert!(
+        !w.iter().any(|w| w.contains("pod-readiness")),
+        "the timeout is simulated: {w:?}"
     );
     let w = go(
         &format!("{FLAVOR}{}", cq("a", 8, false, "")),
@@ -409,4 +413,50 @@ fn provisioning_request_check_uses_the_autoscaled_group() {
         "{:?}",
         fixed.warnings
     );
+}
+
+/// `waitForPodsReady` of the Kueue `Configuration` becomes `[policy] wait_for_pods_ready`:
+/// timeout 1m, backoff base 30 s. The ProvisioningRequest case above: `j` (8 GPUs, 100 s)
+/// submitted at 0 waits for the group's node (joins at 120). By hand:
+/// - `backoffLimitCount` absent: admitted at 0 (it asks for the node), deadline 60:
+///   evicted at 60, requeued at 60 + 30 = 90, claims the node on its way (admitted again,
+///   deadline 150), starts when it joins: 120 → 220, as without the setting, with 1
+///   eviction and 1 requeue.
+/// - `backoffLimitCount: 0`: the first eviction, at 60, deactivates it: it never runs
+///   (`CANCELLED`, `requeuing_limit_exceeded`).
+/// - `timeout: 3m` (above the 120 s delay): no eviction.
+#[test]
+fn wait_for_pods_ready_of_the_configuration_is_simulated() {
+    let jobs = format!("{HEADER}j,0,t,a,0,1,8,100\n");
+    let k = |wait: &str| {
+        format!(
+            "{FLAVOR}{}---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: AdmissionCheck\nmetadata:\n  name: prov\nspec:\n  controllerName: kueue.x-k8s.io/provisioning-request\n  parameters:\n    apiGroup: kueue.x-k8s.io\n    kind: ProvisioningRequestConfig\n    name: cfg\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ProvisioningRequestConfig\nmetadata:\n  name: cfg\nspec:\n  provisioningClassName: best-effort-atomic-scale-up.autoscaling.x-k8s.io\n---\napiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nwaitForPodsReady:\n{wait}",
+            cq("a", 8, false, "  admissionChecks: [prov]\n")
+        )
+    };
+    let scaled = "[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.autoscaling]]\nname = \"gpu\"\nmin_nodes = 0\nmax_nodes = 1\nnode = { preset = \"hgx-h100\" }\nprovisioning_delay = { distribution = \"fixed\", s = 120 }\n";
+    let go = |wait: &str| {
+        run(
+            &scenario(scaled, ""),
+            &[("k.yaml", &k(wait)), ("jobs.csv", &jobs)],
+        )
+    };
+    let requeued = go("  timeout: 1m\n  requeuingStrategy:\n    backoffBaseSeconds: 30\n");
+    assert_eq!(span(&requeued, "j"), (Some(120), Some(220)));
+    let p = requeued.summary.pods_ready.as_ref().expect("simulated");
+    assert_eq!(p.timeout_s, 60.0);
+    assert_eq!((p.evictions, p.requeues, p.deactivated), (1, 1, 0));
+    let limited = go(
+        "  timeout: 1m\n  requeuingStrategy:\n    backoffBaseSeconds: 30\n    backoffLimitCount: 0\n",
+    );
+    let j = job(&limited, "j");
+    assert_eq!(
+        (j.start, j.reason.as_deref()),
+        (None, Some("requeuing_limit_exceeded"))
+    );
+    let p = limited.summary.pods_ready.as_ref().unwrap();
+    assert_eq!((p.evictions, p.requeues, p.deactivated), (1, 0, 1));
+    let long = go("  timeout: 3m\n");
+    assert_eq!(span(&long, "j"), (Some(120), Some(220)));
+    assert_eq!(long.summary.pods_ready.as_ref().unwrap().evictions, 0);
 }

@@ -4,9 +4,11 @@
 //! `controller_manager_config.yaml`).
 //!
 //! Simulated: `fairSharing` (fair sharing on: admission in order of dominant resource share
-//! and the preemption strategies, Kueue's `preemptionStrategies`; v1beta1's `enable`).
-//! Read and warned, naming the field: `waitForPodsReady` (fleetsim has no pod-readiness
-//! model), `admissionFairSharing` (LocalQueues are names of their ClusterQueue in fleetsim,
+//! and the preemption strategies, Kueue's `preemptionStrategies`; v1beta1's `enable`), and
+//! `waitForPodsReady` (`timeout` and `requeuingStrategy`'s backoff and limit, as `[policy]
+//! wait_for_pods_ready`; see [`crate::engine::pods_ready`]) — its `blockAdmission: true`,
+//! `recoveryTimeout` and `requeuingStrategy.timestamp: Creation` warned.
+//! Read and warned, naming the field: `admissionFairSharing` (LocalQueues are names of their ClusterQueue in fleetsim,
 //! with no usage of their own), `resources` (transformations and excluded prefixes change
 //! what quota counts) and `featureGates`. The rest configures the controller process
 //! (`namespace`, `webhook`, `metrics`, `integrations`, …), not admission: listed as read and
@@ -34,6 +36,46 @@ pub struct WaitForPodsReady {
     pub backoff_base_s: i64,
     /// `requeuingStrategy.backoffMaxSeconds` (default 3600).
     pub backoff_max_s: i64,
+    /// `requeuingStrategy.timestamp` (`Eviction`, the default, or `Creation`).
+    pub timestamp: Option<String>,
+}
+
+impl WaitForPodsReady {
+    /// The `[policy] wait_for_pods_ready` it maps onto.
+    pub fn spec(&self) -> fleetsim_policies::spec::WaitForPodsReadySpec {
+        fleetsim_policies::spec::WaitForPodsReadySpec {
+            timeout_s: self.timeout_ms as f64 / 1000.0,
+            backoff_base_s: Some(self.backoff_base_s as f64),
+            backoff_max_s: Some(self.backoff_max_s as f64),
+            backoff_limit_count: self
+                .backoff_limit_count
+                .map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
+            block_admission: None,
+        }
+    }
+
+    /// A sentence for each field read and not simulated.
+    fn unsimulated(&self) -> Vec<String> {
+        let f = "Configuration: `waitForPodsReady";
+        let mut out = Vec::new();
+        if self.block_admission {
+            out.push(format!(
+                "{f}.blockAdmission: true` is not simulated: other workloads are admitted while one waits for its pods"
+            ));
+        }
+        if let Some(r) = self.recovery_timeout_ms {
+            out.push(format!(
+                "{f}.recoveryTimeout` ({} s) is not simulated: a running workload that loses a pod is handled by `[policy] gang_recovery`, not evicted after a timeout",
+                r as f64 / 1000.0
+            ));
+        }
+        if self.timestamp.as_deref() == Some("Creation") {
+            out.push(format!(
+                "{f}.requeuingStrategy.timestamp: Creation` is not simulated: a requeued workload is ordered by its eviction time (Kueue's default `Eviction`)"
+            ));
+        }
+        out
+    }
 }
 
 /// A `Configuration` as read.
@@ -264,6 +306,9 @@ pub(super) fn parse(c: &Ctx, v: &Value, version: &str) -> Result<ControllerConfi
         });
         let block_admission =
             boolean(c, w, "blockAdmission", &format!("{f}.blockAdmission"))?.unwrap_or(false);
+        if timeout_ms == 0 {
+            return Err(c.err(&format!("{f}.timeout"), "must be above 0"));
+        }
         let recovery_timeout_ms =
             duration(c, w, "recoveryTimeout", &format!("{f}.recoveryTimeout"))?;
         let mut wait = WaitForPodsReady {
@@ -273,6 +318,7 @@ pub(super) fn parse(c: &Ctx, v: &Value, version: &str) -> Result<ControllerConfi
             backoff_limit_count: None,
             backoff_base_s: 60,
             backoff_max_s: 3600,
+            timestamp: None,
         };
         if let Some(r) = get(w, "requeuingStrategy") {
             let rf = format!("{f}.requeuingStrategy");
@@ -287,6 +333,17 @@ pub(super) fn parse(c: &Ctx, v: &Value, version: &str) -> Result<ControllerConfi
                     "backoffMaxSeconds",
                 ],
             )?;
+            wait.timestamp = super::string(c, r, "timestamp", &format!("{rf}.timestamp"))?;
+            if let Some(t) = wait
+                .timestamp
+                .as_deref()
+                .filter(|t| !matches!(*t, "Eviction" | "Creation"))
+            {
+                return Err(c.err(
+                    &format!("{rf}.timestamp"),
+                    format!("`{t}`: Kueue takes `Eviction` or `Creation`"),
+                ));
+            }
             wait.backoff_limit_count = integer(
                 c,
                 r,
@@ -310,16 +367,17 @@ pub(super) fn parse(c: &Ctx, v: &Value, version: &str) -> Result<ControllerConfi
                 wait.backoff_max_s = m;
             }
         }
+        for (key, v) in [
+            ("backoffLimitCount", wait.backoff_limit_count),
+            ("backoffBaseSeconds", Some(wait.backoff_base_s)),
+            ("backoffMaxSeconds", Some(wait.backoff_max_s)),
+        ] {
+            if v.is_some_and(|v| v < 0) {
+                return Err(c.err(&format!("{f}.requeuingStrategy.{key}"), "must be ≥ 0"));
+            }
+        }
         if on {
-            out.notes.push(format!(
-                "Configuration: `waitForPodsReady` (timeout {} s{}, requeuing backoff {} s doubling to {} s{}) is not simulated: fleetsim has no pod-readiness model, so no admitted workload is evicted for pods not ready in time",
-                wait.timeout_ms / 1000,
-                if wait.block_admission { ", blockAdmission" } else { "" },
-                wait.backoff_base_s,
-                wait.backoff_max_s,
-                wait.backoff_limit_count
-                    .map_or(String::new(), |n| format!(", at most {n} requeues")),
-            ));
+            out.notes.extend(wait.unsimulated());
             out.wait_for_pods_ready = Some(wait);
         }
     }

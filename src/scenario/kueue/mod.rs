@@ -1645,6 +1645,8 @@ pub struct KueueQuota {
     /// then admits in order of dominant resource share (`[policy] admission_order = "drf"`)
     /// and preempts across ClusterQueues by these strategies.
     pub fair_sharing: Option<Vec<fleetsim_policies::preemption::FairStrategy>>,
+    /// The `Configuration`'s `waitForPodsReady`, as `[policy] wait_for_pods_ready`.
+    pub wait_for_pods_ready: Option<fleetsim_policies::spec::WaitForPodsReadySpec>,
 }
 
 fn resource_quota(r: &ResourceQuota, scale: f64) -> ResourceQuotaSpec {
@@ -1731,6 +1733,11 @@ impl KueueConfig {
             .controller
             .as_ref()
             .and_then(|c| c.fair_sharing.clone());
+        let wait_for_pods_ready = self
+            .controller
+            .as_ref()
+            .and_then(|c| c.wait_for_pods_ready.as_ref())
+            .map(configuration::WaitForPodsReady::spec);
         let flavors = self
             .flavors
             .values()
@@ -1862,6 +1869,7 @@ impl KueueConfig {
             unsimulated: notes,
             fair_sharing,
             provisioned,
+            wait_for_pods_ready,
         }
     }
 }
@@ -1939,6 +1947,14 @@ pub(crate) fn merge(scenario: &mut super::Scenario, k: KueueQuota) {
                 "classic: workloads within nominal quota first"
             }
         ));
+    }
+    match (&policy.wait_for_pods_ready, k.wait_for_pods_ready) {
+        (None, w) => policy.wait_for_pods_ready = w,
+        (Some(mine), Some(theirs)) if *mine != theirs => notes.push(format!(
+            "[policy] wait_for_pods_ready is the scenario's; the Kueue Configuration's waitForPodsReady (timeout {} s) is not used",
+            theirs.timeout_s
+        )),
+        _ => {}
     }
     if let Some(strategies) = &k.fair_sharing {
         match policy.preemption.as_mut() {
@@ -2234,6 +2250,48 @@ metadata:
                 .any(|n| n.contains("WorkloadPriorityClass")),
             "{:?}",
             k.unsimulated
+        );
+    }
+
+    #[test]
+    fn bad_wait_for_pods_ready_settings_name_the_field() {
+        let config = |wait: &str| {
+            format!("{MANIFESTS}---\napiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nwaitForPodsReady:\n{wait}")
+        };
+        for (wait, field) in [
+            ("  timeout: 0s\n", "waitForPodsReady.timeout"),
+            (
+                "  timeout: 5m\n  requeuingStrategy:\n    backoffBaseSeconds: -1\n",
+                "waitForPodsReady.requeuingStrategy.backoffBaseSeconds",
+            ),
+            (
+                "  timeout: 5m\n  requeuingStrategy:\n    backoffLimitCount: -2\n",
+                "waitForPodsReady.requeuingStrategy.backoffLimitCount",
+            ),
+            (
+                "  timeout: 5m\n  requeuingStrategy:\n    timestamp: Admission\n",
+                "waitForPodsReady.requeuingStrategy.timestamp",
+            ),
+        ] {
+            let e = parse(&config(wait), Path::new("k.yaml"))
+                .expect_err(field)
+                .to_string();
+            assert!(e.contains("k.yaml") && e.contains(field), "{field}: {e}");
+        }
+        let ok = parse(
+            &config("  timeout: 5m\n  requeuingStrategy:\n    backoffLimitCount: 3\n"),
+            Path::new("k.yaml"),
+        )
+        .unwrap();
+        let w = ok.quota().wait_for_pods_ready.expect("mapped");
+        assert_eq!(
+            (
+                w.timeout_s,
+                w.backoff_base_s,
+                w.backoff_max_s,
+                w.backoff_limit_count
+            ),
+            (300.0, Some(60.0), Some(3600.0), Some(3))
         );
     }
 
