@@ -573,6 +573,19 @@ pub enum EngineError {
         /// The cap, [`series_interval_cap`] of the run's snapshot size.
         max: u64,
     },
+    /// A job is requeued for ever by waiting for pods ([`pods_ready`]): evicted
+    /// [`pods_ready::ENDLESS_EVICTIONS`] times with no `backoff_limit_count`.
+    #[error("job `{name}` (input #{seq}) was evicted {evictions} times for a pods-ready timeout by {time} without starting: its requeue backoff outlasts the time its nodes stay up, so it is requeued for ever; set `[policy] wait_for_pods_ready.backoff_limit_count` (or raise `timeout_s`, lower the backoff, or raise the group's `scale_down_idle_s`)")]
+    EndlessRequeue {
+        /// Trace name.
+        name: String,
+        /// Input position.
+        seq: u64,
+        /// When the run stopped.
+        time: SimTime,
+        /// Its evictions.
+        evictions: u32,
+    },
     /// An internal check failed: a bug, reported instead of continuing with wrong numbers.
     #[error("invariant violated at {time}: {message}")]
     Invariant {

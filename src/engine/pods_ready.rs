@@ -21,6 +21,13 @@
 //! `backoff_limit_count` it is *deactivated* instead: it ends not run (`CANCELLED`, reason
 //! `requeuing_limit_exceeded`, Kueue's `WorkloadRequeuingLimitExceeded`).
 //!
+//! Without `backoff_limit_count` a job whose backoff outlasts its nodes' idle time is
+//! requeued for ever (its nodes leave before it comes back, it asks again, and so on): as
+//! in Kueue, it never runs, but a run cannot end with it. A job evicted
+//! [`ENDLESS_EVICTIONS`] times with no limit set stops the run with an error naming it and
+//! the settings to change (`backoff_limit_count`, `timeout_s`, the backoff, or the group's
+//! `scale_down_idle_s`).
+//!
 //! # Events and ties
 //! A deadline and a requeue are events of the node class: at an instant they are applied
 //! after completions and before arrivals and the scheduling pass, in the order they were
@@ -41,6 +48,10 @@ use super::{emit, EngineError, FinalState, JobSink, JobState, Simulation};
 
 /// The censored reason of a job still waiting out its backoff when the run ends.
 pub const BACKING_OFF: &str = "pods_ready_backoff";
+
+/// Evictions of one job, with no `backoff_limit_count`, that stop the run as an endless
+/// requeue.
+pub const ENDLESS_EVICTIONS: u32 = 1000;
 
 /// The `CANCELLED` reason of a deactivated job.
 pub const DEACTIVATED: &str = "requeuing_limit_exceeded";
@@ -100,6 +111,8 @@ pub enum Deadline {
     Requeue(SimTime, u32),
     /// Evict and deactivate the job.
     Deactivate,
+    /// The job's [`ENDLESS_EVICTIONS`]-th eviction with no limit: stop the run.
+    Endless,
 }
 
 /// One admission being timed.
@@ -182,9 +195,13 @@ impl PodsReady {
         self.stats.evictions += 1;
         let n = self.evictions.entry(a.seq).or_insert(0);
         *n += 1;
-        if self.cfg.backoff_limit_count.is_some_and(|l| *n > l) {
-            self.stats.deactivated += 1;
-            return (a.job, Deadline::Deactivate);
+        match self.cfg.backoff_limit_count {
+            Some(l) if *n > l => {
+                self.stats.deactivated += 1;
+                return (a.job, Deadline::Deactivate);
+            }
+            None if *n >= ENDLESS_EVICTIONS => return (a.job, Deadline::Endless),
+            _ => {}
         }
         let at = t + self.cfg.backoff(*n);
         let r = self.next_requeue;
@@ -233,8 +250,18 @@ impl Simulation {
             let r = &jobs[id.index()];
             (r.live && r.state == JobState::Pending && r.allocs.is_empty()).then_some(r.seq)
         });
-        if verdict == Deadline::Stale {
-            return Ok(());
+        match verdict {
+            Deadline::Stale => return Ok(()),
+            Deadline::Endless => {
+                let r = &self.jobs[id.index()];
+                return Err(EngineError::EndlessRequeue {
+                    name: r.name.to_string(),
+                    seq: r.seq,
+                    time: now,
+                    evictions: ENDLESS_EVICTIONS,
+                });
+            }
+            _ => {}
         }
         let queue = self.jobs[id.index()].queue;
         let job = self.sched.pending().find(|j| j.id == id).cloned();
@@ -254,7 +281,7 @@ impl Simulation {
                 }
                 self.events.push(at, EventKind::PodsReadyRequeue(r));
             }
-            Deadline::Deactivate | Deadline::Stale => {
+            Deadline::Deactivate | Deadline::Stale | Deadline::Endless => {
                 if self.jobs[id.index()].start.is_none() {
                     self.counts.cancelled += 1;
                 } else {
@@ -345,5 +372,18 @@ mod tests {
             (s.admissions_waiting, s.evictions, s.deactivated),
             (4, 2, 1)
         );
+    }
+
+    #[test]
+    fn without_a_limit_the_endless_eviction_stops_the_run() {
+        let mut p = PodsReady::new(cfg(None));
+        let j = JobId(0);
+        for n in 1..ENDLESS_EVICTIONS {
+            let (at, i) = p.admit_waiting(j, 0, SimTime(0)).unwrap();
+            let v = p.deadline(i, at, |_| Some(0)).1;
+            assert!(matches!(v, Deadline::Requeue(..)), "{n}: {v:?}");
+        }
+        let (at, i) = p.admit_waiting(j, 0, SimTime(0)).unwrap();
+        assert_eq!(p.deadline(i, at, |_| Some(0)).1, Deadline::Endless);
     }
 }

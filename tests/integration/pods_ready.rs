@@ -187,3 +187,19 @@ fn bad_settings_are_refused_naming_the_field() {
         assert!(e.contains(field), "{setting}: {e}");
     }
 }
+
+/// A backoff that outlasts the nodes' idle time, with no requeue limit: B52 with a 600 s
+/// base. G is evicted at 310 and rejoins at 910; its nodes joined at 410 and, idle, left at
+/// 510, so it asks again and is evicted again, for ever (Kueue's endless requeue). The run
+/// stops with an error naming the job and the settings, instead of running without end.
+#[test]
+fn an_endless_requeue_stops_the_run_naming_the_settings() {
+    let e = refusal(
+        &b52("{ timeout_s = 300, backoff_base_s = 600 }"),
+        &[("jobs.csv", JOBS)],
+    );
+    assert!(
+        e.contains("job `G`") && e.contains("backoff_limit_count"),
+        "{e}"
+    );
+}
