@@ -203,3 +203,85 @@ fn an_endless_requeue_stops_the_run_naming_the_settings() {
         "{e}"
     );
 }
+
+/// A random fleet of one static 4-GPU node and one autoscaled group, random jobs and random
+/// `wait_for_pods_ready` settings, stopped at a horizon of 5,000 s (1,000 evictions of a
+/// job take at least 10,000 s at a 10 s timeout, so no run stops as an endless requeue).
+fn random_case(
+    jobs: &[(u16, u8, u8, u16)],
+    (timeout_s, base_s, limit): (u16, u16, Option<u8>),
+    (delay_s, idle_s, max_nodes): (u16, u16, u8),
+) -> (String, String) {
+    let limit = limit.map_or(String::new(), |l| format!(", backoff_limit_count = {l}"));
+    let toml = format!(
+        r#"name = "pods-ready-random"
+[[fleet.cells]]
+name = "c"
+[[fleet.cells.nodes]]
+names = ["n1"]
+accelerator = "H100"
+gpus = 4
+[[fleet.cells.autoscaling]]
+name = "burst"
+min_nodes = 0
+max_nodes = {max_nodes}
+node = {{ accelerator = "H100", gpus = 4 }}
+provisioning_delay = {{ distribution = "uniform", min_s = {delay_s}, max_s = {} }}
+scale_down_idle_s = {idle_s}
+[policy]
+queueing_strategy = "best-effort-fifo"
+wait_for_pods_ready = {{ timeout_s = {timeout_s}, backoff_base_s = {base_s}, backoff_max_s = 600{limit} }}
+[metrics]
+horizon_s = 5000
+[workload]
+trace = {{ format = "native", path = "jobs.csv" }}
+queues = "single"
+"#,
+        delay_s * 2
+    );
+    let mut csv = String::from("id,submit_s,tenant,num_gpu,tasks,runtime_s\n");
+    let mut t = 0u32;
+    for (i, &(gap, gpus, tasks, run)) in jobs.iter().enumerate() {
+        t += u32::from(gap);
+        csv.push_str(&format!("j{i},{t},t,{gpus},{tasks},{run}\n"));
+    }
+    (toml, csv)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+
+    /// Every eviction ends requeued, deactivated or backing off at the end; the deactivated
+    /// and backing-off jobs are the rows that say so; same scenario, same summary.
+    #[test]
+    fn evictions_are_accounted_for_and_runs_repeat(
+        jobs in proptest::collection::vec((0u16..300, 1u8..=4, 1u8..=2, 1u16..600), 1..12),
+        wait in (10u16..200, 0u16..120, proptest::option::of(0u8..3)),
+        group in (20u16..300, 10u16..300, 1u8..=3),
+    ) {
+        let (toml, csv) = random_case(&jobs, wait, group);
+        let out = run(&toml, &[("jobs.csv", &csv)]);
+        let p = out.summary.pods_ready.as_ref().expect("section");
+        proptest::prop_assert_eq!(p.evictions, p.requeues + p.deactivated + p.backing_off_at_end);
+        let rows = out.jobs.as_ref().unwrap();
+        let with = |reason: &str| {
+            rows.iter().filter(|r| r.reason.as_deref() == Some(reason)).count() as u64
+        };
+        proptest::prop_assert_eq!(with("requeuing_limit_exceeded"), p.deactivated);
+        proptest::prop_assert_eq!(with("pods_ready_backoff"), p.backing_off_at_end);
+        if wait.2.is_none() {
+            proptest::prop_assert_eq!(p.deactivated, 0);
+        }
+        for r in rows {
+            if r.reason.as_deref() == Some("requeuing_limit_exceeded") {
+                proptest::prop_assert_eq!(r.state, FinalState::Cancelled);
+                proptest::prop_assert!(r.start.is_none());
+            }
+        }
+        let again = run(&toml, &[("jobs.csv", &csv)]);
+        proptest::prop_assert_eq!(
+            serde_json::to_string(&out.summary).unwrap(),
+            serde_json::to_string(&again.summary).unwrap()
+        );
+    }
+}
