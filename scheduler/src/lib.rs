@@ -5,6 +5,7 @@
 //! routes. [`k8s`] reads recorded Kubernetes objects into cluster events and
 //! [`k8s_live`] resolves them into the service's events against a spec.
 
+pub mod ha;
 pub mod k8s;
 pub mod k8s_live;
 pub mod loadtest;

@@ -18,6 +18,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once at start: the size of the `serve` variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Drive the service over loopback at a target event rate; print events/s, batch
@@ -90,6 +92,18 @@ enum Command {
         /// Jobs that ended (finished, cancelled, rejected) kept for GET /v1/jobs/{id}.
         #[arg(long, default_value_t = fleetsim_scheduler::served::DEFAULT_RETAIN_ENDED_JOBS)]
         retain_ended_jobs: usize,
+        /// High availability: replicas elect a leader and hold the log in etcd
+        /// (etcd://host:port[/prefix]); the local --wal stays each replica's copy.
+        #[arg(long)]
+        ha: Option<String>,
+        /// Lease time to live with --ha, seconds (2 to 60): a standby takes over about this
+        /// long after the leader dies.
+        #[arg(long, default_value_t = fleetsim_scheduler::ha::DEFAULT_TTL_S)]
+        ha_ttl_s: i64,
+        /// The URL standbys give as the leader's with --ha (default: http(s)://the bound
+        /// address).
+        #[arg(long)]
+        advertise: Option<String>,
     },
     /// Turn recorded Kubernetes objects (Pods with Kueue labels, Nodes) into the service's
     /// events for a spec: one batch, the body of POST /v1/events.
@@ -179,7 +193,22 @@ fn main() -> ExitCode {
             log_retention_s,
             keep_log,
             retain_ended_jobs,
+            ha,
+            ha_ttl_s,
+            advertise,
         } => {
+            let ha = match ha.as_deref().map(fleetsim_scheduler::ha::parse_url) {
+                None => None,
+                Some(Ok(url)) => Some(fleetsim_scheduler::serve::HaOptions {
+                    url,
+                    ttl_s: ha_ttl_s,
+                    advertise,
+                }),
+                Some(Err(e)) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
             let secs = |flag: &str, s: f64| {
                 if s.is_finite() && s > 0.0 && s <= 86_400.0 {
                     Ok(std::time::Duration::from_secs_f64(s))
@@ -227,6 +256,7 @@ fn main() -> ExitCode {
                 segment_bytes: wal_segment_bytes,
                 log_retention: (!keep_log).then(|| std::time::Duration::from_secs(log_retention_s)),
                 retain_ended_jobs,
+                ha,
             };
             match runtime().and_then(|rt| rt.block_on(fleetsim_scheduler::serve::run(o))) {
                 Ok(()) => ExitCode::SUCCESS,

@@ -87,7 +87,13 @@ pub fn document() -> Value {
                     "first": {"type": "array", "description": "The first 10 (record index, byte offset, batch, event index, reason).", "items": {"type": "object"}},
                     "panics": {"type": "integer", "description": "Panics caught applying a batch since start."},
                     "write_error": {"type": ["string", "null"], "description": "The last error writing the file (the records are still skipped by this process)."}}}
-            }}
+            }},
+            "ha": {"type": ["object", "null"], "description": "With `serve --ha` (null without): this replica's role and the leader.", "properties": {
+                "role": {"enum": ["starting", "standby", "leader"], "description": "`starting`: reading the replicated log before its first election."},
+                "leader": {"type": ["string", "null"], "description": "The leader's advertised URL, when known."},
+                "etcd": {"type": "string"}, "prefix": {"type": "string"},
+                "ttl_s": {"type": "integer", "description": "Lease time to live, s."},
+                "elections_won": {"type": "integer", "description": "Elections this replica won since it started."}}}
         }}),
     );
     let job_names = json!({"type": "object", "properties": {
@@ -146,7 +152,8 @@ pub fn document() -> Value {
                     "403": error_response("Event `index` is not the principal's to send: a submit for a tenant it is not listed for, into a queue its token does not list, at a priority none of its token's priority classes has, with a runtime estimate its token may not send or with progress of earlier runs; a cancel of a job that is not its tenants' (or unknown); or a cluster-wide event from a non-admin. The whole batch is refused: nothing logged or applied (body also has `index`). A tenant principal's `t`, `submit` and `seq` are set by the service."),
                     "409": error_response("Batch number at or below the last one accepted from this principal: nothing applied (a resend of a logged batch; body also has `last_batch`)."),
                     "422": error_response("Event `index` refused (body also has `index`, `applied`, `first_seq`, `decisions`). A field out of the spec's range (a queue, cell, model or node id it does not have, a shape `TaskShape` refuses, a time before the state's or the previous event's, a size over its bound; body also has `field`): nothing of the batch logged or applied, `applied` 0. An event the state refuses (an unknown job, a job not in the phase the event needs): the `applied` events before it were logged and applied, their decisions given."),
-                    "500": error_response("The write-ahead log write failed, or applying the batch failed (a defect; the record was set aside in the quarantine file and the state rebuilt without it): nothing applied.")
+                    "500": error_response("The write-ahead log write failed, or applying the batch failed (a defect; the record was set aside in the quarantine file and the state rebuilt without it): nothing applied."),
+                    "503": error_response("With `serve --ha`: this replica is not the leader (a standby, still reading the replicated log, or deposed), or etcd did not take the append: nothing applied here. Body also has `leader`, the leader's URL when known: send the batch there (a batch already in the replicated log answers 409 on any replica that has followed it).")
                 }
             }},
             "/v1/decisions": {"get": {

@@ -37,6 +37,21 @@ pub struct ServeOptions {
     pub log_retention: Option<std::time::Duration>,
     /// Jobs that ended kept for `GET /v1/jobs/{id}`.
     pub retain_ended_jobs: usize,
+    /// High availability on etcd (`--ha`; see [`crate::ha`]); `None`: the local log only.
+    pub ha: Option<HaOptions>,
+}
+
+/// `serve --ha etcd://host:port[/prefix]` and its settings ([`crate::ha`]).
+#[derive(Clone, Debug)]
+pub struct HaOptions {
+    /// etcd's endpoint and the key prefix.
+    pub url: crate::ha::HaUrl,
+    /// Lease time to live, seconds: a dead leader's writes move to a standby after about
+    /// this long.
+    pub ttl_s: i64,
+    /// The URL standbys name as the leader's in their `503` answers (default: the bound
+    /// address, `http(s)://ADDR`).
+    pub advertise: Option<String>,
 }
 
 /// The live state a scenario file starts the service from: built by
@@ -267,6 +282,16 @@ pub async fn start(o: ServeOptions) -> Result<Started, String> {
         .await
         .map_err(|e| format!("bind {}: {e}", prepared.listen))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    if let Some(ha) = o.ha {
+        let scheme = if prepared.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let advertise = ha.advertise.unwrap_or_else(|| format!("{scheme}://{addr}"));
+        let replica = crate::ha::Replica::start(ha.url, ha.ttl_s, advertise, state.clone()).await?;
+        crate::service::lock(&state).set_replica(replica);
+    }
     Ok(Started {
         listener,
         addr,

@@ -8,7 +8,9 @@
 //!   number at or below the last accepted one is answered `409` without applying anything
 //!   (a client re-sending an acknowledged batch). With a write-ahead log ([`crate::wal`]),
 //!   the batch is appended and synced *before* it is applied and answered; a log write
-//!   failure is `500` and applies nothing.
+//!   failure is `500` and applies nothing. With `serve --ha` ([`crate::ha`]) the batch is
+//!   appended to the replicated log first; a replica that may not append (a standby, or
+//!   deposed) answers `503` with the leader's URL and applies nothing.
 //! * `GET /v1/decisions?from=N&limit=M` — decisions `N..N+M` (`limit` default 1,000, at most
 //!   10,000) as `{"first_seq", "next", "total", "decisions"}`; `410` when `N` is older than
 //!   the retained window.
@@ -325,6 +327,35 @@ pub struct Service {
     prev_cover: Option<(u64, SystemTime)>,
     /// Segment files deleted (or emptied) by the retention over the service's life.
     segments_deleted: u64,
+    /// With `serve --ha`: the replicated log each batch is appended to, fenced, before the
+    /// local log ([`crate::ha`]).
+    replica: Option<Arc<dyn Replicate>>,
+}
+
+/// A log replicated outside the process (`serve --ha`, [`crate::ha`]): the leader appends
+/// each batch to it before its local log and answers only once it holds the batch.
+pub trait Replicate: Send + Sync {
+    /// Appends `payload` as record `index` (the local log's next record index).
+    ///
+    /// # Errors
+    /// [`NotLeader`]: this replica is not the leader, or was deposed (the append was fenced
+    /// off), or the store did not answer; nothing of the batch may be applied.
+    fn append(&self, index: u64, payload: &[u8]) -> Result<(), NotLeader>;
+    /// Gives up leadership: a record [`Replicate::append`] took could not be applied here
+    /// (the local log refused it), so this replica must read it back from the replicated
+    /// log before it decides again.
+    fn step_down(&self);
+    /// `/healthz`'s `ha` object: the role, the leader, the store.
+    fn health(&self) -> serde_json::Value;
+}
+
+/// Why a replica refused a write ([`Replicate::append`]).
+#[derive(Clone, Debug)]
+pub struct NotLeader {
+    /// The leader's advertised URL, when known.
+    pub leader: Option<String>,
+    /// What happened (not the leader; deposed; the store's error).
+    pub why: String,
 }
 
 /// Shared handle to the service state.
@@ -352,6 +383,9 @@ pub enum Refused {
     Invalid(Invalid),
     /// The log write failed (nothing applied).
     Log(std::io::Error),
+    /// This replica may not append (`serve --ha`): not the leader, deposed, or the store
+    /// did not answer (nothing applied here; see [`crate::ha`]).
+    NotLeader(NotLeader),
     /// Applying the logged batch panicked (a defect): the record was set aside
     /// ([`crate::quarantine`]) and the state rebuilt without it, so nothing of it is
     /// applied.
@@ -404,7 +438,97 @@ impl Service {
             snapshot_cover: None,
             prev_cover: None,
             segments_deleted: 0,
+            replica: None,
         }
+    }
+
+    /// Makes this service a replica of `r` (`serve --ha`): each batch is appended there,
+    /// fenced, before the local log.
+    pub fn set_replica(&mut self, r: Arc<dyn Replicate>) {
+        self.replica = Some(r);
+    }
+
+    /// Records in the local log (the index the next record gets; 0 without a log).
+    pub fn log_records(&self) -> u64 {
+        self.wal.as_ref().map_or(0, Wal::records)
+    }
+
+    /// CRC-32 of the local log's last record (0 when empty or without a log).
+    pub fn log_last_crc(&self) -> u32 {
+        self.wal.as_ref().map_or(0, Wal::last_crc)
+    }
+
+    /// Applies record `index` of the replicated log (a standby following the leader,
+    /// [`crate::ha`]): appends it to the local log, then replays it as a start replays the
+    /// local log — a record that does not decode or validate, or that panics, is set aside
+    /// ([`crate::quarantine`]) and the state is as if it had never been logged.
+    ///
+    /// # Errors
+    /// A message: `index` is not the local log's next record, or the local append failed.
+    pub fn follow(&mut self, index: u64, payload: &[u8]) -> Result<(), String> {
+        let Some(wal) = &mut self.wal else {
+            return Err("a replica needs a local log".into());
+        };
+        if index != wal.records() {
+            return Err(format!(
+                "replicated record {index} is not the local log's next ({})",
+                wal.records()
+            ));
+        }
+        wal.append(payload)
+            .map_err(|e| format!("write-ahead log {}: {e}", wal.path().display()))?;
+        let path = wal.path().to_path_buf();
+        let segment = wal
+            .segments()
+            .last()
+            .map_or_else(|| path.clone(), |s| s.path.clone());
+        let len = std::fs::metadata(&segment).map_or(0, |m| m.len());
+        let rec = crate::wal::RecordRef {
+            index,
+            segment: &segment,
+            offset: len.saturating_sub((crate::wal::HEADER_BYTES + payload.len()) as u64),
+            payload,
+            crc: crc32fast::hash(payload),
+        };
+        let logged: Logged = match serde_json::from_slice(payload) {
+            Ok(b) => b,
+            Err(e) => {
+                let why = format!("does not decode as a batch: {e}");
+                self.quarantine.add(&rec, None, None, why);
+                return Ok(());
+            }
+        };
+        if let Err(bad) = self.live.validate(&logged.events) {
+            let why = bad.to_string();
+            self.quarantine
+                .add(&rec, logged.batch, Some(bad.index), why);
+            return Ok(());
+        }
+        match self.apply_caught(&logged) {
+            Ok(_) => {}
+            Err(panic) => {
+                let _ = self.recover_from_panic(&logged, payload, panic);
+                return Ok(());
+            }
+        }
+        self.events += logged.events.len() as u64;
+        self.since_snapshot += logged.events.len() as u64;
+        self.after_append();
+        Ok(())
+    }
+
+    /// After a record is applied: a snapshot when one is due, else the retention; the
+    /// decision streams woken.
+    fn after_append(&mut self) {
+        if self.wal.is_some()
+            && self.options.snapshot_every > 0
+            && self.since_snapshot >= self.options.snapshot_every
+        {
+            self.write_snapshot();
+        } else if self.prev_cover.is_some() {
+            self.apply_retention();
+        }
+        self.notify.send_replace(self.total_decisions());
     }
 
     /// A service on `live` with the write-ahead log at `wal` (created if absent): its
@@ -1065,6 +1189,7 @@ impl Service {
             Err(Refused::Forbidden { .. }) => "forbidden",
             Err(Refused::Invalid(_)) => "invalid",
             Err(Refused::Log(_)) => "log_error",
+            Err(Refused::NotLeader(_)) => "not_leader",
             Err(Refused::Panicked { .. }) => "panicked",
             Err(Refused::Event { .. }) => "refused_event",
         };
@@ -1120,9 +1245,28 @@ impl Service {
             events: batch.events,
         };
         let payload = serde_json::to_vec(&logged).expect("a batch serializes");
+        if let Some(r) = &self.replica {
+            r.append(self.log_records(), &payload)
+                .map_err(Refused::NotLeader)?;
+        }
         if let Some(wal) = &mut self.wal {
             let t0 = Instant::now();
-            wal.append(&payload).map_err(Refused::Log)?;
+            if let Err(e) = wal.append(&payload) {
+                return Err(match &self.replica {
+                    // The batch is in the replicated log: whichever replica leads next
+                    // applies it, so "not applied" would mislead.
+                    Some(r) => {
+                        r.step_down();
+                        Refused::NotLeader(NotLeader {
+                            leader: None,
+                            why: format!(
+                                "the batch is in the replicated log, but the local log refused it ({e}); this replica stepped down and the next leader applies it (a resend answers 409 there)"
+                            ),
+                        })
+                    }
+                    None => Refused::Log(e),
+                });
+            }
             self.metrics
                 .log_append_seconds
                 .observe(t0.elapsed().as_secs_f64());
@@ -1154,15 +1298,7 @@ impl Service {
         };
         self.events += logged.events.len() as u64;
         self.since_snapshot += logged.events.len() as u64;
-        if self.wal.is_some()
-            && self.options.snapshot_every > 0
-            && self.since_snapshot >= self.options.snapshot_every
-        {
-            self.write_snapshot();
-        } else if self.prev_cover.is_some() {
-            self.apply_retention();
-        }
-        self.notify.send_replace(self.total_decisions());
+        self.after_append();
         r.map_err(|(index, error, reply)| Refused::Event {
             index,
             error,
@@ -1322,6 +1458,13 @@ async fn post_events(
         Err(Refused::Log(e)) => error(
             StatusCode::INTERNAL_SERVER_ERROR,
             serde_json::json!({"error": format!("write-ahead log: {e}; batch not applied")}),
+        ),
+        Err(Refused::NotLeader(n)) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            serde_json::json!({
+                "error": format!("{}; batch not applied: send it to the leader", n.why),
+                "leader": n.leader,
+            }),
         ),
         Err(Refused::Panicked { error: msg }) => error(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -1648,6 +1791,7 @@ async fn healthz(State(s): State<AppState>) -> Response {
         "last_batch": &svc.last_batch,
         "clock": match svc.options.clock { Clock::Event => "event", Clock::Wall => "wall" },
         "wal": wal,
+        "ha": svc.replica.as_ref().map(|r| r.health()),
     }))
     .into_response()
 }

@@ -38,6 +38,7 @@ async fn server(limits: Limits, max_body_bytes: usize) -> Server {
         segment_bytes: fleetsim_scheduler::wal::DEFAULT_SEGMENT_BYTES,
         log_retention: None,
         retain_ended_jobs: fleetsim_scheduler::served::DEFAULT_RETAIN_ENDED_JOBS,
+        ha: None,
     })
     .await
     .unwrap();

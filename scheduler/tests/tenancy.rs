@@ -76,6 +76,7 @@ fn options(dir: &std::path::Path, tokens: PathBuf) -> ServeOptions {
         segment_bytes: fleetsim_scheduler::wal::DEFAULT_SEGMENT_BYTES,
         log_retention: None,
         retain_ended_jobs: fleetsim_scheduler::served::DEFAULT_RETAIN_ENDED_JOBS,
+        ha: None,
     }
 }
 
