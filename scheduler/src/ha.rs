@@ -20,9 +20,10 @@
 //! leader key still has the create revision of its own election and `<prefix>/log/<i>`
 //! does not exist. A deposed leader (its lease expired while it was stopped or cut off)
 //! fails that comparison: it steps down and answers the batch `503` naming the new leader,
-//! having applied nothing. An append etcd does not answer within `ttl` seconds also steps
+//! having applied nothing. An append etcd does not answer within 10 s also steps
 //! the replica down (the record may or may not be in etcd: the replica catches up from the
 //! log before it campaigns again, and a client's resend of a logged batch answers `409`).
+//! So does a leader that has had no lease renewal confirmed for `ttl` seconds.
 //! A batch is answered only after etcd holds it, so no acknowledged batch is lost with a
 //! replica.
 //!
@@ -53,6 +54,11 @@ use crate::service::{lock, AppState, NotLeader, Replicate};
 pub const DEFAULT_PREFIX: &str = "/fleetsim";
 /// Default lease time to live, seconds (`serve --ha-ttl-s`).
 pub const DEFAULT_TTL_S: i64 = 2;
+/// How long an etcd request may take (an append waits this long, holding the service,
+/// before the replica steps down): etcd commits a write with an fsync, which a loaded
+/// disk can hold for seconds, and a deposed leader's late append is refused by the fence
+/// anyway.
+const APPEND_TIMEOUT: Duration = Duration::from_secs(10);
 /// Records read from etcd per request while catching up.
 const CATCH_UP_RECORDS: i64 = 64;
 
@@ -207,7 +213,7 @@ impl Replica {
             .spawn(async move {
                 let opts = ConnectOptions::new()
                     .with_connect_timeout(timeout)
-                    .with_timeout(timeout);
+                    .with_timeout(APPEND_TIMEOUT);
                 let mut c = Client::connect([endpoint], Some(opts))
                     .await
                     .map_err(|e| e.to_string())?;
@@ -289,7 +295,7 @@ impl Replicate for Replica {
                 let _ = tx.send(c.txn(txn).await);
             });
         }
-        match rx.recv_timeout(Duration::from_secs(self.shared.ttl as u64)) {
+        match rx.recv_timeout(APPEND_TIMEOUT) {
             Ok(Ok(r)) if r.succeeded() => Ok(()),
             Ok(Ok(r)) => {
                 let leader = r.op_responses().into_iter().find_map(|o| match o {
@@ -319,7 +325,7 @@ impl Replicate for Replica {
                     leader: None,
                     why: format!(
                         "etcd did not answer the append within {} s; this replica stepped down",
-                        self.shared.ttl
+                        APPEND_TIMEOUT.as_secs()
                     ),
                 })
             }
@@ -430,23 +436,39 @@ impl Task {
             "fleetsim-scheduler: ha: leader as {} (etcd revision {rev}, lease {lease:x}, {records} log records)",
             self.shared.advertise
         );
-        let every = Duration::from_millis(self.shared.ttl as u64 * 1000 / 3);
+        let ttl = Duration::from_secs(self.shared.ttl as u64);
+        let every = ttl / 3;
+        // The last renewal etcd confirmed: with none for a whole time to live, the lease
+        // has expired by now (or will before any append could use it).
+        let mut renewed = tokio::time::Instant::now();
+        let mut tick = tokio::time::interval(every);
         loop {
-            tokio::select! {
+            let lost = tokio::select! {
                 () = self.shared.step_down.notified() => {
                     eprintln!("fleetsim-scheduler: ha: stepped down");
                     return Ok(());
                 }
-                () = tokio::time::sleep(every) => {
+                _ = tick.tick() => {
                     keeper.keep_alive().await.map_err(err)?;
-                    match tokio::time::timeout(every, stream.message()).await {
-                        Ok(Ok(Some(r))) if r.ttl() > 0 => {}
-                        _ => {
-                            self.shared.set_role(Role::Standby { leader: None });
-                            return Err("the lease could not be kept alive: stepped down".into());
-                        }
-                    }
+                    None
                 }
+                m = stream.message() => match m {
+                    Ok(Some(r)) if r.ttl() > 0 => {
+                        renewed = tokio::time::Instant::now();
+                        None
+                    }
+                    Ok(Some(_)) => Some("the lease expired".to_string()),
+                    Ok(None) => Some("the lease keep-alive stream ended".to_string()),
+                    Err(e) => Some(e.to_string()),
+                },
+            };
+            let lost = lost.or_else(|| {
+                (renewed.elapsed() >= ttl)
+                    .then(|| format!("no lease renewal confirmed for {} s", self.shared.ttl))
+            });
+            if let Some(why) = lost {
+                self.shared.set_role(Role::Standby { leader: None });
+                return Err(format!("{why}: stepped down"));
             }
         }
     }

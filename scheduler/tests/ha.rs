@@ -9,8 +9,10 @@
 //! decision issued by two leaders) and equal to the uninterrupted run's; the final decision
 //! sequence, on the leader and on the standby, equal to an uninterrupted run's (no
 //! acknowledged batch lost). Last, the leader is paused (SIGSTOP) past its lease, the
-//! standby takes over, and the resumed replica must refuse a batch with `503` (fenced: its
-//! append fails, it steps down) and issue no decision.
+//! standby takes over, and the resumed replica must refuse a batch with `503` (it finds
+//! its lease unrenewed and steps down, or its append is fenced off) and issue no decision.
+//! A second test deposes a leader behind its back with a long lease, so that only the fence
+//! can refuse its append.
 //!
 //! The stream and the uninterrupted run are `restart.rs`'s: kueue-cohorts' first 3,000
 //! recorded events in batches of 50, applied in process to the scenario's twin.
@@ -473,11 +475,20 @@ async fn the_standby_takes_over_from_a_killed_leader_and_nothing_acknowledged_is
             }
             assert!(i < sent, "no batch left to accept after the kill");
         };
+        let stderr = || {
+            let r = |k: usize| std::fs::read_to_string(&replicas[k].stderr).unwrap_or_default();
+            format!("replica 0:\n{}\nreplica 1:\n{}", r(0), r(1))
+        };
         assert!(
             took <= TAKEOVER,
-            "takeover after kill at batch {i} took {took:?}"
+            "takeover after the kill at batch {i} ({delay:?} into it) took {took:?}; {}",
+            stderr()
         );
         takeovers.push(took);
+        eprintln!(
+            "kill {}: batch {i}, {delay:?} into it: takeover {took:?}",
+            takeovers.len()
+        );
         // The killed replica comes back as a standby on its own log.
         let r = &mut replicas[killed];
         let (p, base) = start_replica(&ha, &r.wal, &r.stderr);
@@ -486,7 +497,7 @@ async fn the_standby_takes_over_from_a_killed_leader_and_nothing_acknowledged_is
     }
     assert_eq!(takeovers.len(), KILLS);
     // A paused leader is deposed: its lease expires, the standby takes over, and the
-    // resumed replica's append is fenced off.
+    // resumed replica refuses writes.
     let paused = leader;
     let pid = replicas[paused].proc.as_ref().unwrap().0.id().to_string();
     let before = all_decisions(&c, &replicas[paused].base).await.len();
