@@ -234,8 +234,16 @@ impl Replica {
                 Ok::<Client, String>(c)
             })
             .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| format!("{where_}: {e}"))?;
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| format!("{where_}: {e}")));
+        let client = match client {
+            Ok(c) => c,
+            Err(e) => {
+                // Dropping a runtime inside another one's task panics: let it go instead.
+                rt.shutdown_background();
+                return Err(e);
+            }
+        };
         let task = Task {
             shared: shared.clone(),
             client: client.clone(),

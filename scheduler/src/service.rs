@@ -2082,4 +2082,117 @@ mod tests {
         assert_eq!(svc.decisions_from(1, 10), Some(vec![d(2), d(3)]));
         assert_eq!(svc.decisions_from(3, 10), Some(vec![]));
     }
+
+    /// A [`Replicate`] that keeps what it is given and refuses on demand.
+    #[derive(Default)]
+    struct FakeReplica {
+        appended: Mutex<Vec<u64>>,
+        refuse: std::sync::atomic::AtomicBool,
+        stepped_down: std::sync::atomic::AtomicBool,
+    }
+
+    impl Replicate for FakeReplica {
+        fn append(&self, index: u64, _payload: &[u8]) -> Result<(), NotLeader> {
+            if self.refuse.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(NotLeader {
+                    leader: Some("http://other".into()),
+                    why: "deposed".into(),
+                });
+            }
+            self.appended.lock().unwrap().push(index);
+            Ok(())
+        }
+        fn step_down(&self) {
+            self.stepped_down
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        fn health(&self) -> serde_json::Value {
+            serde_json::Value::Null
+        }
+    }
+
+    #[test]
+    fn a_replica_appends_first_at_the_local_index_and_a_refusal_applies_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let wal = dir.path().join("wal");
+        let (s, _) = Service::with_wal(empty_live(), &wal, Options::default()).unwrap();
+        let r = Arc::new(FakeReplica::default());
+        let mut svc = s.lock().unwrap();
+        svc.set_replica(r.clone());
+        svc.accept(pass(0, 1_000)).unwrap();
+        svc.accept(pass(1, 2_000)).unwrap();
+        assert_eq!(*r.appended.lock().unwrap(), vec![0, 1]);
+        r.refuse.store(true, std::sync::atomic::Ordering::SeqCst);
+        let Err(Refused::NotLeader(n)) = svc.accept(pass(2, 3_000)) else {
+            panic!("not refused")
+        };
+        assert_eq!(n.leader.as_deref(), Some("http://other"));
+        assert_eq!(svc.log_records(), 2);
+        assert_eq!((svc.live().now(), svc.last_batch(LOCAL)), (2_000, Some(1)));
+    }
+
+    /// The batch is in the replicated log but the local log refuses it: the answer must
+    /// not say "not applied" (the next leader applies it), and the replica steps down.
+    #[test]
+    fn a_local_log_failure_after_the_replicated_append_steps_down() {
+        let dir = tempfile::tempdir().unwrap();
+        let wal = dir.path().join("wal");
+        let options = Options {
+            segment_bytes: 1,
+            ..Options::default()
+        };
+        let (s, _) = Service::with_wal(empty_live(), &wal, options).unwrap();
+        let r = Arc::new(FakeReplica::default());
+        let mut svc = s.lock().unwrap();
+        svc.set_replica(r.clone());
+        svc.accept(pass(0, 1_000)).unwrap();
+        // The next append starts segment 1, which is a full disk.
+        std::os::unix::fs::symlink("/dev/full", crate::wal::segment_path(&wal, 1)).unwrap();
+        let Err(Refused::NotLeader(n)) = svc.accept(pass(1, 2_000)) else {
+            panic!("not refused as a replica")
+        };
+        assert!(n.why.contains("is in the replicated log"), "{}", n.why);
+        assert!(r.stepped_down.load(std::sync::atomic::Ordering::SeqCst));
+        assert_eq!(*r.appended.lock().unwrap(), vec![0, 1]);
+        assert_eq!(svc.live().now(), 1_000);
+    }
+
+    #[test]
+    fn a_followed_record_is_logged_applied_or_set_aside_at_its_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let wal = dir.path().join("wal");
+        let (s, _) = Service::with_wal(empty_live(), &wal, Options::default()).unwrap();
+        let mut svc = s.lock().unwrap();
+        let record = |b: Batch| {
+            serde_json::to_vec(&Logged {
+                principal: Some("admin".into()),
+                batch: b.batch,
+                events: b.events,
+            })
+            .unwrap()
+        };
+        svc.follow(0, &record(pass(0, 1_000))).unwrap();
+        assert_eq!(
+            (svc.live().now(), svc.last_batch("admin")),
+            (1_000, Some(0))
+        );
+        // Out of order: refused, nothing logged.
+        assert!(svc.follow(2, &record(pass(1, 2_000))).is_err());
+        assert_eq!(svc.log_records(), 1);
+        // Not a batch: logged (its index stays taken) and set aside.
+        svc.follow(1, b"not json").unwrap();
+        assert_eq!(svc.log_records(), 2);
+        assert_eq!(svc.quarantine().entries().len(), 1);
+        svc.follow(2, &record(pass(1, 2_000))).unwrap();
+        assert_eq!(
+            (svc.live().now(), svc.last_batch("admin")),
+            (2_000, Some(1))
+        );
+        // A restart replays the local log to the same state.
+        let digest = svc.state_digest();
+        drop(svc);
+        drop(s);
+        let (s, _) = Service::with_wal(empty_live(), &wal, Options::default()).unwrap();
+        assert_eq!(s.lock().unwrap().state_digest(), digest);
+    }
 }

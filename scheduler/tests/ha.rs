@@ -373,6 +373,37 @@ async fn a_deposed_leader_appends_nothing_and_names_the_new_leader() {
         .await
         .unwrap();
     assert_eq!(h["ha"]["role"], "standby", "{h}");
+    // A replica whose local log is not a prefix of etcd's (here: another service's log of
+    // one batch) is refused at start, naming why.
+    let other = dir.path().join("other-wal");
+    {
+        let loaded = scenario::load(&spec()).unwrap();
+        let opts = RunOptions {
+            seed: None,
+            trace_dir: TraceDir(PathBuf::from("/nonexistent")),
+            out_dir: None,
+            keep_rows: false,
+        };
+        let twin = fleetsim::run::live_twin(&loaded, &opts).unwrap();
+        let options = fleetsim_scheduler::service::Options::default();
+        let (svc, _) = Service::with_wal(twin, &other, options).unwrap();
+        let pass = Batch {
+            batch: Some(0),
+            events: vec![Event::Pass { t: 7 }],
+        };
+        svc.lock().unwrap().accept(pass).unwrap();
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_fleetsim-scheduler"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--spec"])
+        .arg(spec())
+        .arg("--wal")
+        .arg(&other)
+        .args(["--ha", &ha])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("not a prefix of the replicated log"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
