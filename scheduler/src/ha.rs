@@ -213,7 +213,13 @@ impl Replica {
             .spawn(async move {
                 let opts = ConnectOptions::new()
                     .with_connect_timeout(timeout)
-                    .with_timeout(APPEND_TIMEOUT);
+                    .with_timeout(APPEND_TIMEOUT)
+                    // A connection that died without a word ends the watch (and the
+                    // standby campaigns or retries) instead of leaving it waiting for
+                    // ever; etcd refuses pings more often than every 5 s.
+                    .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5))
+                    // Requests fail, rather than wait, while etcd's cluster has no leader.
+                    .with_require_leader(true);
                 let mut c = Client::connect([endpoint], Some(opts))
                     .await
                     .map_err(|e| e.to_string())?;
@@ -439,7 +445,7 @@ impl Task {
         self.shared
             .elections
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let records = lock(&self.state).log_records();
+        let records = self.service(|svc| svc.log_records()).await?;
         eprintln!(
             "fleetsim-scheduler: ha: leader as {} (etcd revision {rev}, lease {lease:x}, {records} log records)",
             self.shared.advertise
@@ -528,7 +534,7 @@ impl Task {
         let prefix = self.shared.url.prefix.clone();
         let mut kv = self.client.kv_client().max_decoding_message_size(256 << 20);
         loop {
-            let next = lock(&self.state).log_records();
+            let next = self.service(|svc| svc.log_records()).await?;
             let opts = GetOptions::new()
                 .with_range(log_end(&prefix))
                 .with_limit(CATCH_UP_RECORDS);
@@ -539,20 +545,35 @@ impl Task {
             if r.kvs().is_empty() {
                 return Ok(());
             }
-            let mut svc = lock(&self.state);
-            for kv in r.kvs() {
-                let i = index_of(&prefix, kv.key());
-                if i != Some(svc.log_records()) {
-                    return Err(format!(
-                        "the replicated log has {} where record {} should be",
-                        String::from_utf8_lossy(kv.key()),
-                        svc.log_records()
-                    ));
+            let kvs = r.kvs().to_vec();
+            let prefix = prefix.clone();
+            self.service(move |svc| {
+                for kv in &kvs {
+                    let at = svc.log_records();
+                    if index_of(&prefix, kv.key()) != Some(at) {
+                        return Err(format!(
+                            "the replicated log has {} where record {at} should be",
+                            String::from_utf8_lossy(kv.key()),
+                        ));
+                    }
+                    svc.follow(at, kv.value())?;
                 }
-                let at = svc.log_records();
-                svc.follow(at, kv.value())?;
-            }
+                Ok(())
+            })
+            .await??;
         }
+    }
+
+    /// Runs `f` on the service, on a blocking thread: never on this runtime's worker, which
+    /// an append waiting under the service's lock needs to reach etcd.
+    async fn service<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut crate::service::Service) -> T + Send + 'static,
+    ) -> EtcdResult<T> {
+        let state = self.state.clone();
+        tokio::task::spawn_blocking(move || f(&mut lock(&state)))
+            .await
+            .map_err(|e| e.to_string())
     }
 }
 
