@@ -65,6 +65,11 @@ pub struct LoadOptions {
     /// restarts timed here load the last one and replay the log after it.
     #[arg(long, default_value_t = crate::service::DEFAULT_SNAPSHOT_EVERY)]
     pub snapshot_every: u64,
+    /// Serve as a replica of `serve --ha` (etcd://host:port[/prefix], a prefix no other
+    /// service uses): every batch is appended to the log in etcd before the local log. The
+    /// service waits to be elected before the load starts.
+    #[arg(long)]
+    pub ha: Option<String>,
 }
 
 /// `--workload`: one of `fleetsim::benchmarks::WORKLOADS` (a bad name is a usage error,
@@ -229,6 +234,25 @@ pub async fn run(o: LoadOptions) -> Result<String, String> {
         "http://{}",
         listener.local_addr().map_err(|e| e.to_string())?
     );
+    if let Some(url) = &o.ha {
+        let url = crate::ha::parse_url(url)?;
+        let where_ = format!("{}{}", url.endpoint, url.prefix);
+        let r =
+            crate::ha::Replica::start(url, crate::ha::DEFAULT_TTL_S, base.clone(), state.clone())
+                .await?;
+        crate::service::lock(&state).set_replica(r.clone());
+        let t = Instant::now();
+        while crate::service::Replicate::health(&*r)["role"] != "leader" {
+            if t.elapsed() > Duration::from_secs(30) {
+                return Err(format!("--ha {where_}: not elected within 30 s"));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        report += &format!(
+            "replica of etcd at {where_}: elected in {:.2} s; every batch is appended there first\n",
+            t.elapsed().as_secs_f64()
+        );
+    }
     let app = router(state);
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
     let sampler_stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
