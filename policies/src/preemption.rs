@@ -181,11 +181,10 @@ pub struct BorrowWithinCohort {
     /// `never` (default) or `lower-priority`.
     #[cfg_attr(feature = "serde", serde(default))]
     pub policy: BorrowWithinCohortPolicy,
-    /// Only victims of at most this priority (`None`: any lower priority).
-    #[cfg_attr(
-        feature = "serde",
-        serde(default, skip_serializing_if = "Option::is_none")
-    )]
+    /// Only victims of at most this priority (`None`: any lower priority). Always
+    /// serialized (as `null` when `None`): the live scheduler's binary snapshots cannot
+    /// decode a struct that omits fields.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub max_priority_threshold: Option<i32>,
 }
 
