@@ -31,7 +31,7 @@ pub struct RunOutput {
     pub cells: Vec<String>,
     /// Accelerator model names in model-id order.
     pub models: Vec<String>,
-    /// Settings that had no effect on this run ([`backfill_warning`]) and capacity no job
+    /// Settings that had no effect on this run ([`estimate_warnings`]) and capacity no job
     /// could use ([`crate::fleet::usable`]), for the CLI and the studies to print.
     pub warnings: Vec<String>,
     /// The `[[metrics.slo]]` results (empty without SLOs), for the time series' `slo_*` columns.
@@ -156,7 +156,7 @@ impl JobStream for Peeked {
 }
 
 /// Counts the jobs a stream yields and those that carry a time limit (for
-/// [`backfill_warning`]), and shows each job to the node groups' usability check
+/// [`estimate_warnings`]), and shows each job to the node groups' usability check
 /// ([`crate::fleet::usable`]).
 struct LimitCounter {
     rest: Box<dyn JobStream>,
@@ -219,6 +219,41 @@ pub fn backfill_warning(loaded: &Loaded, jobs: u64, with_limit: u64) -> Option<S
             crate::report::table::count(jobs, "job")
         )
     })
+}
+
+/// A warning when the scenario's queue order sorts by run-time estimates that no job has:
+/// `sjf` and `srtf` order by estimated (remaining) run time, and with
+/// `runtime_estimate = "user"` a job's estimate is its time limit (its own, else its queue's
+/// `default_time_limit_s`); when none of the `jobs` jobs read carries one (`with_limit` = 0)
+/// and no queue sets a default, every estimate ties and the order is the FIFO tie-break.
+/// `None` otherwise.
+pub fn estimate_order_warning(loaded: &Loaded, jobs: u64, with_limit: u64) -> Option<String> {
+    use fleetsim_policies::registry::QueueOrderSpec;
+    let s = &loaded.scenario;
+    let p = &s.policy;
+    let name = match p.queue_order {
+        QueueOrderSpec::Sjf {} => "sjf",
+        QueueOrderSpec::Srtf {} => "srtf",
+        _ => return None,
+    };
+    let silent = p.runtime_estimate == crate::scenario::EstimateSource::User
+        && jobs > 0
+        && with_limit == 0
+        && s.queues.iter().all(|q| q.default_time_limit_s.is_none());
+    silent.then(|| {
+        format!(
+            "queue_order = \"{name}\" orders by run-time estimates, but none of the {} carries a time limit and no queue sets default_time_limit_s, so every estimate ties and the order is FIFO's (submit time, then input order); give the jobs time limits, a queue a default_time_limit_s, or set runtime_estimate = \"oracle\"",
+            crate::report::table::count(jobs, "job")
+        )
+    })
+}
+
+/// The warnings of [`backfill_warning`] and [`estimate_order_warning`], in that order.
+pub fn estimate_warnings(loaded: &Loaded, jobs: u64, with_limit: u64) -> Vec<String> {
+    backfill_warning(loaded, jobs, with_limit)
+        .into_iter()
+        .chain(estimate_order_warning(loaded, jobs, with_limit))
+        .collect()
 }
 
 /// Before a run writes into `opts.out_dir`: refuses an output that would overwrite an input,
@@ -985,7 +1020,7 @@ fn run_inner_with(
             &models_for_series,
         ));
     }
-    summary.warnings = backfill_warning(
+    summary.warnings = estimate_warnings(
         loaded,
         limit_counts[0].load(std::sync::atomic::Ordering::Relaxed),
         limit_counts[1].load(std::sync::atomic::Ordering::Relaxed),

@@ -974,6 +974,40 @@ fn backfill_without_estimates_is_warned_about() {
     }
 }
 
+/// An estimate-ordered queue (`sjf`, `srtf`) over jobs without time limits orders nothing:
+/// `run` and `validate` warn, naming the field; time limits or oracle estimates silence it.
+#[test]
+fn estimate_orders_without_estimates_are_warned_about() {
+    for order in ["sjf", "srtf"] {
+        let warn = format!(
+            "queue_order = \"{order}\" orders by run-time estimates, but none of the 40 jobs carries a time limit"
+        );
+        let noop = synthetic(&format!("[policy]\nqueue_order = \"{order}\"\n"));
+        let (code, err) = run_text(&noop, &["run", "--quiet"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(err.contains(&format!("warning: {warn}")), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.toml");
+        std::fs::write(&p, &noop).unwrap();
+        let o = fleetsim().arg("validate").arg(&p).output().unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success() && out.contains(&warn), "{out}");
+        let fix = format!("[policy]\nqueue_order = \"{order}\"\nruntime_estimate = \"oracle\"\n");
+        let (code, err) = run_text(&synthetic(&fix), &["run", "--quiet"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            !err.contains("orders by run-time estimates"),
+            "{fix}: {err}"
+        );
+    }
+    let (code, err) = run_text(
+        &synthetic("[policy]\nqueue_order = \"fifo\"\n"),
+        &["run", "--quiet"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("orders by run-time estimates"), "{err}");
+}
+
 /// Issue #23 defect 7: Ctrl-C (SIGINT) or SIGTERM in the middle of a run removes the
 /// half-written `.jobs.csv.tmp` and exits 130 / 143; a temporary a killed run left is removed
 /// by the next run into the same folder.
