@@ -229,12 +229,14 @@ pub fn better(name: &str) -> Option<Better> {
 
 /// The direction of an autoscaling figure (`summary.json` → `autoscaling.<field>`, or
 /// `autoscaling.groups.<cell/group>.<field>`) or a serving figure (`serving.<field>`, or
-/// `serving.services.<service>.<field>`): `Some(direction)` for a name under `autoscaling.`
-/// or `serving.` (`Some(None)`: no known direction), `None` for any other name.
+/// `serving.services.<service>.<field>`) or a waiting-for-pods figure (`pods_ready.<field>`):
+/// `Some(direction)` for a name under `autoscaling.`, `pods_ready.` or `serving.`
+/// (`Some(None)`: no known direction), `None` for any other name.
 ///
 /// Lower is better for cost, node-hours, provisioned GPU-hours, job-seconds pending for
 /// capacity, replica shortfall, replica stops, training GPU-s lost and training preemptions
-/// by serving; higher for service SLO attainment, training allocated GPU-s and goodput, and
+/// by serving, and pods-ready evictions, requeues and deactivations; higher for service SLO
+/// attainment, training allocated GPU-s and goodput, and
 /// fleet occupancy.
 pub fn autoscaling_or_serving(name: &str) -> Option<Option<Better>> {
     let field = |rest: &str| rest.rsplit('.').next().unwrap_or(rest).to_string();
@@ -243,6 +245,12 @@ pub fn autoscaling_or_serving(name: &str) -> Option<Option<Better>> {
             "cost" | "node_hours" | "gpu_hours_provisioned" | "pending_for_capacity_job_s" => {
                 Some(Better::Lower)
             }
+            _ => None,
+        });
+    }
+    if let Some(rest) = name.strip_prefix("pods_ready.") {
+        return Some(match field(rest).as_str() {
+            "evictions" | "requeues" | "deactivated" => Some(Better::Lower),
             _ => None,
         });
     }
@@ -404,6 +412,18 @@ mod tests {
             e.contains("valid metrics: occupancy, wait_s.p95, wait_s.p99"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn pods_ready_evictions_are_better_lower() {
+        for f in ["evictions", "requeues", "deactivated"] {
+            assert_eq!(
+                better(&format!("pods_ready.{f}")),
+                Some(Better::Lower),
+                "{f}"
+            );
+        }
+        assert_eq!(better("pods_ready.timeout_s"), None);
     }
 
     #[test]
