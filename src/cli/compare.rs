@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::Args;
 
 use super::common::{overrides, StudyArgs};
@@ -153,6 +153,19 @@ pub fn compact(a: CompactArgs) -> Result<()> {
     if let (Some(p), Some(out)) = (prepared, &opts.out) {
         let files = outdir::finish(p)?;
         errln!("wrote {}/: {}", out.display(), outdir::describe(&files));
+    }
+    let unmet: Vec<String> = c
+        .seeds
+        .iter()
+        .filter(|r| r.scale.is_none())
+        .map(|r| r.seed.to_string())
+        .collect();
+    if !unmet.is_empty() {
+        bail!(
+            "the goals are not met even at --hi {} (fleet_scale) for seed(s) {}: no fleet in [--lo, --hi] meets them; raise --hi or relax the goals",
+            opts.hi,
+            unmet.join(", ")
+        );
     }
     Ok(())
 }

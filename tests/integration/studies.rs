@@ -564,6 +564,32 @@ fn compaction_finds_a_smaller_fleet_that_meets_the_goal() {
     }
     let o = run(&["compact", "--goal", "occupancy=1", "--out"], &[&out, &s]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    // Goals no fleet in [lo, hi] meets: the table and compaction.json are written, and the
+    // exit code says the answer is not there (1, not 0).
+    let o = run(
+        &[
+            "compact",
+            "--goal",
+            "wait_s.p99<=-1",
+            "--seeds",
+            "1",
+            "--lo",
+            "0.5",
+            "--hi",
+            "1",
+            "--tolerance",
+            "0.25",
+            "--out",
+        ],
+        &[&out, &s],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("the goals are not met even at --hi 1 (fleet_scale) for seed(s)"),
+        "{}",
+        text(&o)
+    );
+    assert!(out.join("compaction.json").is_file());
 }
 
 #[test]
