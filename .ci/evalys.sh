@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # evalys (Batsim's analysis library, from PyPI) loads fleetsim's batsim_jobs.csv unmodified,
-# and its utilisation over the measurement window equals summary.json's occupancy.
+# and its utilisation over the measurement window equals summary.json's allocated occupancy.
 # Usage: .ci/evalys.sh path/to/fleetsim   (run from the repository root, traces in
 # FLEETSIM_TRACE_DIR). Runs: the default scenario (two cells, global GPU numbering across
 # them) and philly-quota (preemptive: one row per run), each with outputs = ["csv", "batsim"].
@@ -26,4 +26,4 @@ for s in default philly-quota; do
   "$venv/bin/python" .ci/evalys_check.py "$work/$s"
 done
 rm -rf "$venv"
-echo "evalys: batsim_jobs.csv loads unmodified and its utilisation equals occupancy"
+echo "evalys: batsim_jobs.csv loads unmodified and its utilisation equals allocated occupancy"

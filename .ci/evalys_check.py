@@ -1,10 +1,11 @@
 """Loads a fleetsim run's batsim_jobs.csv with the real evalys, unmodified, and checks that
-evalys's utilisation over the run's measurement window equals summary.json's occupancy.
+evalys's utilisation over the run's measurement window equals summary.json's allocated
+occupancy (every GPU held, lost work included: what a Batsim row's allocation counts).
 
 Usage: python evalys_check.py RUN_DIR
 
 Window arithmetic. summary.json's window is [start_s, end_s] (seconds from t = 0); fleetsim's
-occupancy = allocated_gpu_s / available_gpu_s with available_gpu_s = G * (end_s - start_s)
+allocated occupancy = allocated_gpu_s / available_gpu_s with available_gpu_s = G * (end_s - start_s)
 for a fleet of G GPUs and no node down. evalys's utilisation is a step function of the number
 of GPUs held (each row counts its allocated_resources from starting_time to finish_time);
 JobSet.utilisation holds it as (time, load) steps: load GPUs from each time to the next. Its
@@ -49,10 +50,13 @@ assert abs(whole - total) <= 1e-9 * max(total, 1.0), (whole, total)
 evalys_occupancy = integral / (gpus * (w["end_s"] - w["start_s"]))
 print(f"rows {len(js.df)}, GPUs {gpus}, window [{w['start_s']}, {w['end_s']}] s")
 print(f"evalys allocated GPU-s {integral:.3f}, fleetsim {summary['allocated_gpu_s']:.3f}")
-print(f"evalys utilisation {evalys_occupancy:.9f}, fleetsim occupancy {summary['occupancy']:.9f}")
+print(f"evalys utilisation {evalys_occupancy:.9f}, fleetsim allocated occupancy {summary['allocated_occupancy']:.9f}")
 assert abs(integral - summary["allocated_gpu_s"]) <= 1e-9 * summary["allocated_gpu_s"] + 1e-6, \
     (integral, summary["allocated_gpu_s"])
-assert abs(evalys_occupancy - summary["occupancy"]) < 1e-9, (evalys_occupancy, summary["occupancy"])
+assert abs(evalys_occupancy - summary["allocated_occupancy"]) < 1e-9, (
+    evalys_occupancy,
+    summary["allocated_occupancy"],
+)
 killed = int((js.df.final_state == "COMPLETED_KILLED").sum())
 print(f"COMPLETED_KILLED rows (preempted runs and runs cut at the end): {killed}")
-print("evalys: utilisation matches occupancy")
+print("evalys: utilisation matches allocated occupancy")
