@@ -1997,14 +1997,7 @@ impl Simulation {
         if self.dispatching.remove(&id) {
             // Dispatched: it joins the queues now, like a submission.
             self.record_submit(&job, self.now, None, false);
-            self.jobs[id.index()].state = JobState::Pending;
-            self.sched
-                .submit_at(&mut self.fleet, job, self.now)
-                .map_err(|r| EngineError::Invariant {
-                    time: self.now,
-                    message: format!("job {id} resolvable at submit became unresolvable: {r}"),
-                })?;
-            self.dirty = true;
+            self.enqueue(job)?;
             // A replica whose stop passed during its dispatch latency leaves at once.
             if let Some(n) = self.serve.as_ref().and_then(|s| {
                 s.stop_of(id)
@@ -2026,18 +2019,29 @@ impl Simulation {
             }
             None => {
                 self.counts.replay_conflicts += 1;
-                self.jobs[id.index()].state = JobState::Pending;
                 // It cannot start as recorded: queue it like any other job.
-                self.sched
-                    .submit_at(&mut self.fleet, job, self.now)
-                    .map_err(|r| EngineError::Invariant {
-                        time: self.now,
-                        message: format!("job {id} resolvable at submit became unresolvable: {r}"),
-                    })?;
-                self.dirty = true;
-                Ok(())
+                self.enqueue(job)
             }
         }
+    }
+
+    /// Puts a job that was resolvable at its submission into the queues now (pending):
+    /// a dispatched job arriving, a recorded start that cannot be realized, a requeue after
+    /// a pods-ready backoff.
+    ///
+    /// # Errors
+    /// [`EngineError::Invariant`] when the scheduler finds it unresolvable after all.
+    fn enqueue(&mut self, job: PendingJob) -> Result<(), EngineError> {
+        let id = job.id;
+        self.jobs[id.index()].state = JobState::Pending;
+        self.sched
+            .submit_at(&mut self.fleet, job, self.now)
+            .map_err(|r| EngineError::Invariant {
+                time: self.now,
+                message: format!("job {id} resolvable at submit became unresolvable: {r}"),
+            })?;
+        self.dirty = true;
+        Ok(())
     }
 
     /// Records a submission (`started`: a start decided outside the queues) for

@@ -305,14 +305,7 @@ impl Simulation {
             return Ok(());
         };
         let id = job.id;
-        self.jobs[id.index()].state = JobState::Pending;
-        self.sched
-            .submit_at(&mut self.fleet, job, self.now)
-            .map_err(|r| EngineError::Invariant {
-                time: self.now,
-                message: format!("job {id} resolvable at submit became unresolvable: {r}"),
-            })?;
-        self.dirty = true;
+        self.enqueue(job)?;
         // A serving replica past its planned stop leaves at once.
         self.withdraw_if_overdue(id);
         Ok(())
