@@ -698,6 +698,10 @@ pub struct RunResult {
     pub admissions: Vec<AdmissionEvent>,
     /// Pending reasons as they changed, when [`EngineConfig::record_admissions`] is on.
     pub reason_log: Vec<ReasonChange>,
+    /// Every step of waiting for pods (admissions waiting, evictions, requeues,
+    /// deactivations), in order, when [`EngineConfig::record_admissions`] is on and
+    /// [`EngineConfig::wait_for_pods_ready`] is set.
+    pub pods_ready_log: Vec<pods_ready::PodsReadyEvent>,
     /// Every preemption plan of a scheduling pass (not of the Tiresias-compatible
     /// re-deciding mode), when [`EngineConfig::record_preemptions`] is on.
     pub preemption_plans: Vec<PreemptionPlan>,
@@ -1129,7 +1133,9 @@ impl Simulation {
             recovering: BTreeSet::new(),
             auto,
             serve: cfg.serving.clone().map(serving::Serving::new),
-            ready: cfg.wait_for_pods_ready.map(pods_ready::PodsReady::new),
+            ready: cfg
+                .wait_for_pods_ready
+                .map(|c| pods_ready::PodsReady::new(c, cfg.record_admissions)),
             training_cells: None,
             cfg,
         };
@@ -2851,6 +2857,11 @@ impl Simulation {
             preemption_plans: std::mem::take(&mut self.preemption_plans),
             quota_log: std::mem::take(&mut self.quota_log),
             autoscaling: self.auto.as_mut().map(|a| a.finish(self.now, &self.fleet)),
+            pods_ready_log: self
+                .ready
+                .as_mut()
+                .map(pods_ready::PodsReady::take_log)
+                .unwrap_or_default(),
             pods_ready: self.ready.as_mut().map(pods_ready::PodsReady::finish),
             serving,
             reliability: self.cfg.reliability.then(|| {

@@ -37,7 +37,8 @@
 //!
 //! # Account
 //! The `pods_ready` section of the summary: admissions waiting for pods, evictions,
-//! requeues and deactivations.
+//! requeues and deactivations. With [`super::EngineConfig::record_admissions`] each of
+//! them is also kept per job, in order ([`super::RunResult::pods_ready_log`]).
 
 use std::collections::BTreeMap;
 
@@ -101,6 +102,43 @@ pub struct PodsReadyStats {
     pub backing_off_at_end: u64,
 }
 
+/// One step of a job's waiting for pods ([`super::RunResult::pods_ready_log`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PodsReadyEvent {
+    /// When.
+    pub at: SimTime,
+    /// The job's input position.
+    pub seq: u64,
+    /// What happened.
+    pub kind: PodsReadyStep,
+}
+
+/// What happened to a job waiting for its pods.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PodsReadyStep {
+    /// Admitted on capacity not yet in the fleet: its pods wait for nodes; evicted at
+    /// `deadline` unless it starts before.
+    Admitted {
+        /// `at + timeout`.
+        deadline: SimTime,
+    },
+    /// Evicted for the timeout (its `count`-th eviction); rejoins its queue at `requeue_at`.
+    Evicted {
+        /// Evictions so far, this one included (Kueue's `requeueState.count`).
+        count: u32,
+        /// The end of its backoff.
+        requeue_at: SimTime,
+    },
+    /// Its backoff ended: it rejoined its queue.
+    Requeued,
+    /// Evicted for the timeout once more than `backoff_limit_count` allows: it ends not
+    /// run (`CANCELLED`, reason [`DEACTIVATED`]).
+    Deactivated {
+        /// Evictions in all, this one included.
+        evictions: u32,
+    },
+}
+
 /// What the engine does at a deadline.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Deadline {
@@ -133,15 +171,18 @@ pub struct PodsReady {
     open: BTreeMap<JobId, u32>,
     /// Evictions per job, by input position.
     evictions: BTreeMap<u64, u32>,
-    /// Jobs waiting out a backoff, by requeue index, with the job to submit again.
-    backing_off: BTreeMap<u32, PendingJob>,
+    /// Jobs waiting out a backoff, by requeue index, with the input position and the job
+    /// to submit again.
+    backing_off: BTreeMap<u32, (u64, PendingJob)>,
     next_requeue: u32,
     stats: PodsReadyStats,
+    /// Every step, when recording (`None`: not recording).
+    log: Option<Vec<PodsReadyEvent>>,
 }
 
 impl PodsReady {
-    /// The part with `cfg`.
-    pub fn new(cfg: PodsReadyConfig) -> PodsReady {
+    /// The part with `cfg`; `record`: keep every step ([`PodsReady::take_log`]).
+    pub fn new(cfg: PodsReadyConfig, record: bool) -> PodsReady {
         PodsReady {
             stats: PodsReadyStats {
                 timeout_s: cfg.timeout.0 as f64 / 1000.0,
@@ -153,7 +194,19 @@ impl PodsReady {
             evictions: BTreeMap::new(),
             backing_off: BTreeMap::new(),
             next_requeue: 0,
+            log: record.then(Vec::new),
         }
+    }
+
+    fn note(&mut self, at: SimTime, seq: u64, kind: PodsReadyStep) {
+        if let Some(l) = &mut self.log {
+            l.push(PodsReadyEvent { at, seq, kind });
+        }
+    }
+
+    /// Every step so far, in order (empty when not recording).
+    pub fn take_log(&mut self) -> Vec<PodsReadyEvent> {
+        self.log.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Job `job` (input position `seq`) claims capacity not yet in the fleet at `t`: if it
@@ -169,7 +222,9 @@ impl PodsReady {
         self.admissions.push(Admission { job, seq });
         self.open.insert(job, i);
         self.stats.admissions_waiting += 1;
-        Some((t + self.cfg.timeout, i))
+        let deadline = t + self.cfg.timeout;
+        self.note(t, seq, PodsReadyStep::Admitted { deadline });
+        Some((deadline, i))
     }
 
     /// Job `job` started (or left the queues another way): its pods are ready, its
@@ -195,35 +250,46 @@ impl PodsReady {
         self.stats.evictions += 1;
         let n = self.evictions.entry(a.seq).or_insert(0);
         *n += 1;
+        let n = *n;
         match self.cfg.backoff_limit_count {
-            Some(l) if *n > l => {
+            Some(l) if n > l => {
                 self.stats.deactivated += 1;
+                self.note(t, a.seq, PodsReadyStep::Deactivated { evictions: n });
                 return (a.job, Deadline::Deactivate);
             }
-            None if *n >= ENDLESS_EVICTIONS => return (a.job, Deadline::Endless),
+            None if n >= ENDLESS_EVICTIONS => return (a.job, Deadline::Endless),
             _ => {}
         }
-        let at = t + self.cfg.backoff(*n);
+        let at = t + self.cfg.backoff(n);
         let r = self.next_requeue;
         self.next_requeue += 1;
+        self.note(
+            t,
+            a.seq,
+            PodsReadyStep::Evicted {
+                count: n,
+                requeue_at: at,
+            },
+        );
         (a.job, Deadline::Requeue(at, r))
     }
 
-    /// Holds evicted `job` until its requeue `r`.
-    pub fn hold(&mut self, r: u32, job: PendingJob) {
-        self.backing_off.insert(r, job);
+    /// Holds evicted `job` (input position `seq`) until its requeue `r`.
+    pub fn hold(&mut self, r: u32, seq: u64, job: PendingJob) {
+        self.backing_off.insert(r, (seq, job));
     }
 
-    /// Requeue `r` is due: the job to submit again.
-    pub fn requeue(&mut self, r: u32) -> Option<PendingJob> {
-        let j = self.backing_off.remove(&r)?;
+    /// Requeue `r` is due at `t`: the job to submit again.
+    pub fn requeue(&mut self, r: u32, t: SimTime) -> Option<PendingJob> {
+        let (seq, j) = self.backing_off.remove(&r)?;
         self.stats.requeues += 1;
+        self.note(t, seq, PodsReadyStep::Requeued);
         Some(j)
     }
 
     /// Jobs still waiting out a backoff, in requeue order.
     pub fn backing_off(&self) -> impl Iterator<Item = JobId> + '_ {
-        self.backing_off.values().map(|j| j.id)
+        self.backing_off.values().map(|(_, j)| j.id)
     }
 
     /// The account at the end of the run.
@@ -275,9 +341,10 @@ impl Simulation {
             Deadline::Requeue(at, r) => {
                 // Ordered by its eviction time when it rejoins.
                 job.submit = now;
+                let seq = self.jobs[id.index()].seq;
                 self.jobs[id.index()].state = JobState::BackingOff;
                 if let Some(p) = self.ready.as_mut() {
-                    p.hold(r, job);
+                    p.hold(r, seq, job);
                 }
                 self.events.push(at, EventKind::PodsReadyRequeue(r));
             }
@@ -301,7 +368,8 @@ impl Simulation {
 
     /// Requeue `r` ([`EventKind::PodsReadyRequeue`]): the evicted job rejoins its queue.
     pub(super) fn pods_ready_requeue(&mut self, r: u32) -> Result<(), EngineError> {
-        let Some(job) = self.ready.as_mut().and_then(|p| p.requeue(r)) else {
+        let now = self.now;
+        let Some(job) = self.ready.as_mut().and_then(|p| p.requeue(r, now)) else {
             return Ok(());
         };
         let id = job.id;
@@ -337,7 +405,7 @@ mod tests {
 
     #[test]
     fn an_eviction_beyond_the_limit_deactivates_and_a_started_job_is_not_evicted() {
-        let mut p = PodsReady::new(cfg(Some(1)));
+        let mut p = PodsReady::new(cfg(Some(1)), true);
         let j = JobId(3);
         let (at, i) = p.admit_waiting(j, 7, SimTime(10_000)).unwrap();
         assert_eq!(at, SimTime(310_000));
@@ -365,11 +433,89 @@ mod tests {
             (s.admissions_waiting, s.evictions, s.deactivated),
             (4, 2, 1)
         );
+        // The log keeps job 7's steps in order (the requeue is the engine's, not taken
+        // here), then the admissions of 8 and 9.
+        let steps: Vec<(u64, u64, PodsReadyStep)> = p
+            .take_log()
+            .into_iter()
+            .map(|e| (e.at.0, e.seq, e.kind))
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                (
+                    10_000,
+                    7,
+                    PodsReadyStep::Admitted {
+                        deadline: SimTime(310_000)
+                    }
+                ),
+                (
+                    310_000,
+                    7,
+                    PodsReadyStep::Evicted {
+                        count: 1,
+                        requeue_at: SimTime(370_000)
+                    }
+                ),
+                (
+                    370_000,
+                    7,
+                    PodsReadyStep::Admitted {
+                        deadline: SimTime(670_000)
+                    }
+                ),
+                (670_000, 7, PodsReadyStep::Deactivated { evictions: 2 }),
+                (
+                    0,
+                    8,
+                    PodsReadyStep::Admitted {
+                        deadline: SimTime(300_000)
+                    }
+                ),
+                (
+                    0,
+                    9,
+                    PodsReadyStep::Admitted {
+                        deadline: SimTime(300_000)
+                    }
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_requeue_is_logged_with_the_job_held() {
+        let mut p = PodsReady::new(cfg(None), true);
+        let j = JobId(1);
+        let (at, i) = p.admit_waiting(j, 4, SimTime(0)).unwrap();
+        let Deadline::Requeue(back, r) = p.deadline(i, at, |_| Some(4)).1 else {
+            panic!("requeued expected")
+        };
+        assert_eq!(back, SimTime(360_000));
+        let job = PendingJob {
+            id: j,
+            ..PendingJob::default()
+        };
+        p.hold(r, 4, job);
+        assert_eq!(p.backing_off().collect::<Vec<_>>(), [j]);
+        assert_eq!(p.requeue(r, back).map(|j| j.id), Some(j));
+        assert!(p.requeue(r, back).is_none(), "requeued once");
+        let last = *p.take_log().last().unwrap();
+        assert_eq!(
+            last,
+            PodsReadyEvent {
+                at: back,
+                seq: 4,
+                kind: PodsReadyStep::Requeued
+            }
+        );
+        assert_eq!(p.finish().requeues, 1);
     }
 
     #[test]
     fn without_a_limit_the_endless_eviction_stops_the_run() {
-        let mut p = PodsReady::new(cfg(None));
+        let mut p = PodsReady::new(cfg(None), false);
         let j = JobId(0);
         for n in 1..ENDLESS_EVICTIONS {
             let (at, i) = p.admit_waiting(j, 0, SimTime(0)).unwrap();
