@@ -174,7 +174,9 @@ fn job(name: &str, submit: &str, runtime: &str, pods: u32, gpus: u32, class: &st
 /// from it: one HGX H100 node. `sweep` (2 pods × 4 GPUs, 1,000 s) starts at 0 s; `fix`
 /// (priority 1,000 from the WorkloadPriorityClass `urgent`, 1 pod × 8 GPUs, 100 s) arrives
 /// at 10 s and preempts it (`InClusterQueue`); it runs 10 → 110. `sweep` waits from 10 s
-/// for the quota `fix` holds, then is readmitted at 110 s and runs from scratch to 1,110 s.
+/// for the quota `fix` holds, then is readmitted at 110 s and runs from scratch to 1,110 s:
+/// its first-start wait is 0 s, its wait (every pending second) 110 − 10 = 100 s. The
+/// ClusterQueue's mean wait is (100 + 0) / 2 = 50 s, its mean first-start wait 0 s.
 #[test]
 fn a_preemption_in_kueues_terms() {
     let dir = tempfile::tempdir().unwrap();
@@ -220,6 +222,13 @@ fn a_preemption_in_kueues_terms() {
     assert_eq!(sweep["preempted_by"][0]["reason"], "InClusterQueue");
     assert_eq!(sweep["readmitted"][0][0], 110.0);
     assert_eq!(sweep["finished_s"], 1110.0);
+    assert_eq!(
+        (
+            sweep["first_start_wait_s"].as_f64(),
+            sweep["wait_s"].as_f64()
+        ),
+        (Some(0.0), Some(100.0))
+    );
     let pending = &sweep["pending"][0];
     assert_eq!(
         (pending["from_s"].as_f64(), pending["to_s"].as_f64()),
@@ -245,6 +254,15 @@ fn a_preemption_in_kueues_terms() {
         ),
         (Some("research"), Some(2), Some(1), Some(1))
     );
+    assert_eq!(
+        (
+            cq["mean_wait_s"].as_f64(),
+            cq["max_wait_s"].as_f64(),
+            cq["mean_first_start_wait_s"].as_f64(),
+            cq["max_first_start_wait_s"].as_f64()
+        ),
+        (Some(50.0), Some(100.0), Some(0.0), Some(0.0))
+    );
     // The text account says the same.
     let out = Command::new(env!("CARGO_BIN_EXE_fleetsim"))
         .args([
@@ -261,6 +279,7 @@ fn a_preemption_in_kueues_terms() {
     for want in [
         "Job ml/sweep  [ml/training → ClusterQueue research]",
         "  preempted by Job ml/fix at 10 s (InClusterQueue)",
+        "  submitted 0 s, admitted 0 s (waited 0 s to first admission, 100 s pending in all) in flavor h100, finished 1110 s",
         "  readmitted 110 s in flavor h100",
         "  pending 10 s–110 s: couldn't assign flavors: insufficient unused quota in ClusterQueue research",
     ] {
@@ -488,6 +507,242 @@ fn a_required_topology_waits_for_a_whole_rack() {
         !out.status.success()
             && err.contains("example.com/zone")
             && err.contains("no such level (example.com/rack, kubernetes.io/hostname)"),
+        "{err}"
+    );
+}
+
+/// A Kueue Configuration with `waitForPodsReady` (timeout 5 min, backoff 60 s,
+/// `backoffLimitCount` set per run) over one ClusterQueue of 16 H100 GPUs.
+fn pods_ready_manifests(backoff_limit_count: u32) -> String {
+    format!(
+        "apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+waitForPodsReady:
+  timeout: 5m
+  requeuingStrategy:
+    backoffBaseSeconds: 60
+    backoffLimitCount: {backoff_limit_count}
+---
+"
+    ) + &MANIFESTS
+        .replace("nominalQuota: 8", "nominalQuota: 16")
+        .replace("  preemption:\n    withinClusterQueue: LowerPriority\n", "")
+}
+
+/// B52's fleet: a static node `n1` of 4 H100 GPUs and a cluster-autoscaler group `burst` of
+/// up to 2 × 4-GPU nodes, none at the start, each scale-up taking 400 s, idle nodes
+/// removed after 100 s.
+const BURST_FLEET: &str = "[[fleet.cells]]
+name = \"c\"
+[[fleet.cells.nodes]]
+names = [\"n1\"]
+accelerator = \"H100\"
+gpus = 4
+[[fleet.cells.autoscaling]]
+name = \"burst\"
+min_nodes = 0
+max_nodes = 2
+node = { accelerator = \"H100\", gpus = 4 }
+provisioning_delay = { distribution = \"fixed\", s = 400 }
+scale_down_idle_s = 100
+";
+
+/// `waitForPodsReady` in `kueue simulate` (field case B52 from Kueue manifests): `hold`
+/// (1 pod × 4 GPUs, 5,000 s) fills `n1` at 0 s; `gang` (2 pods × 4 GPUs, 100 s) arrives at
+/// 10 s, fits the quota (4 + 8 ≤ 16) but no node: the autoscaler asks for burst-0/1 (joining
+/// at 10 + 400 = 410 s) and Kueue reserves its quota at 10 s, its pods waiting.
+/// - `backoffLimitCount: 1`: at 10 + 300 = 310 s its pods are not ready: evicted
+///   (`PodsReadyTimeout`, `requeueState.count` 1, `requeueAt` 310 + 60 × 2⁰ = 370 s);
+///   requeued at 370 s (`BackoffFinished`), its quota reserved again (deadline 670 s) on the
+///   nodes on their way; they join at 410 s: it runs 410 → 510 s. Wait 400 s = its
+///   first-start wait (it never ran before); pending spans [10, 310) and [370, 410).
+///   ClusterQueue: mean wait (0 + 400) / 2 = 200 s, max 400 s; 1 eviction.
+/// - `backoffLimitCount: 0`: the eviction at 310 s is one more than 0 allows: deactivated
+///   at 310 s (`DeactivatedDueToRequeuingLimitExceeded`, `spec.active: false`), never run;
+///   its pending span ends there (no "Kueue would admit it" to the end). ClusterQueue:
+///   admitted 1 (`hold`, wait 0 s), deactivated 1, never admitted 0.
+#[test]
+fn wait_for_pods_ready_evicts_requeues_and_deactivates_in_kueues_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let (m, w, f) = (
+        dir.path().join("k.yaml"),
+        dir.path().join("jobs.yaml"),
+        dir.path().join("fleet.toml"),
+    );
+    std::fs::write(&f, BURST_FLEET).unwrap();
+    std::fs::write(
+        &w,
+        job("hold", "0s", "5000s", 1, 4, "") + &job("gang", "10s", "100s", 2, 4, ""),
+    )
+    .unwrap();
+    let args = [
+        "--manifests",
+        m.to_str().unwrap(),
+        "--workload",
+        w.to_str().unwrap(),
+        "--fleet",
+        f.to_str().unwrap(),
+    ];
+
+    std::fs::write(&m, pods_ready_manifests(1)).unwrap();
+    let a = simulate(&args);
+    let g = workload(&a, "Job ml/gang");
+    assert_eq!(
+        (
+            g["admitted_s"].as_f64(),
+            g["finished_s"].as_f64(),
+            g["first_start_wait_s"].as_f64(),
+            g["wait_s"].as_f64(),
+            g["pods_ready_evictions"].as_u64(),
+            g["deactivated_s"].as_f64(),
+        ),
+        (
+            Some(410.0),
+            Some(510.0),
+            Some(400.0),
+            Some(400.0),
+            Some(1),
+            None
+        )
+    );
+    let steps: Vec<(f64, &str, Option<&str>)> = g["pods_ready"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["at_s"].as_f64().unwrap(),
+                e["event"].as_str().unwrap(),
+                e["reason"].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            (10.0, "QuotaReserved", None),
+            (310.0, "Evicted", Some("PodsReadyTimeout")),
+            (370.0, "Requeued", Some("BackoffFinished")),
+            (370.0, "QuotaReserved", None),
+        ]
+    );
+    let ev = &g["pods_ready"][1];
+    assert_eq!(
+        (ev["count"].as_u64(), ev["requeue_at_s"].as_f64()),
+        (Some(1), Some(370.0))
+    );
+    assert_eq!(g["pods_ready"][3]["deadline_s"], 670.0);
+    let spans: Vec<(f64, f64)> = g["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["from_s"].as_f64().unwrap(), p["to_s"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(spans, [(10.0, 310.0), (370.0, 410.0)]);
+    let cq = &a["cluster_queues"][0];
+    assert_eq!(
+        (
+            cq["admitted"].as_u64(),
+            cq["mean_wait_s"].as_f64(),
+            cq["max_wait_s"].as_f64(),
+            cq["mean_first_start_wait_s"].as_f64(),
+            cq["pods_ready_evictions"].as_u64(),
+            cq["deactivated"].as_u64(),
+            cq["never_admitted"].as_u64(),
+        ),
+        (
+            Some(2),
+            Some(200.0),
+            Some(400.0),
+            Some(200.0),
+            Some(1),
+            Some(0),
+            Some(0)
+        )
+    );
+
+    std::fs::write(&m, pods_ready_manifests(0)).unwrap();
+    let a = simulate(&args);
+    let g = workload(&a, "Job ml/gang");
+    assert_eq!(
+        (
+            g["admitted_s"].as_f64(),
+            g["state"].as_str(),
+            g["state_reason"].as_str(),
+            g["deactivated_s"].as_f64(),
+            g["pods_ready_evictions"].as_u64(),
+            g["wait_s"].as_f64(),
+        ),
+        (
+            None,
+            Some("CANCELLED"),
+            Some("requeuing_limit_exceeded"),
+            Some(310.0),
+            Some(1),
+            Some(300.0)
+        )
+    );
+    let last = g["pods_ready"].as_array().unwrap().last().unwrap();
+    assert_eq!(
+        (
+            last["event"].as_str(),
+            last["reason"].as_str(),
+            last["count"].as_u64()
+        ),
+        (
+            Some("Deactivated"),
+            Some("DeactivatedDueToRequeuingLimitExceeded"),
+            Some(1)
+        )
+    );
+    assert_eq!(g["pending"].as_array().unwrap().len(), 1);
+    assert_eq!(g["pending"][0]["to_s"], 310.0);
+    let cq = &a["cluster_queues"][0];
+    assert_eq!(
+        (
+            cq["admitted"].as_u64(),
+            cq["mean_wait_s"].as_f64(),
+            cq["deactivated"].as_u64(),
+            cq["never_admitted"].as_u64(),
+        ),
+        (Some(1), Some(0.0), Some(1), Some(0))
+    );
+    // The text account says it in Kueue's words, and not that Kueue would admit it.
+    let out = Command::new(env!("CARGO_BIN_EXE_fleetsim"))
+        .args(["kueue", "simulate"])
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "  submitted 10 s, its pods never all ready: deactivated at 310 s after 1 PodsReadyTimeout eviction(s), more than backoffLimitCount allows: Kueue sets spec.active: false and does not admit it again",
+        "  quota reserved 10 s: its pods wait for nodes being provisioned (waitForPodsReady: evicted at 310 s unless all are ready)",
+        "  deactivated 310 s: PodsReadyTimeout eviction 1 exceeds backoffLimitCount (Evicted: DeactivatedDueToRequeuingLimitExceeded; spec.active: false)",
+    ] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
+    assert!(!text.contains("–end"), "{text}");
+}
+
+/// An empty `--workload` file is refused, naming it.
+#[test]
+fn an_empty_workload_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (m, w) = (dir.path().join("k.yaml"), dir.path().join("none.yaml"));
+    std::fs::write(&m, MANIFESTS).unwrap();
+    std::fs::write(&w, "# no workloads yet\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fleetsim"))
+        .args(["kueue", "simulate", "--manifests", m.to_str().unwrap()])
+        .args(["--workload", w.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains(&format!(
+                "{}: no Workload/Job/JobSet/RayJob objects in this workload file",
+                w.display()
+            )),
         "{err}"
     );
 }

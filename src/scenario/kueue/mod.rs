@@ -74,6 +74,9 @@
 //!   its preemption strategies; otherwise admission is Kueue's classic order (workloads
 //!   within nominal quota first). **ProvisioningRequest checks** become autoscaled node
 //!   groups ([`checks`]); **Topologies** map to fleetsim's topology levels ([`topology`]).
+//! * The **Configuration**'s `waitForPodsReady` (`timeout`, `requeuingStrategy`'s backoff
+//!   and `backoffLimitCount`) becomes `[policy] wait_for_pods_ready`
+//!   ([`crate::engine::pods_ready`]).
 //!
 //! What the scenario declares itself wins over the manifests, entry by entry (by name).
 //! Read and **not simulated**, each listed with its reason by `fleetsim validate`
@@ -81,7 +84,8 @@
 //! `concurrentAdmissionPolicy`, a non-empty `namespaceSelector`, `whenCanPreempt:
 //! MayStopSearch`, `flavorFungibility.preference`, a LocalQueue's `fairSharing`, a
 //! ResourceFlavor's `nodeTaints` and `tolerations`, admission checks of other controllers,
-//! the Configuration's `waitForPodsReady`, `admissionFairSharing`, `resources`,
+//! the Configuration's `waitForPodsReady.blockAdmission: true`, `recoveryTimeout` and
+//! `requeuingStrategy.timestamp: Creation`, `admissionFairSharing`, `resources`,
 //! `featureGates` and `multiKueue`; resource groups without an accelerator resource beside
 //! one with it (fleetsim assigns one flavor for all of a job's resources), resources other
 //! than accelerators, `cpu` and `memory`; WorkloadPriorityClasses in a scenario (job

@@ -364,6 +364,25 @@ pub fn read(
         sources.push((f, text));
     }
     let (docs, objects) = parse_objects(&sources)?;
+    if objects.is_empty() {
+        let files: Vec<String> = sources
+            .iter()
+            .map(|(f, _)| f.display().to_string())
+            .collect();
+        return Err(KueueError {
+            path: PathBuf::from(files.join(", ")),
+            line: 0,
+            field: "-".into(),
+            message: format!(
+                "no Workload/Job/JobSet/RayJob objects in {}: nothing to simulate",
+                if files.len() == 1 {
+                    "this workload file"
+                } else {
+                    "these workload files"
+                }
+            ),
+        });
+    }
     let ctx = |docs: &'_ [Doc], di: usize, prefix: &'_ str| -> (PathBuf, u64, String, String) {
         (
             docs[di].path.clone(),
@@ -812,6 +831,41 @@ spec:
             w[0].notes.iter().any(|n| n.contains("pod sets differ")),
             "{:?}",
             w[0].notes
+        );
+    }
+
+    #[test]
+    fn a_workload_set_without_objects_is_refused_naming_its_files() {
+        let cfg = super::super::parse(MANIFESTS, std::path::Path::new("m.yaml")).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty.yaml");
+        std::fs::write(&empty, "").unwrap();
+        let comments = dir.path().join("comments.yaml");
+        std::fs::write(&comments, "# nothing yet\n---\n").unwrap();
+        let e = read(std::slice::from_ref(&empty), &cfg, &ReadOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            format!(
+                "{}: no Workload/Job/JobSet/RayJob objects in this workload file: nothing to simulate",
+                empty.display()
+            )
+        );
+        let e = read(
+            &[empty.clone(), comments.clone()],
+            &cfg,
+            &ReadOptions::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            e,
+            format!(
+                "{}, {}: no Workload/Job/JobSet/RayJob objects in these workload files: nothing to simulate",
+                empty.display(),
+                comments.display()
+            )
         );
     }
 
