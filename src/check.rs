@@ -35,9 +35,23 @@
 //! unknown direction (any other dotted path into `summary.json`). A seed whose value is
 //! `null` (an empty sample) must be `null` in both runs, unless the direction is `none`.
 //!
-//! A baseline of another scenario, one lacking a tracked metric, a malformed one (the error
-//! names the file and the field) and a single-seed baseline of an older fleetsim (refused,
-//! with the command that rewrites it) are bad input (exit code 2), not a regression (exit 1).
+//! The scenario's `[check] metrics` and the baseline's metrics must be the same set: a
+//! metric one has and the other lacks is refused, naming it (a metric dropped from the
+//! scenario is not silently dropped from the gate; rewrite the baseline with `--update` to
+//! stop tracking it). A name in `[check] metrics` that is no number of `summary.json` is
+//! refused when the scenario is read (`fleetsim validate` too), naming the field and listing
+//! the known metrics ([`crate::report::tracked::metric_in_summary_schema`]).
+//!
+//! A baseline of another scenario, one whose metrics differ from the scenario's, a malformed
+//! one (the error names the file and the field: a seed listed twice, a `mean` or `sd` that
+//! disagrees with the metric's `values` — a hand edit) and a single-seed baseline of an older
+//! fleetsim (refused, with the command that rewrites it) are bad input (exit code 2), not a
+//! regression (exit 1). So are `--seed` and `--seeds` whose seeds would pass the largest
+//! seed, 2⁶⁴ − 1 ([`seed_range`]).
+//!
+//! The runs' warnings are printed once each, with the seeds they apply to; warnings that
+//! differ only in their figures (a job count that depends on the seed) are one warning,
+//! each varying figure shown as its range over the seeds ([`seed_warnings`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -74,11 +88,27 @@ impl CheckSpec {
         }
     }
 
-    /// Checks ranges; returns `(field, message)` for the first problem.
+    /// Checks names and ranges; returns `(field, message)` for the first problem.
     ///
     /// # Errors
-    /// A negative or non-finite tolerance, or a tolerance for an untracked metric.
+    /// A metric that is no number of `summary.json` (the message lists the known ones), a
+    /// metric listed twice, a negative or non-finite tolerance, or a tolerance for an
+    /// untracked metric.
     pub fn validate(&self) -> Result<(), (String, String)> {
+        for (i, m) in self.metrics.iter().enumerate() {
+            if !crate::report::tracked::metric_in_summary_schema(m) {
+                return Err((
+                    format!("check.metrics[{i}]"),
+                    crate::report::tracked::unknown_metric_static(m),
+                ));
+            }
+            if self.metrics[..i].contains(m) {
+                return Err((
+                    format!("check.metrics[{i}]"),
+                    format!("`{m}` is listed twice"),
+                ));
+            }
+        }
         let tracked = self.tracked();
         for (k, t) in &self.tolerance {
             if !tracked.contains(k) {
@@ -305,6 +335,12 @@ pub fn parse_baseline(text: &str) -> Result<Baseline, String> {
             b.seeds.len()
         ));
     }
+    if let Some(i) = (1..b.seeds.len()).find(|&i| b.seeds[..i].contains(&b.seeds[i])) {
+        return Err(format!(
+            "field `seeds[{i}]`: seed {} is listed twice (paired seeds must differ); {rewrite}",
+            b.seeds[i]
+        ));
+    }
     for (name, m) in &b.metrics {
         if m.values.len() != b.seeds.len() {
             return Err(format!(
@@ -319,15 +355,207 @@ pub fn parse_baseline(text: &str) -> Result<Baseline, String> {
                 m.tolerance
             ));
         }
+        let have = present(&m.values);
+        if let Some(v) = have.iter().find(|v| !v.is_finite()) {
+            return Err(format!(
+                "field `metrics.{name}.values`: {v} is not a finite number"
+            ));
+        }
+        for (field, written, derived) in [
+            ("mean", m.mean, stats::mean(&have)),
+            ("sd", m.sd, stats::sd(&have)),
+        ] {
+            if !agrees(written, derived, &have) {
+                let show = |v: Option<f64>| v.map_or_else(|| "null".to_string(), |x| x.to_string());
+                return Err(format!(
+                    "field `metrics.{name}.{field}`: {} disagrees with the metric's values ({} over the seeds with a value); was it edited by hand? {rewrite}",
+                    show(written),
+                    show(derived)
+                ));
+            }
+        }
     }
     Ok(b)
+}
+
+/// True when a baseline's `written` mean or sd is the one its values give (`derived`), up
+/// to the rounding of a JSON round trip: within 10⁻⁹ of the largest value's magnitude.
+fn agrees(written: Option<f64>, derived: Option<f64>, values: &[f64]) -> bool {
+    match (written, derived) {
+        (None, None) => true,
+        (Some(w), Some(d)) => {
+            let scale = values.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+            w.is_finite() && (w - d).abs() <= 1e-9 * scale.max(f64::MIN_POSITIVE)
+        }
+        _ => false,
+    }
+}
+
+/// The `n` seeds of a new baseline: `first`, `first + 1`, …, `first + n − 1`.
+///
+/// # Errors
+/// [`BadInput`] naming the flags when the last seed would pass 2⁶⁴ − 1 (`first_from`: where
+/// `first` came from, `--seed N` or the scenario's `seed`).
+pub fn seed_range(first: u64, n: u64, first_from: &str) -> Result<Vec<u64>, BadInput> {
+    match first.checked_add(n.saturating_sub(1)) {
+        Some(_) => Ok((0..n).map(|i| first + i).collect()),
+        None => Err(BadInput(format!(
+            "{first_from} with --seeds {n}: the seeds {first}, {first} + 1, … would pass the largest seed, {}; give a first seed of at most {}",
+            u64::MAX,
+            u64::MAX - (n - 1)
+        ))),
+    }
+}
+
+/// Seeds as a short list: runs of consecutive seeds as `a..=b`.
+fn seed_list(seeds: &[u64]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < seeds.len() {
+        let mut j = i;
+        while j + 1 < seeds.len() && seeds[j].checked_add(1) == Some(seeds[j + 1]) {
+            j += 1;
+        }
+        parts.push(match j - i {
+            0 => seeds[i].to_string(),
+            1 => format!("{}, {}", seeds[i], seeds[j]),
+            _ => format!("{}..={}", seeds[i], seeds[j]),
+        });
+        i = j + 1;
+    }
+    parts.join(", ")
+}
+
+/// A warning split into its text between figures and its figures (runs of digits, with a
+/// decimal part).
+fn figures(w: &str) -> (Vec<&str>, Vec<&str>) {
+    let (mut text, mut nums) = (Vec::new(), Vec::new());
+    let b = w.as_bytes();
+    let (mut i, mut from) = (0, 0);
+    while i < b.len() {
+        if b[i].is_ascii_digit() {
+            let start = i;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            if i + 1 < b.len() && b[i] == b'.' && b[i + 1].is_ascii_digit() {
+                i += 1;
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+            }
+            text.push(&w[from..start]);
+            nums.push(&w[start..i]);
+            from = i;
+        } else {
+            i += 1;
+        }
+    }
+    text.push(&w[from..]);
+    (text, nums)
+}
+
+/// The warnings of runs on `seeds` (one summary per seed, in order: `summary.json` →
+/// `warnings`), each once, in order of first appearance, with the seeds it applies to
+/// (`(seeds 42..=46)`). Warnings that differ only in their figures are one: a figure that
+/// varies over the seeds is shown as its range (`53–75`).
+pub fn seed_warnings(seeds: &[u64], summaries: &[Value]) -> Vec<String> {
+    assert_eq!(seeds.len(), summaries.len(), "one summary per seed");
+    /// A warning's text between figures, and the figures and seed of each run that printed it.
+    type Group = (Vec<String>, Vec<(Vec<String>, u64)>);
+    let mut groups: Vec<Group> = Vec::new();
+    for (&seed, s) in seeds.iter().zip(summaries) {
+        let mut here: Vec<&str> = s["warnings"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        here.dedup();
+        for w in here {
+            let (text, nums) = figures(w);
+            let text: Vec<String> = text.into_iter().map(str::to_string).collect();
+            let nums: Vec<String> = nums.into_iter().map(str::to_string).collect();
+            match groups.iter_mut().find(|(t, _)| *t == text) {
+                Some((_, runs)) if runs.last().map(|r| r.1) != Some(seed) => {
+                    runs.push((nums, seed));
+                }
+                Some(_) => {}
+                None => groups.push((text, vec![(nums, seed)])),
+            }
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(text, runs)| {
+            let mut out = String::new();
+            for (k, t) in text.iter().enumerate() {
+                out.push_str(t);
+                let Some(first) = runs[0].0.get(k) else {
+                    continue;
+                };
+                let parsed: Vec<(f64, &str)> = runs
+                    .iter()
+                    .map(|(n, _)| (n[k].parse::<f64>().unwrap_or(f64::NAN), n[k].as_str()))
+                    .collect();
+                let lo = parsed
+                    .iter()
+                    .min_by(|a, b| a.0.total_cmp(&b.0))
+                    .map(|x| x.1);
+                let hi = parsed
+                    .iter()
+                    .max_by(|a, b| a.0.total_cmp(&b.0))
+                    .map(|x| x.1);
+                match (lo, hi) {
+                    (Some(lo), Some(hi)) if lo != hi => {
+                        let _ = write!(out, "{lo}–{hi}");
+                    }
+                    _ => out.push_str(first),
+                }
+            }
+            let on: Vec<u64> = runs.iter().map(|r| r.1).collect();
+            let _ = write!(
+                out,
+                " ({} {})",
+                if on.len() == 1 { "seed" } else { "seeds" },
+                seed_list(&on)
+            );
+            out
+        })
+        .collect()
+}
+
+/// Refuses a baseline whose metrics are not the ones the scenario's `[check] metrics`
+/// tracks, naming them (checked before the runs, and by [`compare`]).
+///
+/// # Errors
+/// [`BadInput`]: a metric the baseline tracks and the scenario does not, or the reverse.
+pub fn same_metrics(spec: &CheckSpec, base: &Baseline) -> Result<(), BadInput> {
+    let tracked = spec.tracked();
+    let dropped: Vec<String> = base
+        .metrics
+        .keys()
+        .filter(|m| !tracked.contains(m))
+        .map(|m| format!("`{m}`"))
+        .collect();
+    if !dropped.is_empty() {
+        let it = if dropped.len() == 1 { "it" } else { "them" };
+        return Err(BadInput(format!(
+            "the baseline tracks {}, which the scenario's [check] metrics does not list: list {it} again, or rewrite the baseline with --update to stop tracking {it}",
+            dropped.join(", ")
+        )));
+    }
+    match tracked.iter().find(|m| !base.metrics.contains_key(*m)) {
+        Some(m) => Err(BadInput(format!(
+            "the baseline has no metric `{m}` (rewrite it with --update)"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Compares runs on the baseline's seeds (one summary per seed, in order) with the baseline.
 ///
 /// # Errors
-/// [`BadInput`] when the baseline is of another scenario, lacks a tracked metric, or a
-/// tracked metric is unknown.
+/// [`BadInput`] when the baseline is of another scenario, lacks a tracked metric or tracks
+/// one the scenario does not, or a tracked metric is unknown.
 pub fn compare(
     spec: &CheckSpec,
     base: &Baseline,
@@ -341,8 +569,10 @@ pub fn compare(
             base.scenario
         )));
     }
+    same_metrics(spec, base)?;
+    let tracked = spec.tracked();
     let mut lines = Vec::new();
-    for m in spec.tracked() {
+    for m in tracked {
         let mut now = Vec::with_capacity(summaries.len());
         for s in summaries {
             if !metric_exists(s, &m) {
@@ -350,11 +580,7 @@ pub fn compare(
             }
             now.push(metric_value(s, &m));
         }
-        let Some(b) = base.metrics.get(&m) else {
-            return Err(BadInput(format!(
-                "the baseline has no metric `{m}` (rewrite it with --update)"
-            )));
-        };
+        let b = &base.metrics[&m];
         lines.push(line(&m, b, &now));
     }
     Ok(lines)
@@ -580,11 +806,158 @@ mod tests {
         let mut other = base.clone();
         other[0]["scenario"] = "t".into();
         assert!(compare(&spec, &b, &other).is_err());
-        let more: CheckSpec = toml::from_str("metrics = [\"jobs.submitted\"]").unwrap();
-        assert!(compare(&more, &b, &base)
+        let more: CheckSpec =
+            toml::from_str("metrics = [\"occupancy\", \"wait_s.p99\", \"jobs.submitted\"]")
+                .unwrap();
+        assert_eq!(
+            compare(&more, &b, &base).unwrap_err().0,
+            "the baseline has no metric `jobs.submitted` (rewrite it with --update)"
+        );
+    }
+
+    /// A metric the baseline tracks and the scenario's `[check] metrics` no longer lists is
+    /// refused, naming it, not dropped from the gate.
+    #[test]
+    fn a_metric_dropped_from_the_scenario_is_refused_not_skipped() {
+        let spec: CheckSpec = toml::from_str("metrics = [\"occupancy\", \"wait_s.p99\"]").unwrap();
+        let base = runs(&[0.5, 0.6, 0.7], &[1.0, 2.0, 3.0]);
+        let b = baseline_of(&spec, &[1, 2, 3], &base).unwrap();
+        let fewer: CheckSpec = toml::from_str("metrics = [\"occupancy\"]").unwrap();
+        assert_eq!(
+            compare(&fewer, &b, &base).unwrap_err().0,
+            "the baseline tracks `wait_s.p99`, which the scenario's [check] metrics does not list: list it again, or rewrite the baseline with --update to stop tracking it"
+        );
+        let other: CheckSpec = toml::from_str("metrics = [\"jobs.submitted\"]").unwrap();
+        assert!(compare(&other, &b, &base)
             .unwrap_err()
             .0
-            .contains("no metric"));
+            .starts_with("the baseline tracks `occupancy`, `wait_s.p99`, which"));
+    }
+
+    /// A hand-edited mean or sd, a seed listed twice and non-finite values are refused,
+    /// naming the field; a JSON round trip's rounding is not.
+    #[test]
+    fn a_baseline_must_agree_with_its_own_values() {
+        let spec: CheckSpec = toml::from_str("metrics = [\"occupancy\", \"wait_s.p99\"]").unwrap();
+        // occupancy 0.50, 0.52, 0.54 → mean 0.52, sd 0.02.
+        let b = baseline_of(&spec, &[1, 2, 3], &runs(&[0.50, 0.52, 0.54], &[1.0; 3])).unwrap();
+        let v = serde_json::to_value(&b).unwrap();
+        assert_eq!(parse_baseline(&v.to_string()).unwrap(), b);
+        let with = |path: &[&str], x: Value| {
+            let mut v = v.clone();
+            let mut at = &mut v;
+            for k in path {
+                at = &mut at[*k];
+            }
+            *at = x;
+            parse_baseline(&v.to_string())
+        };
+        let rewrite = "rewrite it with `fleetsim check SCENARIO --baseline FILE --update`";
+        assert_eq!(
+            with(&["metrics", "occupancy", "mean"], 0.7.into()).unwrap_err(),
+            format!("field `metrics.occupancy.mean`: 0.7 disagrees with the metric's values (0.52 over the seeds with a value); was it edited by hand? {rewrite}")
+        );
+        let e = with(&["metrics", "occupancy", "sd"], 0.5.into()).unwrap_err();
+        assert!(
+            e.starts_with("field `metrics.occupancy.sd`: 0.5 disagrees"),
+            "{e}"
+        );
+        let e = with(&["metrics", "wait_s.p99", "mean"], Value::Null).unwrap_err();
+        assert!(
+            e.starts_with(
+                "field `metrics.wait_s.p99.mean`: null disagrees with the metric's values (1 over"
+            ),
+            "{e}"
+        );
+        // Values edited without the mean: refused too.
+        let e = with(
+            &["metrics", "occupancy", "values"],
+            serde_json::json!([0.5, 0.52, 0.9]),
+        )
+        .unwrap_err();
+        assert!(e.starts_with("field `metrics.occupancy.mean`: 0.52"), "{e}");
+        // A change far below the rounding of a round trip passes: 0.52 × (1 + 1e-15).
+        assert!(with(
+            &["metrics", "occupancy", "mean"],
+            (0.52 * (1.0 + 1e-15)).into()
+        )
+        .is_ok());
+        assert_eq!(
+            with(&["seeds"], serde_json::json!([1, 2, 1])).unwrap_err(),
+            format!(
+                "field `seeds[2]`: seed 1 is listed twice (paired seeds must differ); {rewrite}"
+            )
+        );
+    }
+
+    #[test]
+    fn seeds_past_the_largest_are_refused_naming_the_flags() {
+        assert_eq!(seed_range(42, 3, "--seed 42").unwrap(), [42, 43, 44]);
+        assert_eq!(
+            seed_range(u64::MAX - 4, 5, "--seed x").unwrap(),
+            [
+                u64::MAX - 4,
+                u64::MAX - 3,
+                u64::MAX - 2,
+                u64::MAX - 1,
+                u64::MAX
+            ]
+        );
+        assert_eq!(
+            seed_range(u64::MAX, 5, "--seed 18446744073709551615").unwrap_err().0,
+            "--seed 18446744073709551615 with --seeds 5: the seeds 18446744073709551615, 18446744073709551615 + 1, … would pass the largest seed, 18446744073709551615; give a first seed of at most 18446744073709551611"
+        );
+    }
+
+    /// Warnings once each with their seeds; figures that vary by seed as their range.
+    #[test]
+    fn warnings_are_printed_once_with_their_seeds() {
+        let w = |ws: &[&str]| serde_json::json!({ "warnings": ws });
+        let seeds = [42, 43, 44, 45, 47];
+        let summaries = [
+            w(&["none of the 75 jobs has a limit", "cell c is idle"]),
+            w(&["none of the 54 jobs has a limit", "cell c is idle"]),
+            w(&["none of the 59 jobs has a limit"]),
+            w(&["none of the 59 jobs has a limit", "rate 1.5 per hour"]),
+            w(&["none of the 53 jobs has a limit"]),
+        ];
+        assert_eq!(
+            seed_warnings(&seeds, &summaries),
+            [
+                "none of the 53–75 jobs has a limit (seeds 42..=45, 47)",
+                "cell c is idle (seeds 42, 43)",
+                "rate 1.5 per hour (seed 45)",
+            ]
+        );
+        assert_eq!(seed_list(&[1, 2, 3, 5, 6, 9]), "1..=3, 5, 6, 9");
+        assert_eq!(
+            figures("v1.5 of 10 s."),
+            (vec!["v", " of ", " s."], vec!["1.5", "10"])
+        );
+    }
+
+    /// `[check] metrics` names are checked when the scenario is read.
+    #[test]
+    fn unknown_or_repeated_metrics_are_refused_naming_the_field() {
+        let spec: CheckSpec = toml::from_str("metrics = [\"occupancy\", \"wait_s.p98\"]").unwrap();
+        let (field, m) = spec.validate().unwrap_err();
+        assert_eq!(field, "check.metrics[1]");
+        assert!(
+            m.starts_with("unknown metric `wait_s.p98`: not a number of summary.json")
+                && m.contains("known metrics: occupancy, allocated_occupancy"),
+            "{m}"
+        );
+        let spec: CheckSpec = toml::from_str("metrics = [\"occupancy\", \"occupancy\"]").unwrap();
+        assert_eq!(
+            spec.validate().unwrap_err(),
+            (
+                "check.metrics[1]".into(),
+                "`occupancy` is listed twice".into()
+            )
+        );
+        let spec: CheckSpec =
+            toml::from_str("metrics = [\"tenants.a.wait_s.p95\", \"censored_pct\"]").unwrap();
+        assert!(spec.validate().is_ok());
     }
 
     /// `direction = "both"` fails a move either way; an unknown metric defaults to both.

@@ -27,8 +27,9 @@ pub struct CheckArgs {
     /// baseline's seeds.
     #[arg(long, requires = "update")]
     pub seed: Option<u64>,
-    /// With --update: number of seeds, the first seed, +1, … (2 to 1,000; default 5). The
-    /// tolerances come from their spread. A check runs the baseline's seeds.
+    /// With --update: number of seeds, the first seed, +1, … (2 to 1,000; default 5; the
+    /// last may not pass 2^64 − 1). The tolerances come from their spread. A check runs the
+    /// baseline's seeds.
     #[arg(long, requires = "update", value_parser = clap::value_parser!(u64).range(2..=1000))]
     pub seeds: Option<u64>,
     /// Override a scenario field: PATH=VALUE (repeatable).
@@ -81,16 +82,31 @@ pub fn check(a: CheckArgs) -> Result<()> {
     let spec = loaded.scenario.check.clone().unwrap_or_default();
     let trace_dir = TraceDir::resolve(a.trace_dir.clone());
     let (base, seeds) = if a.update {
-        let first = a.seed.unwrap_or(loaded.scenario.seed);
         let n = a.seeds.unwrap_or(check::DEFAULT_SEEDS);
-        (None, (0..n).map(|i| first.wrapping_add(i)).collect())
+        let seeds = match a.seed {
+            Some(first) => check::seed_range(first, n, &format!("--seed {first}"))?,
+            None => check::seed_range(
+                loaded.scenario.seed,
+                n,
+                &format!("the scenario's seed {}", loaded.scenario.seed),
+            )?,
+        };
+        (None, seeds)
     } else {
         let b = check::read_baseline(&a.baseline)?;
+        check::same_metrics(&spec, &b).map_err(|e| {
+            study::BadInput(format!(
+                "{}: {} (scenario {})",
+                a.baseline.display(),
+                e.0,
+                loaded.origin
+            ))
+        })?;
         let seeds = b.seeds.clone();
         (Some(b), seeds)
     };
     let summaries = run_seeds(&loaded, &seeds, &trace_dir, a.threads)?;
-    for w in study::distinct_warnings(&summaries) {
+    for w in check::seed_warnings(&seeds, &summaries) {
         errln!("warning: {w}");
     }
     let Some(base) = base else {

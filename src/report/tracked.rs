@@ -347,6 +347,93 @@ fn leaves(v: &Value, prefix: &str, out: &mut Vec<String>) {
     }
 }
 
+/// True when `name` names a number (or a `null` number) of a run's `summary.json` by its
+/// JSON Schema ([`crate::schemas::Kind::Summary`]), without a run: each dotted step is a
+/// property of an object, or any key of a map (`occupancy_by_cell.<cell>`,
+/// `tenants.<tenant>`) or of an array (an element's `name` or index), and the last is a
+/// number; or `censored_pct`. A section present only with some settings
+/// (`autoscaling.…`, `pods_ready.…`, `slo.…`) is known here; a run without it refuses the
+/// name then ([`unknown_metric`]).
+pub fn metric_in_summary_schema(name: &str) -> bool {
+    static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    if name == "censored_pct" {
+        return true;
+    }
+    let root = SCHEMA.get_or_init(|| crate::schemas::schema(crate::schemas::Kind::Summary));
+    let keys: Vec<&str> = name.split('.').collect();
+    numeric_path(root, root, &keys, 0)
+}
+
+/// True when `keys` lead from schema `node` to a number (see [`metric_in_summary_schema`]);
+/// `depth` bounds `$ref` chains.
+fn numeric_path(root: &Value, node: &Value, keys: &[&str], depth: u32) -> bool {
+    if depth > 64 {
+        return false;
+    }
+    if let Some(r) = node.get("$ref").and_then(Value::as_str) {
+        let target = r
+            .strip_prefix("#/$defs/")
+            .and_then(|d| root.get("$defs").and_then(|x| x.get(d)));
+        return target.is_some_and(|t| numeric_path(root, t, keys, depth + 1));
+    }
+    for alt in ["anyOf", "oneOf", "allOf"] {
+        if let Some(list) = node.get(alt).and_then(Value::as_array) {
+            if list.iter().any(|a| numeric_path(root, a, keys, depth + 1)) {
+                return true;
+            }
+        }
+    }
+    match keys.split_first() {
+        None => {
+            let is_number = |t: &Value| matches!(t.as_str(), Some("number" | "integer"));
+            match node.get("type") {
+                Some(Value::Array(ts)) => ts.iter().any(is_number),
+                Some(t) => is_number(t),
+                None => false,
+            }
+        }
+        Some((key, rest)) => {
+            if let Some(p) = node.get("properties").and_then(|p| p.get(*key)) {
+                return numeric_path(root, p, rest, depth + 1);
+            }
+            if let Some(ap) = node.get("additionalProperties").filter(|a| a.is_object()) {
+                return numeric_path(root, ap, rest, depth + 1);
+            }
+            if let Some(items) = node.get("items") {
+                return numeric_path(root, items, rest, depth + 1);
+            }
+            false
+        }
+    }
+}
+
+/// The message for a `[check] metrics` name that is no number of `summary.json`
+/// ([`metric_in_summary_schema`]): the closest known metrics, the known metrics
+/// ([`METRICS`], [`RELIABILITY_METRICS`]) and the rule for the rest.
+pub fn unknown_metric_static(name: &str) -> String {
+    let known: Vec<&str> = METRICS
+        .iter()
+        .chain(RELIABILITY_METRICS)
+        .map(|m| m.name)
+        .collect();
+    let mut near: Vec<(usize, &str)> = known
+        .iter()
+        .map(|&k| (distance(name, k), k))
+        .filter(|&(d, k)| d <= 3.max(name.len() / 4) || k.starts_with(name))
+        .collect();
+    near.sort();
+    let near: Vec<&str> = near.iter().take(3).map(|&(_, k)| k).collect();
+    format!(
+        "unknown metric `{name}`: not a number of summary.json{}; known metrics: {}, or any dotted path to a number of summary.json (e.g. occupancy_by_cell.<cell>, tenants.<tenant>.wait_s.p95, slo.<name>.attainment, pods_ready.evictions)",
+        if near.is_empty() {
+            String::new()
+        } else {
+            format!(" (did you mean {}?)", near.join(", "))
+        },
+        known.join(", ")
+    )
+}
+
 /// Edit distance between two names (Levenshtein, by chars).
 fn distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
@@ -410,6 +497,41 @@ mod tests {
         assert!(e.contains("did you mean wait_s.p95, wait_s.p99"), "{e}");
         assert!(
             e.contains("valid metrics: occupancy, wait_s.p95, wait_s.p99"),
+            "{e}"
+        );
+    }
+
+    /// Names checked against the summary's schema, without a run: every tracked metric,
+    /// map and array keys, optional sections; typos and non-numbers are not.
+    #[test]
+    fn metric_names_are_checked_against_the_summary_schema() {
+        for m in METRICS.iter().chain(RELIABILITY_METRICS) {
+            assert!(metric_in_summary_schema(m.name), "{}", m.name);
+        }
+        for ok in [
+            "occupancy_by_cell.hopper",
+            "tenants.research.wait_s.p95",
+            "slo.fast.attainment",
+            "pods_ready.evictions",
+            "autoscaling.groups.c/burst.cost",
+            "wait_s.count",
+        ] {
+            assert!(metric_in_summary_schema(ok), "{ok}");
+        }
+        for bad in [
+            "wait_s.p98",
+            "occupancy.mean",
+            "ocupancy",
+            "scenario",
+            "wait_s",
+            "",
+            "tenants.research",
+        ] {
+            assert!(!metric_in_summary_schema(bad), "{bad}");
+        }
+        let e = unknown_metric_static("wait_s.p98");
+        assert!(
+            e.starts_with("unknown metric `wait_s.p98`: not a number of summary.json (did you mean wait_s.p90, wait_s.p95, wait_s.p99?); known metrics: occupancy, allocated_occupancy,"),
             "{e}"
         );
     }

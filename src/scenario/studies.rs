@@ -66,7 +66,9 @@ pub struct AxisSpec {
 #[derive(Clone, Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckSpec {
-    /// Tracked metrics (default: every metric of [`METRICS`](crate::study::METRICS)).
+    /// Tracked metrics (default: every metric of [`METRICS`](crate::study::METRICS)): each a
+    /// dotted path to a number of `summary.json` (refused otherwise, and when listed twice);
+    /// a baseline must track exactly these.
     #[serde(default)]
     pub metrics: Vec<String>,
     /// Tolerance floors and directions by metric (default: no floor, so a metric's tolerance

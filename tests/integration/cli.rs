@@ -1259,3 +1259,114 @@ trace = { format = "native", path = "jobs.csv" }
         "the autoscaled group is usable: {out}"
     );
 }
+
+/// `fleetsim check` refuses what it would otherwise ignore (exit 2, naming the field, flag or
+/// metric): a metric the baseline tracks and the scenario's `[check] metrics` no longer
+/// lists; a hand-edited mean; a seed listed twice; an unknown metric name (`validate` too);
+/// seeds past 2⁶⁴ − 1. A warning every seed carries is printed once, with the seeds.
+#[test]
+fn check_refuses_what_it_would_ignore() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = |name: &str, extra: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, synthetic(extra)).unwrap();
+        p
+    };
+    let two = scenario(
+        "two.toml",
+        "[policy]\nqueue_order = \"sjf\"\n[check]\nmetrics = [\"occupancy\", \"wait_s.p99\"]\n",
+    );
+    let b = dir.path().join("b.json");
+    let check = |args: &[&std::ffi::OsStr]| {
+        let o = fleetsim().arg("check").args(args).output().unwrap();
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let os = |s: &'static str| std::ffi::OsStr::new(s);
+    let (code, err) = check(&[
+        two.as_os_str(),
+        os("--baseline"),
+        b.as_os_str(),
+        os("--update"),
+        os("--seeds"),
+        os("3"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    // Every seed draws the same 40 jobs: the sjf warning once, for seeds 0..=2.
+    let warns: Vec<&str> = err.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert_eq!(warns.len(), 1, "{err}");
+    assert!(
+        warns[0].contains("orders by run-time estimates, but none of the 40 jobs")
+            && warns[0].ends_with(" (seeds 0..=2)"),
+        "{err}"
+    );
+    // The scenario drops wait_s.p99: refused before any run, naming it.
+    let one = scenario(
+        "one.toml",
+        "[policy]\nqueue_order = \"sjf\"\n[check]\nmetrics = [\"occupancy\"]\n",
+    );
+    let (code, err) = check(&[one.as_os_str(), os("--baseline"), b.as_os_str()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}: the baseline tracks `wait_s.p99`, which the scenario's [check] metrics does not list",
+            b.display()
+        )),
+        "{err}"
+    );
+    // A hand-edited mean, then a seed listed twice.
+    let text = std::fs::read_to_string(&b).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mean = v["metrics"]["occupancy"]["mean"].as_f64().unwrap();
+    v["metrics"]["occupancy"]["mean"] = (mean + 0.1).into();
+    let edited = dir.path().join("edited.json");
+    std::fs::write(&edited, v.to_string()).unwrap();
+    let (code, err) = check(&[two.as_os_str(), os("--baseline"), edited.as_os_str()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}: field `metrics.occupancy.mean`: {} disagrees with the metric's values",
+            edited.display(),
+            mean + 0.1
+        )),
+        "{err}"
+    );
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["seeds"] = serde_json::json!([0, 1, 0]);
+    std::fs::write(&edited, v.to_string()).unwrap();
+    let (code, err) = check(&[two.as_os_str(), os("--baseline"), edited.as_os_str()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("field `seeds[2]`: seed 0 is listed twice"),
+        "{err}"
+    );
+    // An unknown metric: validate and check refuse it, naming the field.
+    let typo = scenario("typo.toml", "[check]\nmetrics = [\"ocupancy\"]\n");
+    let o = fleetsim().arg("validate").arg(&typo).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("`check.metrics[0]`: unknown metric `ocupancy`")
+            && err.contains("(did you mean occupancy")
+            && err.contains("known metrics: occupancy, allocated_occupancy,"),
+        "{err}"
+    );
+    // Seeds past the largest: refused, naming the flags.
+    let (code, err) = check(&[
+        two.as_os_str(),
+        os("--baseline"),
+        b.as_os_str(),
+        os("--update"),
+        os("--seed"),
+        os("18446744073709551615"),
+        os("--seeds"),
+        os("5"),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--seed 18446744073709551615 with --seeds 5: the seeds 18446744073709551615, 18446744073709551615 + 1, … would pass the largest seed"),
+        "{err}"
+    );
+}

@@ -404,7 +404,8 @@ fn check_rejects_foreign_or_incomplete_baselines_with_exit_2() {
     let o = run(&["check", "--baseline"], &[&nb, &s]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("over 3 paired seeds"), "{}", text(&o));
-    // An unknown metric is bad input that lists the valid names.
+    // An unknown metric is bad input, refused when the scenario is read (before any run),
+    // naming the field and listing the known names.
     let odd = scenario(
         d.path(),
         &format!("{SWEEP}\n[check]\nmetrics = [\"wait_s.p95x\"]\n"),
@@ -412,8 +413,8 @@ fn check_rejects_foreign_or_incomplete_baselines_with_exit_2() {
     let o = run(&["check", "--update", "--baseline"], &[&nb, &odd]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
-        text(&o).contains("unknown metric `wait_s.p95x`")
-            && text(&o).contains("valid metrics: occupancy, allocated_occupancy,"),
+        text(&o).contains("`check.metrics[0]`: unknown metric `wait_s.p95x`")
+            && text(&o).contains("known metrics: occupancy, allocated_occupancy,"),
         "{}",
         text(&o)
     );
