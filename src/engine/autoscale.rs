@@ -100,6 +100,10 @@ pub struct GroupConfig {
     pub priority: i32,
     /// Idle time before a node is removed.
     pub scale_down_idle: SimDuration,
+    /// A Kueue ProvisioningRequest admission check provisions its nodes: Kueue admits a
+    /// workload waiting for them when they join, so its pods-ready timeout
+    /// ([`super::pods_ready`]) does not run while they are provisioned.
+    pub admission_check: bool,
 }
 
 /// Every group and the expander.
@@ -196,7 +200,7 @@ struct Request {
 }
 
 /// Room left on a node being provisioned, in one scan.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Room {
     group: u32,
     gpu_milli: u64,
@@ -428,9 +432,17 @@ impl Autoscaler {
                     && (job.shape.num_gpu == 0 || g.model.is_some_and(|m| job.models.allows(m)))
             };
             if let Some(r) = claim(&room, job, |g| eligible(&self.cfg.groups[g as usize])) {
+                // Admitted now (Kueue's view) unless all its room is on nodes an admission
+                // check provisions.
+                let unchecked = room
+                    .iter()
+                    .zip(&r)
+                    .any(|(a, b)| a != b && !self.cfg.groups[a.group as usize].admission_check);
                 room = r;
                 waiting += 1;
-                self.waiting_jobs.push(job.id);
+                if unchecked {
+                    self.waiting_jobs.push(job.id);
+                }
                 continue;
             }
             let mut options = Vec::new();
@@ -500,14 +512,18 @@ impl Autoscaler {
             }
             room.extend(fresh);
             waiting += 1;
-            self.waiting_jobs.push(job.id);
+            if !g.admission_check {
+                self.waiting_jobs.push(job.id);
+            }
         }
         self.waiting = waiting;
         joins
     }
 
     /// The jobs the last scan counted as waiting for a scale-up (claiming room on nodes
-    /// being provisioned, their own request's included), in scan order.
+    /// being provisioned, their own request's included), in scan order, but those whose
+    /// room is all on groups an admission check provisions ([`GroupConfig::admission_check`]):
+    /// the jobs Kueue has admitted while their nodes are provisioned.
     pub fn waiting_jobs(&self) -> &[JobId] {
         &self.waiting_jobs
     }

@@ -6,7 +6,9 @@
 //! ready at once), or the autoscaler's scan counts it as waiting for a scale-up — it claims
 //! room on nodes being provisioned, or its own scale-up request was made
 //! ([`super::autoscale`]). Kueue admits on quota and the pods then wait for nodes; that
-//! wait is what this part times. Its pods are *ready* when it starts: every task is bound
+//! wait is what this part times. Room on a group a Kueue ProvisioningRequest admission
+//! check provisions ([`super::autoscale::GroupConfig::admission_check`]) does not admit:
+//! Kueue admits such a workload when its nodes join. Its pods are *ready* when it starts: every task is bound
 //! to a node in the fleet (startup latency, `[startup]`, runs inside a ready pod: it
 //! loads a checkpoint, it does not hold the pod back).
 //!

@@ -387,6 +387,7 @@ pub fn build_fleet(loaded: &Loaded, trace_dir: &TraceDir) -> Result<BuiltFleet, 
                 price_per_node_hour: g.price_per_node_hour,
                 priority: g.priority,
                 scale_down_idle: d(g.scale_down_idle_s),
+                admission_check: g.admission_check.is_some(),
             });
         }
     }

@@ -290,6 +290,12 @@ pub struct AutoscalingGroupSpec {
     /// seconds (default 600, the Cluster Autoscaler's `--scale-down-unneeded-time`).
     #[serde(default = "default_scale_down_idle_s")]
     pub scale_down_idle_s: f64,
+    /// Not read from the scenario: the Kueue ProvisioningRequest AdmissionCheck whose
+    /// workloads this group's nodes are provisioned for, set when the manifests are merged
+    /// ([`crate::scenario::kueue`]). Kueue admits such a workload when its nodes join, so
+    /// its pods-ready timeout does not run while they are provisioned.
+    #[serde(skip)]
+    pub admission_check: Option<String>,
 }
 
 fn default_scale_down_idle_s() -> f64 {

@@ -416,8 +416,9 @@ fn provisioning_request_check_uses_the_autoscaled_group() {
 }
 
 /// `waitForPodsReady` of the Kueue `Configuration` becomes `[policy] wait_for_pods_ready`:
-/// timeout 1m, backoff base 30 s. The ProvisioningRequest case above: `j` (8 GPUs, 100 s)
-/// submitted at 0 waits for the group's node (joins at 120). By hand:
+/// timeout 1m, backoff base 30 s. The autoscaled group of the case above, as the cluster
+/// autoscaler's (no admission check): `j` (8 GPUs, 100 s) submitted at 0 waits for the
+/// group's node (joins at 120). By hand:
 /// - `backoffLimitCount` absent: admitted at 0 (it asks for the node), deadline 60:
 ///   evicted at 60, requeued at 60 + 30 = 90, claims the node on its way (admitted again,
 ///   deadline 150), starts when it joins: 120 → 220, as without the setting, with 1
@@ -425,22 +426,35 @@ fn provisioning_request_check_uses_the_autoscaled_group() {
 /// - `backoffLimitCount: 0`: the first eviction, at 60, deactivates it: it never runs
 ///   (`CANCELLED`, `requeuing_limit_exceeded`).
 /// - `timeout: 3m` (above the 120 s delay): no eviction.
+/// - With the ProvisioningRequest check of the case above guarding the flavor, Kueue admits
+///   `j` when its node joins (120), so the 1-minute timeout evicts nothing: 120 → 220, even
+///   with `backoffLimitCount: 0`.
 #[test]
 fn wait_for_pods_ready_of_the_configuration_is_simulated() {
     let jobs = format!("{HEADER}j,0,t,a,0,1,8,100\n");
-    let k = |wait: &str| {
+    let k = |wait: &str, checked: bool| {
         format!(
             "{FLAVOR}{}---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: AdmissionCheck\nmetadata:\n  name: prov\nspec:\n  controllerName: kueue.x-k8s.io/provisioning-request\n  parameters:\n    apiGroup: kueue.x-k8s.io\n    kind: ProvisioningRequestConfig\n    name: cfg\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ProvisioningRequestConfig\nmetadata:\n  name: cfg\nspec:\n  provisioningClassName: best-effort-atomic-scale-up.autoscaling.x-k8s.io\n---\napiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nwaitForPodsReady:\n{wait}",
-            cq("a", 8, false, "  admissionChecks: [prov]\n")
+            cq(
+                "a",
+                8,
+                false,
+                if checked {
+                    "  admissionChecks: [prov]\n"
+                } else {
+                    ""
+                }
+            )
         )
     };
     let scaled = "[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.autoscaling]]\nname = \"gpu\"\nmin_nodes = 0\nmax_nodes = 1\nnode = { preset = \"hgx-h100\" }\nprovisioning_delay = { distribution = \"fixed\", s = 120 }\n";
-    let go = |wait: &str| {
+    let go_with = |wait: &str, checked: bool| {
         run(
             &scenario(scaled, ""),
-            &[("k.yaml", &k(wait)), ("jobs.csv", &jobs)],
+            &[("k.yaml", &k(wait, checked)), ("jobs.csv", &jobs)],
         )
     };
+    let go = |wait: &str| go_with(wait, false);
     let requeued = go("  timeout: 1m\n  requeuingStrategy:\n    backoffBaseSeconds: 30\n");
     assert_eq!(span(&requeued, "j"), (Some(120), Some(220)));
     let p = requeued.summary.pods_ready.as_ref().expect("simulated");
@@ -459,4 +473,14 @@ fn wait_for_pods_ready_of_the_configuration_is_simulated() {
     let long = go("  timeout: 3m\n");
     assert_eq!(span(&long, "j"), (Some(120), Some(220)));
     assert_eq!(long.summary.pods_ready.as_ref().unwrap().evictions, 0);
+    let checked = go_with(
+        "  timeout: 1m\n  requeuingStrategy:\n    backoffBaseSeconds: 30\n    backoffLimitCount: 0\n",
+        true,
+    );
+    assert_eq!(span(&checked, "j"), (Some(120), Some(220)));
+    let p = checked.summary.pods_ready.as_ref().unwrap();
+    assert_eq!(
+        (p.admissions_waiting, p.evictions, p.deactivated),
+        (0, 0, 0)
+    );
 }

@@ -746,3 +746,76 @@ fn an_empty_workload_file_is_refused() {
         "{err}"
     );
 }
+
+/// `waitForPodsReady` beside a ProvisioningRequest check: Kueue admits the workload when its
+/// ProvisioningRequest is provisioned, and times its pods from then. `sweep` (2 × 4 GPUs,
+/// 1,000 s, submitted at 0 s) waits for the node the check provisions (300 s,
+/// `--provisioning-delay 5m`) with a 2-minute timeout and `backoffLimitCount: 0`: it is not
+/// evicted at 120 s but admitted at 300 s and finishes at 1,300 s. The same nodes as a
+/// plain cluster-autoscaler group (`--fleet`, no check) are waited for after admission:
+/// evicted at 0 + 120 = 120 s, one eviction more than 0: deactivated.
+#[test]
+fn a_provisioning_request_check_admits_when_its_nodes_join_so_pods_ready_waits() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = "apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+waitForPodsReady:
+  timeout: 2m
+  requeuingStrategy:
+    backoffLimitCount: 0
+---
+";
+    let checked = MANIFESTS.replace(
+        "  preemption:\n    withinClusterQueue: LowerPriority\n",
+        "  admissionChecksStrategy:\n    admissionChecks:\n    - name: prov\n      onFlavors: [h100]\n",
+    ) + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: AdmissionCheck\nmetadata:\n  name: prov\nspec:\n  controllerName: kueue.x-k8s.io/provisioning-request\n  parameters:\n    apiGroup: kueue.x-k8s.io\n    kind: ProvisioningRequestConfig\n    name: prov-config\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ProvisioningRequestConfig\nmetadata:\n  name: prov-config\nspec:\n  provisioningClassName: best-effort-atomic-scale-up.autoscaling.x-k8s.io\n";
+    let (m, w, f) = (
+        dir.path().join("k.yaml"),
+        dir.path().join("jobs.yaml"),
+        dir.path().join("fleet.toml"),
+    );
+    std::fs::write(&w, job("sweep", "0s", "1000s", 2, 4, "")).unwrap();
+    std::fs::write(&m, format!("{config}{checked}")).unwrap();
+    let a = simulate(&[
+        "--manifests",
+        m.to_str().unwrap(),
+        "--workload",
+        w.to_str().unwrap(),
+        "--provisioning-delay",
+        "5m",
+    ]);
+    let sweep = workload(&a, "Job ml/sweep");
+    assert_eq!(
+        (
+            sweep["admitted_s"].as_f64(),
+            sweep["finished_s"].as_f64(),
+            sweep["pods_ready_evictions"].as_u64(),
+            sweep["pods_ready"].as_array().map(Vec::len),
+        ),
+        (Some(300.0), Some(1300.0), Some(0), Some(0))
+    );
+    // No check: one autoscaled node of 8 H100 GPUs joining after 300 s, as a fleet file.
+    std::fs::write(
+        &f,
+        "[[fleet.cells]]\nname = \"c\"\nnodes = []\n[[fleet.cells.autoscaling]]\nname = \"h100\"\nmax_nodes = 1\nnode = { preset = \"hgx-h100\" }\nprovisioning_delay = { distribution = \"fixed\", s = 300 }\n",
+    )
+    .unwrap();
+    std::fs::write(&m, format!("{config}{MANIFESTS}")).unwrap();
+    let a = simulate(&[
+        "--manifests",
+        m.to_str().unwrap(),
+        "--workload",
+        w.to_str().unwrap(),
+        "--fleet",
+        f.to_str().unwrap(),
+    ]);
+    let sweep = workload(&a, "Job ml/sweep");
+    assert_eq!(
+        (
+            sweep["admitted_s"].as_f64(),
+            sweep["deactivated_s"].as_f64(),
+            sweep["state"].as_str()
+        ),
+        (None, Some(120.0), Some("CANCELLED"))
+    );
+}

@@ -18,7 +18,10 @@
 //! (every pending workload that fits the group can trigger a scale-up), `podSetUpdates`,
 //! `podSetMergePolicy`, `parameters`; checks of other controllers (MultiKueue, custom).
 //! Where Kueue reserves quota while nodes are provisioned, fleetsim charges it when the
-//! workload starts on them.
+//! workload starts on them. The group is marked with the check
+//! ([`crate::scenario::schema::AutoscalingGroupSpec::admission_check`]): Kueue admits a
+//! workload waiting for its nodes when they join, so `waitForPodsReady` does not time that
+//! wait.
 
 use std::collections::BTreeMap;
 

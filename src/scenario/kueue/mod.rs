@@ -1893,7 +1893,7 @@ impl KueueConfig {
 pub(crate) fn merge(scenario: &mut super::Scenario, k: KueueQuota) {
     use fleetsim_policies::registry::AdmissionOrder;
     let mut notes = k.unsimulated.clone();
-    notes.extend(provisioning_notes(scenario, &k));
+    notes.extend(map_provisioning(scenario, &k));
     let scenario_preempts = scenario.policy.preemption.is_some();
     let mut defaulted = Vec::new();
     for mut q in k.queues {
@@ -2008,9 +2008,11 @@ pub(crate) fn merge(scenario: &mut super::Scenario, k: KueueQuota) {
     scenario.notes.extend(notes);
 }
 
-/// How the ProvisioningRequest checks map onto the scenario's fleet: the flavor's nodes must
-/// be an autoscaled node group of its model (see [`checks`]).
-fn provisioning_notes(scenario: &super::Scenario, k: &KueueQuota) -> Vec<String> {
+/// Maps the ProvisioningRequest checks onto the scenario's fleet: the flavor's nodes must be
+/// an autoscaled node group of its model (see [`checks`]); each such group is marked with
+/// the check ([`super::schema::AutoscalingGroupSpec::admission_check`]: Kueue admits a
+/// workload waiting for its nodes when they join). Returns a note per check.
+fn map_provisioning(scenario: &mut super::Scenario, k: &KueueQuota) -> Vec<String> {
     let mut out = Vec::new();
     for p in &k.provisioned {
         let models: Vec<String> = k
@@ -2020,12 +2022,18 @@ fn provisioning_notes(scenario: &super::Scenario, k: &KueueQuota) -> Vec<String>
             .find(|f| f.name == p.flavor)
             .map(|f| f.models.clone())
             .unwrap_or_default();
-        let groups: Vec<String> = scenario
+        let at: Vec<(usize, usize)> = scenario
             .fleet
             .cells
             .iter()
-            .flat_map(|c| c.autoscaling.iter().map(move |g| (c, g)))
-            .filter(|(_, g)| {
+            .enumerate()
+            .flat_map(|(ci, c)| {
+                c.autoscaling
+                    .iter()
+                    .enumerate()
+                    .map(move |(gi, g)| (ci, gi, g))
+            })
+            .filter(|(_, _, g)| {
                 let model = g.node.accelerator.clone().or_else(|| {
                     g.node.preset.as_ref().and_then(|n| {
                         crate::fleet::build::PRESETS
@@ -2037,8 +2045,14 @@ fn provisioning_notes(scenario: &super::Scenario, k: &KueueQuota) -> Vec<String>
                 models.is_empty()
                     || model.is_some_and(|m| models.iter().any(|x| x.eq_ignore_ascii_case(&m)))
             })
-            .map(|(c, g)| format!("{}/{}", c.name, g.name))
+            .map(|(ci, gi, _)| (ci, gi))
             .collect();
+        let mut groups = Vec::new();
+        for &(ci, gi) in &at {
+            let c = &mut scenario.fleet.cells[ci];
+            groups.push(format!("{}/{}", c.name, c.autoscaling[gi].name));
+            c.autoscaling[gi].admission_check = Some(p.check.clone());
+        }
         out.push(if groups.is_empty() {
             format!(
                 "ClusterQueue {}: AdmissionCheck `{}` ({}) has the cluster autoscaler bring flavor {}'s nodes; the fleet has no autoscaled node group of its model{}: not simulated (its nodes are static); add [[fleet.cells.autoscaling]] with your autoscaler's provisioning_delay",
@@ -2054,7 +2068,7 @@ fn provisioning_notes(scenario: &super::Scenario, k: &KueueQuota) -> Vec<String>
             )
         } else {
             format!(
-                "ClusterQueue {}: AdmissionCheck `{}` ({}) is simulated by the autoscaled node group(s) {} for flavor {}: nodes come after their provisioning_delay; Kueue reserves the quota meanwhile, fleetsim charges it at the start",
+                "ClusterQueue {}: AdmissionCheck `{}` ({}) is simulated by the autoscaled node group(s) {} for flavor {}: nodes come after their provisioning_delay; Kueue reserves the quota meanwhile, fleetsim charges it at the start; a workload waiting for them is admitted when they join (its waitForPodsReady timeout starts then)",
                 p.cluster_queue,
                 p.check,
                 p.class,
