@@ -461,31 +461,33 @@ fn figures(w: &str) -> (Vec<&str>, Vec<&str>) {
 /// varies over the seeds is shown as its range (`53–75`).
 pub fn seed_warnings(seeds: &[u64], summaries: &[Value]) -> Vec<String> {
     assert_eq!(seeds.len(), summaries.len(), "one summary per seed");
-    /// A warning's text between figures, and the figures and seed of each run that printed it.
-    type Group = (Vec<String>, Vec<(Vec<String>, u64)>);
+    /// A warning's text between figures, its place among the run's warnings of that text
+    /// (two of one run stay apart), and the figures and seed of each run that printed it.
+    type Group = (Vec<String>, usize, Vec<(Vec<String>, u64)>);
     let mut groups: Vec<Group> = Vec::new();
     for (&seed, s) in seeds.iter().zip(summaries) {
-        let mut here: Vec<&str> = s["warnings"]
-            .as_array()
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        here.dedup();
+        let mut here: Vec<&str> = Vec::new();
+        for w in s["warnings"].as_array().into_iter().flatten() {
+            if let Some(w) = w.as_str().filter(|w| !here.contains(w)) {
+                here.push(w);
+            }
+        }
+        let mut seen: Vec<Vec<String>> = Vec::new();
         for w in here {
             let (text, nums) = figures(w);
             let text: Vec<String> = text.into_iter().map(str::to_string).collect();
             let nums: Vec<String> = nums.into_iter().map(str::to_string).collect();
-            match groups.iter_mut().find(|(t, _)| *t == text) {
-                Some((_, runs)) if runs.last().map(|r| r.1) != Some(seed) => {
-                    runs.push((nums, seed));
-                }
-                Some(_) => {}
-                None => groups.push((text, vec![(nums, seed)])),
+            let nth = seen.iter().filter(|t| **t == text).count();
+            seen.push(text.clone());
+            match groups.iter_mut().find(|(t, n, _)| *t == text && *n == nth) {
+                Some((_, _, runs)) => runs.push((nums, seed)),
+                None => groups.push((text, nth, vec![(nums, seed)])),
             }
         }
     }
     groups
         .into_iter()
-        .map(|(text, runs)| {
+        .map(|(text, _, runs)| {
             let mut out = String::new();
             for (k, t) in text.iter().enumerate() {
                 out.push_str(t);
@@ -919,14 +921,22 @@ mod tests {
             w(&["none of the 54 jobs has a limit", "cell c is idle"]),
             w(&["none of the 59 jobs has a limit"]),
             w(&["none of the 59 jobs has a limit", "rate 1.5 per hour"]),
-            w(&["none of the 53 jobs has a limit"]),
+            w(&[
+                "none of the 53 jobs has a limit",
+                "cell 1 lost 2 nodes",
+                "cell 1 lost 2 nodes",
+                "cell 2 lost 4 nodes",
+            ]),
         ];
+        // Two warnings of one run that differ only in figures stay two; a repeat is one.
         assert_eq!(
             seed_warnings(&seeds, &summaries),
             [
                 "none of the 53–75 jobs has a limit (seeds 42..=45, 47)",
                 "cell c is idle (seeds 42, 43)",
                 "rate 1.5 per hour (seed 45)",
+                "cell 1 lost 2 nodes (seed 47)",
+                "cell 2 lost 4 nodes (seed 47)",
             ]
         );
         assert_eq!(seed_list(&[1, 2, 3, 5, 6, 9]), "1..=3, 5, 6, 9");
