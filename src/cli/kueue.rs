@@ -307,6 +307,17 @@ fn workload_ref(
                 .flat_map(|g| g.flavors.iter().map(|f| f.flavor.clone()))
                 .collect()
         }),
+        provisioning_checks: cq.map_or(Vec::new(), |q| {
+            q.admission_checks
+                .iter()
+                .filter(|(check, _)| {
+                    cfg.admission_checks
+                        .get(check)
+                        .is_some_and(|ac| ac.controller == k::checks::PROVISIONING_CONTROLLER)
+                })
+                .map(|(check, _)| check.clone())
+                .collect()
+        }),
         cluster_queue,
         notes,
         tas_required: None,

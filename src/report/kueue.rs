@@ -58,6 +58,10 @@ pub struct WorkloadRef {
     /// What its Topology-Aware Scheduling annotations require (`all its pods in one
     /// example.com/rack`), if anything.
     pub tas_required: Option<String>,
+    /// The ProvisioningRequest AdmissionChecks of its ClusterQueue: while its pods have no
+    /// room, Kueue holds it with quota reserved until the check is ready, rather than
+    /// admitting it.
+    pub provisioning_checks: Vec<String>,
 }
 
 /// Why a workload waited, from when to when (seconds since t = 0; `to` `None`: to the end).
@@ -238,6 +242,23 @@ pub fn kueue_reason(r: PendingReason, w: &WorkloadRef) -> String {
         format!(" (flavors {})", w.flavors.join(", "))
     };
     let cohort = w.cohort.as_deref();
+    let provisioning = (!w.provisioning_checks.is_empty()
+        && matches!(
+            r,
+            PendingReason::NoCapacity
+                | PendingReason::Fragmentation
+                | PendingReason::Gang
+                | PendingReason::NodeShape
+        ))
+    .then(|| {
+        format!(
+            "quota reserved; waiting for AdmissionCheck {} (ProvisioningRequest): Kueue admits it when the check is ready, with nodes that have room for its pods",
+            w.provisioning_checks.join(", ")
+        )
+    });
+    if let Some(p) = provisioning {
+        return p;
+    }
     match r {
         PendingReason::NotTried => "not tried yet (the pass stopped before it)".into(),
         PendingReason::OverQuota => format!(

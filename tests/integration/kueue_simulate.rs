@@ -794,6 +794,23 @@ waitForPodsReady:
         ),
         (Some(300.0), Some(1300.0), Some(0), Some(0))
     );
+    // While the nodes are provisioned Kueue holds it with quota reserved, pending the check
+    // (it does not admit it and leave its pods to kube-scheduler).
+    let spans = sweep["pending"].as_array().unwrap();
+    assert_eq!(
+        (
+            spans.len(),
+            spans[0]["from_s"].as_f64(),
+            spans[0]["to_s"].as_f64()
+        ),
+        (1, Some(0.0), Some(300.0)),
+        "{spans:?}"
+    );
+    let reason = spans[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("quota reserved; waiting for AdmissionCheck prov (ProvisioningRequest)"),
+        "{reason}"
+    );
     // No check: one autoscaled node of 8 H100 GPUs joining after 300 s, as a fleet file.
     std::fs::write(
         &f,
