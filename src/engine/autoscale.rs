@@ -8,17 +8,23 @@
 //! After the scheduling passes of an instant settle, the pending jobs that could not start
 //! for want of capacity (pending reason `no_capacity`, `fragmentation` or `gang`; at most
 //! [`MAX_SCAN`] pending jobs are looked at, queue by queue in queue order) are taken in
-//! that order. Each first claims room on nodes already being provisioned (greedy, task by
-//! task, in request order then node order; a gang only as a whole), so capacity on its way
-//! is never provisioned twice. A job that finds no such room asks the expander
-//! ([`fleetsim_policies::autoscale`]) to choose among the groups of its allowed cells and
-//! models that can still add all the nodes the whole gang needs (`⌈tasks / tasks per
-//! node⌉`, all-or-nothing: Cluster Autoscaler atomic scale-up, Kueue ProvisioningRequest);
-//! the chosen group provisions them in one request, its lowest-numbered free nodes, which
-//! join the fleet together after one delay drawn from the group's stream. The rest of the
-//! new nodes' room can be claimed by later jobs. Room is counted per node in GPU-milli,
-//! milli-cores and MiB (a fractional task is not packed per accelerator: an approximation).
-//!
+//! that order, each sized the way Cluster Autoscaler's binpacking estimator sizes pods,
+//! for the whole gang at once ([`estimate`]). A job is first counted on the room it has in
+//! a cell it may use (cells in id order): the free room of the cell's nodes in the fleet,
+//! static or autoscaled, and the whole capacity of nodes being provisioned, less what
+//! earlier jobs of the scan counted. A job that room holds scales nothing (it waits for a
+//! scale-up when some of it is on nodes being provisioned, so capacity on its way is never
+//! provisioned twice). Otherwise the expander ([`fleetsim_policies::autoscale`]) chooses
+//! among the groups of its allowed cells and models that can still add every node the rest
+//! of the gang needs (`⌈rest / tasks per node⌉`, all-or-nothing: Cluster Autoscaler atomic
+//! scale-up, Kueue ProvisioningRequest), each counted with its cell's room; the chosen
+//! group provisions them in one request, its lowest-numbered free nodes (of one topology
+//! group when the job requires one), which join the fleet together after one delay drawn
+//! from the group's stream. The job's room on the nodes in the fleet is counted as taken;
+//! the rest of the new nodes' room can be counted by later jobs. A job with no such group
+//! (its topology constraint cannot be met, or the groups are too small) scales nothing
+//! and keeps the pending reason the scheduler gave it.
+
 //! # Scale-down
 //! A node of a group with no task is idle from the first instant it is seen so (after the
 //! passes of an instant); one still idle `scale_down_idle_s` later leaves the fleet, unless
@@ -37,6 +43,10 @@ use fleetsim_policies::{
 };
 use rand::Rng as _;
 use rand_distr::{Distribution, LogNormal};
+
+pub mod estimate;
+
+use estimate::{Layout, Room};
 
 /// Most pending jobs one scale-up scan looks at.
 pub const MAX_SCAN: usize = 4096;
@@ -199,15 +209,6 @@ struct Request {
     nodes: Vec<u32>,
 }
 
-/// Room left on a node being provisioned, in one scan.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Room {
-    group: u32,
-    gpu_milli: u64,
-    cpu_milli: u64,
-    mem_mib: u64,
-}
-
 #[derive(Clone, Debug, Default)]
 struct Integrals {
     billed_ms: u128,
@@ -233,6 +234,9 @@ pub struct Autoscaler {
     integrals: Vec<Integrals>,
     stats: Vec<GroupStats>,
     levels: AutoscaleLevels,
+    /// The placement context the estimator reads split layouts through (a cache of
+    /// node shapes and topology, which do not change during a run).
+    ctx: Box<fleetsim_policies::placement::PlaceCtx>,
 }
 
 /// What the engine must queue after a scan: request `u32` joins at the time.
@@ -289,6 +293,7 @@ impl Autoscaler {
             waiting_ms: 0,
             stats,
             levels: AutoscaleLevels::default(),
+            ctx: Box::new(fleetsim_policies::placement::PlaceCtx::new()),
         }
     }
 
@@ -393,30 +398,14 @@ impl Autoscaler {
                 checks.push((t + idle, i as u32));
             }
         }
-        let joins = self.scale_up(t, sched);
+        let joins = self.scan(t, fleet, &Self::blocked(sched));
         (checks, joins)
     }
 
-    fn scale_up(&mut self, t: SimTime, sched: &Scheduler) -> Joins {
-        let mut room: Vec<Room> = Vec::new();
-        for r in &self.requests {
-            for &n in &r.nodes {
-                let rec = &self.nodes[n as usize];
-                if rec.state == State::Provisioning {
-                    let g = &self.cfg.groups[rec.group as usize];
-                    room.push(Room {
-                        group: rec.group,
-                        gpu_milli: u64::from(g.gpus) * 1000,
-                        cpu_milli: g.cpu_milli,
-                        mem_mib: g.mem_mib,
-                    });
-                }
-            }
-        }
-        let mut joins = Vec::new();
-        let mut waiting = 0u64;
-        self.waiting_jobs.clear();
-        let blocked = sched
+    /// The pending jobs blocked for want of capacity ([`MAX_SCAN`] at most, queue by queue
+    /// in queue order).
+    fn blocked(sched: &Scheduler) -> Vec<&PendingJob> {
+        sched
             .pending_with_reasons()
             .take(MAX_SCAN)
             .filter(|(_, r)| {
@@ -424,95 +413,165 @@ impl Autoscaler {
                     r,
                     PendingReason::NoCapacity | PendingReason::Fragmentation | PendingReason::Gang
                 )
-            });
-        let jobs: Vec<&PendingJob> = blocked.map(|(j, _)| j).collect();
+            })
+            .map(|(j, _)| j)
+            .collect()
+    }
+
+    /// The free room of every cell with a group, per cell index: nodes in the fleet, in id
+    /// order, then the nodes being provisioned (their whole capacity).
+    fn room(&self, fleet: &FleetState) -> Vec<Vec<Room>> {
+        let mut room: Vec<Vec<Room>> = vec![Vec::new(); fleet.cells().len()];
+        let mut has_group = vec![false; fleet.cells().len()];
+        for g in &self.cfg.groups {
+            has_group[g.cell.index()] = true;
+        }
+        for (i, n) in fleet.nodes().iter().enumerate() {
+            if n.schedulable && has_group[n.cell.index()] {
+                room[n.cell.index()].push(Room::free(fleet, NodeId(i as u32)));
+            }
+        }
+        for rec in &self.nodes {
+            if rec.state == State::Provisioning {
+                let g = &self.cfg.groups[rec.group as usize];
+                room[g.cell.index()].push(Room {
+                    checked: g.admission_check,
+                    ..Room::empty(rec.id, g.model, g.gpus, g.cpu_milli, g.mem_mib)
+                });
+            }
+        }
+        room
+    }
+
+    /// One scale-up scan at `t` over `jobs` (blocked for want of capacity, in order), on
+    /// `fleet` as it is after the passes: counts each job on the room it has in a cell it
+    /// may use and, when that is not enough, asks the expander to choose among the groups
+    /// that can add the nodes it still needs ([`estimate`]). Returns the joins to queue.
+    pub fn scan(&mut self, t: SimTime, fleet: &FleetState, jobs: &[&PendingJob]) -> Joins {
+        let mut room = self.room(fleet);
+        let mut joins = Vec::new();
+        let mut waiting = 0u64;
+        self.waiting_jobs.clear();
         for job in jobs {
             let eligible = |g: &GroupConfig| {
                 job.allows_cell(g.cell)
                     && (job.shape.num_gpu == 0 || g.model.is_some_and(|m| job.models.allows(m)))
             };
-            if let Some(r) = claim(&room, job, |g| eligible(&self.cfg.groups[g as usize])) {
-                // Admitted now (Kueue's view) unless all its room is on nodes an admission
-                // check provisions.
-                let unchecked = room
-                    .iter()
-                    .zip(&r)
-                    .any(|(a, b)| a != b && !self.cfg.groups[a.group as usize].admission_check);
-                room = r;
-                waiting += 1;
-                if unchecked {
-                    self.waiting_jobs.push(job.id);
+            let mut cells: Vec<CellId> = self
+                .cfg
+                .groups
+                .iter()
+                .filter(|g| eligible(g))
+                .map(|g| g.cell)
+                .collect();
+            cells.sort_unstable();
+            cells.dedup();
+            // 1. The room it has: a job it holds scales nothing (it waits for a scale-up
+            // when some of that room is on its way).
+            let layouts: Vec<(CellId, Layout)> = cells
+                .iter()
+                .map(|&c| (c, Layout::of(&mut self.ctx, fleet, c, job)))
+                .collect();
+            let held = layouts.iter().find_map(|(c, l)| {
+                estimate::on_room(&room[c.index()], l, job.models, fleet).map(|p| (*c, l, p))
+            });
+            if let Some((c, l, plan)) = held {
+                let cell = &mut room[c.index()];
+                let (mut on_the_way, mut unchecked) = (false, false);
+                for &(i, n) in &plan.claims {
+                    cell[i].take(&l.shape, n);
+                    on_the_way |= cell[i].provisioning;
+                    unchecked |= cell[i].provisioning && !cell[i].checked;
+                }
+                if on_the_way {
+                    waiting += 1;
+                    // Admitted now (Kueue's view) unless all its room on the way is on
+                    // nodes an admission check provisions.
+                    if unchecked {
+                        self.waiting_jobs.push(job.id);
+                    }
                 }
                 continue;
             }
+            // 2. The nodes it still needs, per group that can add them all.
             let mut options = Vec::new();
+            let mut plans = Vec::new();
             for (gi, g) in self.cfg.groups.iter().enumerate() {
                 if !eligible(g) {
                     continue;
                 }
-                let k =
-                    FleetState::tasks_per_empty_node(&job.shape, g.gpus, g.cpu_milli, g.mem_mib);
-                if k == 0 {
+                let l = &layouts
+                    .iter()
+                    .find(|(c, _)| *c == g.cell)
+                    .expect("its cell")
+                    .1;
+                let off: Vec<estimate::Off> = self.group_nodes[gi]
+                    .iter()
+                    .map(|&n| (n, &self.nodes[n as usize]))
+                    .filter(|(_, rec)| rec.state == State::Off)
+                    .map(|(n, rec)| (n, rec.id))
+                    .collect();
+                let node = (g.gpus, g.cpu_milli, g.mem_mib);
+                let Some(plan) =
+                    estimate::with_nodes(&room[g.cell.index()], &off, node, l, job.models, fleet)
+                else {
                     continue;
-                }
-                let need = u64::from(job.tasks).div_ceil(k);
-                let free = u64::from(g.nodes.len() as u32 - self.active(gi));
-                if need > free {
-                    continue;
-                }
-                let tasks = u64::from(job.tasks);
+                };
+                let need = plan.nodes.len() as u64;
                 options.push(ScaleOption {
                     group: gi as u32,
                     nodes: need as u32,
                     waste_gpu_milli: (need * u64::from(g.gpus) * 1000)
-                        .saturating_sub(tasks * job.shape.total_gpu_milli()),
+                        .saturating_sub(plan.on_new * l.shape.total_gpu_milli()),
                     waste_cpu_milli: (need * g.cpu_milli)
-                        .saturating_sub(tasks * job.shape.cpu_milli),
+                        .saturating_sub(plan.on_new * l.shape.cpu_milli),
                     price_micro_per_hour: (need as f64 * g.price_per_node_hour * 1e6).round()
                         as u64,
                     priority: g.priority,
                 });
+                plans.push((*l, plan));
             }
             let Some(pick) = self.expander.choose(&options) else {
                 continue;
             };
             let o = options[pick];
+            let (l, plan) = &plans[pick];
             let gi = o.group as usize;
             let g = &self.cfg.groups[gi];
-            let picked: Vec<u32> = self.group_nodes[gi]
-                .iter()
-                .copied()
-                .filter(|&n| self.nodes[n as usize].state == State::Off)
-                .take(o.nodes as usize)
-                .collect();
+            let cell = &mut room[g.cell.index()];
+            let mut unchecked = !g.admission_check;
+            for &(i, n) in &plan.claims {
+                cell[i].take(&l.shape, n);
+                unchecked |= cell[i].provisioning && !cell[i].checked;
+            }
             let delay = g.delay.sample(&mut self.rngs[gi]);
-            let mut fresh: Vec<Room> = picked
-                .iter()
-                .map(|_| Room {
-                    group: o.group,
-                    gpu_milli: u64::from(g.gpus) * 1000,
-                    cpu_milli: g.cpu_milli,
-                    mem_mib: g.mem_mib,
-                })
-                .collect();
-            for &n in &picked {
-                self.nodes[n as usize].state = State::Provisioning;
+            // The job's own tasks take their room on the new nodes; the rest is claimable.
+            let k = FleetState::tasks_per_empty_node(&l.shape, g.gpus, g.cpu_milli, g.mem_mib);
+            let mut left = plan.on_new;
+            for &n in &plan.nodes {
+                let rec = &mut self.nodes[n as usize];
+                rec.state = State::Provisioning;
+                let mut fresh = Room {
+                    checked: g.admission_check,
+                    ..Room::empty(rec.id, g.model, g.gpus, g.cpu_milli, g.mem_mib)
+                };
+                let here = left.min(k);
+                fresh.take(&l.shape, here);
+                left -= here;
+                cell.push(fresh);
             }
             let id = self.requests.len() as u32;
-            self.requests.push(Request { nodes: picked });
+            self.requests.push(Request {
+                nodes: plan.nodes.clone(),
+            });
             joins.push((t + delay, id));
             let active = self.active(gi);
             let s = &mut self.stats[gi];
             s.scale_ups += 1;
             s.nodes_provisioned += u64::from(o.nodes);
             s.peak_nodes = s.peak_nodes.max(active);
-            // The gang's own tasks take their room on the new nodes; the rest is claimable.
-            if let Some(r) = claim(&fresh, job, |_| true) {
-                fresh = r;
-            }
-            room.extend(fresh);
             waiting += 1;
-            if !g.admission_check {
+            if unchecked {
                 self.waiting_jobs.push(job.id);
             }
         }
@@ -561,64 +620,125 @@ fn busy(fleet: &FleetState, id: NodeId) -> bool {
     s.free_gpu_milli < s.gpus * 1000 || s.free_cpu_milli < s.cpu_milli || s.free_mem_mib < s.mem_mib
 }
 
-/// Places every task of `job` on `room` (first node with space, in order, among groups
-/// `ok`), returning the room left, or `None` when the whole gang does not fit.
-fn claim(room: &[Room], job: &PendingJob, ok: impl Fn(u32) -> bool) -> Option<Vec<Room>> {
-    if room.is_empty() {
-        return None;
-    }
-    let mut left = room.to_vec();
-    let g = job.shape.total_gpu_milli();
-    let (c, m) = (job.shape.cpu_milli, job.shape.mem_mib);
-    let mut at = 0usize;
-    for _ in 0..job.tasks {
-        loop {
-            let r = left.get_mut(at)?;
-            if ok(r.group) && r.gpu_milli >= g && r.cpu_milli >= c && r.mem_mib >= m {
-                r.gpu_milli -= g;
-                r.cpu_milli -= c;
-                r.mem_mib -= m;
-                break;
-            }
-            at += 1;
-        }
-    }
-    Some(left)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fleetsim_policies::{JobId, TaskShape};
+    use fleetsim_policies::{ModelSet, NodeSpec, TaskShape};
+    use proptest::prelude::*;
 
-    fn job(tasks: u32, gpus: u32) -> PendingJob {
-        PendingJob {
-            id: JobId(0),
-            tasks,
-            shape: TaskShape::whole_gpus(gpus),
-            ..PendingJob::default()
-        }
-    }
-
-    fn room(gpus: u64) -> Room {
-        Room {
-            group: 0,
-            gpu_milli: gpus * 1000,
+    /// One cell: `statics` 8-GPU nodes, then a group of `max` nodes of `gpus` accelerators
+    /// (the first `min` up), each in an NVLink domain of its own; `used[i]` accelerators of
+    /// node `i` (static or up) bound. Returns the fleet and its autoscaler.
+    fn cell(
+        statics: usize,
+        gpus: u32,
+        max: usize,
+        min: u32,
+        used: &[u32],
+    ) -> (FleetState, Autoscaler) {
+        let spec = |i: usize, g: u32| NodeSpec {
+            name: format!("n{i}"),
+            cell: CellId(0),
+            block: u32::from(i >= statics),
+            domain: i as u32,
+            model: Some(ModelId(0)),
+            gpus: g,
             cpu_milli: 0,
             mem_mib: 0,
+        };
+        let nodes = (0..statics + max)
+            .map(|i| spec(i, if i < statics { 8 } else { gpus }))
+            .collect();
+        let mut fleet = FleetState::new(vec!["c".into()], vec!["H100".into()], nodes).unwrap();
+        let group = GroupConfig {
+            name: "c/g".into(),
+            cell: CellId(0),
+            model: Some(ModelId(0)),
+            gpus,
+            cpu_milli: 0,
+            mem_mib: 0,
+            nodes: (statics..statics + max).map(|i| NodeId(i as u32)).collect(),
+            min_nodes: min,
+            delay: Delay::Fixed(SimDuration(60_000)),
+            price_per_node_hour: 1.0,
+            priority: 0,
+            scale_down_idle: SimDuration(100_000),
+            admission_check: false,
+        };
+        let cfg = AutoscaleConfig {
+            groups: vec![group],
+            expander: ExpanderKind::default(),
+            seed: 1,
+        };
+        let auto = Autoscaler::new(cfg, &mut fleet);
+        for (i, &u) in used.iter().enumerate().take(statics + min as usize) {
+            let n = NodeId(i as u32);
+            let u = u.min(fleet.node(n).gpus);
+            if u > 0 {
+                fleet
+                    .allocate(n, &TaskShape::whole_gpus(u), ModelSet::ANY)
+                    .unwrap();
+            }
         }
+        (fleet, auto)
     }
 
-    #[test]
-    fn a_gang_claims_room_whole_or_not_at_all() {
-        let r = [room(8), room(4)];
-        // 3 × 4 GPUs: two on the first node, one on the second.
-        let left = claim(&r, &job(3, 4), |_| true).unwrap();
-        assert_eq!(left.iter().map(|r| r.gpu_milli).collect::<Vec<_>>(), [0, 0]);
-        // 4 × 4 GPUs do not fit in 12: nothing is claimed.
-        assert!(claim(&r, &job(4, 4), |_| true).is_none());
-        // A group filter leaves no room.
-        assert!(claim(&r, &job(1, 1), |_| false).is_none());
+    /// Tasks of `shape` the fleet's schedulable nodes hold now, node by node.
+    fn room_now(fleet: &FleetState, shape: &TaskShape) -> u64 {
+        (0..fleet.nodes().len())
+            .map(|i| u64::from(fleet.tasks_fit_now(NodeId(i as u32), shape, ModelSet::ANY)))
+            .sum()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// A blocked job that would fit on the free room of the nodes in the fleet plus the
+        /// nodes its group can still add gets a scale-up in the scan of the instant it is
+        /// blocked, of exactly `⌈(tasks − room) / per node⌉` nodes; once they join it fits.
+        /// A job the room already holds, or one even every addable node would not hold,
+        /// scales nothing; and a second scan before the nodes join asks for nothing more.
+        #[test]
+        fn a_blocked_job_that_fits_with_the_addable_nodes_scales_up_once(
+            statics in 0usize..4,
+            gpus in prop::sample::select(vec![4u32, 8]),
+            max in 1usize..6,
+            min in 0u32..3,
+            used in proptest::collection::vec(0u32..=8, 8),
+            tasks in 1u32..10,
+            per_task in prop::sample::select(vec![1u32, 2, 4, 8]),
+        ) {
+            let min = min.min(max as u32);
+            let (mut fleet, mut auto) = cell(statics, gpus, max, min, &used);
+            let shape = TaskShape::whole_gpus(per_task);
+            let job = PendingJob {
+                id: JobId(0),
+                tasks,
+                shape,
+                ..PendingJob::default()
+            };
+            let room = room_now(&fleet, &shape);
+            let k = FleetState::tasks_per_empty_node(&shape, gpus, 0, 0);
+            let addable = (max as u64 - u64::from(min)) * k;
+            let t = u64::from(tasks);
+            let joins = auto.scan(SimTime(5_000), &fleet, &[&job]);
+            let added = |a: &Autoscaler| a.stats[0].nodes_provisioned;
+            if room >= t || room + addable < t {
+                prop_assert!(joins.is_empty(), "room {room}, addable {addable}, tasks {t}");
+                prop_assert_eq!(added(&auto), 0);
+                return Ok(());
+            }
+            prop_assert_eq!(joins.len(), 1);
+            prop_assert_eq!(joins[0].0, SimTime(65_000));
+            prop_assert_eq!(added(&auto), (t - room).div_ceil(k));
+            prop_assert_eq!(auto.waiting_jobs(), &[JobId(0)]);
+            // Scanned again before the nodes join: the room on its way holds it.
+            prop_assert!(auto.scan(SimTime(6_000), &fleet, &[&job]).is_empty());
+            prop_assert_eq!(added(&auto), (t - room).div_ceil(k));
+            prop_assert_eq!(auto.waiting_jobs(), &[JobId(0)]);
+            auto.provisioned(joins[0].1, &mut fleet);
+            prop_assert!(room_now(&fleet, &shape) >= t);
+        }
     }
 
     #[test]

@@ -402,3 +402,142 @@ fn bad_groups_are_refused_naming_the_field() {
         .to_string()
         .contains("autoscaling"));
 }
+
+/// Two static `hgx-h100` nodes `n0`, `n1` (8 GPUs each, idle) and a group `burst` of up to 6
+/// nodes of the same shape, none at the start, fixed 120 s provisioning, 4.0 per node-hour,
+/// removed after 300 s idle.
+const HGX: &str = r#"
+[[fleet.cells]]
+name = "c"
+[[fleet.cells.nodes]]
+preset = "hgx-h100"
+names = ["n0", "n1"]
+[[fleet.cells.autoscaling]]
+name = "burst"
+min_nodes = 0
+max_nodes = 6
+node = { preset = "hgx-h100" }
+provisioning_delay = { distribution = "fixed", s = 120 }
+price_per_node_hour = 4.0
+scale_down_idle_s = 300
+"#;
+
+/// G, a gang of 8 × 8 GPUs at 30 for 1000 s, on [`HGX`]. By hand:
+/// - t=30: G needs 8 nodes; n0 and n1 are free and hold one task each, so 8 − 2 = 6 tasks
+///   are left and one burst node holds one: ⌈6/1⌉ = 6 nodes, which the group can add
+///   (max 6). One request for burst-0..5 at 30, joining at 30 + 120 = 150. (Sized from
+///   the group alone, G would need 8 > 6 nodes: no scale-up, pending forever.)
+/// - t=150: G starts on n0, n1 and burst-0..5; ends at 1150, the end of the run (the burst
+///   nodes, idle from 1150, are billed to here).
+///
+/// Wait 120 s. Billed 6 × (1150 − 30) = 6720 node-s = 6720/3600 node-h, cost × 4.0.
+/// Provisioned GPU-s 6 × 8 × (1150 − 150) = 48000, all allocated. Pending for capacity:
+/// G over 30–150, 120 job-s. One scale-up of 6 nodes, none removed, peak 6.
+#[test]
+fn a_gang_counts_the_free_room_on_static_nodes_and_scales_up_only_the_rest() {
+    let jobs = "id,submit_s,tenant,num_gpu,tasks,runtime_s\nG,30,a,8,8,1000\n";
+    let out = run(&tiny(HGX), &[("jobs.csv", jobs)]);
+    assert_eq!(span(&out, "G"), (Some(150), Some(1150)));
+    assert_eq!(first_start_wait_s(&out, "G"), Some(120));
+    let mut nodes = job(&out, "G").nodes.clone();
+    nodes.sort();
+    let mut want = vec!["n0".to_string(), "n1".to_string()];
+    want.extend((0..6).map(|i| format!("c-burst-n0000{i}")));
+    want.sort();
+    assert_eq!(nodes, want);
+    let a = out.summary.autoscaling.as_ref().unwrap();
+    assert_eq!((a.scale_ups, a.scale_downs), (1, 0));
+    let g = &a.groups[0];
+    assert_eq!(
+        (g.nodes_provisioned, g.nodes_removed, g.peak_nodes),
+        (6, 0, 6)
+    );
+    assert_eq!(a.node_hours, 6720.0 / 3600.0);
+    assert_eq!(a.cost, 6720.0 / 3600.0 * 4.0);
+    assert!((a.gpu_hours_provisioned - 48000.0 / 3600.0).abs() < 1e-12);
+    assert!((a.gpu_hours_allocated - 48000.0 / 3600.0).abs() < 1e-12);
+    assert_eq!(a.pending_for_capacity_job_s, 120.0);
+}
+
+/// S, one 16-GPU task at 0 for 500 s that takes the node's shape (no `tasks` column), on a
+/// static `hgx-h100` node `n0` and a group `burst` of up to 3 such nodes (60 s, 2.0 per
+/// node-hour, idle 100 s). By hand:
+/// - On 8-GPU nodes S is placed as 2 members of 8 GPUs that must share one block (the
+///   slice of its 2 members: no NVLink domain of one HGX node holds two; the group's block
+///   of 3 nodes does). `n0` is a block of its own, so its free room cannot take a member
+///   beside one on a burst node: the group adds ⌈2/1⌉ = 2 nodes, burst-0 and burst-1, at
+///   0, joining at 60. (Sized by the 16-GPU task, one burst node holds none: no
+///   scale-up, pending forever.)
+/// - t=60: S starts on burst-0 + burst-1, ends at 560, the end of the run.
+///
+/// Billed 2 × 560 = 1120 node-s; provisioned and allocated GPU-s 2 × 8 × 500 = 8000;
+/// pending for capacity 60 job-s.
+#[test]
+fn a_split_job_scales_up_for_its_node_sized_members() {
+    let groups = r#"
+[[fleet.cells]]
+name = "c"
+[[fleet.cells.nodes]]
+preset = "hgx-h100"
+names = ["n0"]
+[[fleet.cells.autoscaling]]
+name = "burst"
+max_nodes = 3
+node = { preset = "hgx-h100" }
+provisioning_delay = { distribution = "fixed", s = 60 }
+price_per_node_hour = 2.0
+scale_down_idle_s = 100
+"#;
+    let jobs = "id,submit_s,tenant,num_gpu,runtime_s\nS,0,a,16,500\n";
+    let out = run(&tiny(groups), &[("jobs.csv", jobs)]);
+    assert_eq!(span(&out, "S"), (Some(60), Some(560)));
+    let mut nodes = job(&out, "S").nodes.clone();
+    nodes.sort();
+    assert_eq!(nodes, ["c-burst-n00000", "c-burst-n00001"]);
+    let a = out.summary.autoscaling.as_ref().unwrap();
+    assert_eq!((a.scale_ups, a.groups[0].nodes_provisioned), (1, 2));
+    assert_eq!(a.node_hours, 1120.0 / 3600.0);
+    assert!((a.gpu_hours_provisioned - 8000.0 / 3600.0).abs() < 1e-12);
+    assert!((a.gpu_hours_allocated - 8000.0 / 3600.0).abs() < 1e-12);
+    assert_eq!(a.pending_for_capacity_job_s, 60.0);
+}
+
+/// A and B, gangs of 3 × 8 GPUs both at 0 (A first; A for 100 s, B for 200 s), on static
+/// `n0`, `n1` (idle) and a group of up to 4 `hgx-h100` nodes (60 s, 1.0 per node-hour, idle
+/// 300 s). By hand, in the scan at 0 (in queue order):
+/// - A counts n0 and n1 (one task each) and needs ⌈1/1⌉ = 1 node: burst-0, joining at 60.
+/// - B finds n0 and n1 already counted for A and burst-0's room taken by A's third task,
+///   so all 3 of its tasks need new nodes: burst-1..3, joining at 60. (Counting n0 and n1
+///   again, B would ask for 1 node and wait for a node that never comes.)
+/// - t=60: A starts on n0, n1, burst-0 (placement ties by node id), ends 160; B on
+///   burst-1..3, ends 260, the end of the run.
+///
+/// 2 scale-ups, 4 nodes; billed 4 × 260 = 1040 node-s (burst-0, idle from 160, would go at
+/// 460); provisioned GPU-s 4 × 8 × 200 = 6400, allocated 8 × 100 + 3 × 8 × 200 = 5600;
+/// pending for capacity 2 × 60 = 120 job-s.
+#[test]
+fn free_room_counted_for_an_earlier_job_of_the_scan_is_not_counted_again() {
+    let groups = HGX.replace("max_nodes = 6", "max_nodes = 4").replace(
+        "provisioning_delay = { distribution = \"fixed\", s = 120 }\nprice_per_node_hour = 4.0",
+        "provisioning_delay = { distribution = \"fixed\", s = 60 }\nprice_per_node_hour = 1.0",
+    );
+    let jobs = "id,submit_s,tenant,num_gpu,tasks,runtime_s\nA,0,a,8,3,100\nB,0,a,8,3,200\n";
+    let out = run(&tiny(&groups), &[("jobs.csv", jobs)]);
+    assert_eq!(span(&out, "A"), (Some(60), Some(160)));
+    assert_eq!(span(&out, "B"), (Some(60), Some(260)));
+    let mut a_nodes = job(&out, "A").nodes.clone();
+    a_nodes.sort();
+    assert_eq!(a_nodes, ["c-burst-n00000", "n0", "n1"]);
+    let mut b_nodes = job(&out, "B").nodes.clone();
+    b_nodes.sort();
+    assert_eq!(
+        b_nodes,
+        ["c-burst-n00001", "c-burst-n00002", "c-burst-n00003"]
+    );
+    let a = out.summary.autoscaling.as_ref().unwrap();
+    assert_eq!((a.scale_ups, a.groups[0].nodes_provisioned), (2, 4));
+    assert_eq!(a.node_hours, 1040.0 / 3600.0);
+    assert!((a.gpu_hours_provisioned - 6400.0 / 3600.0).abs() < 1e-12);
+    assert!((a.gpu_hours_allocated - 5600.0 / 3600.0).abs() < 1e-12);
+    assert_eq!(a.pending_for_capacity_job_s, 120.0);
+}
