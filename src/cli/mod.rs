@@ -460,7 +460,7 @@ pub fn main(cli: Cli) -> Result<()> {
                     format!(", skipped rows {skipped:?}")
                 }
             );
-            for w in crate::run::estimate_warnings(&loaded, jobs, with_limit) {
+            for w in crate::run::setting_warnings(&loaded, jobs, with_limit) {
                 outln!("  warning: {w}");
             }
             for u in usable.unusable() {

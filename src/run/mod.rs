@@ -31,7 +31,7 @@ pub struct RunOutput {
     pub cells: Vec<String>,
     /// Accelerator model names in model-id order.
     pub models: Vec<String>,
-    /// Settings that had no effect on this run ([`estimate_warnings`]) and capacity no job
+    /// Settings that had no effect on this run ([`setting_warnings`]) and capacity no job
     /// could use ([`crate::fleet::usable`]), for the CLI and the studies to print.
     pub warnings: Vec<String>,
     /// The `[[metrics.slo]]` results (empty without SLOs), for the time series' `slo_*` columns.
@@ -156,7 +156,7 @@ impl JobStream for Peeked {
 }
 
 /// Counts the jobs a stream yields and those that carry a time limit (for
-/// [`estimate_warnings`]), and shows each job to the node groups' usability check
+/// [`setting_warnings`]), and shows each job to the node groups' usability check
 /// ([`crate::fleet::usable`]).
 struct LimitCounter {
     rest: Box<dyn JobStream>,
@@ -248,11 +248,30 @@ pub fn estimate_order_warning(loaded: &Loaded, jobs: u64, with_limit: u64) -> Op
     })
 }
 
-/// The warnings of [`backfill_warning`] and [`estimate_order_warning`], in that order.
-pub fn estimate_warnings(loaded: &Loaded, jobs: u64, with_limit: u64) -> Vec<String> {
+/// A warning when `[policy] wait_for_pods_ready` can do nothing: a job's pods are waited
+/// for only while the autoscaler's scan counts it as waiting for a scale-up
+/// ([`crate::engine::pods_ready`]); admitted any other way, a job starts with every pod
+/// bound (a job that fails or is preempted is admitted again when it restarts). So without
+/// an autoscaled group (`[[fleet.cells.autoscaling]]`) no pod is ever late, failures or
+/// not, and the run equals one without the setting. `None` otherwise.
+pub fn pods_ready_warning(loaded: &Loaded) -> Option<String> {
+    let s = &loaded.scenario;
+    let w = s.policy.wait_for_pods_ready.as_ref()?;
+    s.fleet.cells.iter().all(|c| c.autoscaling.is_empty()).then(|| {
+        format!(
+            "[policy] wait_for_pods_ready (timeout_s = {}) does nothing here: pods wait only for nodes an autoscaled group provisions, and no cell has [[fleet.cells.autoscaling]], so every job starts with its pods bound and none is ever evicted (the run equals one without wait_for_pods_ready)",
+            w.timeout_s
+        )
+    })
+}
+
+/// The warnings of [`backfill_warning`], [`estimate_order_warning`] and
+/// [`pods_ready_warning`], in that order.
+pub fn setting_warnings(loaded: &Loaded, jobs: u64, with_limit: u64) -> Vec<String> {
     backfill_warning(loaded, jobs, with_limit)
         .into_iter()
         .chain(estimate_order_warning(loaded, jobs, with_limit))
+        .chain(pods_ready_warning(loaded))
         .collect()
 }
 
@@ -1020,7 +1039,7 @@ fn run_inner_with(
             &models_for_series,
         ));
     }
-    summary.warnings = estimate_warnings(
+    summary.warnings = setting_warnings(
         loaded,
         limit_counts[0].load(std::sync::atomic::Ordering::Relaxed),
         limit_counts[1].load(std::sync::atomic::Ordering::Relaxed),

@@ -285,3 +285,49 @@ proptest::proptest! {
         );
     }
 }
+
+/// `wait_for_pods_ready` on a fleet without an autoscaled group can never evict anyone
+/// (pods wait only for provisioned nodes): the summary carries a warning naming the
+/// field, with or without a failure model; with a group there is no such warning. The run
+/// itself is unchanged: S 0–5000 on n1, G 5000–5100 on n1 and n2.
+#[test]
+fn wait_for_pods_ready_without_an_autoscaled_group_is_warned_about() {
+    let group = "[[fleet.cells.autoscaling]]\nname = \"burst\"\nmin_nodes = 0\nmax_nodes = 2\nnode = { accelerator = \"H100\", gpus = 4 }\nprovisioning_delay = { distribution = \"fixed\", s = 400 }\nprice_per_node_hour = 3.6\nscale_down_idle_s = 100\n";
+    let fixed = b52("{ timeout_s = 300 }")
+        .replace(group, "")
+        .replace("names = [\"n1\"]", "names = [\"n1\", \"n2\"]");
+    assert!(!fixed.contains("autoscaling"), "{fixed}");
+    let jobs = "id,submit_s,tenant,num_gpu,tasks,runtime_s\nS,0,t,4,2,5000\nG,10,t,4,2,100\n";
+    let out = run(&fixed, &[("jobs.csv", jobs)]);
+    assert_eq!(span(&out, "G"), (Some(5000), Some(5100)));
+    let w: Vec<&String> = out
+        .summary
+        .warnings
+        .iter()
+        .filter(|w| w.contains("wait_for_pods_ready"))
+        .collect();
+    assert_eq!(w.len(), 1, "{:?}", out.summary.warnings);
+    assert!(w[0].contains("[policy] wait_for_pods_ready"), "{}", w[0]);
+    assert!(w[0].contains("[[fleet.cells.autoscaling]]"), "{}", w[0]);
+    // A failure model does not make pods late either.
+    let failing = format!("{fixed}[failures]\nmtbf_h = {{ H100 = 1000 }}\nuntil_s = 6000\n");
+    let out = run(&failing, &[("jobs.csv", jobs)]);
+    assert!(
+        out.summary
+            .warnings
+            .iter()
+            .any(|w| w.contains("wait_for_pods_ready")),
+        "{:?}",
+        out.summary.warnings
+    );
+    // With the group, pods can be late: no warning.
+    let out = run(&b52("{ timeout_s = 300 }"), &[("jobs.csv", JOBS)]);
+    assert!(
+        !out.summary
+            .warnings
+            .iter()
+            .any(|w| w.contains("wait_for_pods_ready")),
+        "{:?}",
+        out.summary.warnings
+    );
+}
