@@ -37,12 +37,14 @@
 //! Time pending for capacity is the integral of the number of jobs waiting for a scale-up
 //! (claiming room on nodes being provisioned), job-seconds.
 
+use fleetsim_policies::topology::TopologySpec;
 use fleetsim_policies::{
-    CellId, Expander, ExpanderKind, FleetState, JobId, ModelId, NodeId, PendingJob, PendingReason,
-    ScaleOption, Scheduler, SimDuration, SimTime,
+    CellId, Expander, ExpanderKind, FleetState, JobId, ModelId, ModelSet, NodeId, PendingJob,
+    PendingReason, ScaleOption, Scheduler, SimDuration, SimTime, TaskShape,
 };
 use rand::Rng as _;
 use rand_distr::{Distribution, LogNormal};
+use std::collections::BTreeSet;
 
 pub mod estimate;
 
@@ -420,14 +422,17 @@ impl Autoscaler {
 
     /// The free room of every cell with a group, per cell index: nodes in the fleet, in id
     /// order, then the nodes being provisioned (their whole capacity).
-    fn room(&self, fleet: &FleetState) -> Vec<Vec<Room>> {
+    /// A node with no free accelerator holds no GPU task: it is left out unless `cpu_jobs`
+    /// (some job asks for no accelerator).
+    fn room(&self, fleet: &FleetState, cpu_jobs: bool) -> Vec<Vec<Room>> {
         let mut room: Vec<Vec<Room>> = vec![Vec::new(); fleet.cells().len()];
         let mut has_group = vec![false; fleet.cells().len()];
         for g in &self.cfg.groups {
             has_group[g.cell.index()] = true;
         }
         for (i, n) in fleet.nodes().iter().enumerate() {
-            if n.schedulable && has_group[n.cell.index()] {
+            let useful = n.free_gpu_milli > 0 || (cpu_jobs && n.free_cpu_milli > 0);
+            if n.schedulable && useful && has_group[n.cell.index()] {
                 room[n.cell.index()].push(Room::free(fleet, NodeId(i as u32)));
             }
         }
@@ -448,11 +453,33 @@ impl Autoscaler {
     /// may use and, when that is not enough, asks the expander to choose among the groups
     /// that can add the nodes it still needs ([`estimate`]). Returns the joins to queue.
     pub fn scan(&mut self, t: SimTime, fleet: &FleetState, jobs: &[&PendingJob]) -> Joins {
-        let mut room = self.room(fleet);
+        let mut room = self.room(fleet, jobs.iter().any(|j| j.shape.num_gpu == 0));
         let mut joins = Vec::new();
         let mut waiting = 0u64;
         self.waiting_jobs.clear();
+        // Jobs alike in everything the estimate reads that neither fit the room nor scale:
+        // an equal job finds the same while the room is unchanged.
+        type Alike = (
+            TaskShape,
+            u32,
+            ModelSet,
+            Vec<CellId>,
+            Option<TopologySpec>,
+            bool,
+        );
+        let mut stuck: BTreeSet<Alike> = BTreeSet::new();
         for job in jobs {
+            let alike: Alike = (
+                job.shape,
+                job.tasks,
+                job.models,
+                job.cells.clone(),
+                job.topology,
+                job.split,
+            );
+            if stuck.contains(&alike) {
+                continue;
+            }
             let eligible = |g: &GroupConfig| {
                 job.allows_cell(g.cell)
                     && (job.shape.num_gpu == 0 || g.model.is_some_and(|m| job.models.allows(m)))
@@ -476,6 +503,7 @@ impl Autoscaler {
                 estimate::on_room(&room[c.index()], l, job.models, fleet).map(|p| (*c, l, p))
             });
             if let Some((c, l, plan)) = held {
+                stuck.clear();
                 let cell = &mut room[c.index()];
                 let (mut on_the_way, mut unchecked) = (false, false);
                 for &(i, n) in &plan.claims {
@@ -532,8 +560,10 @@ impl Autoscaler {
                 plans.push((*l, plan));
             }
             let Some(pick) = self.expander.choose(&options) else {
+                stuck.insert(alike);
                 continue;
             };
+            stuck.clear();
             let o = options[pick];
             let (l, plan) = &plans[pick];
             let gi = o.group as usize;
