@@ -14,58 +14,31 @@
 //! A second test deposes a leader behind its back with a long lease, so that only the fence
 //! can refuse its append.
 //!
-//! The stream and the uninterrupted run are `restart.rs`'s: kueue-cohorts' first 3,000
-//! recorded events in batches of 50, applied in process to the scenario's twin.
+//! The stream and the uninterrupted run are `restart.rs`'s (`common/mod.rs`): kueue-cohorts'
+//! first 3,000 recorded events in batches of 50, applied in process to the scenario's twin.
 //!
 //! Skipped, with the reason printed, when `etcd` is not on PATH, unless
 //! `FLEETSIM_REQUIRE_ETCD=1` (CI), which makes that a failure.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fleetsim::run::{run_scenario_live, RunOptions};
-use fleetsim::scenario::{self, TraceDir};
+use fleetsim::scenario;
 use fleetsim_policies::live::{Decision, Event};
-use fleetsim_scheduler::service::{Batch, BatchReply, DecisionsPage, Service};
+use fleetsim_scheduler::service::{Batch, BatchReply, Service};
 
-const EVENTS: usize = 3_000;
-const BATCH: usize = 50;
+mod common;
+use common::{all_decisions, next, spec, Stream};
+
 /// Leader kills (SIGKILL) over the stream.
 const KILLS: usize = 20;
 /// Lease time to live, seconds.
 const TTL_S: u64 = 2;
 /// The longest takeover allowed.
 const TAKEOVER: Duration = Duration::from_secs(5);
-
-fn spec() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/kueue-cohorts.toml")
-}
-
-fn stream() -> (Vec<Batch>, Vec<Decision>) {
-    let loaded = scenario::load(&spec()).expect("scenario loads");
-    let opts = RunOptions {
-        seed: None,
-        trace_dir: TraceDir(PathBuf::from("/nonexistent")),
-        out_dir: None,
-        keep_rows: false,
-    };
-    let (out, twin) = run_scenario_live(&loaded, &opts).expect("scenario runs");
-    let rec = out.result.live.expect("recorder on");
-    let events: Vec<Event> = rec.events.into_iter().take(EVENTS).collect();
-    assert_eq!(events.len(), EVENTS);
-    let batches = Batch::numbered(&events, BATCH);
-    let svc = Service::new(twin);
-    let mut svc = svc.lock().unwrap();
-    let mut reference = Vec::new();
-    for b in &batches {
-        reference.extend(svc.apply(b).expect("recorded events apply").plain());
-    }
-    assert!(reference.len() > 500, "only {} decisions", reference.len());
-    (batches, reference)
-}
 
 /// A child process, SIGKILLed and reaped when dropped.
 struct Proc(Child);
@@ -144,85 +117,27 @@ fn start_replica(ha: &str, wal: &Path, stderr: &Path) -> (Proc, String) {
 }
 
 fn start_replica_ttl(ha: &str, wal: &Path, stderr: &Path, ttl_s: u64) -> (Proc, String) {
-    let err = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(stderr)
-        .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fleetsim-scheduler"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--snapshot-every",
-            "400",
-        ])
-        .arg("--spec")
-        .arg(spec())
-        .arg("--wal")
-        .arg(wal)
-        .args(["--ha", ha, "--ha-ttl-s", &ttl_s.to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::from(err))
-        .spawn()
-        .expect("spawn serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| {
-            let e = std::fs::read_to_string(stderr).unwrap_or_default();
-            panic!("serve did not start: {line:?}; stderr: {e}")
-        })
-        .to_string();
+    let ttl = ttl_s.to_string();
+    let (child, base) = common::serve(
+        [
+            OsStr::new("--snapshot-every"),
+            OsStr::new("400"),
+            OsStr::new("--wal"),
+            wal.as_os_str(),
+            OsStr::new("--ha"),
+            OsStr::new(ha),
+            OsStr::new("--ha-ttl-s"),
+            OsStr::new(&ttl),
+        ],
+        stderr,
+    );
     (Proc(child), base)
 }
 
-/// splitmix64: the test's seeded random numbers.
-fn next(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 async fn send(c: &reqwest::Client, base: &str, b: &Batch) -> Option<(u16, String)> {
-    let r = c
-        .post(format!("{base}/v1/events"))
-        .json(b)
-        .timeout(Duration::from_secs(10))
-        .send()
+    common::send(c, base, b, Some(Duration::from_secs(10)))
         .await
-        .ok()?;
-    let status = r.status().as_u16();
-    Some((status, r.text().await.ok()?))
-}
-
-async fn all_decisions(c: &reqwest::Client, base: &str) -> Vec<Decision> {
-    let mut out = Vec::new();
-    loop {
-        let page: DecisionsPage = c
-            .get(format!(
-                "{base}/v1/decisions?from={}&limit=10000",
-                out.len()
-            ))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        assert_eq!(page.first_seq, out.len() as u64);
-        let n = page.decisions.len();
-        out.extend(page.decisions.into_iter().map(|d| d.decision));
-        if n == 0 || out.len() as u64 >= page.total {
-            return out;
-        }
-    }
+        .ok()
 }
 
 /// What the client saw.
@@ -322,7 +237,7 @@ async fn a_deposed_leader_appends_nothing_and_names_the_new_leader() {
     if !etcd_present() {
         return;
     }
-    let (batches, _) = stream();
+    let Stream { batches, .. } = common::stream();
     let dir = tempfile::tempdir().unwrap();
     let (_etcd, curl) = start_etcd(dir.path()).await;
     let ha = format!("{}/fence", curl.replace("http://", "etcd://"));
@@ -378,13 +293,7 @@ async fn a_deposed_leader_appends_nothing_and_names_the_new_leader() {
     let other = dir.path().join("other-wal");
     {
         let loaded = scenario::load(&spec()).unwrap();
-        let opts = RunOptions {
-            seed: None,
-            trace_dir: TraceDir(PathBuf::from("/nonexistent")),
-            out_dir: None,
-            keep_rows: false,
-        };
-        let twin = fleetsim::run::live_twin(&loaded, &opts).unwrap();
+        let twin = fleetsim::run::live_twin(&loaded, &common::opts()).unwrap();
         let options = fleetsim_scheduler::service::Options::default();
         let (svc, _) = Service::with_wal(twin, &other, options).unwrap();
         let pass = Batch {
@@ -411,7 +320,7 @@ async fn the_standby_takes_over_from_a_killed_leader_and_nothing_acknowledged_is
     if !etcd_present() {
         return;
     }
-    let (batches, reference) = stream();
+    let Stream { batches, reference } = common::stream();
     let dir = tempfile::tempdir().unwrap();
     let (_etcd, curl) = start_etcd(dir.path()).await;
     let ha = format!("{}/ha-test", curl.replace("http://", "etcd://"));
@@ -440,7 +349,7 @@ async fn the_standby_takes_over_from_a_killed_leader_and_nothing_acknowledged_is
         &mut leader,
         &batches[0],
         &mut acks,
-        &reference,
+        reference,
         long,
     )
     .await;
@@ -462,7 +371,7 @@ async fn the_standby_takes_over_from_a_killed_leader_and_nothing_acknowledged_is
                 &mut leader,
                 b,
                 &mut acks,
-                &reference,
+                reference,
                 long,
             )
             .await;
@@ -478,7 +387,7 @@ async fn the_standby_takes_over_from_a_killed_leader_and_nothing_acknowledged_is
         drop(replicas[killed].proc.take());
         let t_kill = Instant::now();
         match inflight.await.unwrap() {
-            Some((200, text)) => acks.record(&text, &reference),
+            Some((200, text)) => acks.record(&text, reference),
             Some((503, _)) | None => {}
             Some((s, text)) => panic!("batch {i} in flight: {s} {text}"),
         }
@@ -495,7 +404,7 @@ async fn the_standby_takes_over_from_a_killed_leader_and_nothing_acknowledged_is
                 &mut leader,
                 b,
                 &mut acks,
-                &reference,
+                reference,
                 long,
             )
             .await;
@@ -548,7 +457,7 @@ async fn the_standby_takes_over_from_a_killed_leader_and_nothing_acknowledged_is
         &mut leader,
         last,
         &mut acks,
-        &reference,
+        reference,
         long,
     )
     .await;
@@ -582,14 +491,14 @@ async fn the_standby_takes_over_from_a_killed_leader_and_nothing_acknowledged_is
     let got = all_decisions(&c, &replicas[leader].base).await;
     assert_eq!(got.len(), reference.len());
     assert!(
-        got == reference,
+        got == *reference,
         "the decision sequence differs from the uninterrupted run's"
     );
     let t0 = Instant::now();
     loop {
         let follower = all_decisions(&c, &replicas[paused].base).await;
         if follower.len() == reference.len() {
-            assert!(follower == reference, "the standby's decisions differ");
+            assert!(follower == *reference, "the standby's decisions differ");
             break;
         }
         assert!(t0.elapsed() < long, "the standby did not catch up");

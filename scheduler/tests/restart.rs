@@ -7,67 +7,19 @@
 //! Others: the kill test with snapshots on, the last snapshot a SIGTERM writes, and the
 //! log lock (one `serve` per log).
 //!
-//! The stream: the first 3,000 events kueue-cohorts records (cohorts, borrowing, DRF and
-//! preemption), in batches of 50. The uninterrupted run is the same batches applied in
-//! process to the scenario's twin; it is itself checked against the simulator's decisions
-//! (a prefix of the event stream gives a prefix of the decision list).
+//! The stream and the uninterrupted run: `common/mod.rs` (kueue-cohorts' first 3,000
+//! recorded events in batches of 50).
 
-use std::io::{BufRead, BufReader};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
+use std::process::{Child, Command};
 use std::time::Duration;
 
-use fleetsim::run::{run_scenario_live, RunOptions};
-use fleetsim::scenario::{self, TraceDir};
-use fleetsim_policies::live::{Decision, Event};
-use fleetsim_scheduler::service::{Batch, BatchReply, DecisionsPage, Service};
+use fleetsim_policies::live::Decision;
+use fleetsim_scheduler::service::{Batch, BatchReply};
 
-const EVENTS: usize = 3_000;
-const BATCH: usize = 50;
-
-fn spec() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/kueue-cohorts.toml")
-}
-
-struct Stream {
-    batches: Vec<Batch>,
-    reference: Vec<Decision>,
-}
-
-fn stream() -> &'static Stream {
-    static S: OnceLock<Stream> = OnceLock::new();
-    S.get_or_init(|| {
-        let loaded = scenario::load(&spec()).expect("scenario loads");
-        let opts = RunOptions {
-            seed: None,
-            trace_dir: TraceDir(PathBuf::from("/nonexistent")),
-            out_dir: None,
-            keep_rows: false,
-        };
-        let (out, twin) = run_scenario_live(&loaded, &opts).expect("scenario runs");
-        let rec = out.result.live.expect("recorder on");
-        let events: Vec<Event> = rec.events.into_iter().take(EVENTS).collect();
-        assert_eq!(events.len(), EVENTS);
-        let batches: Vec<Batch> = events
-            .chunks(BATCH)
-            .enumerate()
-            .map(|(i, c)| Batch {
-                batch: Some(i as u64),
-                events: c.to_vec(),
-            })
-            .collect();
-        let svc = Service::new(twin);
-        let mut svc = svc.lock().unwrap();
-        let mut reference = Vec::new();
-        for b in &batches {
-            reference.extend(svc.apply(b).expect("recorded events apply").plain());
-        }
-        assert!(reference.len() > 500, "only {} decisions", reference.len());
-        assert_eq!(reference[..], rec.decisions[..reference.len()]);
-        Stream { batches, reference }
-    })
-}
+mod common;
+use common::{all_decisions, next, spec, stream};
 
 /// A running `serve`, its base URL and its stderr file.
 struct Server {
@@ -77,30 +29,16 @@ struct Server {
 }
 
 fn start(wal: &Path, stderr: PathBuf, snapshot_every: u64) -> Server {
-    let err = std::fs::File::create(&stderr).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fleetsim-scheduler"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--spec"])
-        .arg(spec())
-        .arg("--wal")
-        .arg(wal)
-        .arg("--snapshot-every")
-        .arg(snapshot_every.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::from(err))
-        .spawn()
-        .expect("spawn serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| {
-            let e = std::fs::read_to_string(&stderr).unwrap_or_default();
-            panic!("serve did not start: {line:?}; stderr: {e}")
-        })
-        .to_string();
+    let every = snapshot_every.to_string();
+    let (child, base) = common::serve(
+        [
+            OsStr::new("--wal"),
+            wal.as_os_str(),
+            OsStr::new("--snapshot-every"),
+            OsStr::new(&every),
+        ],
+        &stderr,
+    );
     Server {
         child,
         base,
@@ -108,42 +46,8 @@ fn start(wal: &Path, stderr: PathBuf, snapshot_every: u64) -> Server {
     }
 }
 
-/// splitmix64: the test's seeded random numbers.
-fn next(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 async fn send(c: &reqwest::Client, base: &str, b: &Batch) -> reqwest::Result<(u16, String)> {
-    let r = c.post(format!("{base}/v1/events")).json(b).send().await?;
-    let status = r.status().as_u16();
-    Ok((status, r.text().await?))
-}
-
-async fn all_decisions(c: &reqwest::Client, base: &str) -> Vec<Decision> {
-    let mut out = Vec::new();
-    loop {
-        let page: DecisionsPage = c
-            .get(format!(
-                "{base}/v1/decisions?from={}&limit=10000",
-                out.len()
-            ))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        assert_eq!(page.first_seq, out.len() as u64);
-        if page.decisions.is_empty() {
-            assert_eq!(page.total, out.len() as u64);
-            return out;
-        }
-        out.extend(page.decisions.into_iter().map(|d| d.decision));
-    }
+    common::send(c, base, b, None).await
 }
 
 /// Checks an accepted reply against the reference at its sequence numbers.
