@@ -105,8 +105,17 @@ async fn service_decides_as_the_simulator() {
     // for the full list.
     let names = std::env::var("FLEETSIM_LIVE_SCENARIOS").unwrap_or_else(|_| default.into());
     let full = names == default;
-    for name in names.split(',') {
-        let (matched, bad, events) = replay(name).await;
+    // The scenarios replay concurrently (each through its own service on its own port:
+    // independent), so the two cores share the work; results are read in list order.
+    let replays: Vec<_> = names
+        .split(',')
+        .map(|name| {
+            let name = name.to_string();
+            tokio::spawn(async move { replay(&name).await })
+        })
+        .collect();
+    for (name, replay) in names.split(',').zip(replays) {
+        let (matched, bad, events) = replay.await.expect("replay task");
         println!(
             "{name}: {events} events, {matched} decisions matched, {} mismatches",
             bad.len()
