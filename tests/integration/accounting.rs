@@ -148,12 +148,7 @@ fn try_run(
 ) -> Result<fleetsim::run::RunOutput, String> {
     use fleetsim::run::{run_scenario, RunOptions};
     use fleetsim::scenario::{self, TraceDir};
-    let dir = tempfile::tempdir().unwrap();
-    for (name, text) in files {
-        std::fs::write(dir.path().join(name), text).unwrap();
-    }
-    let path = dir.path().join("scenario.toml");
-    std::fs::write(&path, scenario_toml).unwrap();
+    let (_dir, path) = crate::support::write_scenario(scenario_toml, files);
     let mut loaded = scenario::load(&path).map_err(|e| e.to_string())?;
     loaded.scenario.metrics.audit_every_instant = true;
     let opts = RunOptions {

@@ -3,39 +3,25 @@
 
 use fleetsim::scenario;
 
-use crate::support::{csv_column, first_start_wait_s, job, run, run_series, span};
+use crate::support::{
+    burst_group, cell, csv_column, first_start_wait_s, job, load_error, run, run_series, span,
+    write_scenario, NATIVE_JOBS, NATIVE_JOBS_ONE_QUEUE,
+};
 
 /// One static 4-GPU node `n1` and a group `burst` of up to 3 × 4-GPU nodes, none at the
 /// start, fixed 60 s provisioning, 2.0 per node-hour, removed after 120 s idle.
 fn tiny(expander_and_groups: &str) -> String {
     format!(
-        r#"name = "autoscale-tiny"
-[policy]
-queueing_strategy = "best-effort-fifo"
-{expander_and_groups}
-[workload]
-trace = {{ format = "native", path = "jobs.csv" }}
-queues = "single"
-"#
+        "name = \"autoscale-tiny\"\n[policy]\nqueueing_strategy = \"best-effort-fifo\"\n{expander_and_groups}\n{NATIVE_JOBS_ONE_QUEUE}"
     )
 }
 
-const BURST: &str = r#"
-[[fleet.cells]]
-name = "c"
-[[fleet.cells.nodes]]
-names = ["n1"]
-accelerator = "H100"
-gpus = 4
-[[fleet.cells.autoscaling]]
-name = "burst"
-min_nodes = 0
-max_nodes = 3
-node = { accelerator = "H100", gpus = 4 }
-provisioning_delay = { distribution = "fixed", s = 60 }
-price_per_node_hour = 2.0
-scale_down_idle_s = 120
-"#;
+/// [`tiny`]'s fleet: `n1` and the group `burst` (3 nodes at most, 60 s, 2.0 per node-hour,
+/// 120 s idle).
+fn burst() -> String {
+    cell("c", &["n1"], "H100", 4)
+        + &burst_group(3, "{ distribution = \"fixed\", s = 60 }", Some("2.0"), 120)
+}
 
 /// J1: 1 × 4 GPUs at 0 for 100 s; J2: a gang of 2 × 4 GPUs at 10 for 300 s; J3: 1 × 4 GPUs
 /// at 20 for 50 s.
@@ -65,7 +51,7 @@ J3,20,a,4,1,50
 /// 10 + 100 + 10 = 120 job-s.
 #[test]
 fn a_gang_and_a_job_scale_up_together_and_an_idle_node_scales_down() {
-    let out = run(&tiny(BURST), &[("jobs.csv", JOBS)]);
+    let out = run(&tiny(&burst()), &[("jobs.csv", JOBS)]);
     assert_eq!(span(&out, "J1"), (Some(0), Some(100)));
     assert_eq!(span(&out, "J2"), (Some(70), Some(370)));
     assert_eq!(span(&out, "J3"), (Some(80), Some(130)));
@@ -107,10 +93,7 @@ fn a_gang_and_a_job_scale_up_together_and_an_idle_node_scales_down() {
 /// is not running` before this mark).
 #[test]
 fn the_live_record_of_an_autoscaled_run_is_marked_incomplete() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("jobs.csv"), JOBS).unwrap();
-    let path = dir.path().join("scenario.toml");
-    std::fs::write(&path, tiny(BURST)).unwrap();
+    let (dir, path) = write_scenario(&tiny(&burst()), &[("jobs.csv", JOBS)]);
     let loaded = scenario::load(&path).unwrap();
     let opts = fleetsim::run::RunOptions {
         seed: None,
@@ -145,7 +128,7 @@ fn timeseries_has_the_autoscaling_levels() {
 [metrics]
 timeseries_interval_s = 100
 ",
-        tiny(BURST)
+        tiny(&burst())
     );
     let (_, series) = run_series(&toml, &[("jobs.csv", JOBS)]);
     assert_eq!(
@@ -178,7 +161,7 @@ timeseries_interval_s = 100
 fn autoscaling_figures_gate_check_and_compact_goals() {
     use fleetsim::check::{baseline_of, compare, CheckSpec, Status};
     use fleetsim::compact::Goal;
-    let out = run(&tiny(BURST), &[("jobs.csv", JOBS)]);
+    let out = run(&tiny(&burst()), &[("jobs.csv", JOBS)]);
     let s = serde_json::to_value(&out.summary).unwrap();
     assert!(Goal::parse("autoscaling.cost<=0.6").unwrap().met(&s));
     assert!(!Goal::parse("autoscaling.cost<=0.5").unwrap().met(&s));
@@ -324,13 +307,10 @@ fn no_groups_no_section() {
 }
 
 fn load_err(group: &str, policy: &str) -> String {
-    let dir = tempfile::tempdir().unwrap();
     let toml = format!(
-        "name = \"bad\"\n[policy]\n{policy}\n[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.autoscaling]]\n{group}\n[workload]\ntrace = {{ format = \"native\", path = \"jobs.csv\" }}\n"
+        "name = \"bad\"\n[policy]\n{policy}\n[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.autoscaling]]\n{group}\n{NATIVE_JOBS}"
     );
-    let path = dir.path().join("scenario.toml");
-    std::fs::write(&path, toml).unwrap();
-    scenario::load(&path).unwrap_err().to_string()
+    load_error(&toml, &[])
 }
 
 const OK: &str = "name = \"g\"\nnode = { accelerator = \"H100\", gpus = 8 }\nprovisioning_delay = { distribution = \"fixed\", s = 60 }";
@@ -394,13 +374,8 @@ fn bad_groups_are_refused_naming_the_field() {
     let e = load_err(&format!("{OK}\nmax_nodes = 2\nmax_node = 3"), "");
     assert!(e.contains("max_node"), "{e}");
     // A top-level `[autoscaling]` table is still unknown: groups live in the cells.
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.toml");
-    std::fs::write(&path, "name = \"x\"\n[autoscaling]\n[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.nodes]]\ncount = 1\ngpus = 1\naccelerator = \"H100\"\n[workload]\ntrace = { format = \"native\", path = \"j.csv\" }\n").unwrap();
-    assert!(scenario::load(&path)
-        .unwrap_err()
-        .to_string()
-        .contains("autoscaling"));
+    let e = load_error("name = \"x\"\n[autoscaling]\n[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.nodes]]\ncount = 1\ngpus = 1\naccelerator = \"H100\"\n[workload]\ntrace = { format = \"native\", path = \"j.csv\" }\n", &[]);
+    assert!(e.contains("autoscaling"), "{e}");
 }
 
 /// Two static `hgx-h100` nodes `n0`, `n1` (8 GPUs each, idle) and a group `burst` of up to 6

@@ -4,7 +4,7 @@
 use fleetsim::run::{run_scenario, RunOptions};
 use fleetsim::scenario::{self, TraceDir};
 
-use crate::support::public_traces;
+use crate::support::{one_cell, public_traces};
 
 /// n1, n2 (8 GPUs each; GPU ids 0-7 and 8-15). J and K (8 GPUs, 1,000 s) start at 0 on n1
 /// and n2 (first-fit). n1 fails at 100 s with no grace and is never repaired: J's first run
@@ -14,18 +14,13 @@ use crate::support::public_traces;
 /// 8 × 1,000 = 16,800 GPU-s = the summary's allocated_gpu_s.
 #[test]
 fn one_row_per_run_with_global_gpu_ids() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("jobs.csv"),
-        "id,submit_s,tenant,num_gpu,runtime_s\nJ,0,T,8,1000\nK,0,T,8,1000\n",
-    )
-    .unwrap();
-    let path = dir.path().join("scenario.toml");
-    std::fs::write(
-        &path,
-        "name = \"held\"\n[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.nodes]]\nnames = [\"n1\", \"n2\"]\naccelerator = \"H100\"\ngpus = 8\n[workload]\ntrace = { format = \"native\", path = \"jobs.csv\" }\n[policy]\nplacement = \"first-fit\"\n[metrics]\noutputs = [\"csv\", \"batsim\"]\n[[node_events]]\nat_s = 100\nnode = \"n1\"\nkind = \"fail\"\ngrace_s = 0\n[failures]\n",
-    )
-    .unwrap();
+    let (dir, path) = crate::support::write_scenario(
+        &format!(
+            "name = \"held\"\n{}[policy]\nplacement = \"first-fit\"\n[metrics]\noutputs = [\"csv\", \"batsim\"]\n[[node_events]]\nat_s = 100\nnode = \"n1\"\nkind = \"fail\"\ngrace_s = 0\n[failures]\n",
+            one_cell(&["n1", "n2"], "H100", 8)
+        ),
+        &[("jobs.csv", "id,submit_s,tenant,num_gpu,runtime_s\nJ,0,T,8,1000\nK,0,T,8,1000\n")],
+    );
     let loaded = scenario::load(&path).unwrap();
     let out_dir = dir.path().join("out");
     let opts = RunOptions {
@@ -51,13 +46,12 @@ fn one_row_per_run_with_global_gpu_ids() {
 /// An unknown output kind is refused when the scenario is read, naming the value.
 #[test]
 fn unknown_output_kind_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("scenario.toml");
-    std::fs::write(
-        &path,
-        "name = \"x\"\n[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.nodes]]\nnames = [\"n1\"]\naccelerator = \"H100\"\ngpus = 8\n[workload]\ntrace = { format = \"native\", path = \"jobs.csv\" }\n[metrics]\noutputs = [\"batsm\"]\n",
-    )
-    .unwrap();
-    let err = scenario::load(&path).unwrap_err().to_string();
+    let err = crate::support::load_error(
+        &format!(
+            "name = \"x\"\n{}[metrics]\noutputs = [\"batsm\"]\n",
+            one_cell(&["n1"], "H100", 8)
+        ),
+        &[],
+    );
     assert!(err.contains("batsm") && err.contains("line 11"), "{err}");
 }

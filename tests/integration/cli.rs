@@ -2,9 +2,7 @@
 
 use std::process::Command;
 
-fn fleetsim() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_fleetsim"))
-}
+use crate::support::fleetsim;
 
 #[test]
 fn run_without_scenario_runs_the_embedded_default() {

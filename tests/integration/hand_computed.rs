@@ -1,18 +1,8 @@
 //! Small scenarios whose every number is worked out by hand in the comments.
 
-use crate::support::{allocated_occupancy, run, span};
-
-const ONE_NODE_4_GPUS: &str = r#"
-[[fleet.cells]]
-name = "c"
-[[fleet.cells.nodes]]
-names = ["n1"]
-accelerator = "H100"
-gpus = 4
-[workload]
-trace = { format = "native", path = "jobs.csv" }
-queues = "single"
-"#;
+use crate::support::{
+    allocated_occupancy, cell, one_cell, one_node_4_gpus, run, span, NATIVE_JOBS,
+};
 
 const JOBS: &str = "id,submit_s,tenant,num_gpu,runtime_s
 J1,0,a,2,100
@@ -30,7 +20,8 @@ J3,10,a,1,20
 #[test]
 fn strict_fifo_head_blocks_its_queue() {
     let toml = format!(
-        "name = \"strict\"\n[policy]\nqueueing_strategy = \"strict-fifo\"\n{ONE_NODE_4_GPUS}"
+        "name = \"strict\"\n[policy]\nqueueing_strategy = \"strict-fifo\"\n{}",
+        one_node_4_gpus()
     );
     let out = run(&toml, &[("jobs.csv", JOBS)]);
     assert_eq!(span(&out, "J1"), (Some(0), Some(100)));
@@ -54,7 +45,10 @@ fn strict_fifo_head_blocks_its_queue() {
 /// Waits 0, 100, 0. Occupancy [0,150] = (200 + 200 + 20) / (4·150) = 420/600 = 70 %.
 #[test]
 fn best_effort_fifo_lets_later_jobs_pass() {
-    let toml = format!("name = \"best-effort\"\n[policy]\nqueueing_strategy = \"best-effort-fifo\"\n{ONE_NODE_4_GPUS}");
+    let toml = format!(
+        "name = \"best-effort\"\n[policy]\nqueueing_strategy = \"best-effort-fifo\"\n{}",
+        one_node_4_gpus()
+    );
     let out = run(&toml, &[("jobs.csv", JOBS)]);
     assert_eq!(span(&out, "J3"), (Some(10), Some(30)));
     assert_eq!(span(&out, "J2"), (Some(100), Some(150)));
@@ -67,22 +61,7 @@ fn best_effort_fifo_lets_later_jobs_pass() {
 /// C (t=2, 2 GPUs) → b (a 50 %, b 25 %). With first-fit cells, B and C both go to a.
 #[test]
 fn cell_selection_least_loaded_vs_first_fit() {
-    let fleet = r#"
-[[fleet.cells]]
-name = "a"
-[[fleet.cells.nodes]]
-names = ["a1"]
-accelerator = "H100"
-gpus = 8
-[[fleet.cells]]
-name = "b"
-[[fleet.cells.nodes]]
-names = ["b1"]
-accelerator = "B200"
-gpus = 8
-[workload]
-trace = { format = "native", path = "jobs.csv" }
-"#;
+    let fleet = cell("a", &["a1"], "H100", 8) + &cell("b", &["b1"], "B200", 8) + NATIVE_JOBS;
     let jobs = "id,submit_s,tenant,num_gpu,runtime_s
 A,0,t,4,100
 B,1,t,2,100
@@ -116,17 +95,7 @@ C,2,t,2,100
 /// W (1 whole GPU, 100 s) at t=0 → GPU 1. Occupancy [0,100] = (0.5+0.5+1)·100 / (2·100) = 100 %.
 #[test]
 fn fractional_tasks_share_one_gpu() {
-    let toml = r#"
-name = "frac"
-[[fleet.cells]]
-name = "c"
-[[fleet.cells.nodes]]
-names = ["n1"]
-accelerator = "T4"
-gpus = 2
-[workload]
-trace = { format = "native", path = "jobs.csv" }
-"#;
+    let toml = &format!("name = \"frac\"\n{}", one_cell(&["n1"], "T4", 2));
     let jobs = "id,submit_s,tenant,num_gpu,gpu_milli,runtime_s
 P1,0,t,1,500,100
 P2,0,t,1,500,100
@@ -199,7 +168,8 @@ A,0,t,2,7200
 #[test]
 fn waits_count_every_pending_second_and_occupancy_only_kept_work() {
     let toml = format!(
-        "name = \"pending\"\n[policy]\nqueue_order = \"priority\"\n[policy.preemption]\ncapacity = \"lower-priority\"\ngrace_s = 20\ncheckpoint_interval_s = 60\n[metrics]\ntimeseries_interval_s = 50\n{ONE_NODE_4_GPUS}"
+        "name = \"pending\"\n[policy]\nqueue_order = \"priority\"\n[policy.preemption]\ncapacity = \"lower-priority\"\ngrace_s = 20\ncheckpoint_interval_s = 60\n[metrics]\ntimeseries_interval_s = 50\n{}",
+        one_node_4_gpus()
     );
     let jobs = "id,submit_s,tenant,priority,num_gpu,runtime_s
 A,0,a,0,4,300
@@ -323,22 +293,11 @@ c,5,t,1,4000,16384,100
 /// 8-GPU task, then runs 100–200.
 #[test]
 fn free_gpus_of_the_wrong_node_shape_are_not_fragmentation() {
-    let toml = r#"name = "shape"
-[[fleet.cells]]
-name = "h"
-[[fleet.cells.nodes]]
-names = ["h1"]
-accelerator = "H100"
-gpus = 8
-[[fleet.cells]]
-name = "gb"
-[[fleet.cells.nodes]]
-names = ["g1", "g2"]
-accelerator = "GB200"
-gpus = 4
-[workload]
-trace = { format = "native", path = "jobs.csv" }
-"#;
+    let toml = &format!(
+        "name = \"shape\"\n{}{}{NATIVE_JOBS}",
+        cell("h", &["h1"], "H100", 8),
+        cell("gb", &["g1", "g2"], "GB200", 4)
+    );
     let jobs = "id,submit_s,tenant,tasks,num_gpu,runtime_s
 J1,0,t,1,8,100
 J2,0,t,1,8,100

@@ -10,22 +10,7 @@ use std::time::{Duration, Instant};
 
 use fleetsim::report::outset::{self, FileDigest};
 
-fn fleetsim() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_fleetsim"))
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use crate::support::{fleetsim, output_text as text, repo};
 
 fn ok(c: &mut Command) -> Output {
     let o = c.output().unwrap();

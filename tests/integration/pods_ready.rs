@@ -5,35 +5,16 @@
 
 use fleetsim::engine::FinalState;
 
-use crate::support::{job, refusal, run, span};
+use crate::support::{burst_group, cell, job, refusal, run, span, NATIVE_JOBS_ONE_QUEUE};
 
 /// B52's fleet and workload: static `n1` (4 GPUs) busy with S 0–5000; a group `burst` of
 /// up to 2 × 4-GPU nodes, none at the start, fixed 400 s provisioning, 3.6 per node-hour,
 /// removed after 100 s idle; G, a gang of 2 × 4 GPUs submitted at 10 for 100 s.
 fn b52(wait_for_pods_ready: &str) -> String {
     format!(
-        r#"name = "B52"
-[[fleet.cells]]
-name = "c"
-[[fleet.cells.nodes]]
-names = ["n1"]
-accelerator = "H100"
-gpus = 4
-[[fleet.cells.autoscaling]]
-name = "burst"
-min_nodes = 0
-max_nodes = 2
-node = {{ accelerator = "H100", gpus = 4 }}
-provisioning_delay = {{ distribution = "fixed", s = 400 }}
-price_per_node_hour = 3.6
-scale_down_idle_s = 100
-[policy]
-queueing_strategy = "best-effort-fifo"
-wait_for_pods_ready = {wait_for_pods_ready}
-[workload]
-trace = {{ format = "native", path = "jobs.csv" }}
-queues = "single"
-"#
+        "name = \"B52\"\n{}{}[policy]\nqueueing_strategy = \"best-effort-fifo\"\nwait_for_pods_ready = {wait_for_pods_ready}\n{NATIVE_JOBS_ONE_QUEUE}",
+        cell("c", &["n1"], "H100", 4),
+        burst_group(2, "{ distribution = \"fixed\", s = 400 }", Some("3.6"), 100)
     )
 }
 
@@ -213,31 +194,20 @@ fn random_case(
     (delay_s, idle_s, max_nodes): (u16, u16, u8),
 ) -> (String, String) {
     let limit = limit.map_or(String::new(), |l| format!(", backoff_limit_count = {l}"));
+    let delay = format!(
+        "{{ distribution = \"uniform\", min_s = {delay_s}, max_s = {} }}",
+        delay_s * 2
+    );
     let toml = format!(
         r#"name = "pods-ready-random"
-[[fleet.cells]]
-name = "c"
-[[fleet.cells.nodes]]
-names = ["n1"]
-accelerator = "H100"
-gpus = 4
-[[fleet.cells.autoscaling]]
-name = "burst"
-min_nodes = 0
-max_nodes = {max_nodes}
-node = {{ accelerator = "H100", gpus = 4 }}
-provisioning_delay = {{ distribution = "uniform", min_s = {delay_s}, max_s = {} }}
-scale_down_idle_s = {idle_s}
-[policy]
+{}{}[policy]
 queueing_strategy = "best-effort-fifo"
 wait_for_pods_ready = {{ timeout_s = {timeout_s}, backoff_base_s = {base_s}, backoff_max_s = 600{limit} }}
 [metrics]
 horizon_s = 5000
-[workload]
-trace = {{ format = "native", path = "jobs.csv" }}
-queues = "single"
-"#,
-        delay_s * 2
+{NATIVE_JOBS_ONE_QUEUE}"#,
+        cell("c", &["n1"], "H100", 4),
+        burst_group(max_nodes.into(), &delay, None, idle_s.into())
     );
     let mut csv = String::from("id,submit_s,tenant,num_gpu,tasks,runtime_s\n");
     let mut t = 0u32;

@@ -157,12 +157,8 @@ runtime = { dist = "lognormal", median_s = 3600.0, sigma = 1.0, min_s = 60.0, ma
 "#;
 
 fn run_dir(toml: &str, files: &[(&str, String)], seed: u64) -> (tempfile::TempDir, String) {
-    let dir = tempfile::tempdir().unwrap();
-    for (n, t) in files {
-        std::fs::write(dir.path().join(n), t).unwrap();
-    }
-    let path = dir.path().join("scenario.toml");
-    std::fs::write(&path, toml).unwrap();
+    let files: Vec<(&str, &str)> = files.iter().map(|(n, t)| (*n, t.as_str())).collect();
+    let (dir, path) = crate::support::write_scenario(toml, &files);
     let loaded = scenario::load(&path).unwrap();
     let out = dir.path().join("out");
     let opts = RunOptions {

@@ -3,7 +3,10 @@
 
 use fleetsim::engine::FinalState;
 
-use crate::support::{csv_column, job, last_span, refusal, run, run_series, span};
+use crate::support::{
+    cell, csv_column, job, last_span, refusal, run, run_series, service, span, NATIVE_JOBS,
+    NATIVE_JOBS_ONE_QUEUE,
+};
 
 /// Two 4-GPU nodes; one service `chat` of 4-GPU replicas whose load is 0, then 2 replicas
 /// (8 GPUs) over [100 s, 400 s), then 0; target utilisation 1, scale-up delay 20 s,
@@ -11,28 +14,9 @@ use crate::support::{csv_column, job, last_span, refusal, run, run_series, span}
 /// body.
 fn scenario(preemption: &str) -> String {
     format!(
-        r#"name = "serving-tiny"
-[[fleet.cells]]
-name = "c"
-[[fleet.cells.nodes]]
-names = ["n1", "n2"]
-accelerator = "H100"
-gpus = 4
-[policy]
-queueing_strategy = "best-effort-fifo"
-[policy.preemption]
-{preemption}
-[workload]
-trace = {{ format = "native", path = "jobs.csv" }}
-queues = "single"
-[serving]
-end_s = 600
-[[serving.services]]
-name = "chat"
-replica = {{ gpus = 4 }}
-demand = {{ kind = "table", points = [[0, 0], [100, 2], [400, 0]] }}
-autoscaler = {{ target_utilization = 1.0, scale_up_delay_s = 20, scale_down_delay_s = 50 }}
-"#
+        "name = \"serving-tiny\"\n{}[policy]\nqueueing_strategy = \"best-effort-fifo\"\n[policy.preemption]\n{preemption}\n{NATIVE_JOBS_ONE_QUEUE}[serving]\nend_s = 600\n{}",
+        cell("c", &["n1", "n2"], "H100", 4),
+        service("chat", None, "[[0, 0], [100, 2], [400, 0]]", 20, 50)
     )
 }
 
@@ -245,7 +229,7 @@ fn no_serving_no_section() {
 
 fn load_err(service: &str) -> String {
     let toml = format!(
-        "name = \"bad\"\n[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.nodes]]\ncount = 2\naccelerator = \"H100\"\ngpus = 4\n[workload]\ntrace = {{ format = \"native\", path = \"jobs.csv\" }}\n[serving]\nend_s = 600\n[[serving.services]]\n{service}\n"
+        "name = \"bad\"\n[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.nodes]]\ncount = 2\naccelerator = \"H100\"\ngpus = 4\n{NATIVE_JOBS}[serving]\nend_s = 600\n[[serving.services]]\n{service}\n"
     );
     // The replica-fits-a-node check needs the built fleet: it runs with the run.
     refusal(&toml, &[("jobs.csv", JOBS)])
@@ -354,35 +338,10 @@ demand = { kind = "trace", format = "alibaba-dlrm", public_path = "alibaba-dlrm-
 /// [100, 400); `grace_s` is the victim's grace period. The trace has no training job.
 fn two_services(grace_s: u64) -> String {
     format!(
-        r#"name = "serving-withdraw"
-[[fleet.cells]]
-name = "c"
-[[fleet.cells.nodes]]
-names = ["n1"]
-accelerator = "H100"
-gpus = 4
-[policy]
-queueing_strategy = "best-effort-fifo"
-[policy.preemption]
-capacity = "lower-priority"
-grace_s = {grace_s}
-[workload]
-trace = {{ format = "native", path = "jobs.csv" }}
-queues = "single"
-[serving]
-end_s = 600
-[[serving.services]]
-name = "batch"
-priority = 10
-replica = {{ gpus = 4 }}
-demand = {{ kind = "table", points = [[0, 1], [200, 0]] }}
-autoscaler = {{ target_utilization = 1.0, scale_up_delay_s = 0, scale_down_delay_s = 0 }}
-[[serving.services]]
-name = "chat"
-replica = {{ gpus = 4 }}
-demand = {{ kind = "table", points = [[0, 0], [100, 1], [400, 0]] }}
-autoscaler = {{ target_utilization = 1.0, scale_up_delay_s = 0, scale_down_delay_s = 0 }}
-"#
+        "name = \"serving-withdraw\"\n{}[policy]\nqueueing_strategy = \"best-effort-fifo\"\n[policy.preemption]\ncapacity = \"lower-priority\"\ngrace_s = {grace_s}\n{NATIVE_JOBS_ONE_QUEUE}[serving]\nend_s = 600\n{}{}",
+        cell("c", &["n1"], "H100", 4),
+        service("batch", Some(10), "[[0, 1], [200, 0]]", 0, 0),
+        service("chat", None, "[[0, 0], [100, 1], [400, 0]]", 0, 0)
     )
 }
 
@@ -442,33 +401,10 @@ fn a_replica_in_its_grace_period_at_its_stop_is_withdrawn_on_release() {
 /// delays, no preemption. `reserved` is the `[serving]` `reserved_cells` value.
 fn pool_scenario(reserved: &str) -> String {
     format!(
-        r#"name = "serving-pool"
-[[fleet.cells]]
-name = "train"
-[[fleet.cells.nodes]]
-names = ["t1"]
-accelerator = "H100"
-gpus = 4
-[[fleet.cells]]
-name = "serve"
-[[fleet.cells.nodes]]
-names = ["s1"]
-accelerator = "H100"
-gpus = 4
-[policy]
-queueing_strategy = "best-effort-fifo"
-[workload]
-trace = {{ format = "native", path = "jobs.csv" }}
-queues = "single"
-[serving]
-end_s = 600
-reserved_cells = {reserved}
-[[serving.services]]
-name = "chat"
-replica = {{ gpus = 4 }}
-demand = {{ kind = "table", points = [[0, 0], [50, 1], [150, 0]] }}
-autoscaler = {{ target_utilization = 1.0, scale_up_delay_s = 0, scale_down_delay_s = 0 }}
-"#
+        "name = \"serving-pool\"\n{}{}[policy]\nqueueing_strategy = \"best-effort-fifo\"\n{NATIVE_JOBS_ONE_QUEUE}[serving]\nend_s = 600\nreserved_cells = {reserved}\n{}",
+        cell("train", &["t1"], "H100", 4),
+        cell("serve", &["s1"], "H100", 4),
+        service("chat", None, "[[0, 0], [50, 1], [150, 0]]", 0, 0)
     )
 }
 

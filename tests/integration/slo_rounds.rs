@@ -1,12 +1,10 @@
 //! Queueing SLOs (`[[metrics.slo]]`) and the round-based cadence (`[policy.cycle] round_s`),
 //! on one tiny scenario whose every number is worked out by hand in the comments.
 
-use std::path::PathBuf;
-
 use fleetsim::metrics::slo::SloResult;
 use fleetsim::run::RunOutput;
 
-use crate::support::{run, span};
+use crate::support::{load_error, run, span};
 
 /// One node of 4 GPUs, best-effort FIFO; queues `prod` and `dev` (both of the default tier,
 /// `batch`: a production tier would be served first).
@@ -153,14 +151,7 @@ fn no_slo_no_section() {
 }
 
 fn load_err(toml: &str) -> String {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("jobs.csv"), JOBS).unwrap();
-    let path: PathBuf = dir.path().join("scenario.toml");
-    std::fs::write(&path, toml).unwrap();
-    match fleetsim::scenario::load(&path) {
-        Ok(_) => panic!("accepted:\n{toml}"),
-        Err(e) => e.to_string(),
-    }
+    load_error(toml, &[("jobs.csv", JOBS)])
 }
 
 /// Bad input is refused naming the field.

@@ -4,13 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn fleetsim() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_fleetsim"))
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::support::{fleetsim, output_text as text, repo};
 
 fn run(args: &[&str], extra: &[&Path]) -> Output {
     let mut c = fleetsim();
@@ -19,15 +13,6 @@ fn run(args: &[&str], extra: &[&Path]) -> Output {
         c.arg(p);
     }
     c.output().unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// 3 placements × 2 arrival rates × 2 seeds = 12 small runs on two cells.

@@ -1,21 +1,32 @@
-//! Helpers: write a scenario and its trace files into a temporary directory and run it.
+//! What the integration tests share: writing a scenario and its trace files into a
+//! temporary directory and running (or refusing) it; reading a run's rows; the scenario
+//! pieces several modules compose (one-cell fleets, the autoscaled group, services); the
+//! policy crate's fleets; and the `fleetsim` binary as a command.
 
 use std::path::PathBuf;
+use std::process::{Command, Output};
 
 use fleetsim::engine::{FinalState, JobRow};
 use fleetsim::run::{run_scenario, RunOptions, RunOutput};
 use fleetsim::scenario::{self, TraceDir};
 use fleetsim_policies::{CellId, FleetState, ModelId, NodeSpec};
 
-/// Writes `files` (name, contents) and `scenario.toml` into a fresh directory, runs it with
-/// every-instant audits on, and returns the output with job rows in memory.
-pub fn run(scenario_toml: &str, files: &[(&str, &str)]) -> RunOutput {
+/// Writes `files` (name, contents) and `scenario.toml` into a fresh directory; returns the
+/// directory (removed when dropped) and the scenario's path.
+pub fn write_scenario(scenario_toml: &str, files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     for (name, text) in files {
         std::fs::write(dir.path().join(name), text).unwrap();
     }
     let path = dir.path().join("scenario.toml");
     std::fs::write(&path, scenario_toml).unwrap();
+    (dir, path)
+}
+
+/// Writes `files` (name, contents) and `scenario.toml` into a fresh directory, runs it with
+/// every-instant audits on, and returns the output with job rows in memory.
+pub fn run(scenario_toml: &str, files: &[(&str, &str)]) -> RunOutput {
+    let (_dir, path) = write_scenario(scenario_toml, files);
     let mut loaded = scenario::load(&path).unwrap();
     loaded.scenario.metrics.audit_every_instant = true;
     let opts = RunOptions {
@@ -27,20 +38,26 @@ pub fn run(scenario_toml: &str, files: &[(&str, &str)]) -> RunOutput {
     run_scenario(&loaded, &opts, &mut |_, _| {}).unwrap()
 }
 
-/// [`run`], writing the outputs to a fresh directory; returns the run and the text of its
-/// `timeseries.csv`.
+/// The error of loading scenario `scenario_toml` (written beside `files`), which must be
+/// refused at load time.
+///
+/// # Panics
+/// If the scenario loads.
+pub fn load_error(scenario_toml: &str, files: &[(&str, &str)]) -> String {
+    let (_dir, path) = write_scenario(scenario_toml, files);
+    match scenario::load(&path) {
+        Ok(_) => panic!("accepted:\n{scenario_toml}"),
+        Err(e) => e.to_string(),
+    }
+}
+
 /// The error of loading or running a scenario that must be refused (with its cause
 /// chain), the checks that need the built fleet included.
 ///
 /// # Panics
 /// If the scenario loads and runs.
 pub fn refusal(scenario_toml: &str, files: &[(&str, &str)]) -> String {
-    let dir = tempfile::tempdir().unwrap();
-    for (name, text) in files {
-        std::fs::write(dir.path().join(name), text).unwrap();
-    }
-    let path = dir.path().join("scenario.toml");
-    std::fs::write(&path, scenario_toml).unwrap();
+    let (_dir, path) = write_scenario(scenario_toml, files);
     let loaded = match scenario::load(&path) {
         Ok(l) => l,
         Err(e) => return e.to_string(),
@@ -57,13 +74,10 @@ pub fn refusal(scenario_toml: &str, files: &[(&str, &str)]) -> String {
     }
 }
 
+/// [`run`], writing the outputs to a fresh directory; returns the run and the text of its
+/// `timeseries.csv`.
 pub fn run_series(scenario_toml: &str, files: &[(&str, &str)]) -> (RunOutput, String) {
-    let dir = tempfile::tempdir().unwrap();
-    for (name, text) in files {
-        std::fs::write(dir.path().join(name), text).unwrap();
-    }
-    let path = dir.path().join("scenario.toml");
-    std::fs::write(&path, scenario_toml).unwrap();
+    let (dir, path) = write_scenario(scenario_toml, files);
     let loaded = scenario::load(&path).unwrap();
     let out_dir = dir.path().join("out");
     let opts = RunOptions {
@@ -139,13 +153,53 @@ pub fn first_start_wait_s(out: &RunOutput, name: &str) -> Option<u64> {
     r.start.map(|s| (s - r.submit).0 / 1000)
 }
 
+/// Cell `name` of the nodes `names`, each of `gpus` × `accelerator` (a
+/// `[[fleet.cells]]` table and its one node group; no workload).
+pub fn cell(name: &str, names: &[&str], accelerator: &str, gpus: u32) -> String {
+    let names: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    format!(
+        "[[fleet.cells]]\nname = \"{name}\"\n[[fleet.cells.nodes]]\nnames = [{}]\naccelerator = \"{accelerator}\"\ngpus = {gpus}\n",
+        names.join(", ")
+    )
+}
+
+/// `[workload]` reading the native trace `jobs.csv` beside the scenario (queues by tenant).
+pub const NATIVE_JOBS: &str = "[workload]\ntrace = { format = \"native\", path = \"jobs.csv\" }\n";
+
+/// [`NATIVE_JOBS`] with every job in one queue (`queues = "single"`).
+pub const NATIVE_JOBS_ONE_QUEUE: &str =
+    "[workload]\ntrace = { format = \"native\", path = \"jobs.csv\" }\nqueues = \"single\"\n";
+
+/// Cell `c` of one node `n1` of 4 × H100 and [`NATIVE_JOBS_ONE_QUEUE`]: the fleet and
+/// workload of the smallest hand-computed cases.
+pub fn one_node_4_gpus() -> String {
+    cell("c", &["n1"], "H100", 4) + NATIVE_JOBS_ONE_QUEUE
+}
+
 /// The fleet and workload of a hand-computed case: one cell `c` of the nodes `names`, each of
 /// `gpus` × `accelerator`, reading the native trace `jobs.csv` beside the scenario.
 pub fn one_cell(names: &[&str], accelerator: &str, gpus: u32) -> String {
-    let names: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    cell("c", names, accelerator, gpus) + NATIVE_JOBS
+}
+
+/// The autoscaled group `burst` of the cell before it (a `[[fleet.cells.autoscaling]]`
+/// table): up to `max_nodes` nodes of 4 × H100, none at the start, each joining after
+/// `delay` (a `provisioning_delay` inline table) and removed after `idle_s` s idle;
+/// `price` per node-hour when given (TOML float text, e.g. `"2.0"`).
+pub fn burst_group(max_nodes: u32, delay: &str, price: Option<&str>, idle_s: u32) -> String {
+    let price = price.map_or(String::new(), |p| format!("price_per_node_hour = {p}\n"));
     format!(
-        "[[fleet.cells]]\nname = \"c\"\n[[fleet.cells.nodes]]\nnames = [{}]\naccelerator = \"{accelerator}\"\ngpus = {gpus}\n[workload]\ntrace = {{ format = \"native\", path = \"jobs.csv\" }}\n",
-        names.join(", ")
+        "[[fleet.cells.autoscaling]]\nname = \"burst\"\nmin_nodes = 0\nmax_nodes = {max_nodes}\nnode = {{ accelerator = \"H100\", gpus = 4 }}\nprovisioning_delay = {delay}\n{price}scale_down_idle_s = {idle_s}\n"
+    )
+}
+
+/// A `[[serving.services]]` entry: service `name` of 4-GPU replicas, `priority` when given
+/// (default 1000), its desired replicas over time as a demand table (`points`, TOML
+/// `[[t_s, replicas], …]`), target utilisation 1 and the autoscaler's delays in seconds.
+pub fn service(name: &str, priority: Option<i32>, points: &str, up_s: u32, down_s: u32) -> String {
+    let priority = priority.map_or(String::new(), |p| format!("priority = {p}\n"));
+    format!(
+        "[[serving.services]]\nname = \"{name}\"\n{priority}replica = {{ gpus = 4 }}\ndemand = {{ kind = \"table\", points = {points} }}\nautoscaler = {{ target_utilization = 1.0, scale_up_delay_s = {up_s}, scale_down_delay_s = {down_s} }}\n"
     )
 }
 
@@ -178,4 +232,24 @@ pub fn fleet_state(cells: &[&str], models: &[&str], nodes: Vec<NodeSpec>) -> Fle
         nodes,
     )
     .unwrap()
+}
+
+/// The `fleetsim` binary of this build, as a command.
+pub fn fleetsim() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fleetsim"))
+}
+
+/// The repository's root (the `fleetsim` package's folder).
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A finished command's exit code, stdout and stderr, for an assertion's message.
+pub fn output_text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
