@@ -146,17 +146,12 @@ fn try_run(
     scenario_toml: &str,
     files: &[(&str, &str)],
 ) -> Result<fleetsim::run::RunOutput, String> {
-    use fleetsim::run::{run_scenario, RunOptions};
-    use fleetsim::scenario::{self, TraceDir};
+    use fleetsim::run::run_scenario;
+    use fleetsim::scenario;
     let (_dir, path) = crate::support::write_scenario(scenario_toml, files);
     let mut loaded = scenario::load(&path).map_err(|e| e.to_string())?;
     loaded.scenario.metrics.audit_every_instant = true;
-    let opts = RunOptions {
-        seed: None,
-        trace_dir: TraceDir(crate::support::public_traces()),
-        out_dir: None,
-        keep_rows: true,
-    };
+    let opts = crate::support::run_options(None, true);
     run_scenario(&loaded, &opts, &mut |_, _| {}).map_err(|e| e.to_string())
 }
 

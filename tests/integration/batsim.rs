@@ -1,10 +1,10 @@
 //! Issue 19 item 3: `batsim_jobs.csv`, the jobs table in Batsim's dialect (one row per run,
 //! global GPU ids in interval syntax, Batsim's final states).
 
-use fleetsim::run::{run_scenario, RunOptions};
-use fleetsim::scenario::{self, TraceDir};
+use fleetsim::run::run_scenario;
+use fleetsim::scenario;
 
-use crate::support::{one_cell, public_traces};
+use crate::support::one_cell;
 
 /// n1, n2 (8 GPUs each; GPU ids 0-7 and 8-15). J and K (8 GPUs, 1,000 s) start at 0 on n1
 /// and n2 (first-fit). n1 fails at 100 s with no grace and is never repaired: J's first run
@@ -23,12 +23,7 @@ fn one_row_per_run_with_global_gpu_ids() {
     );
     let loaded = scenario::load(&path).unwrap();
     let out_dir = dir.path().join("out");
-    let opts = RunOptions {
-        seed: None,
-        trace_dir: TraceDir(public_traces()),
-        out_dir: Some(out_dir.clone()),
-        keep_rows: false,
-    };
+    let opts = crate::support::run_options(Some(out_dir.clone()), false);
     let out = run_scenario(&loaded, &opts, &mut |_, _| {}).unwrap();
     assert_eq!(out.summary.allocated_gpu_s, 16_800.0);
     let text = std::fs::read_to_string(out_dir.join("batsim_jobs.csv")).unwrap();

@@ -7,11 +7,9 @@ use std::path::Path;
 use arrow_array::{Array, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::DataType;
 use fleetsim::report::tables;
-use fleetsim::run::{run_scenario, RunOptions};
-use fleetsim::scenario::{self, TraceDir};
+use fleetsim::run::run_scenario;
+use fleetsim::scenario;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-
-use crate::support::public_traces;
 
 const SCENARIO: &str = r#"
 name = "pq"
@@ -43,12 +41,7 @@ fn run_into(dir: &Path, toml: &str) -> Result<(), String> {
     let path = dir.join("scenario.toml");
     std::fs::write(&path, toml).unwrap();
     let loaded = scenario::load(&path).map_err(|e| e.to_string())?;
-    let opts = RunOptions {
-        seed: None,
-        trace_dir: TraceDir(public_traces()),
-        out_dir: Some(dir.join("out")),
-        keep_rows: false,
-    };
+    let opts = crate::support::run_options(Some(dir.join("out")), false);
     run_scenario(&loaded, &opts, &mut |_, _| {})
         .map(|_| ())
         .map_err(|e| e.to_string())

@@ -112,12 +112,7 @@ fn run_sample(name: &str) -> fleetsim::run::RunOutput {
         .join("scenarios")
         .join(name);
     let loaded = scenario::load(&path).unwrap();
-    let opts = RunOptions {
-        seed: None,
-        trace_dir: TraceDir(public_traces()),
-        out_dir: None,
-        keep_rows: true,
-    };
+    let opts = crate::support::run_options(None, true);
     run_scenario(&loaded, &opts, &mut |_, _| {}).unwrap()
 }
 

@@ -243,12 +243,7 @@ fn bad_timeline_row_names_file_line_and_column() {
     )
     .unwrap();
     let loaded = scenario::load(&dir.path().join("scenario.toml")).unwrap();
-    let opts = RunOptions {
-        seed: None,
-        trace_dir: TraceDir(crate::support::public_traces()),
-        out_dir: None,
-        keep_rows: true,
-    };
+    let opts = crate::support::run_options(None, true);
     for (text, line, field) in [
         (
             "time_ms,node,event,grace_ms,cause\n0,n1,fail,0,x\n5,n9,repair,0,x\n",
@@ -526,12 +521,7 @@ fn hot_spare_takes_over_a_failed_node_without_requeue() {
 fn bad_spares_per_cell_names_the_field() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("jobs.csv"), SPARES_JOBS).unwrap();
-    let opts = RunOptions {
-        seed: None,
-        trace_dir: TraceDir(crate::support::public_traces()),
-        out_dir: None,
-        keep_rows: true,
-    };
+    let opts = crate::support::run_options(None, true);
     for n in ["-1", "3", "7"] {
         let toml = spares_scenario(&format!("spares_per_cell = {n}"));
         std::fs::write(dir.path().join("scenario.toml"), toml).unwrap();

@@ -29,12 +29,7 @@ pub fn run(scenario_toml: &str, files: &[(&str, &str)]) -> RunOutput {
     let (_dir, path) = write_scenario(scenario_toml, files);
     let mut loaded = scenario::load(&path).unwrap();
     loaded.scenario.metrics.audit_every_instant = true;
-    let opts = RunOptions {
-        seed: None,
-        trace_dir: TraceDir(public_traces()),
-        out_dir: None,
-        keep_rows: true,
-    };
+    let opts = run_options(None, true);
     run_scenario(&loaded, &opts, &mut |_, _| {}).unwrap()
 }
 
@@ -62,12 +57,7 @@ pub fn refusal(scenario_toml: &str, files: &[(&str, &str)]) -> String {
         Ok(l) => l,
         Err(e) => return e.to_string(),
     };
-    let opts = RunOptions {
-        seed: None,
-        trace_dir: TraceDir(public_traces()),
-        out_dir: None,
-        keep_rows: false,
-    };
+    let opts = run_options(None, false);
     match run_scenario(&loaded, &opts, &mut |_, _| {}) {
         Err(e) => format!("{e:#}"),
         Ok(_) => panic!("not refused:\n{scenario_toml}"),
@@ -80,12 +70,7 @@ pub fn run_series(scenario_toml: &str, files: &[(&str, &str)]) -> (RunOutput, St
     let (dir, path) = write_scenario(scenario_toml, files);
     let loaded = scenario::load(&path).unwrap();
     let out_dir = dir.path().join("out");
-    let opts = RunOptions {
-        seed: None,
-        trace_dir: TraceDir(public_traces()),
-        out_dir: Some(out_dir.clone()),
-        keep_rows: true,
-    };
+    let opts = run_options(Some(out_dir.clone()), true);
     let out = run_scenario(&loaded, &opts, &mut |_, _| {}).unwrap();
     let series = std::fs::read_to_string(out_dir.join("timeseries.csv")).unwrap();
     (out, series)
@@ -102,6 +87,17 @@ pub fn csv_column(text: &str, name: &str) -> Vec<String> {
     lines
         .map(|l| l.split(',').nth(ix).unwrap().to_string())
         .collect()
+}
+
+/// Run options of a test run: the scenario's own seed, the public traces as the trace
+/// folder, outputs written to `out_dir` when given, job rows kept in memory when `keep_rows`.
+pub fn run_options(out_dir: Option<PathBuf>, keep_rows: bool) -> RunOptions {
+    RunOptions {
+        seed: None,
+        trace_dir: TraceDir(public_traces()),
+        out_dir,
+        keep_rows,
+    }
 }
 
 /// The public traces beside the checkout (`../shared/traces`).
