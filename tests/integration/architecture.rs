@@ -1,5 +1,6 @@
-//! The layering the README's Architecture section draws, checked on the source: no import
-//! circle among the files of the policy crate, nor among the files of the engine crate.
+//! The layering ARCHITECTURE.md draws, checked on the source: no import circle among the
+//! files of the policy crate, nor among the files of the engine crate, nor among the folders
+//! (top-level modules) of the engine crate's `src/`.
 //!
 //! A file's imports are the `crate::…` and `super::…` paths it names outside its tests
 //! (comments stripped; `use crate::a::{b, c::d}` expanded), each resolved to the longest
@@ -278,6 +279,57 @@ fn the_engine_crate_has_no_import_circle() {
     assert_acyclic(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
 }
 
+/// The top-level module of `m` (`engine::events` → `engine`): a folder of `src/` or a
+/// single file beside them.
+fn top(m: &str) -> &str {
+    m.split("::").next().unwrap_or(m)
+}
+
+/// The imports between the top-level modules of a crate, each edge with the file imports
+/// that make it (`a::x -> b::y`).
+fn folder_edges(
+    g: &BTreeMap<String, BTreeSet<String>>,
+) -> BTreeMap<String, BTreeMap<String, Vec<String>>> {
+    let mut out: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
+    for (m, ts) in g {
+        for t in ts {
+            let (a, b) = (top(m), top(t));
+            if a != b && !a.is_empty() && !b.is_empty() {
+                out.entry(a.to_string())
+                    .or_default()
+                    .entry(b.to_string())
+                    .or_default()
+                    .push(format!("{m} -> {t}"));
+            }
+        }
+    }
+    out
+}
+
+/// Every folder circle of the crate at `root`, each folder edge of a circle with the file
+/// imports that make it; empty when the folders form a layering.
+fn folder_circles(root: &Path) -> Vec<String> {
+    let fe = folder_edges(&edges(root));
+    let g: BTreeMap<String, BTreeSet<String>> = fe
+        .iter()
+        .map(|(a, bs)| (a.clone(), bs.keys().cloned().collect()))
+        .collect();
+    circles(&g)
+        .iter()
+        .map(|c| {
+            let mut parts = Vec::new();
+            for a in c {
+                for (b, why) in &fe[a] {
+                    if c.contains(b) {
+                        parts.push(format!("{a} -> {b} ({})", why.join(", ")));
+                    }
+                }
+            }
+            format!("{{{}}}: {}", c.join(", "), parts.join("; "))
+        })
+        .collect()
+}
+
 /// The checker finds a circle when there is one (so the two tests above can fail).
 #[test]
 fn a_circle_is_found() {
@@ -295,4 +347,33 @@ fn a_circle_is_found() {
     // Only in a comment: no circle.
     std::fs::write(dir.path().join("b.rs"), "// use crate::a;\n").unwrap();
     assert!(circles(&edges(dir.path())).is_empty());
+}
+
+/// The folder check finds a circle that passes through three folders whose files form no
+/// circle (so the folder test above can fail).
+#[test]
+fn a_folder_circle_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["a", "b"] {
+        std::fs::create_dir(dir.path().join(f)).unwrap();
+    }
+    std::fs::write(
+        dir.path().join("lib.rs"),
+        "pub mod a;\npub mod b;\npub mod c;\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("a/mod.rs"), "pub mod x;\npub mod y;\n").unwrap();
+    std::fs::write(dir.path().join("a/x.rs"), "use crate::b::p::P;\n").unwrap();
+    std::fs::write(dir.path().join("a/y.rs"), "").unwrap();
+    std::fs::write(dir.path().join("b/mod.rs"), "pub mod p;\n").unwrap();
+    std::fs::write(dir.path().join("b/p.rs"), "use crate::c::C;\n").unwrap();
+    std::fs::write(dir.path().join("c.rs"), "use crate::a::y::Y;\n").unwrap();
+    assert!(circles(&edges(dir.path())).is_empty());
+    assert_eq!(
+        folder_circles(dir.path()),
+        vec!["{a, b, c}: a -> b (a::x -> b::p); b -> c (b::p -> c); c -> a (c -> a::y)"]
+    );
+    // Break the circle: a layering.
+    std::fs::write(dir.path().join("c.rs"), "").unwrap();
+    assert!(folder_circles(dir.path()).is_empty());
 }
