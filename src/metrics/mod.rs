@@ -40,6 +40,7 @@
 //!
 //! Integrals are exact integers (`u128` GPU-milli·ms); ratios are formed once, at the end.
 
+pub mod jobs;
 pub mod slo;
 pub mod stats;
 pub mod steps;

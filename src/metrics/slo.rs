@@ -17,7 +17,7 @@
 //!
 //! # Which jobs count
 //! A job counts when it is *measured* (submitted inside the window, not pre-existing load:
-//! [`crate::engine::JobRow::measured`]), belongs to the SLO's jobs (its queue is listed, its
+//! [`JobRow::measured`]), belongs to the SLO's jobs (its queue is listed, its
 //! queue's tier is the SLO's tier, or all jobs), and was queued: rejected jobs, and
 //! cancelled jobs that never started, do not count. Its **deadline** is
 //! `submit + threshold`. It is *decided* at its **decision instant**
@@ -41,7 +41,7 @@ use std::collections::BTreeSet;
 use fleetsim_policies::Tier;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{FinalState, JobRow, JobSink};
+use crate::metrics::jobs::{FinalState, JobRow, JobSink};
 use crate::metrics::stats::nearest_rank;
 use crate::metrics::Occupancy;
 
