@@ -449,23 +449,6 @@ pub fn summary_section(results: &[SloResult]) -> std::collections::BTreeMap<Stri
         .collect()
 }
 
-/// Appends the `slo_<name>_met_jobs`, `slo_<name>_violated_jobs` and `slo_<name>_attainment`
-/// columns (one row per series interval, in the series' order) to `series`.
-pub fn append_columns(series: &mut crate::report::timeseries::Series, results: &[SloResult]) {
-    use crate::report::timeseries::Value;
-    for r in results {
-        series.header.push(format!("slo_{}_met_jobs", r.name));
-        series.header.push(format!("slo_{}_violated_jobs", r.name));
-        series.header.push(format!("slo_{}_attainment", r.name));
-        series.nullable.extend([false, false, true]);
-        for (row, x) in series.rows.iter_mut().zip(&r.per_interval) {
-            row.push(Value::Ratio(Some(x.met as f64), 0));
-            row.push(Value::Ratio(Some(x.violated as f64), 0));
-            row.push(Value::Ratio(x.attainment, 4));
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -195,6 +195,22 @@ pub fn series(cells: &[String], models: &[String], tenants: &[String], o: &Occup
     }
 }
 
+/// Appends the `slo_<name>_met_jobs`, `slo_<name>_violated_jobs` and `slo_<name>_attainment`
+/// columns (one row per series interval, in the series' order) to `series`.
+pub fn append_slo(series: &mut Series, results: &[crate::metrics::slo::SloResult]) {
+    for r in results {
+        series.header.push(format!("slo_{}_met_jobs", r.name));
+        series.header.push(format!("slo_{}_violated_jobs", r.name));
+        series.header.push(format!("slo_{}_attainment", r.name));
+        series.nullable.extend([false, false, true]);
+        for (row, x) in series.rows.iter_mut().zip(&r.per_interval) {
+            row.push(Value::Ratio(Some(x.met as f64), 0));
+            row.push(Value::Ratio(Some(x.violated as f64), 0));
+            row.push(Value::Ratio(x.attainment, 4));
+        }
+    }
+}
+
 /// Appends one column per `(name, level)`: the level's time-mean over each row's interval
 /// (three decimals, never empty), rows in the order of `o.series`.
 pub fn append_levels(

@@ -58,7 +58,7 @@ fn full_series(
 ) -> timeseries::Series {
     let tenants: Vec<String> = result.tenants.iter().map(|t| t.name.clone()).collect();
     let mut series = timeseries::series(cells, models, &tenants, &result.occupancy);
-    crate::metrics::slo::append_columns(&mut series, slo);
+    timeseries::append_slo(&mut series, slo);
     timeseries::append_autoscaling_and_serving(
         &mut series,
         &result.occupancy,
