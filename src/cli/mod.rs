@@ -334,7 +334,7 @@ pub fn main(cli: Cli) -> Result<()> {
             let fleet = crate::whatif::fleet::build(&loaded, &trace_dir)?.built;
             // Quota flavors and node events name the fleet's models and nodes.
             crate::scenario::policies::extensions(&loaded, &fleet.state)?;
-            crate::scenario::policies::node_changes(&loaded, &fleet.state)?;
+            crate::engine::node_changes::node_changes(&loaded, &fleet.state)?;
             // `[serving]`: replica shapes against the nodes, the demand (a trace demand's file).
             crate::run::serving_plan(&loaded, &fleet.state, &trace_dir)?;
             // `[failures]`: hot spares against the cells' sizes, maintenance cells and nodes,

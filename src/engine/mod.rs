@@ -53,6 +53,7 @@
 
 pub mod autoscale;
 pub mod events;
+pub mod node_changes;
 pub mod pods_ready;
 pub mod reliability;
 pub mod serving;

@@ -779,7 +779,7 @@ fn run_inner_with(
         true => Some(crate::scenario::policies::extensions(loaded, &state)?),
         false => None,
     };
-    cfg.node_changes = crate::scenario::policies::node_changes(loaded, &state)?;
+    cfg.node_changes = crate::engine::node_changes::node_changes(loaded, &state)?;
     let scenario_changes = cfg.node_changes.clone();
     let limit_counts = std::sync::Arc::new([
         std::sync::atomic::AtomicU64::new(0),

@@ -229,7 +229,7 @@ async fn replay(name: &str, stride: u64, cap: u64, base: String) -> Outcome {
         let (policies, mut cfg) = fleetsim::run::engine_config(&loaded);
         let ext = fleetsim::scenario::policies::extensions(&loaded, &state).expect("extensions");
         cfg.node_changes =
-            fleetsim::scenario::policies::node_changes(&loaded, &state).expect("node changes");
+            fleetsim::engine::node_changes::node_changes(&loaded, &state).expect("node changes");
         cfg.node_events = built.events;
         let mut stream = fleetsim::run::open_workload(&loaded, &trace_dir, loaded.scenario.seed)
             .expect("workload opens");
