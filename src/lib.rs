@@ -24,6 +24,7 @@ pub fn write_stderr(args: std::fmt::Arguments<'_>) {
     let _ = err.write_fmt(args).and_then(|()| err.flush());
 }
 
+pub mod catalog;
 pub mod fleet;
 pub mod input_cap;
 pub mod rng;

@@ -364,12 +364,12 @@ pub fn derive_fleet(
                 Some(m) => (m, false),
                 None => ("H100".to_string(), true),
             };
-            if crate::fleet::catalog::lookup(&model).is_err() {
+            if crate::catalog::lookup(&model).is_err() {
                 return Err(bad(format!(
                     "ResourceFlavor {flavor}: its accelerator `{model}` is not in fleetsim's catalog; give the nodes with --fleet"
                 )));
             }
-            let preset = crate::fleet::build::PRESETS
+            let preset = crate::catalog::PRESETS
                 .iter()
                 .find(|p| p.accelerator == model);
             let per = preset.map_or(8, |p| p.gpus);

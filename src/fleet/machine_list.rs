@@ -27,7 +27,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::fleet::catalog;
+use crate::catalog;
 use crate::workload::native::{csv_reader, map_columns, next_record, parse_count};
 use crate::workload::TraceError;
 

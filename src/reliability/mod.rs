@@ -152,11 +152,11 @@ pub fn model_speeds(loaded: &Loaded, fleet: &FleetState) -> Result<Vec<u32>, Sce
         if !(v.is_finite() && v > 0.0) {
             return Err(invalid(loaded, &field, "must be a number > 0".into()));
         }
-        crate::fleet::catalog::lookup(m).map_err(|e| invalid(loaded, &field, e))?;
+        crate::catalog::lookup(m).map_err(|e| invalid(loaded, &field, e))?;
     }
     let reference = match &p.reference {
         Some(r) => Some(
-            crate::fleet::catalog::lookup(r)
+            crate::catalog::lookup(r)
                 .map_err(|e| invalid(loaded, "platform.reference", e))?
                 .speed_permille,
         ),
@@ -167,7 +167,7 @@ pub fn model_speeds(loaded: &Loaded, fleet: &FleetState) -> Result<Vec<u32>, Sce
         .iter()
         .map(|m| match (p.speed.get(m), reference) {
             (Some(&f), _) => ((f * 1000.0).round() as u32).max(1),
-            (None, Some(r)) => crate::fleet::catalog::lookup(m).map_or(1000, |a| {
+            (None, Some(r)) => crate::catalog::lookup(m).map_or(1000, |a| {
                 ((u64::from(a.speed_permille) * 1000 + u64::from(r) / 2) / u64::from(r.max(1)))
                     .max(1) as u32
             }),

@@ -41,7 +41,7 @@
 //! | `res_<name>` / `extra.<name>` | no | a resource the model does not have: must be 0 (ignored, field case B16 Z1); non-zero is an error | – |
 //!
 //! `gpu_models` and `cells` are treated as sets: de-duplicated and sorted. Every model must be
-//! in the accelerator catalog ([`crate::fleet::catalog`]).
+//! in the accelerator catalog ([`crate::catalog`]).
 //!
 //! # Time conversion (every time field)
 //!
@@ -83,7 +83,7 @@ use fleetsim_policies::{SimDuration, SimTime, TaskShape, WHOLE_GPU_MILLI};
 
 use super::job::RecordedOutcome;
 use super::{JobSpec, JobStream, RecordedKind, Skipped, TraceError, VecStream};
-use crate::fleet::catalog;
+use crate::catalog;
 
 /// Reason under which rows that ended at or before the trace start are counted in
 /// [`JobStream::skipped`].

@@ -83,7 +83,7 @@ fn gpu_total(v: &Value) -> f64 {
         })
         .map(|n| {
             let per_node = match n.get("preset").and_then(Value::as_str) {
-                // The 8-GPU presets (src/fleet/catalog.rs).
+                // The 8-GPU presets (src/catalog.rs).
                 Some("hgx-h100" | "hgx-h200" | "hgx-b200" | "mi300x" | "mi355x") => 8.0,
                 Some(other) => panic!("gpu_total: preset `{other}` not counted here"),
                 None => num(&n, "gpus"),

@@ -1597,7 +1597,7 @@ pub const MODEL_LABELS: [&str; 4] = [
     "cloud.google.com/gke-tpu-accelerator",
 ];
 
-/// The accelerator-catalog model a node label's value names ([`crate::fleet::catalog`]), for
+/// The accelerator-catalog model a node label's value names ([`crate::catalog`]), for
 /// the product labels clusters carry: NVIDIA GPU feature discovery's `nvidia.com/gpu.product`
 /// (`NVIDIA-H100-80GB-HBM3`, `NVIDIA-L4`, `Tesla-V100-SXM2-16GB`, `NVIDIA-A10G`), GKE's
 /// `cloud.google.com/gke-accelerator` (`nvidia-l4`, `nvidia-tesla-v100`, `nvidia-a100-80gb`)
@@ -1623,7 +1623,7 @@ pub fn catalog_model(label: &str, value: &str) -> String {
         has("v5p").then_some("TPUv5p")
     } else {
         tokens.iter().find_map(|t| {
-            crate::fleet::catalog::CATALOG
+            crate::catalog::CATALOG
                 .iter()
                 .find(|a| a.name.eq_ignore_ascii_case(t))
                 .map(|a| a.name)
@@ -2036,7 +2036,7 @@ fn map_provisioning(scenario: &mut super::Scenario, k: &KueueQuota) -> Vec<Strin
             .filter(|(_, _, g)| {
                 let model = g.node.accelerator.clone().or_else(|| {
                     g.node.preset.as_ref().and_then(|n| {
-                        crate::fleet::build::PRESETS
+                        crate::catalog::PRESETS
                             .iter()
                             .find(|x| x.name == n.as_str())
                             .map(|x| x.accelerator.to_string())

@@ -112,7 +112,7 @@ use super::philly::gang_split;
 use super::rows::{bump, Parsed, RowSource};
 use super::timefmt::{parse_naive_datetime, Origin};
 use super::{JobSpec, RecordedKind, Skipped, TraceError, TraceStream, VecStream};
-use crate::fleet::catalog;
+use crate::catalog;
 use records::{Item, Layout, Record, RecordReader, Repair};
 
 /// The fields this reader maps, by index (the `F_*` constants).

@@ -1,4 +1,5 @@
-//! The accelerator catalog: every model a fleet or trace may name.
+//! The accelerator catalog: every model a fleet or trace may name, and the node presets
+//! (node shapes and rack sizes) a fleet section may build from.
 //!
 //! Figures are public vendor specifications (memory, NVLink/ICI domain, board power). Relative
 //! speed is a coarse dense-training throughput factor against H100 = 1000 (per-mille); it
@@ -76,6 +77,93 @@ pub fn lookup(name: &str) -> Result<&'static Accelerator, String> {
         )
     })
 }
+
+/// A building block: the node shape and rack size a preset stands for.
+#[derive(Clone, Copy, Debug)]
+pub struct Preset {
+    /// Preset name.
+    pub name: &'static str,
+    /// Accelerator model.
+    pub accelerator: &'static str,
+    /// Accelerators per node.
+    pub gpus: u32,
+    /// CPU per node, milli-cores.
+    pub cpu_milli: u64,
+    /// Memory per node, MiB.
+    pub mem_mib: u64,
+    /// Nodes per NVLink/ICI domain.
+    pub nodes_per_domain: u32,
+}
+
+/// Every preset. HGX/OAM boards are one 8-accelerator NVLink/Infinity Fabric domain per node;
+/// an NVL72 rack is 18 compute trays of 4 GPUs in one NVLink domain; a TPU v5p host has 4
+/// chips and a 4×4×4 cube (16 hosts) shares one ICI domain.
+pub const PRESETS: &[Preset] = &[
+    Preset {
+        name: "hgx-h100",
+        accelerator: "H100",
+        gpus: 8,
+        cpu_milli: 224_000,
+        mem_mib: 2_097_152,
+        nodes_per_domain: 1,
+    },
+    Preset {
+        name: "hgx-h200",
+        accelerator: "H200",
+        gpus: 8,
+        cpu_milli: 224_000,
+        mem_mib: 2_097_152,
+        nodes_per_domain: 1,
+    },
+    Preset {
+        name: "hgx-b200",
+        accelerator: "B200",
+        gpus: 8,
+        cpu_milli: 224_000,
+        mem_mib: 4_194_304,
+        nodes_per_domain: 1,
+    },
+    Preset {
+        name: "gb200-nvl72",
+        accelerator: "GB200",
+        gpus: 4,
+        cpu_milli: 144_000,
+        mem_mib: 983_040,
+        nodes_per_domain: 18,
+    },
+    Preset {
+        name: "gb300-nvl72",
+        accelerator: "GB300",
+        gpus: 4,
+        cpu_milli: 144_000,
+        mem_mib: 983_040,
+        nodes_per_domain: 18,
+    },
+    Preset {
+        name: "mi300x",
+        accelerator: "MI300X",
+        gpus: 8,
+        cpu_milli: 256_000,
+        mem_mib: 2_097_152,
+        nodes_per_domain: 1,
+    },
+    Preset {
+        name: "mi355x",
+        accelerator: "MI355X",
+        gpus: 8,
+        cpu_milli: 256_000,
+        mem_mib: 3_145_728,
+        nodes_per_domain: 1,
+    },
+    Preset {
+        name: "tpu-v5p",
+        accelerator: "TPUv5p",
+        gpus: 4,
+        cpu_milli: 208_000,
+        mem_mib: 458_752,
+        nodes_per_domain: 16,
+    },
+];
 
 #[cfg(test)]
 mod tests {
