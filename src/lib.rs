@@ -26,6 +26,7 @@ pub fn write_stderr(args: std::fmt::Arguments<'_>) {
 
 pub mod catalog;
 pub mod fleet;
+pub mod fuzzing;
 pub mod input_cap;
 pub mod rng;
 pub mod workload;

@@ -4,5 +4,5 @@ use fleetsim::scenario::TraceFormat;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    fleetsim::workload::fuzzing::read_trace(TraceFormat::Native, "trace.jsonl", data)
+    fleetsim::fuzzing::read_trace(TraceFormat::Native, "trace.jsonl", data)
 });

@@ -1,7 +1,7 @@
 //! Fuzz target: the `philly_raw` trace reader.
 #![no_main]
 use fleetsim::scenario::TraceFormat;
-use fleetsim::workload::fuzzing::{file_name, read_trace};
+use fleetsim::fuzzing::{file_name, read_trace};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| read_trace(TraceFormat::PhillyRaw, file_name(TraceFormat::PhillyRaw), data));

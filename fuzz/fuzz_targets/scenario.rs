@@ -2,4 +2,4 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| fleetsim::workload::fuzzing::read_scenario(data));
+fuzz_target!(|data: &[u8]| fleetsim::fuzzing::read_scenario(data));

@@ -6,7 +6,6 @@ pub mod alibaba_dlrm;
 pub mod alibaba_openb;
 pub mod alibaba_pai;
 pub mod error;
-pub mod fuzzing;
 pub mod goodput_models;
 pub mod helios;
 pub mod inspect;

@@ -2,7 +2,7 @@
 //! every reader (and the scenario loader) is run over seeded mutations of its seeds — the
 //! samples in `traces/`, inputs written here, and, when present, the first lines of the
 //! public traces in `../shared/traces` — through the same harness the fuzz targets call
-//! (`fleetsim::workload::fuzzing`). A panic fails the test and prints the input.
+//! (`fleetsim::fuzzing`). A panic fails the test and prints the input.
 //!
 //! `FLEETSIM_FUZZ_ITERS` sets the mutations per format (default 1,500, sized for CI on a
 //! debug build); `fuzz/corpus/<target>/` and `fuzz/artifacts/<target>/`, when present, are
@@ -11,8 +11,8 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use fleetsim::fuzzing::{file_name, read_kueue, read_scenario, read_trace};
 use fleetsim::scenario::TraceFormat;
-use fleetsim::workload::fuzzing::{file_name, read_kueue, read_scenario, read_trace};
 use rand::{Rng, SeedableRng};
 
 use crate::support::public_traces;

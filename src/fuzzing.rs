@@ -79,7 +79,7 @@ pub fn read_trace(format: TraceFormat, name: &str, data: &[u8]) {
         return;
     }
     for sort in [false, true] {
-        if let Ok(mut s) = super::open_trace(format, &path, sort) {
+        if let Ok(mut s) = crate::workload::open_trace(format, &path, sort) {
             for job in &mut *s {
                 match job {
                     Ok(j) => {
@@ -94,8 +94,8 @@ pub fn read_trace(format: TraceFormat, name: &str, data: &[u8]) {
             let _ = (s.skipped(), s.notes());
         }
     }
-    if let Ok(mut s) = super::open_trace(format, &path, false) {
-        let _ = super::inspect::inspect(s.as_mut(), None);
+    if let Ok(mut s) = crate::workload::open_trace(format, &path, false) {
+        let _ = crate::workload::inspect::inspect(s.as_mut(), None);
     }
 }
 
