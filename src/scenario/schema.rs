@@ -5,6 +5,7 @@ use serde::Deserialize;
 use fleetsim_policies::{PlacementKind, QueueingStrategy, ScoreArithmetic, Tier};
 
 use crate::workload::synthetic::SyntheticSpec;
+pub use crate::workload::TraceFormat;
 
 /// A whole scenario.
 #[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
@@ -492,47 +493,6 @@ impl TraceSpec {
             set = set.or(Some("sacct_strict"));
         }
         Ok((o, set))
-    }
-}
-
-/// Trace formats, by the kebab-case names scenarios use ([`TraceFormat::name`]).
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum TraceFormat {
-    /// Alibaba openb pod list.
-    AlibabaOpenb,
-    /// Philly per-job table (`philly_jobs_pollux.csv`).
-    Philly,
-    /// fleetsim native CSV or JSON Lines (by extension; `.gz` allowed).
-    Native,
-    /// Standard Workload Format (Parallel Workloads Archive), plain or `.gz`.
-    Swf,
-    /// Alibaba GPU-disaggregated DLRM inference instances (2025).
-    AlibabaDlrm,
-    /// Slurm `sacct --parsable2` output.
-    SlurmSacct,
-    /// SenseTime Helios `cluster_log.csv`.
-    Helios,
-    /// Microsoft Philly raw `cluster_job_log` (JSON).
-    PhillyRaw,
-    /// Alibaba PAI 2020 task table (`pai_task_table.csv`, joined with `pai_job_table.csv`
-    /// beside it).
-    AlibabaPai,
-    /// The Tiresias simulator's job list (`job_id,num_gpu,submit_time,…,duration`), read
-    /// under its `count` scheme: `num_gpu` one-GPU tasks.
-    Tiresias,
-}
-
-impl TraceFormat {
-    /// The name scenarios use (`alibaba-openb`, `slurm-sacct`, …): the serde name, so it
-    /// cannot drift from what the scenario reader accepts.
-    pub fn name(self) -> String {
-        match serde_json::to_value(self) {
-            Ok(serde_json::Value::String(s)) => s,
-            _ => unreachable!("a unit variant serializes as a string"),
-        }
     }
 }
 

@@ -149,6 +149,47 @@ impl JobStream for VecStream {
     }
 }
 
+/// Trace formats, by the kebab-case names scenarios use ([`TraceFormat::name`]).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum TraceFormat {
+    /// Alibaba openb pod list.
+    AlibabaOpenb,
+    /// Philly per-job table (`philly_jobs_pollux.csv`).
+    Philly,
+    /// fleetsim native CSV or JSON Lines (by extension; `.gz` allowed).
+    Native,
+    /// Standard Workload Format (Parallel Workloads Archive), plain or `.gz`.
+    Swf,
+    /// Alibaba GPU-disaggregated DLRM inference instances (2025).
+    AlibabaDlrm,
+    /// Slurm `sacct --parsable2` output.
+    SlurmSacct,
+    /// SenseTime Helios `cluster_log.csv`.
+    Helios,
+    /// Microsoft Philly raw `cluster_job_log` (JSON).
+    PhillyRaw,
+    /// Alibaba PAI 2020 task table (`pai_task_table.csv`, joined with `pai_job_table.csv`
+    /// beside it).
+    AlibabaPai,
+    /// The Tiresias simulator's job list (`job_id,num_gpu,submit_time,…,duration`), read
+    /// under its `count` scheme: `num_gpu` one-GPU tasks.
+    Tiresias,
+}
+
+impl TraceFormat {
+    /// The name scenarios use (`alibaba-openb`, `slurm-sacct`, …): the serde name, so it
+    /// cannot drift from what the scenario reader accepts.
+    pub fn name(self) -> String {
+        match serde_json::to_value(self) {
+            Ok(serde_json::Value::String(s)) => s,
+            _ => unreachable!("a unit variant serializes as a string"),
+        }
+    }
+}
+
 /// Opens a trace file in `format` as a job stream. `sort` loads the whole file and stably
 /// sorts it by (submit, row order) for formats that stream in file order; formats whose
 /// reader always sorts (Philly) ignore it.
@@ -157,7 +198,7 @@ impl JobStream for VecStream {
 /// [`TraceError`] when the file cannot be opened or its header is unusable; row errors come
 /// from the stream.
 pub fn open_trace(
-    format: crate::scenario::TraceFormat,
+    format: TraceFormat,
     path: &std::path::Path,
     sort: bool,
 ) -> Result<Box<dyn JobStream>, TraceError> {
@@ -170,12 +211,12 @@ pub fn open_trace(
 /// # Errors
 /// As [`open_trace`].
 pub fn open_trace_with(
-    format: crate::scenario::TraceFormat,
+    format: TraceFormat,
     path: &std::path::Path,
     sort: bool,
     sacct: &slurm_sacct::SacctOptions,
 ) -> Result<Box<dyn JobStream>, TraceError> {
-    use crate::scenario::TraceFormat as F;
+    use TraceFormat as F;
     Ok(match (format, sort) {
         (F::AlibabaOpenb, false) => Box::new(alibaba_openb::open(path)?),
         (F::AlibabaOpenb, true) => Box::new(alibaba_openb::read_all_sorted(path)?),
