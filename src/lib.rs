@@ -45,6 +45,7 @@ pub mod outdir;
 pub mod reliability;
 pub mod report;
 pub mod run;
+pub mod run_options;
 pub mod scenario;
 pub mod schemas;
 pub mod serving;

@@ -67,7 +67,7 @@ use fleetsim_policies::{
 
 use crate::fleet::build::build_fleet;
 use crate::rng;
-use crate::run::options::{RunError, RunOptions};
+use crate::run_options::{RunError, RunOptions};
 use crate::scenario::{InflationSpec, Loaded};
 use crate::workload::alibaba_openb;
 

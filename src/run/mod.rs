@@ -15,8 +15,7 @@ use crate::report::{jobs_csv::JobsCsv, summary, timeseries};
 use crate::scenario::{secs_to_ms, Loaded, Mode, OutputFormat, TraceDir};
 use crate::workload::{synthetic, JobStream, TraceError};
 
-pub mod options;
-pub use options::{RunError, RunOptions};
+pub use crate::run_options::{RunError, RunOptions};
 
 /// What a run produced.
 #[derive(Clone, Debug)]

@@ -1,6 +1,7 @@
 //! What a run takes from the command line and how it fails: [`RunOptions`] and
-//! [`RunError`], shared by every kind of run (the event engine here, the FGD inflation
-//! experiment in [`crate::inflation`]), which import this file and not the run driver.
+//! [`RunError`], shared by every kind of run (the event engine's run in [`crate::run`],
+//! which re-exports both, and the FGD inflation experiment in [`crate::inflation`]), below
+//! both so that neither imports the other's driver.
 
 use std::path::PathBuf;
 
@@ -80,6 +81,7 @@ pub struct RunOptions {
     pub trace_dir: TraceDir,
     /// Where to write outputs (`None`: write nothing).
     pub out_dir: Option<PathBuf>,
-    /// Without `out_dir`: keep job rows in memory ([`RunOutput::jobs`](super::RunOutput::jobs)) or build none.
+    /// Without `out_dir`: keep job rows in memory ([`crate::run::RunOutput::jobs`]) or build
+    /// none.
     pub keep_rows: bool,
 }
