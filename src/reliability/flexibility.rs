@@ -28,29 +28,10 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
-
 use fleetsim_policies::FleetState;
 
+pub use crate::scenario::reliability::FlexibilitySpec;
 use crate::workload::{JobSpec, JobStream, Skipped, TraceError};
-
-/// `[flexibility]` (module docs).
-#[derive(Clone, Debug, Default, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct FlexibilitySpec {
-    /// Any cell (else the home cell only).
-    #[serde(default)]
-    pub spatial: bool,
-    /// Any accelerator model (else the home cell's models).
-    #[serde(default)]
-    pub platform: bool,
-    /// Borrow idle quota in the cohort (else own nominal quota only).
-    #[serde(default)]
-    pub quota: bool,
-    /// Home cell by tenant (`"*"`: every other tenant).
-    #[serde(default)]
-    pub home_cells: BTreeMap<String, String>,
-}
 
 /// The job stream with the flexibility of `[flexibility]` applied.
 pub struct FlexibleStream {

@@ -25,6 +25,7 @@
 pub mod kueue;
 pub mod overrides;
 pub mod policies;
+pub mod reliability;
 mod schema;
 pub mod studies;
 mod validate;

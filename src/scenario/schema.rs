@@ -48,18 +48,18 @@ pub struct Scenario {
     pub node_events: Vec<NodeEventSpec>,
     /// Failures and maintenance (see [`crate::reliability`]); none when absent.
     #[serde(default)]
-    pub failures: Option<crate::reliability::FailuresSpec>,
+    pub failures: Option<super::reliability::FailuresSpec>,
     /// Relative speeds of accelerator models (see [`crate::reliability::PlatformSpec`]);
     /// every model at reference speed when absent.
     #[serde(default)]
-    pub platform: Option<crate::reliability::PlatformSpec>,
+    pub platform: Option<super::reliability::PlatformSpec>,
     /// Workload flexibility: spatial, platform, quota (see
     /// [`crate::reliability::flexibility`]); jobs keep their trace's constraints when absent.
     #[serde(default)]
-    pub flexibility: Option<crate::reliability::flexibility::FlexibilitySpec>,
+    pub flexibility: Option<super::reliability::FlexibilitySpec>,
     /// Per-run startup latency (see [`crate::reliability`]); none when absent.
     #[serde(default)]
-    pub startup: Option<crate::reliability::StartupSpec>,
+    pub startup: Option<super::reliability::StartupSpec>,
     /// Kueue manifests whose LocalQueues become queues (explicit `[[queues]]` win by name).
     #[serde(default)]
     pub kueue: Option<KueueSpec>,

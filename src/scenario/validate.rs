@@ -653,7 +653,7 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
     }
     validate_quota(s, &bad)?;
     validate_policy(s, &bad)?;
-    crate::reliability::validate(s, origin)?;
+    super::reliability::validate(s, origin)?;
     for (i, e) in s.node_events.iter().enumerate() {
         if !finite_nonneg(e.at_s) {
             return Err(bad(
