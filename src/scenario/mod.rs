@@ -28,6 +28,7 @@ pub mod policies;
 pub mod reliability;
 mod schema;
 pub mod studies;
+pub mod transforms;
 mod validate;
 mod yaml;
 

@@ -71,7 +71,7 @@ pub struct Scenario {
     pub metrics: MetricsSpec,
     /// What-if transforms of the workload and the fleet (see [`crate::whatif`]).
     #[serde(default)]
-    pub transforms: crate::whatif::Transforms,
+    pub transforms: super::transforms::Transforms,
     /// Sweep axes for `fleetsim sweep` (see [`crate::sweep`]).
     #[serde(default)]
     pub sweep: Option<super::studies::SweepSpec>,
