@@ -348,8 +348,8 @@ fn leaves(v: &Value, prefix: &str, out: &mut Vec<String>) {
 }
 
 /// True when `name` names a number (or a `null` number) of a run's `summary.json` by its
-/// JSON Schema ([`crate::schemas::Kind::Summary`]), without a run: each dotted step is a
-/// property of an object, or any key of a map (`occupancy_by_cell.<cell>`,
+/// JSON Schema (the one `fleetsim schema summary` prints), without a run: each dotted step
+/// is a property of an object, or any key of a map (`occupancy_by_cell.<cell>`,
 /// `tenants.<tenant>`) or of an array (an element's `name` or index), and the last is a
 /// number; or `censored_pct`. A section present only with some settings
 /// (`autoscaling.…`, `pods_ready.…`, `slo.…`) is known here; a run without it refuses the
@@ -359,7 +359,7 @@ pub fn metric_in_summary_schema(name: &str) -> bool {
     if name == "censored_pct" {
         return true;
     }
-    let root = SCHEMA.get_or_init(|| crate::schemas::schema(crate::schemas::Kind::Summary));
+    let root = SCHEMA.get_or_init(|| schemars::schema_for!(super::summary::Summary).to_value());
     let keys: Vec<&str> = name.split('.').collect();
     numeric_path(root, root, &keys, 0)
 }
