@@ -330,6 +330,113 @@ fn folder_circles(root: &Path) -> Vec<String> {
         .collect()
 }
 
+/// The tiers of `src/` that ARCHITECTURE.md's Layers section lists, bottom first: the lines
+/// `tier N name: a, b, c` of its code block, as `(tier number, modules)`.
+fn tiers() -> Vec<(u32, Vec<String>)> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let layers = text
+        .split("## Layers")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("ARCHITECTURE.md has a `## Layers` section");
+    let mut out = Vec::new();
+    for l in layers.lines().filter(|l| l.starts_with("tier ")) {
+        let (head, list) = l
+            .split_once(':')
+            .unwrap_or_else(|| panic!("ARCHITECTURE.md: `{l}`: no `:` after the tier's name"));
+        let n: u32 = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("ARCHITECTURE.md: `{l}`: no tier number"));
+        let mods = list.split(',').map(|m| m.trim().to_string()).collect();
+        out.push((n, mods));
+    }
+    out
+}
+
+/// No two folders (top-level modules) of `src/` import each other; the folders form a
+/// layering (the import graph among them has no circle); and every import goes to a module of
+/// the same tier of ARCHITECTURE.md's Layers section or a lower one. A failure names the
+/// file imports that break the rule.
+#[test]
+fn the_engine_crate_folders_form_layers() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let fe = folder_edges(&edges(&root));
+    let mut pairs = Vec::new();
+    for (a, bs) in &fe {
+        for (b, why) in bs {
+            if a < b {
+                if let Some(back) = fe.get(b).and_then(|m| m.get(a)) {
+                    pairs.push(format!(
+                        "{a} <-> {b}: {} / {}",
+                        why.join(", "),
+                        back.join(", ")
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        pairs.is_empty(),
+        "folders of src/ importing each other:\n{}",
+        pairs.join("\n")
+    );
+    let c = folder_circles(&root);
+    assert!(
+        c.is_empty(),
+        "folder import circles under src/:\n{}",
+        c.join("\n")
+    );
+
+    // The tiers: every module of src/ in exactly one, every import downwards or level.
+    let tiers = tiers();
+    assert!(tiers.len() > 1, "ARCHITECTURE.md lists no tiers of src/");
+    let mut tier_of: BTreeMap<String, u32> = BTreeMap::new();
+    for (n, mods) in &tiers {
+        for m in mods {
+            assert!(
+                tier_of.insert(m.clone(), *n).is_none(),
+                "ARCHITECTURE.md puts `{m}` in two tiers"
+            );
+        }
+    }
+    let tops: BTreeSet<String> = modules(&root)
+        .keys()
+        .map(|m| top(m).to_string())
+        .filter(|m| !m.is_empty())
+        .collect();
+    let unplaced: Vec<&String> = tops.iter().filter(|m| !tier_of.contains_key(*m)).collect();
+    assert!(
+        unplaced.is_empty(),
+        "modules of src/ in no tier of ARCHITECTURE.md's Layers section: {unplaced:?}"
+    );
+    let stale: Vec<&String> = tier_of.keys().filter(|m| !tops.contains(*m)).collect();
+    assert!(
+        stale.is_empty(),
+        "ARCHITECTURE.md's tiers name modules src/ does not have: {stale:?}"
+    );
+    let mut upward = Vec::new();
+    for (a, bs) in &fe {
+        for (b, why) in bs {
+            if tier_of[b] > tier_of[a] {
+                upward.push(format!(
+                    "{a} (tier {}) -> {b} (tier {}): {}",
+                    tier_of[a],
+                    tier_of[b],
+                    why.join(", ")
+                ));
+            }
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "imports to a higher tier than ARCHITECTURE.md gives:\n{}",
+        upward.join("\n")
+    );
+}
+
 /// The checker finds a circle when there is one (so the two tests above can fail).
 #[test]
 fn a_circle_is_found() {
