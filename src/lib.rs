@@ -24,6 +24,39 @@ pub fn write_stderr(args: std::fmt::Arguments<'_>) {
     let _ = err.write_fmt(args).and_then(|()| err.flush());
 }
 
+/// The public trace `rel` (a path under the trace directory) for unit tests that read one:
+/// under `$FLEETSIM_TRACE_DIR`, else `../shared/traces` beside the repository. `None` (the
+/// test skips, saying so) only when no trace directory was named and the file is absent;
+/// a test run that names a trace directory lacking the file fails.
+#[cfg(test)]
+pub(crate) fn public_trace(rel: &str) -> Option<std::path::PathBuf> {
+    match std::env::var_os("FLEETSIM_TRACE_DIR") {
+        Some(dir) => {
+            let p = std::path::PathBuf::from(dir).join(rel);
+            assert!(
+                p.exists(),
+                "{} not found under $FLEETSIM_TRACE_DIR",
+                p.display()
+            );
+            Some(p)
+        }
+        None => {
+            let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../shared/traces")
+                .join(rel);
+            if p.exists() {
+                Some(p)
+            } else {
+                errln!(
+                    "skipping: {} not found (set FLEETSIM_TRACE_DIR)",
+                    p.display()
+                );
+                None
+            }
+        }
+    }
+}
+
 pub mod catalog;
 pub mod fleet;
 pub mod fuzzing;

@@ -337,15 +337,7 @@ mod tests {
     }
 
     fn public(rel: &str) -> Option<PathBuf> {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/traces")
-            .join(rel);
-        if p.exists() {
-            Some(p)
-        } else {
-            errln!("skipping: {} not found", p.display());
-            None
-        }
+        crate::public_trace(rel)
     }
 
     #[test]

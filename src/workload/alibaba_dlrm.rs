@@ -366,12 +366,9 @@ i6,CN,app_1,8,8,0,0,0,0,40,40,1,1,-1,,,0
 
     #[test]
     fn public_dlrm_counts_match_source() {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/traces/alibaba-dlrm-2025/disaggregated_DLRM_trace.csv");
-        if !p.exists() {
-            errln!("skipping: {} not found", p.display());
+        let Some(p) = crate::public_trace("alibaba-dlrm-2025/disaggregated_DLRM_trace.csv") else {
             return;
-        }
+        };
         let mut s = open(&p).unwrap();
         let jobs: Vec<JobSpec> = s.by_ref().map(Result::unwrap).collect();
         let notes = s.notes();

@@ -561,15 +561,7 @@ p3,4000,2048,8,1000,,Burstable,Failed,20,40,25
     }
 
     fn public(file: &str) -> Option<PathBuf> {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/traces/alibaba-gpu-2023")
-            .join(file);
-        if p.exists() {
-            Some(p)
-        } else {
-            errln!("skipping: {} not found", p.display());
-            None
-        }
+        crate::public_trace(&format!("alibaba-gpu-2023/{file}"))
     }
 
     #[test]

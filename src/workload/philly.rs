@@ -331,12 +331,9 @@ mod tests {
 
     #[test]
     fn public_philly_jobs() {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/traces/philly/philly_jobs_pollux.csv");
-        if !p.exists() {
-            errln!("skipping: {} not found", p.display());
+        let Some(p) = crate::public_trace("philly/philly_jobs_pollux.csv") else {
             return;
-        }
+        };
         let s = open(&p).unwrap();
         assert!(s.skipped().is_empty());
         let jobs: Vec<JobSpec> = s.map(Result::unwrap).collect();
