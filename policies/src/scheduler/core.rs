@@ -97,6 +97,13 @@ pub(crate) struct Core {
     /// Preemption contexts of the passes since the last take, when recording is on
     /// ([`Scheduler::record_preemption_contexts`]).
     pub(crate) contexts: Option<Vec<crate::decision::PreemptionContext>>,
+    /// Tests only: no class is parked ([`super::las`], "Parking"), so that every pass tries
+    /// each class as the scheduler did without it.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub(crate) las_park_off: bool,
+    /// Classes parked so far (the tests check that parking is exercised).
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub(crate) las_parked: u64,
 }
 
 impl Core {

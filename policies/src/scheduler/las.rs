@@ -15,6 +15,23 @@
 //!   job's queue only moves down, so each LAS preemption moves the victim strictly back.
 //! * **Victim order**: among LAS victims, the lowest queue first, then the newest entrant
 //!   of that queue (neither priority nor lost work, which Tiresias does not consider).
+//! * **Parking**: a saturated LAS fleet runs a pass at every arrival, completion and
+//!   crossing, and each pass would try the first job of every class present (then skip the
+//!   rest of the class on its verdict), though most of those tries must fail. At the start
+//!   of a full pass, [`Scheduler::park_hopeless`] sets the verdict
+//!   [`PendingReason::NoCapacity`] of each class whose try certainly fails all pass, so that
+//!   its jobs already filed under that reason are not tried: the class asks for more
+//!   GPU-milli than its cells have free, and more than free plus every running job a LAS
+//!   search of its first job (the lowest LAS queue of the class) can reach
+//!   ([`LasVictims::reach_gpu_milli`]). Within a pass, a start only moves free GPUs to a
+//!   running job (in reach or not), so the bound still holds; the preemption that could
+//!   free more clears every verdict, and the class is tried again from there. It applies
+//!   with one queue, the LAS rule alone (no tier, within-queue or priority rule, no quota,
+//!   no per-queue rules), no backfill, budget or nomination, a pure placement, and to a
+//!   class that shares its requirements with no other (their placement and search memos
+//!   would be shared). The try of a parked class's first job would have taken the pass's
+//!   running-set summary: it is taken when the pass goes past that job
+//!   ([`PassState::park_first`]), so every later search reads the same summary.
 
 use super::*;
 use crate::preemption::VictimKey;
@@ -180,6 +197,116 @@ impl Core {
         }
         best
     }
+}
+
+impl Scheduler {
+    /// Parks, at the start of a full pass, the classes whose try certainly fails all pass
+    /// (module docs, "Parking"): their verdict [`PendingReason::NoCapacity`] is set before
+    /// any try, so that the jobs already filed under it are skipped, the first one included.
+    pub(crate) fn park_hopeless(&mut self, fleet: &FleetState, pass: &mut PassState) {
+        pass.park_first = None;
+        let c = &self.core;
+        if c.las_park_off || self.pending.len() != 1 {
+            return;
+        }
+        let (Some(cfg), Some(las), Some(ix)) = (
+            c.preemption.as_ref(),
+            c.las.as_ref(),
+            c.las_victims.as_ref(),
+        ) else {
+            return;
+        };
+        if cfg.las.as_ref() != Some(las)
+            || !las_rule_only(cfg)
+            || c.quota.is_some()
+            || c.backfill.is_some()
+            || c.budget.is_some()
+            || !c.nominated.is_empty()
+            || !c.placement.select_is_pure()
+            || c.ctx.records()
+            || c.queues
+                .iter()
+                .chain([&c.default_queue])
+                .any(|q| q.preemption.is_some())
+        {
+            return;
+        }
+        let jobs = &self.pending[0].jobs;
+        let Some(buckets) = &jobs.classes else {
+            return;
+        };
+        // Each class present with its first job in queue order.
+        let mut firsts: Vec<(u32, super::pending::Position)> = Vec::new();
+        for (&(cid, _), b) in buckets {
+            let Some((&p, _)) = b.set.first_key_value() else {
+                continue;
+            };
+            match firsts.last_mut() {
+                Some((last, f)) if *last == cid => *f = (*f).min(p),
+                _ => firsts.push((cid, p)),
+            }
+        }
+        let now = c.now;
+        let mut parked = 0;
+        for (i, &(cid, first)) in firsts.iter().enumerate() {
+            let k = c.classes[cid as usize];
+            if k.0.num_gpu == 0 {
+                continue;
+            }
+            // A class that shares its requirements with another would share its memos
+            // (placement and search), which its try would have made for the other.
+            let same = |o: &ClassKey| (o.0, o.1, o.2, o.3, o.7) == (k.0, k.1, k.2, k.3, k.7);
+            if firsts
+                .iter()
+                .enumerate()
+                .any(|(j, &(d, _))| j != i && same(&c.classes[d as usize]))
+            {
+                continue;
+            }
+            let (need, free) = c.class_need_and_free(fleet, cid);
+            if need <= free {
+                continue;
+            }
+            if k.6 != Tier::BestEffort {
+                // Its first job has the lowest LAS queue of the class (the order's first
+                // component), so the most victims in reach.
+                let job = &jobs.get(&first).expect("a bucket's member is pending").job;
+                let level = las.level(job.attained_gpu_ms);
+                debug_assert_eq!(
+                    first.0 .0, level as i64,
+                    "the LAS order leads with the queue"
+                );
+                if free.saturating_add(ix.reach_gpu_milli(level, now)) >= need {
+                    continue;
+                }
+                pass.park_first = Some(pass.park_first.map_or(first, |p| p.min(first)));
+            }
+            pass.verdicts
+                .get_or_insert(QueueId(0), cid, (PendingReason::NoCapacity, None));
+            parked += 1;
+        }
+        self.core.las_parked += parked;
+    }
+}
+
+impl Core {
+    /// Builds the pass's running-set summary where the try of a parked class's first job
+    /// would have built it ([`PassState::park_first`]), if nothing built it before.
+    pub(crate) fn summary_for_parked(&self, pass: &mut PassState) {
+        if pass.run_summary.is_none() {
+            let cfg = self.preemption.as_ref().expect("parking needs preemption");
+            pass.run_summary = Some(super::preempt::summary(self, cfg));
+        }
+    }
+}
+
+/// True when, without quota, no rule of `cfg` but the LAS rule can give a victim: no tier
+/// rule, no within-queue or priority preemption (reclaim, fair sharing and borrowing need
+/// quota).
+fn las_rule_only(cfg: &PreemptionConfig) -> bool {
+    !cfg.tiers
+        && cfg.within_queue == crate::preemption::WithinQueue::Never
+        && cfg.capacity == crate::preemption::CapacityPreemption::Never
 }
 
 /// Records that running `r` entered its LAS queue at `now` if its attained service put it
@@ -364,6 +491,11 @@ mod wakes_vs_scan {
     /// Runs `c` event by event with the wake-ups (`wakes`) and the victim index (`index`) or
     /// their scans; the transcript of decisions and wake-ups.
     fn simulate(c: &Case, wakes: bool, index: bool) -> String {
+        simulate_parked(c, wakes, index, true).0
+    }
+
+    /// [`simulate`] with parking on or off (`park`); also how many classes were parked.
+    fn simulate_parked(c: &Case, wakes: bool, index: bool, park: bool) -> (String, u64) {
         let mut fleet =
             FleetState::new(vec!["c".into()], vec!["H100".into()], c.nodes.clone()).unwrap();
         let config = SchedulerConfig {
@@ -394,6 +526,7 @@ mod wakes_vs_scan {
         if !index {
             s.core.las_victims = None;
         }
+        s.core.las_park_off = !park;
         let mut g = Gen(c.events);
         let mut out = String::new();
         // (end, job, bindings).
@@ -474,7 +607,43 @@ mod wakes_vs_scan {
             s.pending_len() == 0 && running.is_empty(),
             "the case drained"
         );
-        out
+        (out, s.core.las_parked)
+    }
+
+    /// Parking ([`Scheduler::park_hopeless`]) against trying every class at every pass, on
+    /// cases where it applies (one queue, one priority, the LAS rule alone, grace 0 or 3 s):
+    /// the same decisions at the same instants and the same wake-ups, with or without the
+    /// victim index.
+    #[test]
+    fn parking_makes_the_same_decisions_as_trying_every_class() {
+        let mut g = Gen(41);
+        let (mut parked, mut preempts) = (0, 0);
+        for i in 0..200 {
+            // Every fourth case of `case` is plain: one queue, one priority, LAS alone.
+            let mut c = case(&mut g, 4 * i);
+            if i % 2 == 1 {
+                c.preemption.grace = SimDuration(3000);
+            }
+            let (on, n) = simulate_parked(&c, true, true, true);
+            let (off, m) = simulate_parked(&c, true, true, false);
+            assert_eq!(m, 0, "case {i}: parking off parks nothing");
+            if let Some((l, (x, y))) = on
+                .lines()
+                .zip(off.lines())
+                .enumerate()
+                .find(|(_, (x, y))| x != y)
+            {
+                panic!("case {i}, line {l}: parked `{x}` against tried `{y}`");
+            }
+            assert_eq!(on, off, "case {i}");
+            parked += n;
+            preempts += on.matches("Preempt {").count();
+        }
+        // Parking happens, among many preemptions (exact counts would be brittle).
+        assert!(
+            parked > 2_000 && preempts > 2_000,
+            "{parked} parked, {preempts} preemptions"
+        );
     }
 
     #[test]

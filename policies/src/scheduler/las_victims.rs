@@ -263,6 +263,27 @@ impl LasVictims {
         s
     }
 
+    /// GPU-milli of the indexed jobs a LAS search of a preemptor in LAS queue `level` can
+    /// reach at `now`, at most: those in a lower queue (`level` + 1 and down), and those of
+    /// queue `level` that entered it at `now` (every tier and queue, whether the preemptor
+    /// outranks them or not).
+    pub(crate) fn reach_gpu_milli(&self, level: usize, now: SimTime) -> u64 {
+        let below: u64 = self.level_gpu_milli.iter().skip(level + 1).sum();
+        let entered_now: u64 = self
+            .streams
+            .keys()
+            .flat_map(|&(tier, q)| {
+                self.order
+                    .range(Slot::at(tier, q, level, now)..)
+                    .take_while(move |x| {
+                        (x.tier, x.queue, x.level.0, x.entered.0) == (tier, q, level, now)
+                    })
+            })
+            .map(|x| self.by_id[x.id.index()].expect("indexed").gpu_milli)
+            .sum();
+        below + entered_now
+    }
+
     /// The first slot of (tier, queue) after `after` (from its start when `None`).
     fn next_in(&self, tier: u8, queue: QueueId, after: Option<Slot>) -> Option<Slot> {
         let from = match after {

@@ -195,6 +195,8 @@ impl Scheduler {
                 run_counts: None,
                 las_wakes: None,
                 contexts: None,
+                las_park_off: false,
+                las_parked: 0,
             },
             pending: Vec::new(),
             pending_len: 0,

@@ -45,6 +45,11 @@ pub(crate) struct PassState {
     /// Scratch for [`super::preempt`]'s room bound: GPU-milli freed per node by
     /// [`NodeId`](crate::ids::NodeId) index, all zero between uses.
     pub(crate) freed_by_node: Vec<u64>,
+    /// The first position of a class parked at the start of the pass that would have built
+    /// [`PassState::run_summary`] when tried ([`Scheduler::park_hopeless`]); the summary is
+    /// built when the pass goes past it, as that try would have.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub(crate) park_first: Option<super::pending::Position>,
 }
 
 /// A class's verdict in a pass: the reason, and the fleet's change count while which it
@@ -303,6 +308,7 @@ impl Scheduler {
         pass.verdicts.clear();
         pass.budget = self.core.budget.unwrap_or(u64::MAX);
         self.certain_no_capacity(fleet, &mut pass);
+        self.park_hopeless(fleet, &mut pass);
         // A preemptor whose planned placement lost a node plans again now, at the failure,
         // instead of waiting for its victims with a stale plan: its
         // nomination and reserved quota are dropped (its victims still terminate).
@@ -426,6 +432,10 @@ impl Scheduler {
                 .expect("a head is pending");
             let class = indexed.then_some(entry.class);
             let old_reason = entry.reason;
+            if pass.park_first.is_some_and(|p| p < (key, id)) {
+                pass.park_first = None;
+                self.core.summary_for_parked(&mut pass);
+            }
             let out = if pass.requeued.contains(&id) {
                 Outcome::Skipped
             } else {
