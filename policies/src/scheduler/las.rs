@@ -248,6 +248,8 @@ impl Scheduler {
         }
         let now = c.now;
         let mut parked = 0;
+        // Reach per LAS queue, taken once per pass.
+        let mut reach: Vec<Option<u64>> = Vec::new();
         for (i, &(cid, first)) in firsts.iter().enumerate() {
             let k = c.classes[cid as usize];
             if k.0.num_gpu == 0 {
@@ -276,7 +278,11 @@ impl Scheduler {
                     first.0 .0, level as i64,
                     "the LAS order leads with the queue"
                 );
-                if free.saturating_add(ix.reach_gpu_milli(level, now)) >= need {
+                if level >= reach.len() {
+                    reach.resize(level + 1, None);
+                }
+                let r = *reach[level].get_or_insert_with(|| ix.reach_gpu_milli(level, now));
+                if free.saturating_add(r) >= need {
                     continue;
                 }
                 pass.park_first = Some(pass.park_first.map_or(first, |p| p.min(first)));
