@@ -82,6 +82,9 @@ pub enum EventKind {
     PodsReadyRequeue(u32),
     /// A periodic pass.
     Tick,
+    /// A round of the round-allocated jobs ([`super::elastic`]); class of
+    /// [`EventClass::Tick`].
+    ElasticRound,
 }
 
 impl EventKind {
@@ -96,7 +99,7 @@ impl EventKind {
             | EventKind::PodsReadyRequeue(_) => EventClass::Node,
             EventKind::ForcedStart(_) => EventClass::ForcedStart,
             EventKind::Node(_) => EventClass::Node,
-            EventKind::Tick => EventClass::Tick,
+            EventKind::Tick | EventKind::ElasticRound => EventClass::Tick,
         }
     }
 
@@ -114,6 +117,7 @@ impl EventKind {
             EventKind::PodsReadyDeadline(i) => 1 << 58 | i as u64,
             EventKind::PodsReadyRequeue(i) => 1 << 57 | i as u64,
             EventKind::Tick => 0,
+            EventKind::ElasticRound => 1,
         }
     }
 
@@ -128,6 +132,7 @@ impl EventKind {
             EventClass::Node if p >> 58 & 1 == 1 => EventKind::PodsReadyDeadline(p as u32),
             EventClass::Node if p >> 57 & 1 == 1 => EventKind::PodsReadyRequeue(p as u32),
             EventClass::Node => EventKind::Node(p as u32),
+            EventClass::Tick if p & 1 == 1 => EventKind::ElasticRound,
             EventClass::Tick => EventKind::Tick,
             _ if p >> 63 == 1 => EventKind::Release(job, p as u32),
             _ => EventKind::Finish(job, p as u32),

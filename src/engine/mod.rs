@@ -52,6 +52,7 @@
 //! give the same event sequence on any machine and thread count.
 
 pub mod autoscale;
+pub mod elastic;
 pub mod events;
 pub mod node_changes;
 pub mod pods_ready;
@@ -207,6 +208,9 @@ pub struct EngineConfig {
     /// every instant, each change of a pending job's reason in [`RunResult::reason_log`]
     /// (`fleetsim kueue simulate`); off by default.
     pub record_admissions: bool,
+    /// Round-allocated (elastic) jobs ([`elastic`]); `None`: none (a job of the stream with
+    /// an elastic spec is then refused).
+    pub elastic: Option<elastic::ElasticConfig>,
 }
 
 /// One start of a job, as [`RunResult::admissions`] keeps it.
@@ -541,6 +545,8 @@ pub struct RunResult {
     pub pods_ready: Option<pods_ready::PodsReadyStats>,
     /// The serving account, with [`EngineConfig::serving`].
     pub serving: Option<serving::ServingStats>,
+    /// The round-allocated jobs' account, with [`EngineConfig::elastic`].
+    pub elastic: Option<elastic::ElasticStats>,
     /// The live event stream and its decisions, when [`EngineConfig::record_live`] is on.
     pub live: Option<LiveRecord>,
 }
@@ -869,6 +875,8 @@ pub struct Simulation {
     ready: Option<pods_ready::PodsReady>,
     /// With reserved serving cells: the cells training jobs may use (ascending).
     training_cells: Option<Vec<CellId>>,
+    /// Round-allocated jobs, with [`EngineConfig::elastic`].
+    elastic: Option<elastic::Elastic>,
 }
 
 impl Simulation {
@@ -961,6 +969,7 @@ impl Simulation {
                 .wait_for_pods_ready
                 .map(|c| pods_ready::PodsReady::new(c, cfg.record_admissions)),
             training_cells: None,
+            elastic: cfg.elastic.clone().map(elastic::Elastic::new),
             cfg,
         };
         if let Some(sv) = sim
@@ -1334,7 +1343,7 @@ impl Simulation {
                     EventKind::ReplicaStop(n) => self.replica_stop(n, sink)?,
                     EventKind::PodsReadyDeadline(i) => self.pods_ready_deadline(i, sink)?,
                     EventKind::PodsReadyRequeue(r) => self.pods_ready_requeue(r)?,
-                    EventKind::ForcedStart(_) | EventKind::Tick => {}
+                    EventKind::ForcedStart(_) | EventKind::Tick | EventKind::ElasticRound => {}
                 }
             }
             // (3) arrivals: serving replicas first (service order, replica index), then the
@@ -1405,7 +1414,12 @@ impl Simulation {
                 if k.time != t || k.class != events::EventClass::Tick {
                     break;
                 }
-                self.events.pop();
+                let (_, kind) = self.events.pop().expect("peeked");
+                if kind == EventKind::ElasticRound {
+                    self.event_count += 1;
+                    self.elastic_round(t)?;
+                    continue;
+                }
                 if self.next_tick == Some(t) {
                     self.next_tick = None;
                     self.dirty = true;
@@ -1608,6 +1622,17 @@ impl Simulation {
                 seq,
                 message,
             })?;
+        if spec.elastic.is_some() != self.cfg.elastic.is_some() {
+            return Err(EngineError::BadJob {
+                name: spec.name.to_string(),
+                seq,
+                message: if self.cfg.elastic.is_some() {
+                    "a rigid job in a run with `[elastic]` (round-allocated jobs only: the two do not share a run)".into()
+                } else {
+                    "a round-allocated job (a `pollux` workload row) needs the scenario's `[elastic]` table".into()
+                },
+            });
+        }
         if self.free_slots.is_empty() && self.jobs.len() >= MAX_IN_FLIGHT {
             return Err(EngineError::BadJob {
                 name: spec.name.to_string(),
@@ -1683,6 +1708,9 @@ impl Simulation {
             })?;
             self.free_slot(id);
             return Ok(());
+        }
+        if let Some(e) = spec.elastic.as_deref() {
+            return self.elastic_arrive(id, e);
         }
         if self.cfg.reject_unknown_queues && named_queue && queue.0 >= self.known_queues {
             return self.reject(id, RejectReason::UnknownQueue, sink);
@@ -2327,6 +2355,9 @@ impl Simulation {
     }
 
     fn finish(&mut self, id: JobId, run: u32, sink: &mut dyn JobSink) -> Result<(), EngineError> {
+        if self.elastic.as_ref().is_some_and(|e| e.holds(id)) {
+            return self.elastic_finish(id, run, sink);
+        }
         let now = self.now;
         let rec = &self.jobs[id.index()];
         if !rec.live || rec.run != run || rec.state != JobState::Running {
@@ -2492,8 +2523,10 @@ impl Simulation {
         self.fleet
             .audit(self.jobs.iter().flat_map(|j| j.allocs.as_slice().iter()))
             .map_err(|message| self.invariant(message))?;
-        let holding = self.jobs.iter().enumerate().filter(|(_, j)| {
-            j.live
+        let elastic = self.elastic.as_ref();
+        let holding = self.jobs.iter().enumerate().filter(|(i, j)| {
+            !elastic.is_some_and(|e| e.holds(JobId(*i as u32)))
+                && j.live
                 && matches!(
                     j.state,
                     JobState::Running | JobState::Terminating | JobState::Recovering
@@ -2540,6 +2573,9 @@ impl Simulation {
         if let Some(p) = &self.ready {
             censored.extend(p.backing_off().map(|id| (id, None)));
         }
+        if let Some(e) = &self.elastic {
+            censored.extend(e.waiting().map(|id| (id, None)));
+        }
         censored.sort_by_key(|&(id, _)| self.jobs[id.index()].seq);
         // Jobs that ran and were requeued (preempted, or lost with a node) are not censored.
         let (requeued, censored): (Vec<_>, Vec<_>) = censored
@@ -2560,6 +2596,7 @@ impl Simulation {
                 None if self.jobs[id.index()].state == JobState::BackingOff => {
                     pods_ready::BACKING_OFF
                 }
+                None if self.elastic.as_ref().is_some_and(|e| e.holds(id)) => "waiting_for_round",
                 None => "recorded_start_after_horizon",
             };
             self.counts.censored += 1;
@@ -2688,6 +2725,7 @@ impl Simulation {
                 .unwrap_or_default(),
             pods_ready: self.ready.as_mut().map(pods_ready::PodsReady::finish),
             serving,
+            elastic: self.elastic_stats(),
             reliability: self.cfg.reliability.then(|| {
                 let mut r = std::mem::take(&mut self.rel);
                 r.lost_gpu_milli_ms = self.lost_gpu_milli_ms;

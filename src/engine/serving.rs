@@ -217,6 +217,7 @@ impl Serving {
             topology: None,
             // A replica's shape is given: rigid.
             split: false,
+            elastic: None,
         };
         Some((spec, s, stop, n as u32))
     }

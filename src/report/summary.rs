@@ -149,6 +149,10 @@ pub struct Summary {
     /// [`crate::engine::serving`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub serving: Option<crate::engine::serving::ServingStats>,
+    /// Round-allocated (elastic) jobs: the allocator, rounds, reallocations and GPU-hours
+    /// held (present only with `[elastic]`; see [`crate::engine::elastic`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elastic: Option<crate::engine::elastic::ElasticStats>,
 }
 
 /// Fleet fragmentation over the window (DESIGN §6; Weng et al., ATC'23): the expected
@@ -531,6 +535,7 @@ pub fn build(input: SummaryInput<'_>, r: &RunResult) -> Summary {
         autoscaling: r.autoscaling.clone(),
         pods_ready: r.pods_ready.clone(),
         serving: r.serving.clone(),
+        elastic: r.elastic.clone(),
     }
 }
 

@@ -388,8 +388,73 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
         }),
         serving: None,
         record_admissions: false,
+        elastic: None,
     };
     (policies, cfg)
+}
+
+/// The engine's `[elastic]` settings: the allocator, the round and restart delay, and the
+/// application models read from every sub-directory of `elastic.models` that holds a
+/// `placements.csv` (by name), with the artifact's settings
+/// ([`crate::workload::goodput_models::artifact_settings`]).
+///
+/// # Errors
+/// A models directory that does not resolve or holds no model
+/// ([`crate::scenario::ScenarioError::Invalid`] naming `elastic.models`), or a model file
+/// that cannot be read (its file, line and field).
+pub fn elastic_config(
+    loaded: &Loaded,
+    trace_dir: &TraceDir,
+) -> Result<Option<crate::engine::elastic::ElasticConfig>, RunError> {
+    use crate::engine::elastic::{ElasticConfig, RoundAllocator};
+    use crate::scenario::elastic::RoundAllocatorKind;
+    use crate::workload::goodput_models::{artifact_settings, read_app};
+    let Some(e) = &loaded.scenario.elastic else {
+        return Ok(None);
+    };
+    let dir = loaded.resolve_path(
+        "elastic.models",
+        &e.models.path,
+        &e.models.public_path,
+        trace_dir,
+    )?;
+    let invalid = |message: String| crate::scenario::ScenarioError::Invalid {
+        origin: loaded.origin.clone(),
+        field: "elastic.models".into(),
+        message,
+    };
+    let entries =
+        std::fs::read_dir(&dir).map_err(|err| invalid(format!("`{}`: {err}", dir.display())))?;
+    let mut apps: Vec<std::path::PathBuf> = entries
+        .filter_map(|d| d.ok().map(|d| d.path()))
+        .filter(|p| p.join("placements.csv").is_file())
+        .collect();
+    apps.sort();
+    if apps.is_empty() {
+        return Err(invalid(format!(
+            "`{}` holds no application model (a sub-directory with placements.csv)",
+            dir.display()
+        ))
+        .into());
+    }
+    let mut models = Vec::with_capacity(apps.len());
+    for a in &apps {
+        let name = a
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        models.push(read_app(a, artifact_settings(&name))?);
+    }
+    models.sort_by(|a, b| a.name().cmp(b.name()));
+    Ok(Some(ElasticConfig {
+        allocator: match e.allocator {
+            RoundAllocatorKind::Tiresias => RoundAllocator::Tiresias,
+            RoundAllocatorKind::Pollux => RoundAllocator::Pollux,
+        },
+        round: SimDuration(e.round_s * 1000),
+        restart: SimDuration(e.restart_s * 1000),
+        models: std::sync::Arc::new(models),
+    }))
 }
 
 /// The files a run of `loaded` reads, each with what it is (the scenario field naming it):
@@ -772,6 +837,7 @@ fn run_inner_with(
         cfg.record_admissions = true;
     }
     cfg.serving = serving_plan(loaded, &state, &opts.trace_dir)?;
+    cfg.elastic = elastic_config(loaded, &opts.trace_dir)?;
     let ext = crate::scenario::policies::extensions(loaded, &state)?;
     // The live twin's stages, built the same way (Extensions holds boxed policies: no clone).
     let twin_ext = match live {

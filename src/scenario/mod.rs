@@ -22,6 +22,7 @@
 //! cell_selection = "first-fit"
 //! ```
 
+pub mod elastic;
 pub mod kueue;
 pub mod overrides;
 pub mod policies;

@@ -84,6 +84,9 @@ pub struct Scenario {
     /// Inference services beside training (see [`crate::serving`]); none when absent.
     #[serde(default)]
     pub serving: Option<crate::serving::ServingSpec>,
+    /// Round-allocated (elastic) jobs (see [`crate::engine::elastic`]); none when absent.
+    #[serde(default)]
+    pub elastic: Option<super::elastic::ElasticTable>,
     /// What the scenario's inputs ask for that fleetsim does not simulate, and the choices
     /// made for them (Kueue manifests' fields), one sentence each; filled when loaded, not
     /// a scenario key. `validate` and `run` print them.

@@ -530,6 +530,44 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
             }
         })?;
     }
+    {
+        let pollux = s
+            .workload
+            .trace
+            .as_ref()
+            .is_some_and(|t| t.format == crate::workload::TraceFormat::Pollux);
+        let mut others: Vec<&str> = Vec::new();
+        if s.elastic.is_some() {
+            if s.mode != Mode::Schedule {
+                others.push("mode");
+            }
+            if s.serving.is_some() {
+                others.push("serving");
+            }
+            if s.failures.is_some() {
+                others.push("failures");
+            }
+            if !s.node_events.is_empty() {
+                others.push("node_events");
+            }
+            if s.startup.is_some() {
+                others.push("startup");
+            }
+            if s.workload.synthetic.is_some() {
+                others.push("workload.synthetic");
+            }
+            if s.fleet.cells.iter().any(|c| !c.autoscaling.is_empty()) {
+                others.push("fleet.cells.autoscaling");
+            }
+        }
+        super::elastic::check(s.elastic.as_ref(), pollux, &others).map_err(
+            |(field, message)| ScenarioError::Invalid {
+                origin: origin.to_string(),
+                field,
+                message,
+            },
+        )?;
+    }
     if s.fleet.cells.len() > u16::MAX as usize {
         return Err(bad("fleet.cells".into(), "too many cells"));
     }

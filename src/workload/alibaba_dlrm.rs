@@ -213,6 +213,7 @@ pub fn open(path: &Path) -> Result<VecStream, TraceError> {
                 topology: None,
                 // Pod shapes are given: rigid.
                 split: false,
+                elastic: None,
             },
             times,
         });

@@ -242,6 +242,7 @@ fn parse_job(
         topology: None,
         // Pod shapes are given: rigid.
         split: false,
+        elastic: None,
     })
 }
 

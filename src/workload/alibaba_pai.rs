@@ -265,6 +265,7 @@ pub fn open_with_job_table(path: &Path, job_path: &Path) -> Result<VecStream, Tr
             topology: None,
             // Pod shapes are given: rigid.
             split: false,
+            elastic: None,
         };
         pending.push((job, *submit, start, end));
     }

@@ -212,6 +212,7 @@ impl HeliosRows {
             topology: None,
             // A job size, not a pod shape: takes the node's shape.
             split: true,
+            elastic: None,
         };
         let Some(start) = start else {
             if state == "CANCELLED" {

@@ -62,6 +62,22 @@ pub struct JobSpec {
     /// row without a `tasks` column); false where the task shape is given (a native row's
     /// `tasks`, Alibaba pods, serving replicas).
     pub split: bool,
+    /// A round-allocated (elastic) job's training spec ([`crate::engine::elastic`]); `None`:
+    /// a rigid job with its own run time. Boxed: most jobs have none.
+    pub elastic: Option<Box<ElasticSpec>>,
+}
+
+/// What a round-allocated job trains: its application model (a directory of the scenario's
+/// `[elastic] models`), its rigid size and its fixed global batch size (as the Pollux
+/// workloads give them). Its length follows from the model and its allocations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ElasticSpec {
+    /// Application model name (`bert`, `cifar10`, …).
+    pub application: String,
+    /// Replicas (GPUs) the job asks for: its size under a rigid allocator.
+    pub replicas: u32,
+    /// Global batch size: kept fixed under a rigid allocator.
+    pub batch_size: u32,
 }
 
 impl JobSpec {
@@ -84,6 +100,7 @@ impl JobSpec {
             recorded: RecordedKind::Normal,
             topology: None,
             split: false,
+            elastic: None,
         }
     }
 

@@ -14,6 +14,7 @@ pub mod line_cap;
 pub mod native;
 pub mod philly;
 pub mod philly_raw;
+pub mod pollux;
 pub mod rows;
 pub mod slurm_sacct;
 pub mod swf;
@@ -24,7 +25,7 @@ pub mod tiresias;
 use std::collections::BTreeMap;
 
 pub use error::TraceError;
-pub use job::{JobSpec, RecordedKind, RecordedOutcome};
+pub use job::{ElasticSpec, JobSpec, RecordedKind, RecordedOutcome};
 pub use rows::TraceStream;
 
 /// Rows a reader skipped by its format's documented convention, counted by reason
@@ -177,6 +178,9 @@ pub enum TraceFormat {
     /// The Tiresias simulator's job list (`job_id,num_gpu,submit_time,…,duration`), read
     /// under its `count` scheme: `num_gpu` one-GPU tasks.
     Tiresias,
+    /// The Pollux artifact's workloads (`name,time,application,num_replicas,batch_size`):
+    /// round-allocated jobs for the scenario's `[elastic]` table.
+    Pollux,
 }
 
 impl TraceFormat {
@@ -234,5 +238,7 @@ pub fn open_trace_with(
         (F::AlibabaPai, _) => Box::new(alibaba_pai::open(path)?),
         (F::Tiresias, false) => Box::new(tiresias::open(path)?),
         (F::Tiresias, true) => Box::new(tiresias::read_all_sorted(path)?),
+        (F::Pollux, false) => Box::new(pollux::open(path)?),
+        (F::Pollux, true) => Box::new(pollux::read_all_sorted(path)?),
     })
 }

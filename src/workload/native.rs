@@ -637,6 +637,7 @@ fn build_row(path: &Path, line: u64, raw: &Raw) -> Result<Row, TraceError> {
             Some(1) => true,
             Some(v) => return Err(bad(SPLIT, format!("must be 0 or 1, got {v}"))),
         },
+        elastic: None,
     };
     match (start, end) {
         (None, None) => {

@@ -145,6 +145,7 @@ fn parse_row(
             topology: None,
             // A job size, not a pod shape: takes the node's shape.
             split: true,
+            elastic: None,
         },
     })
 }

@@ -379,6 +379,7 @@ fn read(path: &Path, input: Box<dyn Read + Send>) -> Result<VecStream, TraceErro
                 topology: None,
                 // A job size, not a pod shape: takes the node's shape.
                 split: true,
+                elastic: None,
             },
             submit,
             attempts: spans,

@@ -309,6 +309,7 @@ impl SwfRows {
             topology: None,
             // A job size, not a pod shape: takes the node's shape.
             split: true,
+            elastic: None,
         };
         match (run, wait) {
             (None, _) => {

@@ -574,6 +574,7 @@ impl Iterator for SyntheticStream {
             topology: None,
             // A job size, not a pod shape: takes the node's shape.
             split: true,
+            elastic: None,
         }))
     }
 }

@@ -111,6 +111,7 @@ impl TiresiasRows {
             topology: None,
             // A job size, not a pod shape: takes the node's shape.
             split: true,
+            elastic: None,
         })))
     }
 }

@@ -12,12 +12,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use fleetsim::workload::goodput_models::{artifact_settings, read_app};
-use fleetsim_policies::goodput::{
-    AppModel, BatchConfig, EpochStep, PerfModel, PerfParams, Progress,
-};
-use fleetsim_policies::rounds::{
-    placement_of, Allocations, LasJob, Pollux, PolluxJob, TwoQueueLas,
-};
+use fleetsim_policies::goodput::{AppModel, PerfModel, TrainingJob};
+use fleetsim_policies::rounds::{Allocations, LasJob, Pollux, PolluxJob, TwoQueueLas};
 use fleetsim_policies::{JobId, SimDuration, SimTime};
 
 use crate::support::public_traces;
@@ -75,106 +71,14 @@ enum Policy {
     Pollux,
 }
 
-/// One job's state in the replay.
+/// One job of the replay: its model, submission and rigid size, and its training state
+/// (the policy crate's [`TrainingJob`], which the engine drives too).
 struct Job<'a> {
     app: &'a AppModel,
     submit_s: u64,
-    /// Rigid size (Tiresias) and fixed batch size (Tiresias; ncf under Pollux).
     replicas: u32,
-    batch_target: Option<u32>,
-    progress: Progress,
-    alloc: Vec<usize>,
-    batch: BatchConfig,
-    rescale_s: f64,
-    attained_gpu_s: f64,
-    restarts: Option<u32>,
+    train: TrainingJob,
     finish_s: Option<f64>,
-    /// Whether the job fits a throughput model to what it observes (Pollux's agent).
-    learns: bool,
-    profile: BTreeMap<(u32, u32, u32), (f64, f64)>,
-    perf: Option<PerfParams>,
-    grad: (f64, f64),
-}
-
-impl Job<'_> {
-    fn perf_model(&self) -> Option<PerfModel> {
-        self.perf.map(|params| PerfModel {
-            params,
-            grad_sqr: self.grad.0,
-            grad_var: self.grad.1,
-            init_batch_size: self.app.init_batch_size(),
-            max_batch_size: self.app.max_batch_size(),
-            atomic_bsz_range: (self.app.min_local_bsz(), self.app.max_local_bsz()),
-        })
-    }
-
-    /// The artifact's `update_local_bsz`.
-    fn choose_batch(&mut self) {
-        let p = placement_of(&self.alloc);
-        let (n, r) = (p.len() as u32, p.iter().sum::<u32>());
-        if r == 0 {
-            return;
-        }
-        let app = self.app;
-        let mut b = match (self.batch_target, self.perf_model()) {
-            (Some(t), _) => BatchConfig::fixed(app, t, r),
-            (None, None) => {
-                BatchConfig::fixed(app, app.init_batch_size().max(app.min_local_bsz() * r), r)
-            }
-            (None, Some(m)) => m.best_batch(n, r).map(|x| x.1).unwrap_or_default(),
-        };
-        let count = r * (b.accum_steps + 1);
-        b.atomic_bsz = b.atomic_bsz.min(app.max_batch_size() / count).max(1);
-        self.batch = b;
-    }
-
-    /// The artifact's `Job.step`: train for `secs` at the current allocation.
-    fn step(&mut self, now_s: u64, secs: u64) {
-        if self.alloc.is_empty() || self.finish_s.is_some() {
-            return;
-        }
-        let r = self.alloc.len() as f64;
-        let delay = self.rescale_s.min(secs as f64);
-        self.rescale_s -= delay;
-        self.attained_gpu_s += delay * r;
-        let mut t = now_s as f64 + delay;
-        let mut left = secs as f64 - delay;
-        let place = placement_of(&self.alloc);
-        let (n, rr) = (place.len() as u32, place.iter().sum::<u32>());
-        while left > 0.0 && !self.progress.done(self.app) {
-            let bs = f64::from(self.batch.batch_size(rr));
-            let (st, sy) = self.app.step_time(&place, f64::from(self.batch.atomic_bsz));
-            let grad = self.app.grad_stats(bs, self.progress.epoch);
-            self.grad = grad;
-            let key = (n, rr, self.batch.atomic_bsz);
-            if self.learns {
-                if let std::collections::btree_map::Entry::Vacant(e) = self.profile.entry(key) {
-                    e.insert((st, sy));
-                    self.perf = Some(PerfParams::fit(&self.profile, self.perf));
-                }
-            }
-            let ms = (left * 1000.0).round() as u64;
-            match self.progress.step_epoch(self.app, &place, self.batch, ms) {
-                EpochStep::Within => {
-                    self.attained_gpu_s += left * r;
-                    left = 0.0;
-                }
-                EpochStep::Crossed(d) => {
-                    let d = d as f64 / 1000.0;
-                    self.attained_gpu_s += d * r;
-                    t += d;
-                    left -= d;
-                }
-                EpochStep::Finished(d) => {
-                    let d = d as f64 / 1000.0;
-                    self.finish_s = Some(t + d);
-                    self.attained_gpu_s += d * r;
-                    return;
-                }
-            }
-            self.choose_batch();
-        }
-    }
 }
 
 fn replay(models: &BTreeMap<String, AppModel>, rows: &[Row], policy: Policy) -> Vec<f64> {
@@ -184,21 +88,14 @@ fn replay(models: &BTreeMap<String, AppModel>, rows: &[Row], policy: Policy) -> 
             app: &models[&r.app],
             submit_s: r.time_s,
             replicas: r.replicas,
-            batch_target: match policy {
-                Policy::Tiresias => Some(r.batch),
-                Policy::Pollux => (r.app == "ncf").then_some(32_768),
-            },
-            progress: Progress::default(),
-            alloc: Vec::new(),
-            batch: BatchConfig::default(),
-            rescale_s: 0.0,
-            attained_gpu_s: 0.0,
-            restarts: None,
+            train: TrainingJob::new(
+                match policy {
+                    Policy::Tiresias => Some(r.batch),
+                    Policy::Pollux => (r.app == "ncf").then_some(32_768),
+                },
+                policy == Policy::Pollux,
+            ),
             finish_s: None,
-            learns: policy == Policy::Pollux,
-            profile: BTreeMap::new(),
-            perf: None,
-            grad: (0.0, 0.0),
         })
         .collect();
     let nodes = [4u32; 16];
@@ -208,7 +105,11 @@ fn replay(models: &BTreeMap<String, AppModel>, rows: &[Row], policy: Policy) -> 
     let mut now = 0u64;
     while jobs.iter().any(|j| j.finish_s.is_none()) {
         for j in &mut jobs {
-            j.step(now, ROUND_S);
+            if j.finish_s.is_none() {
+                if let Some(d) = j.train.step(j.app, ROUND_S as f64) {
+                    j.finish_s = Some(now as f64 + d);
+                }
+            }
         }
         now += ROUND_S;
         let active: Vec<usize> = (0..jobs.len())
@@ -230,8 +131,10 @@ fn replay(models: &BTreeMap<String, AppModel>, rows: &[Row], policy: Policy) -> 
                 las.allocate(SimTime::from_secs(now), &v, &nodes, &prev)
             }
             Policy::Pollux => {
-                let perf: Vec<Option<PerfModel>> =
-                    active.iter().map(|&i| jobs[i].perf_model()).collect();
+                let perf: Vec<Option<PerfModel>> = active
+                    .iter()
+                    .map(|&i| jobs[i].train.perf_model(jobs[i].app))
+                    .collect();
                 type Goodput = Box<dyn Fn(u32, u32) -> f64>;
                 let fns: Vec<Option<Goodput>> = perf
                     .iter()
@@ -247,21 +150,13 @@ fn replay(models: &BTreeMap<String, AppModel>, rows: &[Row], policy: Policy) -> 
                     .zip(&fns)
                     .map(|(&i, f)| {
                         let j = &jobs[i];
-                        let profiled = j.profile.keys().map(|k| k.1).max().unwrap_or(0);
-                        let app = j.app;
-                        let mut max = (2 * profiled)
-                            .clamp(1, 64)
-                            .min(app.max_batch_size() / app.min_local_bsz());
-                        if app.name() == "ncf" {
-                            max = 1;
-                        }
                         PolluxJob {
                             id: JobId(i as u32),
                             submit: SimTime::from_secs(j.submit_s),
-                            attained_gpu_ms: (j.attained_gpu_s * 1000.0) as u128,
+                            attained_gpu_ms: (j.train.attained_gpu_s * 1000.0) as u128,
                             age: SimDuration::from_secs(now - j.submit_s),
-                            restarts: j.restarts.unwrap_or(0),
-                            max_replicas: max,
+                            restarts: j.train.restarts.unwrap_or(0),
+                            max_replicas: j.train.max_replicas(j.app),
                             goodput: f.as_deref(),
                         }
                     })
@@ -272,17 +167,8 @@ fn replay(models: &BTreeMap<String, AppModel>, rows: &[Row], policy: Policy) -> 
         for &i in &active {
             let id = JobId(i as u32);
             let new = next.get(&id).cloned().unwrap_or_default();
-            if prev.get(&id).cloned().unwrap_or_default() != new {
-                let j = &mut jobs[i];
-                j.alloc = new.clone();
-                if new.is_empty() {
-                    j.batch = BatchConfig::default();
-                } else {
-                    j.choose_batch();
-                    j.rescale_s = RESTART_S;
-                    j.restarts = Some(j.restarts.map_or(0, |k| k + 1));
-                }
-            }
+            let j = &mut jobs[i];
+            j.train.reallocate(j.app, new, RESTART_S);
         }
         prev = next;
     }

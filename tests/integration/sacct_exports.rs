@@ -631,6 +631,7 @@ fn generate(seed: u64, rows: u64) -> Dump {
             topology: None,
             // The sacct reader's jobs are job sizes: they take the node's shape.
             split: true,
+            elastic: None,
         };
         if het {
             // Two components of one shape: one gang of 2 × nodes tasks.

@@ -15,13 +15,18 @@
 //! - [`PerfModel`]: the closed-form throughput model Pollux's agents fit to what they observe,
 //!   and [`PerfModel::speedup`], the goodput at `(nodes, replicas)` relative to a base
 //!   allocation — what the round allocators of [`crate::rounds`] maximise.
+//! - [`TrainingJob`]: one round-allocated job's step, progress, batch choice and fitted
+//!   throughput model, as the artifact's simulator runs it (the engine and the artifact
+//!   replay share it).
 //! - [`ThroughputMatrix`]: a job class's throughput per accelerator type (Gavel, OSDI '20;
 //!   Sia, SOSP '23), for fleets with several types.
 
 mod app;
+mod job;
 mod perf;
 mod progress;
 
 pub use app::{normalize_placement, AppModel, AppSettings, EpochRow, GoodputError, StepRow};
+pub use job::TrainingJob;
 pub use perf::{PerfModel, PerfParams, ThroughputMatrix};
 pub use progress::{goodput, BatchConfig, EpochStep, Progress};

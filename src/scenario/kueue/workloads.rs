@@ -692,6 +692,7 @@ pub fn read(
             topology,
             // A pod set's pods are given: rigid.
             split: false,
+            elastic: None,
         };
         out.push(Workload {
             kind,

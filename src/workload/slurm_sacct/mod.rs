@@ -830,6 +830,7 @@ impl SacctRows {
             topology: None,
             // A job size, not a pod shape: takes the node's shape.
             split: true,
+            elastic: None,
         };
         let start = start.filter(|_| !never_assigned);
         let Some(start) = start else {

@@ -1,0 +1,529 @@
+//! Round-allocated (elastic) jobs (`[elastic]`): jobs whose GPUs a round allocator
+//! re-decides every round, trained under the measured goodput models of the Pollux OSDI '21
+//! artifact, as its simulator runs them (`simulator/simulator.py`, read, not copied).
+//!
+//! A job of the stream with an [`crate::workload::ElasticSpec`] (a `pollux` workload) does
+//! not enter the scheduler's queues: this subsystem holds it. At every round boundary
+//! (multiples of [`ElasticConfig::round`], the first at one round; an event of the tick
+//! class, so after the instant's completions and arrivals):
+//!
+//! 1. the allocator ([`RoundAllocator`]: the artifact's Tiresias, `TwoQueueLas`, or `Pollux`)
+//!    gets the jobs in flight in submission order and each node's GPUs (its wholly free
+//!    accelerators plus those the subsystem's own jobs hold; none on an unschedulable node)
+//!    and returns every job's allocation, one node per replica;
+//! 2. every job whose allocation changed releases its old bindings, then (all releases
+//!    first) binds one whole GPU per replica on the chosen nodes through the checked
+//!    [`FleetState`] — so occupancy, fragmentation and the audits see them — and restarts:
+//!    it holds its GPUs without progress for [`ElasticConfig::restart`] (a job that held
+//!    GPUs and is given none waits, counted as a preemption under the reason
+//!    `round_allocation`; it keeps its progress);
+//! 3. every job holding GPUs trains for the round at its allocation
+//!    ([`fleetsim_policies::goodput::TrainingJob::step`], the code the artifact replay
+//!    drives too); a job that reaches its target within the round gets a completion event
+//!    at that instant (milliseconds, rounded to nearest), which releases its GPUs and
+//!    completes it like any job (a completion at a boundary comes before that round).
+//!
+//! No job length is assumed: a job's run time is what its allocations made of it. The
+//! `elastic` section of the summary counts rounds and reallocations.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use fleetsim_policies::goodput::{AppModel, PerfModel, TrainingJob};
+use fleetsim_policies::rounds::{Allocations, LasJob, Pollux, PolluxJob, TwoQueueLas};
+use fleetsim_policies::{CellId, JobId, ModelSet, NodeId, SimDuration, SimTime, TaskShape};
+
+use super::events::EventKind;
+use super::{Allocs, EngineError, JobSink, JobState, Simulation};
+use crate::metrics::jobs::FinalState;
+use crate::workload::RecordedKind;
+
+/// The round allocator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoundAllocator {
+    /// The Pollux artifact's Tiresias: rigid jobs at their trace size and batch size,
+    /// two-queue LAS with its 16 GPU-hour threshold.
+    Tiresias,
+    /// Pollux: adaptive jobs (ncf at a fixed batch of 32,768, as the artifact runs it).
+    Pollux,
+}
+
+impl RoundAllocator {
+    /// The name scenarios use.
+    pub fn name(self) -> &'static str {
+        match self {
+            RoundAllocator::Tiresias => "tiresias",
+            RoundAllocator::Pollux => "pollux",
+        }
+    }
+}
+
+/// The `[elastic]` settings the engine runs.
+#[derive(Clone, Debug)]
+pub struct ElasticConfig {
+    /// The allocator.
+    pub allocator: RoundAllocator,
+    /// Round length.
+    pub round: SimDuration,
+    /// Restart delay after an allocation change.
+    pub restart: SimDuration,
+    /// Application models, by name (sorted).
+    pub models: Arc<Vec<AppModel>>,
+}
+
+/// The `elastic` section of the summary.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, schemars::JsonSchema)]
+pub struct ElasticStats {
+    /// The allocator (`tiresias`, `pollux`).
+    pub allocator: String,
+    /// Round length, seconds.
+    pub round_s: f64,
+    /// Restart delay, seconds.
+    pub restart_s: f64,
+    /// Round-allocated jobs submitted.
+    pub jobs: u64,
+    /// Of them, completed.
+    pub completed: u64,
+    /// Rounds run.
+    pub rounds: u64,
+    /// Allocation changes of jobs given GPUs (each costs a restart delay).
+    pub reallocations: u64,
+    /// Allocation changes that took every GPU from a job.
+    pub pauses: u64,
+    /// GPU-hours the jobs held (restart delays included).
+    pub gpu_hours: f64,
+}
+
+/// A round-allocated job in flight.
+#[derive(Debug)]
+struct Job {
+    id: JobId,
+    app: usize,
+    replicas: u32,
+    train: TrainingJob,
+    /// Its completion is queued (it reached its target within the last round).
+    finishing: bool,
+}
+
+/// The subsystem's state.
+pub(super) struct Elastic {
+    cfg: ElasticConfig,
+    las: TwoQueueLas,
+    pollux: Pollux,
+    /// Jobs in flight by input position (submission order; the allocators' job id).
+    jobs: BTreeMap<u64, Job>,
+    /// Input position of each engine job it holds.
+    seq_of: BTreeMap<JobId, u64>,
+    prev: Allocations,
+    /// The next round queued, if any.
+    round_at: Option<SimTime>,
+    stats: ElasticStats,
+}
+
+impl Elastic {
+    pub(super) fn new(cfg: ElasticConfig) -> Elastic {
+        let stats = ElasticStats {
+            allocator: cfg.allocator.name().to_string(),
+            round_s: cfg.round.0 as f64 / 1000.0,
+            restart_s: cfg.restart.0 as f64 / 1000.0,
+            ..ElasticStats::default()
+        };
+        Elastic {
+            las: TwoQueueLas::new(TwoQueueLas::ARTIFACT_THRESHOLD_GPU_MS),
+            pollux: Pollux {
+                restart_delay: cfg.restart,
+            },
+            cfg,
+            jobs: BTreeMap::new(),
+            seq_of: BTreeMap::new(),
+            prev: Allocations::new(),
+            round_at: None,
+            stats,
+        }
+    }
+
+    /// Whether engine job `id` is one of the subsystem's.
+    pub(super) fn holds(&self, id: JobId) -> bool {
+        self.seq_of.contains_key(&id)
+    }
+
+    /// Its jobs that hold no GPU (waiting for a round), in submission order.
+    pub(super) fn waiting(&self) -> impl Iterator<Item = JobId> + '_ {
+        self.jobs
+            .values()
+            .filter(|j| j.train.alloc.is_empty())
+            .map(|j| j.id)
+    }
+
+    fn model(&self, j: &Job) -> &AppModel {
+        &self.cfg.models[j.app]
+    }
+}
+
+impl Simulation {
+    /// A job of the stream with an elastic spec arrives (its record made): the subsystem
+    /// takes it, and the next round is queued if none is.
+    pub(super) fn elastic_arrive(
+        &mut self,
+        id: JobId,
+        spec: &crate::workload::ElasticSpec,
+    ) -> Result<(), EngineError> {
+        let now = self.now;
+        let rec = &self.jobs[id.index()];
+        let seq = rec.seq;
+        let Some(el) = self.elastic.as_mut() else {
+            return Err(EngineError::BadJob {
+                name: rec.name.to_string(),
+                seq,
+                message: "a round-allocated job (a `pollux` workload row) needs the scenario's `[elastic]` table".into(),
+            });
+        };
+        let Ok(app) = el
+            .cfg
+            .models
+            .binary_search_by(|m| m.name().cmp(&spec.application))
+        else {
+            let known: Vec<&str> = el.cfg.models.iter().map(AppModel::name).collect();
+            return Err(EngineError::BadJob {
+                name: rec.name.to_string(),
+                seq,
+                message: format!(
+                    "application `{}` has no model in `elastic.models` (models: {})",
+                    spec.application,
+                    known.join(", ")
+                ),
+            });
+        };
+        if seq > u64::from(u32::MAX) {
+            return Err(EngineError::BadJob {
+                name: rec.name.to_string(),
+                seq,
+                message: "more than 2^32 round-allocated jobs".into(),
+            });
+        }
+        let model = &el.cfg.models[app];
+        let train = match el.cfg.allocator {
+            RoundAllocator::Tiresias => TrainingJob::new(Some(spec.batch_size), false),
+            RoundAllocator::Pollux => {
+                TrainingJob::new((model.name() == "ncf").then_some(32_768), true)
+            }
+        };
+        el.jobs.insert(
+            seq,
+            Job {
+                id,
+                app,
+                replicas: spec.replicas,
+                train,
+                finishing: false,
+            },
+        );
+        el.seq_of.insert(id, seq);
+        el.stats.jobs += 1;
+        if el.round_at.is_none() {
+            let r = el.cfg.round.0.max(1);
+            let at = SimTime(now.0.div_ceil(r).max(1).saturating_mul(r));
+            el.round_at = Some(at);
+            self.events.push(at, EventKind::ElasticRound);
+        }
+        self.live_unsupported("round-allocated jobs ([elastic])");
+        Ok(())
+    }
+
+    /// One round at `t` (see the module docs).
+    pub(super) fn elastic_round(&mut self, t: SimTime) -> Result<(), EngineError> {
+        let Some(mut el) = self.elastic.take() else {
+            return Ok(());
+        };
+        let r = self.elastic_round_with(&mut el, t);
+        self.elastic = Some(el);
+        r
+    }
+
+    fn elastic_round_with(&mut self, el: &mut Elastic, t: SimTime) -> Result<(), EngineError> {
+        el.round_at = None;
+        el.stats.rounds += 1;
+        // Each node's GPUs: wholly free ones plus those the subsystem's jobs hold.
+        let mut node_gpus: Vec<u32> = self
+            .fleet
+            .nodes()
+            .iter()
+            .map(|n| if n.schedulable { n.free_whole } else { 0 })
+            .collect();
+        for j in el.jobs.values() {
+            for &n in &j.train.alloc {
+                if self.fleet.nodes()[n].schedulable {
+                    node_gpus[n] += 1;
+                }
+            }
+        }
+        let active: Vec<u64> = el
+            .jobs
+            .iter()
+            .filter(|(_, j)| !j.finishing)
+            .map(|(&s, _)| s)
+            .collect();
+        el.prev
+            .retain(|id, _| active.binary_search(&u64::from(id.0)).is_ok());
+        let next = match el.cfg.allocator {
+            RoundAllocator::Tiresias => {
+                let v: Vec<LasJob> = active
+                    .iter()
+                    .map(|s| LasJob {
+                        id: JobId(*s as u32),
+                        gpus: el.jobs[s].replicas,
+                    })
+                    .collect();
+                el.las.allocate(t, &v, &node_gpus, &el.prev)
+            }
+            RoundAllocator::Pollux => {
+                let perf: Vec<Option<PerfModel>> = active
+                    .iter()
+                    .map(|s| {
+                        let j = &el.jobs[s];
+                        j.train.perf_model(el.model(j))
+                    })
+                    .collect();
+                type Goodput = Box<dyn Fn(u32, u32) -> f64>;
+                let fns: Vec<Option<Goodput>> = perf
+                    .iter()
+                    .map(|m| {
+                        m.map(|m| {
+                            Box::new(move |n: u32, r: u32| m.best_batch(n, r).map_or(0.0, |b| b.0))
+                                as Goodput
+                        })
+                    })
+                    .collect();
+                let v: Vec<PolluxJob> = active
+                    .iter()
+                    .zip(&fns)
+                    .map(|(s, f)| {
+                        let j = &el.jobs[s];
+                        let submit = self.jobs[j.id.index()].submit;
+                        PolluxJob {
+                            id: JobId(*s as u32),
+                            submit,
+                            attained_gpu_ms: (j.train.attained_gpu_s * 1000.0) as u128,
+                            age: t.saturating_since(submit),
+                            restarts: j.train.restarts.unwrap_or(0),
+                            max_replicas: j.train.max_replicas(el.model(j)),
+                            goodput: f.as_deref(),
+                        }
+                    })
+                    .collect();
+                el.pollux.allocate(&v, &node_gpus, &el.prev)
+            }
+        };
+        // The jobs whose allocation changes: all releases first, then the bindings.
+        let changed: Vec<(u64, Vec<usize>)> = active
+            .iter()
+            .filter_map(|s| {
+                let new = next.get(&JobId(*s as u32)).cloned().unwrap_or_default();
+                (new != el.jobs[s].train.alloc).then_some((*s, new))
+            })
+            .collect();
+        for (s, _) in &changed {
+            let id = el.jobs[s].id;
+            self.elastic_unbind(id)?;
+        }
+        for (s, new) in changed {
+            let j = el.jobs.get_mut(&s).expect("active");
+            let (id, app) = (j.id, j.app);
+            j.train.reallocate(
+                &el.cfg.models[app],
+                new.clone(),
+                el.cfg.restart.0 as f64 / 1000.0,
+            );
+            if new.is_empty() {
+                el.stats.pauses += 1;
+                self.counts.preemptions += 1;
+                *self
+                    .counts
+                    .preemptions_by_reason
+                    .entry("round_allocation".to_string())
+                    .or_insert(0) += 1;
+                let tenant = self.jobs[id.index()].tenant;
+                self.tenant_stats[tenant.index()].preemptions += 1;
+                let rec = &mut self.jobs[id.index()];
+                rec.state = JobState::Pending;
+                let x = rec.extra.get_or_insert_with(Box::default);
+                x.preemptions += 1;
+                x.pending_since = Some(t);
+            } else {
+                el.stats.reallocations += 1;
+                self.elastic_bind(id, &new)?;
+            }
+        }
+        // Train every job holding GPUs for the round; queue the completions within it.
+        let secs = el.cfg.round.0 as f64 / 1000.0;
+        for s in &active {
+            let j = el.jobs.get_mut(s).expect("active");
+            let app = &el.cfg.models[j.app];
+            let held = j.train.attained_gpu_s;
+            let done = j.train.step(app, secs);
+            el.stats.gpu_hours += (j.train.attained_gpu_s - held) / 3600.0;
+            if let Some(d) = done {
+                j.finishing = true;
+                let ms = ((d * 1000.0).round() as u64).min(el.cfg.round.0);
+                let run = self.jobs[j.id.index()].run;
+                self.events
+                    .push(t + SimDuration(ms), EventKind::Finish(j.id, run));
+            }
+        }
+        el.prev = next;
+        if el.jobs.values().any(|j| !j.finishing) {
+            let at = t + SimDuration(el.cfg.round.0.max(1));
+            el.round_at = Some(at);
+            self.events.push(at, EventKind::ElasticRound);
+        }
+        Ok(())
+    }
+
+    /// Releases job `id`'s bindings, if it holds any.
+    fn elastic_unbind(&mut self, id: JobId) -> Result<(), EngineError> {
+        let now = self.now;
+        let rec = &self.jobs[id.index()];
+        if rec.allocs.is_empty() {
+            return Ok(());
+        }
+        for a in rec.allocs.as_slice() {
+            self.fleet.release(a).map_err(|e| EngineError::Invariant {
+                time: now,
+                message: e.to_string(),
+            })?;
+        }
+        self.metrics
+            .on_allocs(&self.fleet, rec.allocs.as_slice(), false, false);
+        let total = rec.shape.total_gpu_milli() * u64::from(rec.tasks);
+        self.metrics.on_tenant_alloc(rec.tenant, total, false);
+        let rec = &mut self.jobs[id.index()];
+        let from = rec
+            .extra
+            .as_deref()
+            .and_then(|x| x.run_start)
+            .or(rec.start)
+            .unwrap_or(now);
+        rec.extra.get_or_insert_with(Box::default).served_ms += now.saturating_since(from).0;
+        rec.allocs = Allocs::None;
+        self.running -= 1;
+        Ok(())
+    }
+
+    /// Binds one whole GPU per replica of `alloc` (node indices) to job `id` and starts a
+    /// run.
+    fn elastic_bind(&mut self, id: JobId, alloc: &[usize]) -> Result<(), EngineError> {
+        let now = self.now;
+        let shape = TaskShape::whole_gpus(1);
+        let mut tasks = Vec::with_capacity(alloc.len());
+        for &n in alloc {
+            let a = self
+                .fleet
+                .allocate(NodeId(n as u32), &shape, ModelSet::ANY)
+                .map_err(|e| EngineError::Invariant {
+                    time: now,
+                    message: format!("round allocation of job {id}: {e}"),
+                })?;
+            tasks.push(a);
+        }
+        let cell: CellId = self.fleet.node(NodeId(alloc[0] as u32)).cell;
+        let run = self.next_run;
+        self.next_run = (self.next_run + 1) % super::NOT_RUNNING;
+        let rec = &mut self.jobs[id.index()];
+        let first = rec.start.is_none();
+        if first {
+            rec.start = Some(now);
+        } else {
+            let x = rec.extra.get_or_insert_with(Box::default);
+            x.run_start = Some(now);
+            if let Some(p) = x.pending_since.take() {
+                x.requeued_pending_ms += now.saturating_since(p).0;
+            }
+        }
+        rec.shape = shape;
+        rec.tasks = alloc.len() as u32;
+        rec.members = rec.tasks;
+        rec.cell = Some(cell);
+        rec.allocs = Allocs::from_vec(tasks);
+        rec.state = JobState::Running;
+        rec.run = run;
+        let (submit, tenant, measured, kind) = (rec.submit, rec.tenant, rec.measured, rec.kind);
+        let total = shape.total_gpu_milli() * u64::from(rec.tasks);
+        self.metrics.on_allocs(
+            &self.fleet,
+            self.jobs[id.index()].allocs.as_slice(),
+            true,
+            false,
+        );
+        self.metrics.on_tenant_alloc(tenant, total, true);
+        if first {
+            let pre = kind == RecordedKind::PreExisting || !measured;
+            self.metrics.on_start(submit, now, pre);
+            self.counts.started += 1;
+            self.tenant_stats[tenant.index()].started += 1;
+        }
+        self.running += 1;
+        Ok(())
+    }
+
+    /// The completion of round-allocated job `id` (run `run`): it releases its GPUs and
+    /// completes; its run time is the time it held GPUs.
+    pub(super) fn elastic_finish(
+        &mut self,
+        id: JobId,
+        run: u32,
+        sink: &mut dyn JobSink,
+    ) -> Result<(), EngineError> {
+        let now = self.now;
+        let rec = &self.jobs[id.index()];
+        let running = rec.live && rec.run == run && rec.state == JobState::Running;
+        if !running {
+            return Err(self.invariant(format!(
+                "completion of round-allocated job {id} that is not running its run {run}"
+            )));
+        }
+        let tasks = rec.allocs.as_slice().to_vec();
+        for a in &tasks {
+            self.fleet.release(a).map_err(|e| EngineError::Invariant {
+                time: now,
+                message: e.to_string(),
+            })?;
+        }
+        self.metrics.on_allocs(&self.fleet, &tasks, false, false);
+        let rec = &self.jobs[id.index()];
+        let total = rec.shape.total_gpu_milli() * u64::from(rec.tasks);
+        self.metrics.on_tenant_alloc(rec.tenant, total, false);
+        let served = rec.extra.as_deref().map_or(0, |x| x.served_ms)
+            + now
+                .saturating_since(
+                    rec.extra
+                        .as_deref()
+                        .and_then(|x| x.run_start)
+                        .or(rec.start)
+                        .unwrap_or(now),
+                )
+                .0;
+        let rec = &mut self.jobs[id.index()];
+        rec.runtime = SimDuration(served);
+        let pre = rec.kind == RecordedKind::PreExisting || !rec.measured;
+        self.metrics.on_finish(rec.submit, now, served, pre);
+        self.settle_wait(id);
+        self.counts.completed += 1;
+        self.running -= 1;
+        super::emit(sink, || {
+            self.row(id, FinalState::Completed, Some(now), None)
+        })?;
+        if let Some(el) = self.elastic.as_mut() {
+            if let Some(s) = el.seq_of.remove(&id) {
+                el.jobs.remove(&s);
+            }
+            el.stats.completed += 1;
+        }
+        self.free_slot(id);
+        Ok(())
+    }
+
+    /// The `elastic` section, with `[elastic]`.
+    pub(super) fn elastic_stats(&self) -> Option<ElasticStats> {
+        self.elastic.as_ref().map(|e| e.stats.clone())
+    }
+}
