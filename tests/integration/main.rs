@@ -29,6 +29,7 @@ mod peer_tiresias;
 mod placement_props;
 mod pods_ready;
 mod policy_props;
+mod pollux_engine;
 mod pollux_models;
 mod real_inputs;
 mod real_traces;

@@ -18,7 +18,7 @@ use fleetsim_policies::{JobId, SimDuration, SimTime};
 
 use crate::support::public_traces;
 
-const APPS: [&str; 6] = [
+pub(crate) const APPS: [&str; 6] = [
     "bert",
     "cifar10",
     "deepspeech2",
@@ -29,7 +29,7 @@ const APPS: [&str; 6] = [
 const ROUND_S: u64 = 60;
 const RESTART_S: f64 = 30.0;
 
-fn models(root: &Path) -> BTreeMap<String, AppModel> {
+pub(crate) fn models(root: &Path) -> BTreeMap<String, AppModel> {
     APPS.iter()
         .map(|a| {
             let m = read_app(&root.join("pollux-models").join(a), artifact_settings(a)).unwrap();
@@ -38,15 +38,15 @@ fn models(root: &Path) -> BTreeMap<String, AppModel> {
         .collect()
 }
 
-struct Row {
-    name: String,
+pub(crate) struct Row {
+    pub(crate) name: String,
     time_s: u64,
-    app: String,
+    pub(crate) app: String,
     replicas: u32,
     batch: u32,
 }
 
-fn workload(path: &Path) -> Vec<Row> {
+pub(crate) fn workload(path: &Path) -> Vec<Row> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
@@ -66,7 +66,7 @@ fn workload(path: &Path) -> Vec<Row> {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Policy {
+pub(crate) enum Policy {
     Tiresias,
     Pollux,
 }
@@ -81,7 +81,11 @@ struct Job<'a> {
     finish_s: Option<f64>,
 }
 
-fn replay(models: &BTreeMap<String, AppModel>, rows: &[Row], policy: Policy) -> Vec<f64> {
+pub(crate) fn replay(
+    models: &BTreeMap<String, AppModel>,
+    rows: &[Row],
+    policy: Policy,
+) -> Vec<f64> {
     let mut jobs: Vec<Job> = rows
         .iter()
         .map(|r| Job {
@@ -177,7 +181,7 @@ fn replay(models: &BTreeMap<String, AppModel>, rows: &[Row], policy: Policy) -> 
         .collect()
 }
 
-fn reference(root: &Path, policy: &str, workload: &str) -> BTreeMap<String, f64> {
+pub(crate) fn reference(root: &Path, policy: &str, workload: &str) -> BTreeMap<String, f64> {
     let text = std::fs::read_to_string(
         root.join("pollux-models/results-load-1.0")
             .join(format!("{policy}.json")),
@@ -192,7 +196,7 @@ fn reference(root: &Path, policy: &str, workload: &str) -> BTreeMap<String, f64>
         .collect()
 }
 
-fn mean(v: impl Iterator<Item = f64>) -> f64 {
+pub(crate) fn mean(v: impl Iterator<Item = f64>) -> f64 {
     let (s, k) = v.fold((0.0, 0), |(s, k), x| (s + x, k + 1));
     s / f64::from(k)
 }
