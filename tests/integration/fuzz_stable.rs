@@ -108,6 +108,14 @@ fn targets() -> Vec<Target> {
             ]),
         ),
         (
+            "pollux",
+            Some(TraceFormat::Pollux),
+            keep(vec![
+                head(&pt.join("pollux-workloads/load-1.0/workload-1.csv"), 40),
+                Some(b"name,time,application,num_replicas,batch_size\ncifar10-0,107,cifar10,6,2048\nncf-1,110,ncf,1,32768\n".to_vec()),
+            ]),
+        ),
+        (
             "native_csv",
             Some(TraceFormat::Native),
             keep(vec![file(repo("traces/sample-small.csv"))]),

@@ -96,6 +96,21 @@ fn pollux_in_the_engine_matches_the_replay() {
     engine_matches_replay(Policy::Pollux, "pollux", 12);
 }
 
+/// The same scenario gives the same rows and summary run after run (Pollux's allocator
+/// searches; the jobs' fitted models are refit from the same observations in the same order).
+#[test]
+fn round_allocated_runs_repeat_exactly() {
+    let csv = first_jobs(10);
+    let files = [("w.csv", csv.as_str())];
+    let text = scenario("pollux", r#"path = "w.csv""#);
+    let (a, b) = (run(&text, &files), run(&text, &files));
+    assert_eq!(a.jobs, b.jobs);
+    assert_eq!(
+        serde_json::to_string(&a.summary).unwrap(),
+        serde_json::to_string(&b.summary).unwrap()
+    );
+}
+
 /// Rigid and round-allocated jobs do not share a run: the loader refuses either without the
 /// other, and the tables that do not compose with `[elastic]`, naming the field.
 #[test]
