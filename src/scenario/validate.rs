@@ -559,6 +559,16 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
             if s.fleet.cells.iter().any(|c| !c.autoscaling.is_empty()) {
                 others.push("fleet.cells.autoscaling");
             }
+            let t = &s.transforms.spec;
+            if !t.scale.is_empty() {
+                others.push("transforms.scale");
+            }
+            if !t.add_nodes.is_empty() {
+                others.push("transforms.add_nodes");
+            }
+            if !t.remove_nodes.is_empty() {
+                others.push("transforms.remove_nodes");
+            }
         }
         super::elastic::check(s.elastic.as_ref(), pollux, &others).map_err(
             |(field, message)| ScenarioError::Invalid {
