@@ -140,9 +140,18 @@ impl Core {
 
     /// The GPU-milli a job of class `cid` needs in all (tasks × per-task) and the free
     /// GPU-milli of its models in the cells it allows: [`Core::free_for`] for the class.
-    pub(crate) fn class_need_and_free(&self, fleet: &FleetState, cid: u32) -> (u64, u64) {
+    /// `frees` remembers the free amounts by (cell set, models) on one unchanged fleet.
+    pub(crate) fn class_need_and_free(
+        &self,
+        fleet: &FleetState,
+        cid: u32,
+        frees: &mut Vec<((u32, ModelSet), u64)>,
+    ) -> (u64, u64) {
         let (shape, tasks, models, cells_key, ..) = self.classes[cid as usize];
         let need = shape.total_gpu_milli().saturating_mul(tasks as u64);
+        if let Some(&(_, free)) = frees.iter().find(|(k, _)| *k == (cells_key, models)) {
+            return (need, free);
+        }
         let cells = self
             .cell_set_lists
             .get(cells_key as usize)
@@ -152,6 +161,7 @@ impl Core {
             .filter(|c| cells.is_empty() || cells.binary_search(c).is_ok())
             .map(|c| fleet.free_gpu_milli(c, models))
             .sum();
+        frees.push(((cells_key, models), free));
         (need, free)
     }
 

@@ -250,6 +250,8 @@ impl Scheduler {
         let mut parked = 0;
         // Reach per LAS queue, taken once per pass.
         let mut reach: Vec<Option<u64>> = Vec::new();
+        // Free GPU-milli by (cell set, models): nothing here changes the fleet.
+        let mut frees = Vec::new();
         for (i, &(cid, first)) in firsts.iter().enumerate() {
             let k = c.classes[cid as usize];
             if k.0.num_gpu == 0 {
@@ -265,7 +267,7 @@ impl Scheduler {
             {
                 continue;
             }
-            let (need, free) = c.class_need_and_free(fleet, cid);
+            let (need, free) = c.class_need_and_free(fleet, cid, &mut frees);
             if need <= free {
                 continue;
             }

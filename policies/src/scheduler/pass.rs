@@ -42,6 +42,10 @@ pub(crate) struct PassState {
     /// unchanged (`None`: a failure of the exact requirements, which holds all pass).
     /// Keyed by (queue, interned class [`Core::classes`]).
     pub(crate) verdicts: Verdicts,
+    /// The slab index of each queue's head in [`PassState::heads`], by [`QueueId`] index
+    /// (a full pass holds at most one head per queue).
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub(crate) head_slots: Vec<u32>,
     /// Scratch for [`super::preempt`]'s room bound: GPU-milli freed per node by
     /// [`NodeId`](crate::ids::NodeId) index, all zero between uses.
     pub(crate) freed_by_node: Vec<u64>,
@@ -404,10 +408,15 @@ impl Scheduler {
                 self.settle(q, n.key, n.preemptor, out, &mut pass);
             }
         }
+        // Where each queue's head in the heap lies in its slab (one head per queue).
+        pass.head_slots.clear();
+        pass.head_slots.resize(self.pending.len(), u32::MAX);
         for (q, jobs) in self.pending.iter().enumerate() {
-            if let Some((&(key, id), e)) = jobs.jobs.first_key_value() {
+            if let Some((&(key, id), &i)) = jobs.jobs.order.first_key_value() {
+                let e = &jobs.jobs.entries[i as usize];
                 let h = self.core.head(QueueId(q as u32), key, id, &e.job);
                 pass.heads.push(h);
+                pass.head_slots[q] = i;
             }
         }
         // The room nominated preemptors still wait for is theirs: its free part is held by
@@ -428,7 +437,7 @@ impl Scheduler {
             let indexed = self.pending[q].jobs.classes.is_some();
             let entry = self.pending[q]
                 .jobs
-                .get_mut(&(key, id))
+                .get_mut_at(&(key, id), pass.head_slots[q])
                 .expect("a head is pending");
             let class = indexed.then_some(entry.class);
             let old_reason = entry.reason;
@@ -523,10 +532,11 @@ impl Scheduler {
                         r.index() as u8 == slot && holds.is_none_or(|n| alone && n == changes)
                     })
             });
-            if let Some(k) = next {
-                let e = self.pending[q].jobs.get_mut(&k).expect("present");
+            if let Some((k, i)) = next {
+                let e = &self.pending[q].jobs.entries[i as usize];
                 let h = self.core.head(queue, k.0, k.1, &e.job);
                 pass.heads.push(h);
+                pass.head_slots[q] = i;
             }
         }
         let held = std::mem::take(&mut pass.held);
@@ -551,6 +561,9 @@ impl Scheduler {
         }
         let now = self.core.now;
         let mut certain = Vec::new();
+        // Free GPU-milli by (cell set, models), computed once in the pass (the fleet does not
+        // change here).
+        let mut frees = Vec::new();
         for (q, jobs) in self.pending.iter_mut().enumerate() {
             let Some(ix) = &jobs.jobs.classes else {
                 continue;
@@ -568,7 +581,8 @@ impl Scheduler {
                             Some(&v) => v == (PendingReason::NoCapacity, None),
                             None if self.core.classes[cid as usize].0.num_gpu == 0 => false,
                             None => {
-                                let (need, free) = self.core.class_need_and_free(fleet, cid);
+                                let (need, free) =
+                                    self.core.class_need_and_free(fleet, cid, &mut frees);
                                 if need > free {
                                     pass.verdicts.get_or_insert(
                                         all,

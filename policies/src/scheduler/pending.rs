@@ -97,7 +97,7 @@ pub(crate) type ClassIndex = BTreeMap<(u32, u8), Bucket>;
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Bucket {
     pub(crate) set: BTreeMap<Position, u32>,
-    next: Option<(Position, Option<Position>)>,
+    next: Option<(Position, Option<(Position, u32)>)>,
 }
 
 /// A pending entry's place in its queue: `(order key, job id)`.
@@ -114,11 +114,12 @@ impl Bucket {
         self.set.remove(k);
     }
 
-    /// The first member after `k`: from the last answer when it was asked at or before `k`
-    /// and its member lies after `k` (nothing lies between), else from the set.
-    fn first_after(&mut self, k: Position) -> Option<Position> {
+    /// The first member after `k`, with its slab index: from the last answer when it was
+    /// asked at or before `k` and its member lies after `k` (nothing lies between), else from
+    /// the set.
+    fn first_after(&mut self, k: Position) -> Option<(Position, u32)> {
         if let Some((after, first)) = self.next {
-            if after <= k && first.is_none_or(|f| f > k) {
+            if after <= k && first.is_none_or(|(f, _)| f > k) {
                 return first;
             }
         }
@@ -126,7 +127,7 @@ impl Bucket {
             .set
             .range((Bound::Excluded(k), Bound::Unbounded))
             .next()
-            .map(|(p, _)| *p);
+            .map(|(p, &i)| (*p, i));
         self.next = Some((k, first));
         first
     }
@@ -195,6 +196,20 @@ impl PendingMap {
     pub(crate) fn get_mut(&mut self, k: &(OrderKey, JobId)) -> Option<&mut Entry> {
         let i = *self.order.get(k)?;
         Some(&mut self.entries[i as usize])
+    }
+
+    /// The entry at `k`, looked up first at slab index `slot` (where a pass found it): a
+    /// job is pending at most once, so the entry there holding `k`'s job is `k`'s entry;
+    /// otherwise the order map answers, as [`PendingMap::get_mut`].
+    pub(crate) fn get_mut_at(&mut self, k: &(OrderKey, JobId), slot: u32) -> Option<&mut Entry> {
+        let here = self
+            .entries
+            .get(slot as usize)
+            .is_some_and(|e| e.job.id == k.1);
+        if here {
+            return Some(&mut self.entries[slot as usize]);
+        }
+        self.get_mut(k)
     }
 
     pub(crate) fn values(&self) -> impl Iterator<Item = &Entry> + '_ {
@@ -288,12 +303,24 @@ impl PendingMap {
             return;
         };
         let to = reason_slot(Some(r));
-        let from: Vec<u8> = ix
-            .range((cid, 0)..=(cid, u8::MAX))
-            .map(|(&(_, s), _)| s)
-            .filter(|&s| s != to)
-            .collect();
-        for s in from {
+        // The class's other slots: at most one per reason plus "not tried", listed without
+        // allocating.
+        let mut from = [0u8; PendingReason::ALL.len() + 1];
+        let mut n = 0;
+        for (&(_, s), bucket) in ix.range((cid, 0)..=(cid, u8::MAX)) {
+            // A bucket with no member after `after` has nothing to move.
+            let tail = after.is_none_or(|k| {
+                bucket
+                    .set
+                    .last_key_value()
+                    .is_some_and(|(last, _)| *last > k)
+            });
+            if s != to && tail {
+                from[n] = s;
+                n += 1;
+            }
+        }
+        for &s in &from[..n] {
             let bucket = ix.get_mut(&(cid, s)).expect("listed");
             let mut moved = match after {
                 None => std::mem::take(&mut bucket.set),
@@ -332,16 +359,20 @@ impl PendingMap {
     }
 
     /// The first entry after `k` in queue order outside the (class, stored reason) buckets
-    /// `skip` names. Without an index, [`PendingMap::next_after`]'s key. `O(b)` for `b`
+    /// `skip` names, with its slab index. Without an index, [`PendingMap::next_after`]'s key. `O(b)` for `b`
     /// buckets when asked with ascending `k` (a pass), plus `O(log n)` per bucket whose
     /// cached answer ([`Bucket`]) no longer holds.
     pub(crate) fn next_unskipped(
         &mut self,
         k: (OrderKey, JobId),
         skip: impl Fn(u32, u8) -> bool,
-    ) -> Option<(OrderKey, JobId)> {
+    ) -> Option<((OrderKey, JobId), u32)> {
         let Some(ix) = &mut self.classes else {
-            return self.next_after(k).map(|(k, _)| *k);
+            return self
+                .order
+                .range((Bound::Excluded(k), Bound::Unbounded))
+                .next()
+                .map(|(k, &i)| (*k, i));
         };
         ix.iter_mut()
             .filter(|((c, r), _)| !skip(*c, *r))
