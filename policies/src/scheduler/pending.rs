@@ -207,6 +207,11 @@ impl PendingMap {
             .get(slot as usize)
             .is_some_and(|e| e.job.id == k.1);
         if here {
+            debug_assert_eq!(
+                self.order.get(k),
+                Some(&slot),
+                "the job's entry at the hinted slot is its entry in queue order"
+            );
             return Some(&mut self.entries[slot as usize]);
         }
         self.get_mut(k)
