@@ -31,7 +31,9 @@ use std::sync::Arc;
 
 use fleetsim_policies::goodput::{AppModel, PerfModel, TrainingJob};
 use fleetsim_policies::rounds::{Allocations, LasJob, Pollux, PolluxJob, TwoQueueLas};
-use fleetsim_policies::{CellId, JobId, ModelSet, NodeId, SimDuration, SimTime, TaskShape};
+use fleetsim_policies::{
+    CellId, JobId, ModelSet, NodeId, RejectReason, SimDuration, SimTime, TaskShape,
+};
 
 use super::events::EventKind;
 use super::{Allocs, EngineError, JobSink, JobState, Simulation};
@@ -80,7 +82,7 @@ pub struct ElasticStats {
     pub round_s: f64,
     /// Restart delay, seconds.
     pub restart_s: f64,
-    /// Round-allocated jobs submitted.
+    /// Round-allocated jobs taken (submitted and not rejected at submit).
     pub jobs: u64,
     /// Of them, completed.
     pub completed: u64,
@@ -167,6 +169,7 @@ impl Simulation {
         &mut self,
         id: JobId,
         spec: &crate::workload::ElasticSpec,
+        sink: &mut dyn JobSink,
     ) -> Result<(), EngineError> {
         let now = self.now;
         let rec = &self.jobs[id.index()];
@@ -201,6 +204,30 @@ impl Simulation {
                 message: "more than 2^32 round-allocated jobs".into(),
             });
         }
+        // A job no round could ever give GPUs is rejected at submit, as a rigid one would
+        // be: under Tiresias one with more replicas than the fleet has GPUs, under either
+        // allocator any job on a fleet without GPUs (the nodes do not change during a run
+        // with `[elastic]`). Otherwise it would wait, and the rounds go on, forever.
+        let fleet_gpus: u64 = self
+            .fleet
+            .nodes()
+            .iter()
+            .filter(|n| n.schedulable)
+            .map(|n| u64::from(n.gpus))
+            .sum();
+        let need = match el.cfg.allocator {
+            RoundAllocator::Tiresias => u64::from(spec.replicas),
+            RoundAllocator::Pollux => 1,
+        };
+        if fleet_gpus < need {
+            let reason = if fleet_gpus == 0 {
+                RejectReason::TaskLargerThanAnyNode
+            } else {
+                RejectReason::GangLargerThanCell
+            };
+            return self.reject(id, reason, sink);
+        }
+        let el = self.elastic.as_mut().expect("checked above");
         let model = &el.cfg.models[app];
         let train = match el.cfg.allocator {
             RoundAllocator::Tiresias => TrainingJob::new(Some(spec.batch_size), false),

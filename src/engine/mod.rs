@@ -1710,7 +1710,7 @@ impl Simulation {
             return Ok(());
         }
         if let Some(e) = spec.elastic.as_deref() {
-            return self.elastic_arrive(id, e);
+            return self.elastic_arrive(id, e, sink);
         }
         if self.cfg.reject_unknown_queues && named_queue && queue.0 >= self.known_queues {
             return self.reject(id, RejectReason::UnknownQueue, sink);

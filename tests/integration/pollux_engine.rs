@@ -9,7 +9,7 @@ use std::path::Path;
 use fleetsim::metrics::jobs::FinalState;
 
 use crate::pollux_models::{mean, models, reference, replay, workload, Policy, APPS};
-use crate::support::{fleetsim, load_error, public_traces, refusal, run};
+use crate::support::{fleetsim, job, load_error, public_traces, refusal, run};
 
 const FLEET: &str = r#"
 [[fleet.cells]]
@@ -147,6 +147,44 @@ fn mixes_are_refused_naming_the_field() {
         &[("w.csv", unknown)],
     );
     assert!(e.contains("resnet") && e.contains("elastic.models"), "{e}");
+}
+
+/// A job no round could ever give GPUs is rejected at submit, naming the reason, and the
+/// run ends: under Tiresias one with more replicas than the fleet has GPUs, under either
+/// allocator every job on a fleet without GPUs. Pollux runs the larger job on fewer GPUs.
+#[test]
+fn jobs_no_round_can_place_are_rejected_at_submit() {
+    let csv = "name,time,application,num_replicas,batch_size\nbig-0,10,cifar10,6,2048\nsmall-1,20,ncf,1,32768\n";
+    let files = [("w.csv", csv)];
+    let one_node = |allocator: &str, node: &str| {
+        scenario(allocator, r#"path = "w.csv""#).replace(
+            "accelerator = \"P40\"\ngpus = 4\ncpu_milli = 64000\nmem_mib = 262144\ncount = 16",
+            node,
+        )
+    };
+    let four = "accelerator = \"P40\"\ngpus = 4\ncpu_milli = 64000\nmem_mib = 262144\ncount = 1";
+    let out = run(&one_node("tiresias", four), &files);
+    let big = job(&out, "big-0");
+    assert_eq!(big.state, FinalState::Rejected);
+    assert_eq!(big.reason.as_deref(), Some("gang_larger_than_cell"));
+    assert_eq!(job(&out, "small-1").state, FinalState::Completed);
+    assert_eq!(out.summary.elastic.as_ref().unwrap().jobs, 1);
+    let out = run(&one_node("pollux", four), &files);
+    assert!(out
+        .jobs
+        .as_ref()
+        .unwrap()
+        .iter()
+        .all(|r| r.state == FinalState::Completed));
+    let cpu = "cpu_milli = 64000\nmem_mib = 262144\ncount = 2";
+    for allocator in ["tiresias", "pollux"] {
+        let out = run(&one_node(allocator, cpu), &files);
+        for r in out.jobs.as_ref().unwrap() {
+            assert_eq!(r.state, FinalState::Rejected, "{allocator}: {r:?}");
+            assert_eq!(r.reason.as_deref(), Some("task_larger_than_any_node"));
+        }
+        assert_eq!(out.summary.elastic.as_ref().unwrap().rounds, 0);
+    }
 }
 
 /// `fleetsim sweep scenarios/pollux/load-1.0.toml`: one runs.csv row per workload and
