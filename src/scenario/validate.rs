@@ -553,6 +553,20 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
             if s.startup.is_some() {
                 others.push("startup");
             }
+            // Round-allocated jobs take no queue: quota and Kueue admission would not apply.
+            if !s.queues.is_empty() {
+                others.push("queues");
+            }
+            if !s.cohorts.is_empty() {
+                others.push("cohorts");
+            }
+            if s.kueue.is_some() {
+                others.push("kueue");
+            }
+            // The application models are measured step times: relative speeds would not apply.
+            if s.platform.is_some() {
+                others.push("platform");
+            }
             if s.workload.synthetic.is_some() {
                 others.push("workload.synthetic");
             }

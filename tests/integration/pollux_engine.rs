@@ -141,6 +141,15 @@ fn mixes_are_refused_naming_the_field() {
         e.contains("`mode`") && e.contains("does not compose"),
         "{e}"
     );
+    let quota = format!(
+        "{}\n[[queues]]\nname = \"pollux\"\nflavors = [{{ name = \"P40\", gpus = {{ nominal = 8 }} }}]\n",
+        scenario("pollux", r#"path = "w.csv""#)
+    );
+    let e = load_error(&quota, &files);
+    assert!(
+        e.contains("`queues`") && e.contains("does not compose"),
+        "{e}"
+    );
     let unknown = "name,time,application,num_replicas,batch_size\nx-0,5,resnet,1,32\n";
     let e = refusal(
         &scenario("tiresias", r#"path = "w.csv""#),
