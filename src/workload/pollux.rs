@@ -70,9 +70,12 @@ impl PolluxRows {
         };
         let name = need(NAME)?.to_string();
         let secs = parse_count::<u64>(need(TIME)?).map_err(|m| bad(TIME, m))?;
+        // Milliseconds in the `i64` range, as the native readers take them (later than that
+        // the engine's sums of times overflow).
         let submit = secs
             .checked_mul(1000)
-            .ok_or_else(|| bad(TIME, "out of range".to_string()))?;
+            .filter(|&ms| ms <= i64::MAX as u64)
+            .ok_or_else(|| bad(TIME, format!("{secs} s is out of range")))?;
         let application = need(APP)?.to_string();
         let replicas = parse_count::<u32>(need(REPLICAS)?).map_err(|m| bad(REPLICAS, m))?;
         if replicas == 0 || replicas > MAX_REPLICAS {
@@ -157,5 +160,16 @@ mod tests {
             err.contains("line 3") && err.contains("num_replicas"),
             "{err}"
         );
+        std::fs::write(
+            &p,
+            "name,time,application,num_replicas,batch_size\nx-0,18446744073709551,bert,1,32\n",
+        )
+        .unwrap();
+        let err = open(&p)
+            .unwrap()
+            .find_map(Result::err)
+            .expect("a bad row")
+            .to_string();
+        assert!(err.contains("line 2") && err.contains("`time`"), "{err}");
     }
 }

@@ -78,8 +78,10 @@ impl TiresiasRows {
         };
         let secs = |k: usize| -> Result<u64, TraceError> {
             let s = parse_count::<u64>(need(k)?).map_err(|m| bad(k, m))?;
+            // Milliseconds in the `i64` range, as the native readers take them.
             s.checked_mul(1000)
-                .ok_or_else(|| bad(k, "out of range".to_string()))
+                .filter(|&ms| ms <= i64::MAX as u64)
+                .ok_or_else(|| bad(k, format!("{s} s is out of range")))
         };
         let name = need(JOB_ID)?.to_string();
         let gpus = parse_count::<u32>(need(NUM_GPU)?).map_err(|m| bad(NUM_GPU, m))?;
