@@ -367,6 +367,15 @@ pub fn main(cli: Cli) -> Result<()> {
                 );
                 return Ok(());
             }
+            // `[elastic]`: the application models, as a run reads them.
+            let elastic = crate::run::elastic_config(&loaded, &trace_dir)?;
+            let fleet_gpus: u64 = fleet
+                .state
+                .nodes()
+                .iter()
+                .filter(|n| n.schedulable)
+                .map(|n| u64::from(n.gpus))
+                .sum();
             let mut stream = crate::run::open_workload(&loaded, &trace_dir, loaded.scenario.seed)?;
             let mut jobs = 0u64;
             let mut with_limit = 0u64;
@@ -384,7 +393,15 @@ pub fn main(cli: Cli) -> Result<()> {
                 let j = j?;
                 usable.observe(&j);
                 with_limit += u64::from(j.time_limit.is_some());
-                if let Some(reason) = never_fits(&fleet.state, &j, topology) {
+                let never = match (&elastic, j.elastic.as_deref()) {
+                    (Some(cfg), Some(e)) => {
+                        elastic_never_fits(cfg, e, fleet_gpus).map_err(|m| {
+                            crate::study::BadInput(format!("job `{}` (input #{jobs}): {m}", j.name))
+                        })?
+                    }
+                    _ => never_fits(&fleet.state, &j, topology),
+                };
+                if let Some(reason) = never {
                     *never_fit.entry(reason).or_insert(0) += 1;
                 }
                 j.shape.validate().map_err(|m| {
@@ -488,6 +505,34 @@ pub fn main(cli: Cli) -> Result<()> {
 /// Why job `j` could never start on `fleet` (empty, every node up) by size or topology —
 /// the submit-time rejections `validate` reports by count — or `None`. Quota and queue
 /// limits are not checked here.
+/// A round-allocated job's application against the models, and the reason the engine
+/// rejects it at submit, if it does: no GPU in the fleet, or (Tiresias, which runs every job
+/// at its trace size) more replicas than the fleet has GPUs.
+fn elastic_never_fits(
+    cfg: &crate::engine::elastic::ElasticConfig,
+    e: &crate::workload::ElasticSpec,
+    fleet_gpus: u64,
+) -> Result<Option<&'static str>, String> {
+    use crate::engine::elastic::RoundAllocator;
+    if !cfg.models.iter().any(|m| m.name() == e.application) {
+        let known: Vec<&str> = cfg.models.iter().map(|m| m.name()).collect();
+        return Err(format!(
+            "application `{}` has no model in `elastic.models` (models: {})",
+            e.application,
+            known.join(", ")
+        ));
+    }
+    let need = match cfg.allocator {
+        RoundAllocator::Tiresias => u64::from(e.replicas),
+        RoundAllocator::Pollux => 1,
+    };
+    Ok(match fleet_gpus {
+        0 => Some("task_larger_than_any_node"),
+        g if g < need => Some("gang_larger_than_cell"),
+        _ => None,
+    })
+}
+
 fn never_fits(
     fleet: &fleetsim_policies::FleetState,
     j: &crate::workload::JobSpec,

@@ -196,6 +196,43 @@ fn jobs_no_round_can_place_are_rejected_at_submit() {
     }
 }
 
+/// `fleetsim validate` reads the application models as a run does: a job naming an
+/// application with no model is refused naming it, and its submit-time rejections are the
+/// engine's (Pollux runs a job larger than the fleet on fewer GPUs; Tiresias rejects it).
+#[test]
+fn validate_reads_the_models_and_predicts_the_rejections() {
+    let dir = tempfile::tempdir().unwrap();
+    let validate = |allocator: &str, csv: &str| {
+        std::fs::write(dir.path().join("w.csv"), csv).unwrap();
+        let text = scenario(allocator, r#"path = "w.csv""#).replace("count = 16", "count = 1");
+        let p = dir.path().join("s.toml");
+        std::fs::write(&p, text).unwrap();
+        let o = fleetsim()
+            .arg("validate")
+            .arg(&p)
+            .arg("--trace-dir")
+            .arg(public_traces())
+            .output()
+            .unwrap();
+        (
+            o.status.success(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let head = "name,time,application,num_replicas,batch_size\n";
+    let (ok, _, err) = validate("pollux", &format!("{head}x-0,5,resnet,1,32\n"));
+    assert!(
+        !ok && err.contains("x-0") && err.contains("`resnet`") && err.contains("elastic.models"),
+        "{err}"
+    );
+    let big = format!("{head}big-0,10,cifar10,6,2048\n");
+    let (ok, out, err) = validate("pollux", &big);
+    assert!(ok && !out.contains("never fit"), "{out}{err}");
+    let (ok, out, err) = validate("tiresias", &big);
+    assert!(ok && out.contains("1 gang_larger_than_cell"), "{out}{err}");
+}
+
 /// `fleetsim sweep scenarios/pollux/load-1.0.toml`: one runs.csv row per workload and
 /// allocator; mean JCT per workload (runs.csv's `jct_s.mean`) and per application (the
 /// runs' jobs) against the artifact's: Tiresias within 2 % on each, Pollux within 5 % over
