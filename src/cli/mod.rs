@@ -368,7 +368,7 @@ pub fn main(cli: Cli) -> Result<()> {
                 return Ok(());
             }
             // `[elastic]`: the application models, as a run reads them.
-            let elastic = crate::run::elastic_config(&loaded, &trace_dir)?;
+            let elastic = crate::run::elastic_config(&loaded, &fleet.state, &trace_dir)?;
             let fleet_gpus: u64 = fleet
                 .state
                 .nodes()

@@ -155,6 +155,8 @@ pub struct Usability {
     classes: Classes,
     /// Groups still unused (indices into `groups`).
     open: Vec<usize>,
+    /// Whether any job was observed (an empty workload leaves no group unusable).
+    seen: bool,
 }
 
 impl Usability {
@@ -219,11 +221,13 @@ impl Usability {
             cells: fleet.cells().iter().map(|c| c.name.clone()).collect(),
             models: fleet.models().to_vec(),
             classes,
+            seen: false,
         }
     }
 
     /// One job of the workload. `O(groups not used yet)`.
     pub fn observe(&mut self, job: &JobSpec) {
+        self.seen = true;
         if self.open.is_empty() {
             return;
         }
@@ -331,8 +335,12 @@ impl Usability {
         false
     }
 
-    /// The groups no job could use, in group order.
+    /// The groups no job could use, in group order; none when no job was observed (the
+    /// run warns of an empty workload instead).
     pub fn unusable(&self) -> Vec<UnusableGroup> {
+        if !self.seen {
+            return Vec::new();
+        }
         self.groups
             .iter()
             .filter(|g| !g.used)

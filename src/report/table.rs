@@ -57,8 +57,20 @@ pub fn render(s: &Summary) -> String {
             String::new()
         }
     );
-    let policy: Vec<String> = s.policy.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    let _ = writeln!(out, "policy   {}", policy.join(" "));
+    match &s.elastic {
+        // Every job is round-allocated: the allocator decides, not the scheduler's stages.
+        Some(e) => {
+            let _ = writeln!(
+                out,
+                "policy   round allocator {} (rounds of {} s, {} s restart); every job is round-allocated",
+                e.allocator, e.round_s, e.restart_s
+            );
+        }
+        None => {
+            let policy: Vec<String> = s.policy.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = writeln!(out, "policy   {}", policy.join(" "));
+        }
+    }
     let j = &s.jobs;
     let _ = writeln!(
         out,

@@ -404,6 +404,7 @@ pub fn engine_config(loaded: &Loaded) -> (SchedulerConfig, EngineConfig) {
 /// that cannot be read (its file, line and field).
 pub fn elastic_config(
     loaded: &Loaded,
+    state: &fleetsim_policies::FleetState,
     trace_dir: &TraceDir,
 ) -> Result<Option<crate::engine::elastic::ElasticConfig>, RunError> {
     use crate::engine::elastic::{ElasticConfig, RoundAllocator};
@@ -412,6 +413,25 @@ pub fn elastic_config(
     let Some(e) = &loaded.scenario.elastic else {
         return Ok(None);
     };
+    // The application models are step times measured on one GPU type: a fleet of several
+    // accelerator models would run every job at that one type's speed.
+    let kinds: std::collections::BTreeSet<&str> = state
+        .nodes()
+        .iter()
+        .filter(|n| n.gpus > 0)
+        .filter_map(|n| n.model.map(|m| state.models()[m.index()].as_str()))
+        .collect();
+    if kinds.len() > 1 {
+        return Err(crate::scenario::ScenarioError::Invalid {
+            origin: loaded.origin.clone(),
+            field: "fleet.cells".into(),
+            message: format!(
+                "accelerator models {}: round-allocated jobs (`[elastic]`) run on one accelerator model (the application models are step times measured on one GPU type)",
+                kinds.into_iter().collect::<Vec<_>>().join(", ")
+            ),
+        }
+        .into());
+    }
     let dir = loaded.resolve_path(
         "elastic.models",
         &e.models.path,
@@ -837,7 +857,7 @@ fn run_inner_with(
         cfg.record_admissions = true;
     }
     cfg.serving = serving_plan(loaded, &state, &opts.trace_dir)?;
-    cfg.elastic = elastic_config(loaded, &opts.trace_dir)?;
+    cfg.elastic = elastic_config(loaded, &state, &opts.trace_dir)?;
     let ext = crate::scenario::policies::extensions(loaded, &state)?;
     // The live twin's stages, built the same way (Extensions holds boxed policies: no clone).
     let twin_ext = match live {

@@ -567,11 +567,27 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
             if s.platform.is_some() {
                 others.push("platform");
             }
+            // The allocator decides every round-allocated job: the scheduler's stages
+            // would decide nothing.
+            if s.policy != super::schema::PolicySpec::default() {
+                others.push("policy");
+            }
             if s.workload.synthetic.is_some() {
                 others.push("workload.synthetic");
             }
             if s.fleet.cells.iter().any(|c| !c.autoscaling.is_empty()) {
                 others.push("fleet.cells.autoscaling");
+            }
+            // The allocators see one pool of nodes: a job would span cells.
+            if s.fleet.cells.len() > 1 {
+                return Err(ScenarioError::Invalid {
+                    origin: origin.to_string(),
+                    field: "fleet.cells".into(),
+                    message: format!(
+                        "{} cells: round-allocated jobs (`[elastic]`) run in one cell (the allocators see one pool of nodes, and a job would span cells)",
+                        s.fleet.cells.len()
+                    ),
+                });
             }
             let t = &s.transforms.spec;
             if !t.scale.is_empty() {

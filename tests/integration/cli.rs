@@ -1256,6 +1256,26 @@ trace = { format = "native", path = "jobs.csv" }
         !out.contains("burst` ("),
         "the autoscaled group is usable: {out}"
     );
+    // An empty workload says so, and blames no node group.
+    std::fs::write(
+        dir.path().join("jobs.csv"),
+        "id,submit_s,tenant,num_gpu,cpu_milli,mem_mib,runtime_s\n",
+    )
+    .unwrap();
+    let o = fleetsim()
+        .arg("run")
+        .arg(&p)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(all.contains("the workload has no job"), "{all}");
+    assert!(!all.contains("can never host"), "{all}");
 }
 
 /// `fleetsim check` refuses what it would otherwise ignore (exit 2, naming the field, flag or

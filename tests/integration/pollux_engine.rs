@@ -112,7 +112,8 @@ fn round_allocated_runs_repeat_exactly() {
 }
 
 /// Rigid and round-allocated jobs do not share a run: the loader refuses either without the
-/// other, and the tables that do not compose with `[elastic]`, naming the field.
+/// other, the tables that do not compose with `[elastic]`, and a fleet of several cells or
+/// accelerator models, naming the field.
 #[test]
 fn mixes_are_refused_naming_the_field() {
     let csv = first_jobs(2);
@@ -148,6 +149,23 @@ fn mixes_are_refused_naming_the_field() {
     let e = load_error(&quota, &files);
     assert!(
         e.contains("`queues`") && e.contains("does not compose"),
+        "{e}"
+    );
+    // One cell of one accelerator model: a job would span cells, and the application
+    // models are step times of one GPU type.
+    let two_cells = format!(
+        "{}\n[[fleet.cells]]\nname = \"second\"\n[[fleet.cells.nodes]]\naccelerator = \"P40\"\ngpus = 4\ncount = 2\n",
+        scenario("pollux", r#"path = "w.csv""#)
+    );
+    let e = load_error(&two_cells, &files);
+    assert!(e.contains("fleet.cells") && e.contains("2 cells"), "{e}");
+    let two_models = scenario("pollux", r#"path = "w.csv""#).replace(
+        "count = 16\n",
+        "count = 8\n[[fleet.cells.nodes]]\naccelerator = \"V100\"\ngpus = 4\ncount = 8\n",
+    );
+    let e = refusal(&two_models, &files);
+    assert!(
+        e.contains("fleet.cells") && e.contains("P40") && e.contains("V100"),
         "{e}"
     );
     let unknown = "name,time,application,num_replicas,batch_size\nx-0,5,resnet,1,32\n";
