@@ -13,7 +13,7 @@
 //!    and returns every job's allocation, one node per replica;
 //! 2. every job whose allocation changed releases its old bindings, then (all releases
 //!    first) binds one whole GPU per replica on the chosen nodes through the checked
-//!    [`FleetState`] — so occupancy, fragmentation and the audits see them — and restarts:
+//!    [`FleetState`](fleetsim_policies::FleetState) — so occupancy, fragmentation and the audits see them — and restarts:
 //!    it holds its GPUs without progress for [`ElasticConfig::restart`] (a job that held
 //!    GPUs and is given none waits, counted as a preemption under the reason
 //!    `round_allocation`; it keeps its progress);
