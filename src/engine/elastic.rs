@@ -409,20 +409,10 @@ impl Simulation {
     /// Releases job `id`'s bindings, if it holds any.
     fn elastic_unbind(&mut self, id: JobId) -> Result<(), EngineError> {
         let now = self.now;
-        let rec = &self.jobs[id.index()];
-        if rec.allocs.is_empty() {
+        if self.jobs[id.index()].allocs.is_empty() {
             return Ok(());
         }
-        for a in rec.allocs.as_slice() {
-            self.fleet.release(a).map_err(|e| EngineError::Invariant {
-                time: now,
-                message: e.to_string(),
-            })?;
-        }
-        self.metrics
-            .on_allocs(&self.fleet, rec.allocs.as_slice(), false, false);
-        let total = rec.shape.total_gpu_milli() * u64::from(rec.tasks);
-        self.metrics.on_tenant_alloc(rec.tenant, total, false);
+        self.release_bindings(id)?;
         let rec = &mut self.jobs[id.index()];
         let from = rec
             .extra
@@ -508,17 +498,8 @@ impl Simulation {
                 "completion of round-allocated job {id} that is not running its run {run}"
             )));
         }
-        let tasks = rec.allocs.as_slice().to_vec();
-        for a in &tasks {
-            self.fleet.release(a).map_err(|e| EngineError::Invariant {
-                time: now,
-                message: e.to_string(),
-            })?;
-        }
-        self.metrics.on_allocs(&self.fleet, &tasks, false, false);
+        self.release_bindings(id)?;
         let rec = &self.jobs[id.index()];
-        let total = rec.shape.total_gpu_milli() * u64::from(rec.tasks);
-        self.metrics.on_tenant_alloc(rec.tenant, total, false);
         let served = rec.extra.as_deref().map_or(0, |x| x.served_ms)
             + now
                 .saturating_since(

@@ -2354,6 +2354,25 @@ impl Simulation {
         Ok(())
     }
 
+    /// Releases every binding job `id` holds on the fleet and tells the collectors (the
+    /// fleet's and the tenant's allocated GPUs); the job record keeps its bindings. Returns
+    /// the job's GPU-milli (tasks × per-task).
+    fn release_bindings(&mut self, id: JobId) -> Result<u64, EngineError> {
+        let now = self.now;
+        let rec = &self.jobs[id.index()];
+        for a in rec.allocs.as_slice() {
+            self.fleet.release(a).map_err(|e| EngineError::Invariant {
+                time: now,
+                message: e.to_string(),
+            })?;
+        }
+        self.metrics
+            .on_allocs(&self.fleet, rec.allocs.as_slice(), false, false);
+        let total = rec.shape.total_gpu_milli() * u64::from(rec.tasks);
+        self.metrics.on_tenant_alloc(rec.tenant, total, false);
+        Ok(total)
+    }
+
     fn finish(&mut self, id: JobId, run: u32, sink: &mut dyn JobSink) -> Result<(), EngineError> {
         if self.elastic.as_ref().is_some_and(|e| e.holds(id)) {
             return self.elastic_finish(id, run, sink);
@@ -2363,16 +2382,7 @@ impl Simulation {
         if !rec.live || rec.run != run || rec.state != JobState::Running {
             return Ok(()); // a stale completion of an earlier run
         }
-        for a in rec.allocs.as_slice() {
-            self.fleet.release(a).map_err(|e| EngineError::Invariant {
-                time: now,
-                message: e.to_string(),
-            })?;
-        }
-        self.metrics
-            .on_allocs(&self.fleet, rec.allocs.as_slice(), false, false);
-        let total = rec.shape.total_gpu_milli() * rec.tasks as u64;
-        self.metrics.on_tenant_alloc(rec.tenant, total, false);
+        let total = self.release_bindings(id)?;
         if let Some(l) = self.live.as_mut() {
             l.events.push(live::Event::JobFinished {
                 t: now.0,
