@@ -146,30 +146,24 @@ mod tests {
             (e.application.as_str(), e.replicas, e.batch_size),
             ("cifar10", 6, 2048)
         );
-        std::fs::write(
-            &p,
+        let first_error = |text: &str| {
+            std::fs::write(&p, text).unwrap();
+            open(&p)
+                .unwrap()
+                .find_map(Result::err)
+                .expect("a bad row")
+                .to_string()
+        };
+        let err = first_error(
             "name,time,application,num_replicas,batch_size\nx-0,5,bert,1,32\nx-1,6,bert,0,32\n",
-        )
-        .unwrap();
-        let err = open(&p)
-            .unwrap()
-            .find_map(Result::err)
-            .expect("a bad row")
-            .to_string();
+        );
         assert!(
             err.contains("line 3") && err.contains("num_replicas"),
             "{err}"
         );
-        std::fs::write(
-            &p,
+        let err = first_error(
             "name,time,application,num_replicas,batch_size\nx-0,18446744073709551,bert,1,32\n",
-        )
-        .unwrap();
-        let err = open(&p)
-            .unwrap()
-            .find_map(Result::err)
-            .expect("a bad row")
-            .to_string();
+        );
         assert!(err.contains("line 2") && err.contains("`time`"), "{err}");
     }
 }
