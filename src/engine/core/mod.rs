@@ -1,0 +1,11 @@
+//! The engine's core beside the run loop of `engine/mod.rs`: the job record, the job
+//! lifecycle, the application of decisions, node changes, the logs and the outputs. Each file
+//! is a part of `impl Simulation` with one job.
+
+pub(super) mod job;
+
+mod apply;
+mod lifecycle;
+mod logs;
+mod nodes;
+mod outputs;
