@@ -51,13 +51,11 @@
 //! No wall clock, no hash-map iteration, no unseeded randomness: the same scenario and seed
 //! give the same event sequence on any machine and thread count.
 
-pub mod autoscale;
 pub mod elastic;
 pub mod events;
-pub mod node_changes;
-pub mod pods_ready;
-pub mod reliability;
-pub mod serving;
+pub mod subsystems;
+
+pub use subsystems::{autoscale, node_changes, pods_ready, reliability, serving};
 
 mod config;
 mod core;

@@ -1,8 +1,8 @@
-//! Startup latency, restart overhead, platform speed and the goodput account of a run
-//! (DESIGN §6 "goodput"). Everything here is off unless the scenario asks for it
-//! (`[startup]`, `[failures]`, platform speed factors): then
-//! [`super::EngineConfig::startup`] / [`super::EngineConfig::model_speed_permille`] are set
-//! and [`super::EngineConfig::reliability`] turns the account on.
+//! Startup latency, restart overhead, platform speed and the goodput account of a run (DESIGN §6
+//! "goodput"). Everything here is off unless the scenario asks for it (`[startup]`, `[failures]`,
+//! platform speed factors): then [`crate::engine::EngineConfig::startup`] /
+//! [`crate::engine::EngineConfig::model_speed_permille`] are set and
+//! [`crate::engine::EngineConfig::reliability`] turns the account on.
 //!
 //! # The account of one job
 //! Every run of a job holds `gpu` accelerator-milli (the whole gang) from its start until it
@@ -102,7 +102,7 @@ pub struct ReliabilityStats {
     /// Accelerator-time of startup latency and restart overhead.
     pub startup_gpu_milli_ms: u128,
     /// Accelerator-time lost to preemption, failures and evictions (progress since the last
-    /// checkpoint, plus grace); the same figure as [`super::RunResult::lost_gpu_milli_ms`].
+    /// checkpoint, plus grace); the same figure as [`crate::engine::RunResult::lost_gpu_milli_ms`].
     pub lost_gpu_milli_ms: u128,
     /// Of `lost`, the part lost to node failures.
     pub lost_to_failures_gpu_milli_ms: u128,
@@ -132,7 +132,7 @@ pub struct ReliabilityStats {
     pub max_failures_survived: u32,
     /// Jobs that completed.
     pub completed: u64,
-    /// The run keeps hot spares ([`super::EngineConfig::spares`] non-empty).
+    /// The run keeps hot spares ([`crate::engine::EngineConfig::spares`] non-empty).
     pub spares: bool,
     /// Runs moved onto a hot spare after a node failure (instead of requeued).
     pub hot_swaps: u64,
@@ -160,13 +160,13 @@ impl ReliabilityStats {
 }
 
 /// Time from `a` to `b` (zero if `b` is earlier), ms.
-pub(super) fn since(b: SimTime, a: SimTime) -> u64 {
+pub(in crate::engine) fn since(b: SimTime, a: SimTime) -> u64 {
     b.0.saturating_sub(a.0)
 }
 
 use fleetsim_policies::{JobId, ModelSet, NodeId, TaskAlloc};
 
-use super::{Allocs, JobState, Simulation};
+use crate::engine::{Allocs, JobState, Simulation};
 use fleetsim_policies::GangRecovery;
 
 fn mul(ms: u64, gpu: u64) -> u128 {
@@ -214,7 +214,7 @@ impl Simulation {
     /// A job starts a run needing `remaining` ms of reference progress: returns the run's
     /// wall time (overhead + useful time at its speed); records time to recovery and, at the
     /// first start, the wait by cell and model.
-    pub(super) fn start_account(
+    pub(in crate::engine) fn start_account(
         &mut self,
         id: JobId,
         remaining: SimDuration,
@@ -268,7 +268,7 @@ impl Simulation {
 
     /// When the startup of job `id`'s current run ends (its start plus its overhead), if it
     /// has one.
-    pub(super) fn startup_end(&self, id: JobId) -> Option<SimTime> {
+    pub(in crate::engine) fn startup_end(&self, id: JobId) -> Option<SimTime> {
         let ovh = self.run_overhead(id);
         if ovh == SimDuration::ZERO {
             return None;
@@ -281,7 +281,11 @@ impl Simulation {
     /// A job's current run stops now and holds its accelerators for `grace` more: returns
     /// the progress it keeps (its last checkpoint) and the accelerator-time lost, and books
     /// the run's startup and allocated time (see the module docs).
-    pub(super) fn stop_account(&mut self, id: JobId, grace: SimDuration) -> (SimDuration, u128) {
+    pub(in crate::engine) fn stop_account(
+        &mut self,
+        id: JobId,
+        grace: SimDuration,
+    ) -> (SimDuration, u128) {
         let now = self.now;
         let speed = self.run_speed(id);
         let ovh = self.run_overhead(id).0;
@@ -314,7 +318,7 @@ impl Simulation {
 
     /// A job's allocated and startup accelerator-time so far (its current run counted up to
     /// `end`, default now), GPU-milli·ms; zeros without the account.
-    pub(super) fn job_account(&self, id: JobId, end: Option<SimTime>) -> (u64, u64) {
+    pub(in crate::engine) fn job_account(&self, id: JobId, end: Option<SimTime>) -> (u64, u64) {
         if !self.cfg.reliability {
             return (0, 0);
         }
@@ -350,7 +354,7 @@ impl Simulation {
 
     /// A running job's current run ends now (completed, or still running at the end of the
     /// run): books its allocated and startup time; a completed job's failures survived.
-    pub(super) fn end_run_account(&mut self, id: JobId, completed: bool) {
+    pub(in crate::engine) fn end_run_account(&mut self, id: JobId, completed: bool) {
         if !self.cfg.reliability || self.jobs[id.index()].state != JobState::Running {
             return;
         }
@@ -374,7 +378,7 @@ impl Simulation {
     /// Stops every running job with a task on `node` (a failure, or a maintenance eviction
     /// when `eviction`): each loses its work since its last checkpoint, holds its resources
     /// and quota for `grace`, then is released and requeued.
-    pub(super) fn stop_jobs_on(
+    pub(in crate::engine) fn stop_jobs_on(
         &mut self,
         node: fleetsim_policies::NodeId,
         grace: SimDuration,
@@ -460,7 +464,7 @@ impl Simulation {
     /// Covers jobs stopped by this failure and jobs already in a grace (preempted, or lost
     /// with another node) alike, as the occupancy collector does
     /// ([`crate::metrics::Collector::node_failed`]).
-    pub(super) fn book_held_on_failed(&mut self, node: NodeId) {
+    pub(in crate::engine) fn book_held_on_failed(&mut self, node: NodeId) {
         let now = self.now;
         for j in 0..self.jobs.len() {
             let rec = &self.jobs[j];
@@ -552,7 +556,7 @@ impl Simulation {
         let gone_gpu: u64 = gone.iter().map(TaskAlloc::total_gpu_milli).sum();
         self.metrics.on_tenant_alloc(tenant, gone_gpu, false);
         let run = self.next_run;
-        self.next_run = (self.next_run + 1) % super::NOT_RUNNING;
+        self.next_run = (self.next_run + 1) % crate::engine::NOT_RUNNING;
         // Paused survivors hold their accelerators without progress.
         self.metrics.unproductive(&self.fleet, &kept, true);
         let rec = &mut self.jobs[id.index()];
@@ -572,7 +576,7 @@ impl Simulation {
 
     /// Books the accelerator-time recovering gang `id`'s survivors held since it was paused
     /// (held by incomplete gangs; part of its allocated time).
-    pub(super) fn book_pause(&mut self, id: JobId) {
+    pub(in crate::engine) fn book_pause(&mut self, id: JobId) {
         let now = self.now;
         let reliability = self.cfg.reliability;
         let rec = &mut self.jobs[id.index()];
@@ -600,7 +604,7 @@ impl Simulation {
     /// Tries to make every recovering gang whole: highest priority first, then trace order.
     /// `before_pass`: only gangs no pending job outranks (priority), so they go ahead of
     /// pending jobs of equal or lower priority; after the pass, the rest.
-    pub(super) fn recover_gangs(&mut self, before_pass: bool) {
+    pub(in crate::engine) fn recover_gangs(&mut self, before_pass: bool) {
         let outranked_above = if before_pass {
             self.sched.pending().map(|j| j.priority).max()
         } else {
@@ -636,7 +640,7 @@ impl Simulation {
         let new_gpu: u64 = new.iter().map(TaskAlloc::total_gpu_milli).sum();
         self.metrics.on_tenant_alloc(tenant, new_gpu, true);
         let run = self.next_run;
-        self.next_run = (self.next_run + 1) % super::NOT_RUNNING;
+        self.next_run = (self.next_run + 1) % crate::engine::NOT_RUNNING;
         let rec = &mut self.jobs[id.index()];
         let mut all = rec.allocs.as_slice().to_vec();
         all.extend(new);
@@ -655,8 +659,10 @@ impl Simulation {
         if self.cfg.reliability {
             remaining = self.start_account(id, remaining, false);
         }
-        self.events
-            .push(now + remaining, super::events::EventKind::Finish(id, run));
+        self.events.push(
+            now + remaining,
+            crate::engine::events::EventKind::Finish(id, run),
+        );
         self.sched
             .on_recovered(id, self.jobs[id.index()].allocs.as_slice(), now, done);
     }
@@ -751,9 +757,9 @@ impl Simulation {
         // Same cell and model: the occupancy metrics' allocated figures do not move.
         self.rel.hot_swaps += 1;
         let run = self.next_run;
-        self.next_run = (self.next_run + 1) % super::NOT_RUNNING;
+        self.next_run = (self.next_run + 1) % crate::engine::NOT_RUNNING;
         let rec = &mut self.jobs[id.index()];
-        rec.allocs = super::Allocs::from_vec(new);
+        rec.allocs = crate::engine::Allocs::from_vec(new);
         rec.run = run;
         let x = rec.extra.get_or_insert_with(Box::default);
         x.run_start = Some(now);
@@ -763,8 +769,10 @@ impl Simulation {
         if self.cfg.reliability {
             remaining = self.start_account(id, remaining, false);
         }
-        self.events
-            .push(now + remaining, super::events::EventKind::Finish(id, run));
+        self.events.push(
+            now + remaining,
+            crate::engine::events::EventKind::Finish(id, run),
+        );
         self.sched
             .on_hot_swap(id, self.jobs[id.index()].allocs.as_slice(), now, done);
         self.spares.remove(&spare);

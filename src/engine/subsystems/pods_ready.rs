@@ -1,16 +1,15 @@
 //! Waiting for pods (Kueue `waitForPodsReady`): a job admitted whose tasks are not all
 //! running within a timeout is evicted and requeued after a backoff.
 //!
-//! # Model
-//! A job is *admitted* when the scheduler commits it to capacity: it starts (its pods are
-//! ready at once), or the autoscaler's scan counts it as waiting for a scale-up — it claims
-//! room on nodes being provisioned, or its own scale-up request was made
-//! ([`super::autoscale`]). Kueue admits on quota and the pods then wait for nodes; that
-//! wait is what this part times. Room on a group a Kueue ProvisioningRequest admission
-//! check provisions ([`super::autoscale::GroupConfig::admission_check`]) does not admit:
-//! Kueue admits such a workload when its nodes join. Its pods are *ready* when it starts: every task is bound
-//! to a node in the fleet (startup latency, `[startup]`, runs inside a ready pod: it
-//! loads a checkpoint, it does not hold the pod back).
+//! # Model A job is *admitted* when the scheduler commits it to capacity: it starts (its pods are
+//! ready at once), or the autoscaler's scan counts it as waiting for a scale-up — it claims room on
+//! nodes being provisioned, or its own scale-up request was made ([`crate::engine::autoscale`]).
+//! Kueue admits on quota and the pods then wait for nodes; that wait is what this part times. Room
+//! on a group a Kueue ProvisioningRequest admission check provisions
+//! ([`crate::engine::autoscale::GroupConfig::admission_check`]) does not admit: Kueue admits such a
+//! workload when its nodes join. Its pods are *ready* when it starts: every task is bound to a node
+//! in the fleet (startup latency, `[startup]`, runs inside a ready pod: it loads a checkpoint, it
+//! does not hold the pod back).
 //!
 //! A job admitted at `a` and not started when its deadline `a + timeout` is applied is
 //! *evicted* (reason `pods_ready_timeout`): it leaves its queue (its claim on the room on
@@ -39,15 +38,15 @@
 //!
 //! # Account
 //! The `pods_ready` section of the summary: admissions waiting for pods, evictions,
-//! requeues and deactivations. With [`super::EngineConfig::record_admissions`] each of
-//! them is also kept per job, in order ([`super::RunResult::pods_ready_log`]).
+//! requeues and deactivations. With [`crate::engine::EngineConfig::record_admissions`] each of
+//! them is also kept per job, in order ([`crate::engine::RunResult::pods_ready_log`]).
 
 use std::collections::BTreeMap;
 
 use fleetsim_policies::{JobId, PendingJob, SimDuration, SimTime};
 
-use super::events::EventKind;
-use super::{emit, EngineError, FinalState, JobSink, JobState, Simulation};
+use crate::engine::events::EventKind;
+use crate::engine::{emit, EngineError, FinalState, JobSink, JobState, Simulation};
 
 /// The censored reason of a job still waiting out its backoff when the run ends.
 pub const BACKING_OFF: &str = "pods_ready_backoff";
@@ -104,7 +103,7 @@ pub struct PodsReadyStats {
     pub backing_off_at_end: u64,
 }
 
-/// One step of a job's waiting for pods ([`super::RunResult::pods_ready_log`]).
+/// One step of a job's waiting for pods ([`crate::engine::RunResult::pods_ready_log`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PodsReadyEvent {
     /// When.
@@ -147,7 +146,7 @@ pub enum Deadline {
     /// Nothing: the job started, ended or was evicted since.
     Stale,
     /// Evict the job (reason `pods_ready_timeout`); it rejoins its queue at the time
-    /// (queue [`super::events::EventKind::PodsReadyRequeue`] with the index).
+    /// (queue [`crate::engine::events::EventKind::PodsReadyRequeue`] with the index).
     Requeue(SimTime, u32),
     /// Evict and deactivate the job.
     Deactivate,
@@ -213,7 +212,7 @@ impl PodsReady {
 
     /// Job `job` (input position `seq`) claims capacity not yet in the fleet at `t`: if it
     /// is not admitted already, it is now, and its deadline (time, index) is returned to
-    /// queue as [`super::events::EventKind::PodsReadyDeadline`].
+    /// queue as [`crate::engine::events::EventKind::PodsReadyDeadline`].
     pub fn admit_waiting(&mut self, job: JobId, seq: u64, t: SimTime) -> Option<(SimTime, u32)> {
         if let Some(&i) = self.open.get(&job) {
             if self.admissions[i as usize].seq == seq {
@@ -304,7 +303,7 @@ impl PodsReady {
 impl Simulation {
     /// Deadline `i` ([`EventKind::PodsReadyDeadline`]): a job admitted and still not
     /// started is evicted from its queue, then held for its backoff or deactivated.
-    pub(super) fn pods_ready_deadline(
+    pub(in crate::engine) fn pods_ready_deadline(
         &mut self,
         i: u32,
         sink: &mut dyn JobSink,
@@ -369,7 +368,7 @@ impl Simulation {
     }
 
     /// Requeue `r` ([`EventKind::PodsReadyRequeue`]): the evicted job rejoins its queue.
-    pub(super) fn pods_ready_requeue(&mut self, r: u32) -> Result<(), EngineError> {
+    pub(in crate::engine) fn pods_ready_requeue(&mut self, r: u32) -> Result<(), EngineError> {
         let now = self.now;
         let Some(job) = self.ready.as_mut().and_then(|p| p.requeue(r, now)) else {
             return Ok(());

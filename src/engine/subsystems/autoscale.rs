@@ -114,7 +114,7 @@ pub struct GroupConfig {
     pub scale_down_idle: SimDuration,
     /// A Kueue ProvisioningRequest admission check provisions its nodes: Kueue admits a
     /// workload waiting for them when they join, so its pods-ready timeout
-    /// ([`super::pods_ready`]) does not run while they are provisioned.
+    /// ([`crate::engine::pods_ready`]) does not run while they are provisioned.
     pub admission_check: bool,
 }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use fleetsim_policies::{FleetState, NodeId, SimDuration, SimTime};
 
-use super::{NodeChange, NodeChangeKind};
+use crate::engine::{NodeChange, NodeChangeKind};
 use crate::scenario::{secs_to_ms, Loaded, NodeEventKind, ScenarioError};
 
 /// The scenario's node events against the fleet's node names.
