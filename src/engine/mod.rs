@@ -64,10 +64,12 @@ mod result;
 
 pub use self::core::job::job_record_bytes;
 use self::core::job::{demand_of, Allocs, JobRec, JobState, MAX_IN_FLIGHT, NOT_RUNNING};
+use self::core::logs::Logs;
 pub use config::{
     series_interval_cap, EngineConfig, NodeChange, NodeChangeKind, NodeEvent, QueueSettings,
     AFTER_HORIZON, MAX_SERIES_BYTES, MAX_SERIES_INTERVALS,
 };
+use queues::Names;
 pub use queues::{queue_name, queue_table};
 pub use result::{
     AdmissionEvent, Counts, EndReason, EngineError, LiveRecord, PreemptionEvent, PreemptionPlan,
@@ -78,8 +80,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use fleetsim_policies::live;
 use fleetsim_policies::{
-    CellId, Decision, Extensions, FleetState, JobId, NodeId, PendingJob, PendingReason,
-    QueueConfig, QueueId, Scheduler, SchedulerConfig, SimDuration, SimTime, TenantId,
+    CellId, Decision, Extensions, FleetState, JobId, NodeId, PendingJob, QueueConfig, QueueId,
+    Scheduler, SchedulerConfig, SimDuration, SimTime, TenantId,
 };
 
 pub use crate::metrics::jobs::{DiscardRows, FinalState, JobRow, JobSink, RunEnd, RunSegment};
@@ -113,11 +115,8 @@ pub struct Simulation {
     next_seq: u64,
     next_run: u32,
     awaiting_replay: BTreeMap<JobId, PendingJob>,
-    tenants: Vec<String>,
-    tenant_ids: BTreeMap<String, TenantId>,
-    queues: Vec<String>,
-    queue_ids: BTreeMap<String, QueueId>,
-    queue_limits: Vec<(Option<SimDuration>, Option<SimDuration>)>,
+    /// Tenant and queue names and ids, the queues' time limits.
+    names: Names,
     counts: Counts,
     running: u64,
     draining: BTreeSet<NodeId>,
@@ -135,14 +134,8 @@ pub struct Simulation {
     /// serving section, not among the jobs' waits.
     replica_waits_ms: Vec<u64>,
     lost_gpu_milli_ms: u128,
-    preemption_log: Vec<PreemptionEvent>,
-    admissions: Vec<AdmissionEvent>,
-    reason_log: Vec<ReasonChange>,
-    /// Each pending job's last logged reason, by input position (`record_admissions`).
-    reasons_seen: BTreeMap<u64, PendingReason>,
-    preemption_plans: Vec<PreemptionPlan>,
-    live: Option<Box<LiveRecord>>,
-    quota_log: Vec<QuotaSample>,
+    /// The recorded logs (preemptions, admissions, reasons, quota, the live stream).
+    logs: Logs,
     next_tick: Option<SimTime>,
     /// The scheduler's own wake-up ([`Scheduler::next_wake`]) pushed as a tick, if any.
     wake_at: Option<SimTime>,
@@ -156,8 +149,6 @@ pub struct Simulation {
     /// Jobs waiting out the dispatch latency ([`EngineConfig::dispatch_latency`]) in
     /// `awaiting_replay`, to be queued (not force-started) when it ends.
     dispatching: BTreeSet<JobId>,
-    /// Queues with ids below this are the configured ones.
-    known_queues: u32,
     /// Gangs in [`JobState::Recovering`].
     recovering: BTreeSet<JobId>,
     /// The autoscaler, with [`EngineConfig::autoscaling`].
@@ -218,11 +209,7 @@ impl Simulation {
             next_seq: 0,
             next_run: 0,
             awaiting_replay: BTreeMap::new(),
-            tenants: Vec::new(),
-            tenant_ids: BTreeMap::new(),
-            queues: Vec::new(),
-            queue_ids: BTreeMap::new(),
-            queue_limits: Vec::new(),
+            names: Names::default(),
             counts: Counts::default(),
             running: 0,
             draining: BTreeSet::new(),
@@ -236,13 +223,10 @@ impl Simulation {
             wait_tenant: Vec::new(),
             replica_waits_ms: Vec::new(),
             lost_gpu_milli_ms: 0,
-            preemption_log: Vec::new(),
-            admissions: Vec::new(),
-            reason_log: Vec::new(),
-            reasons_seen: BTreeMap::new(),
-            preemption_plans: Vec::new(),
-            live: cfg.record_live.then(Box::default),
-            quota_log: Vec::new(),
+            logs: Logs {
+                live: cfg.record_live.then(Box::default),
+                ..Logs::default()
+            },
             next_tick: None,
             wake_at: None,
             round_at: None,
@@ -254,7 +238,6 @@ impl Simulation {
                 ..reliability::ReliabilityStats::default()
             },
             dispatching: BTreeSet::new(),
-            known_queues: 0,
             recovering: BTreeSet::new(),
             auto,
             serve: cfg.serving.clone().map(serving::Serving::new),
@@ -280,12 +263,13 @@ impl Simulation {
         }
         for q in sim.cfg.queues.clone() {
             let id = sim.queue_id(&q.name);
-            sim.queue_limits[sim.queues.len() - 1] = (q.default_time_limit, q.max_time_limit);
+            sim.names.queue_limits[sim.names.queues.len() - 1] =
+                (q.default_time_limit, q.max_time_limit);
             for lq in q.local_queues {
-                sim.queue_ids.entry(lq).or_insert(id);
+                sim.names.queue_ids.entry(lq).or_insert(id);
             }
         }
-        sim.known_queues = sim.queues.len() as u32;
+        sim.names.known_queues = sim.names.queues.len() as u32;
         if sim.auto.is_some() {
             // Nodes the autoscaler provisions and removes change the fleet without events
             // in the live stream, so a service replaying it would diverge.
@@ -306,23 +290,23 @@ impl Simulation {
     }
 
     fn queue_id(&mut self, name: &str) -> QueueId {
-        if let Some(&q) = self.queue_ids.get(name) {
+        if let Some(&q) = self.names.queue_ids.get(name) {
             return q;
         }
-        let q = QueueId(self.queues.len() as u32);
-        self.queues.push(name.to_string());
-        self.queue_ids.insert(name.to_string(), q);
-        self.queue_limits.push((None, None));
+        let q = QueueId(self.names.queues.len() as u32);
+        self.names.queues.push(name.to_string());
+        self.names.queue_ids.insert(name.to_string(), q);
+        self.names.queue_limits.push((None, None));
         q
     }
 
     fn tenant_id(&mut self, name: &str) -> TenantId {
-        if let Some(&t) = self.tenant_ids.get(name) {
+        if let Some(&t) = self.names.tenant_ids.get(name) {
             return t;
         }
-        let t = TenantId(self.tenants.len() as u32);
-        self.tenants.push(name.to_string());
-        self.tenant_ids.insert(name.to_string(), t);
+        let t = TenantId(self.names.tenants.len() as u32);
+        self.names.tenants.push(name.to_string());
+        self.names.tenant_ids.insert(name.to_string(), t);
         self.tenant_stats.push(TenantStats {
             name: name.to_string(),
             ..TenantStats::default()
@@ -578,7 +562,7 @@ impl Simulation {
                     }
                     let mut decisions = std::mem::take(&mut self.decisions);
                     self.sched.schedule_into(&mut self.fleet, t, &mut decisions);
-                    if let Some(l) = self.live.as_mut() {
+                    if let Some(l) = self.logs.live.as_mut() {
                         l.events.push(live::Event::Pass { t: t.0 });
                         l.decisions.extend(
                             decisions
@@ -590,7 +574,7 @@ impl Simulation {
                         // Before the decisions are applied: their job ids are still live.
                         for c in self.sched.take_preemption_contexts() {
                             let seq = |id: JobId| self.jobs[id.index()].seq;
-                            self.preemption_plans.push(PreemptionPlan {
+                            self.logs.preemption_plans.push(PreemptionPlan {
                                 at: t,
                                 preemptor: seq(c.preemptor),
                                 victims: c.victims.iter().map(|&v| seq(v)).collect(),
@@ -732,11 +716,11 @@ impl Simulation {
 
     /// Tenant names, indexed by [`TenantId`].
     pub fn tenants(&self) -> &[String] {
-        &self.tenants
+        &self.names.tenants
     }
 
     /// Queue names, indexed by [`QueueId`].
     pub fn queues(&self) -> &[String] {
-        &self.queues
+        &self.names.queues
     }
 }

@@ -1,12 +1,32 @@
-//! Queue names: the queue a job joins and the queue table a run builds.
+//! Queue names: the queue a job joins, the queue table a run builds, and the run's tenant
+//! and queue names with their ids.
 
 use std::collections::BTreeMap;
 
-use fleetsim_policies::SimTime;
+use fleetsim_policies::{QueueId, SimDuration, SimTime, TenantId};
 
 use super::EngineConfig;
 use crate::scenario::QueueMapping;
 use crate::workload::{JobStream, TraceError};
+
+/// The tenants and queues a run has seen, each id the index of its name: the declared
+/// queues first (in [`EngineConfig::queues`] order), then tenants and queues in order of
+/// first appearance.
+#[derive(Debug, Default)]
+pub(in crate::engine) struct Names {
+    /// Tenant names, by [`TenantId`].
+    pub(in crate::engine) tenants: Vec<String>,
+    /// Tenant name → id.
+    pub(in crate::engine) tenant_ids: BTreeMap<String, TenantId>,
+    /// Queue names, by [`QueueId`].
+    pub(in crate::engine) queues: Vec<String>,
+    /// Queue name (a declared queue's `local_queues` too) → id.
+    pub(in crate::engine) queue_ids: BTreeMap<String, QueueId>,
+    /// Per queue, its default and maximum time limits.
+    pub(in crate::engine) queue_limits: Vec<(Option<SimDuration>, Option<SimDuration>)>,
+    /// Queues with ids below this are the configured ones.
+    pub(in crate::engine) known_queues: u32,
+}
 
 /// The name of the queue `spec` joins under `mapping`: its own queue, else its tenant
 /// ([`QueueMapping::PerTenant`]) or `default` ([`QueueMapping::Single`]). A declared

@@ -102,7 +102,7 @@ impl Simulation {
                 self.events
                     .push(now + remaining, EventKind::Finish(job, run));
                 if self.cfg.record_admissions {
-                    self.admissions.push(AdmissionEvent {
+                    self.logs.admissions.push(AdmissionEvent {
                         at: now,
                         seq: self.jobs[job.index()].seq,
                         flavor: self.sched.flavor_of(job).map(str::to_string),
@@ -123,7 +123,7 @@ impl Simulation {
                     )));
                 }
                 if self.cfg.record_preemptions {
-                    self.preemption_log.push(PreemptionEvent {
+                    self.logs.preemption_log.push(PreemptionEvent {
                         at: now,
                         victim: rec.seq,
                         preemptor: self.jobs[preemptor.index()].seq,

@@ -114,7 +114,7 @@ impl Simulation {
         let tenant = self.tenant_id(&spec.tenant);
         let named_queue = spec.queue.is_some() || self.cfg.queue_mapping == QueueMapping::PerTenant;
         let queue = self.queue_id(queue_name(&spec, self.cfg.queue_mapping));
-        let (default_limit, max_limit) = self.queue_limits[queue.index()];
+        let (default_limit, max_limit) = self.names.queue_limits[queue.index()];
         let mut limit = spec.time_limit.or(default_limit);
         if let (Some(l), Some(m)) = (limit, max_limit) {
             limit = Some(l.min(m));
@@ -179,7 +179,7 @@ impl Simulation {
         if let Some(e) = spec.elastic.as_deref() {
             return self.elastic_arrive(id, e, sink);
         }
-        if self.cfg.reject_unknown_queues && named_queue && queue.0 >= self.known_queues {
+        if self.cfg.reject_unknown_queues && named_queue && queue.0 >= self.names.known_queues {
             return self.reject(id, RejectReason::UnknownQueue, sink);
         }
         if limit == Some(SimDuration::ZERO) {
@@ -297,7 +297,7 @@ impl Simulation {
                 match self.sched.submit_at(&mut self.fleet, job, t) {
                     Ok(()) => self.dirty = true,
                     Err(reason) => {
-                        if let Some(l) = self.live.as_mut() {
+                        if let Some(l) = self.logs.live.as_mut() {
                             l.decisions.push(live::Decision::Reject {
                                 t: t.0,
                                 job: id.0,
@@ -340,7 +340,7 @@ impl Simulation {
         self.record_submit(&job, self.now, None, true);
         match self.sched.place_now(&mut self.fleet, &job) {
             Some(d) => {
-                if let Some(l) = self.live.as_mut() {
+                if let Some(l) = self.logs.live.as_mut() {
                     l.decisions
                         .push(live::Decision::from_policy(&d, self.now.0));
                 }
@@ -383,7 +383,9 @@ impl Simulation {
         rejected: Option<&RejectReason>,
         started: bool,
     ) {
-        let Some(l) = self.live.as_mut() else { return };
+        let Some(l) = self.logs.live.as_mut() else {
+            return;
+        };
         let spec = live::JobSpec::from_pending(job);
         l.events.push(if started {
             live::Event::JobStarted { t: t.0, job: spec }
@@ -534,7 +536,7 @@ impl Simulation {
         if rec.state != JobState::Pending || !self.sched.withdraw(id, rec.queue) {
             return Ok(());
         }
-        if let Some(l) = self.live.as_mut() {
+        if let Some(l) = self.logs.live.as_mut() {
             l.events.push(live::Event::JobCancelled {
                 t: self.now.0,
                 job: id.0,
@@ -609,7 +611,7 @@ impl Simulation {
             return Ok(()); // a stale completion of an earlier run
         }
         let total = self.release_bindings(id)?;
-        if let Some(l) = self.live.as_mut() {
+        if let Some(l) = self.logs.live.as_mut() {
             l.events.push(live::Event::JobFinished {
                 t: now.0,
                 job: id.0,

@@ -6,13 +6,38 @@ use std::collections::BTreeMap;
 use fleetsim_policies::live;
 use fleetsim_policies::{PendingReason, QueueConfig, SimTime, Tier};
 
-use crate::engine::{JobState, QuotaSample, ReasonChange, Simulation};
+use crate::engine::{
+    AdmissionEvent, JobState, LiveRecord, PreemptionEvent, PreemptionPlan, QuotaSample,
+    ReasonChange, Simulation,
+};
+
+/// What a run records beside its counts, each kept only when its setting asks for it
+/// ([`EngineConfig`](crate::engine::EngineConfig)`::record_*`) and handed to the
+/// [`RunResult`](crate::engine::RunResult) fields of the same names at the end.
+#[derive(Debug, Default)]
+pub(in crate::engine) struct Logs {
+    /// Every preemption (`record_preemptions`).
+    pub(in crate::engine) preemption_log: Vec<PreemptionEvent>,
+    /// Every start with its quota flavor (`record_admissions`).
+    pub(in crate::engine) admissions: Vec<AdmissionEvent>,
+    /// Pending reasons as they changed (`record_admissions`).
+    pub(in crate::engine) reason_log: Vec<ReasonChange>,
+    /// Each pending job's last logged reason, by input position (`record_admissions`).
+    pub(in crate::engine) reasons_seen: BTreeMap<u64, PendingReason>,
+    /// Every preemption plan of a scheduling pass (`record_preemptions`).
+    pub(in crate::engine) preemption_plans: Vec<PreemptionPlan>,
+    /// The live event stream and its decisions (`record_live`).
+    pub(in crate::engine) live: Option<Box<LiveRecord>>,
+    /// Quota usage after every instant at which it changed (`record_preemptions` with
+    /// `audit_every_instant`).
+    pub(in crate::engine) quota_log: Vec<QuotaSample>,
+}
 
 impl Simulation {
     /// Records `ev` for [`EngineConfig::record_live`](crate::engine::EngineConfig::record_live).
     pub(in crate::engine) fn record_live(&mut self, ev: impl FnOnce(u64) -> live::Event) {
         let t = self.now.0;
-        if let Some(l) = self.live.as_mut() {
+        if let Some(l) = self.logs.live.as_mut() {
             l.events.push(ev(t));
         }
     }
@@ -20,7 +45,7 @@ impl Simulation {
     /// Marks the live record incomplete
     /// ([`LiveRecord::unsupported`](crate::engine::LiveRecord::unsupported)).
     pub(in crate::engine) fn live_unsupported(&mut self, what: &str) {
-        if let Some(l) = self.live.as_mut() {
+        if let Some(l) = self.logs.live.as_mut() {
             l.unsupported.get_or_insert_with(|| what.to_string());
         }
     }
@@ -32,11 +57,13 @@ impl Simulation {
             now.insert(job.seq, r);
         }
         for (&seq, &reason) in &now {
-            if self.reasons_seen.get(&seq) != Some(&reason) {
-                self.reason_log.push(ReasonChange { at: t, seq, reason });
+            if self.logs.reasons_seen.get(&seq) != Some(&reason) {
+                self.logs
+                    .reason_log
+                    .push(ReasonChange { at: t, seq, reason });
             }
         }
-        self.reasons_seen = now;
+        self.logs.reasons_seen = now;
     }
 
     /// Samples the fleet's fragmentation (FGD measure, against the typical tasks of the jobs
@@ -83,13 +110,13 @@ impl Simulation {
                 _ => {}
             }
         }
-        let changed = self.quota_log.last().is_none_or(|l| {
+        let changed = self.logs.quota_log.last().is_none_or(|l| {
             l.queue_usage != u
                 || l.holding_gpu_milli != holding
                 || l.terminating_gpu_milli != terminating
         });
         if changed {
-            self.quota_log.push(QuotaSample {
+            self.logs.quota_log.push(QuotaSample {
                 at: t,
                 queue_usage: u,
                 holding_gpu_milli: holding,

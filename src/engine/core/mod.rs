@@ -3,9 +3,9 @@
 //! is a part of `impl Simulation` with one job.
 
 pub(super) mod job;
+pub(super) mod logs;
 
 mod apply;
 mod lifecycle;
-mod logs;
 mod nodes;
 mod outputs;

@@ -56,8 +56,8 @@ impl Simulation {
             runs: self.runs_of(id, state),
             id: r.seq,
             name: r.name.to_string(),
-            tenant: self.tenants[r.tenant.index()].clone(),
-            queue: self.queues[r.queue.index()].clone(),
+            tenant: self.names.tenants[r.tenant.index()].clone(),
+            queue: self.names.queues[r.queue.index()].clone(),
             qos: r.qos.as_ref().map(|q| q.to_string()),
             priority: r.priority,
             submit: r.submit,
@@ -312,7 +312,7 @@ impl Simulation {
             tenants: {
                 let mut t = std::mem::take(&mut self.tenant_stats);
                 for ts in &mut t {
-                    ts.entitlement_gpu_milli = self.queue_ids.get(&ts.name).and_then(|&q| {
+                    ts.entitlement_gpu_milli = self.names.queue_ids.get(&ts.name).and_then(|&q| {
                         self.sched
                             .quota()
                             .filter(|tree| tree.has_queue(q))
@@ -321,11 +321,11 @@ impl Simulation {
                 }
                 t
             },
-            preemption_log: std::mem::take(&mut self.preemption_log),
-            admissions: std::mem::take(&mut self.admissions),
-            reason_log: std::mem::take(&mut self.reason_log),
-            preemption_plans: std::mem::take(&mut self.preemption_plans),
-            quota_log: std::mem::take(&mut self.quota_log),
+            preemption_log: std::mem::take(&mut self.logs.preemption_log),
+            admissions: std::mem::take(&mut self.logs.admissions),
+            reason_log: std::mem::take(&mut self.logs.reason_log),
+            preemption_plans: std::mem::take(&mut self.logs.preemption_plans),
+            quota_log: std::mem::take(&mut self.logs.quota_log),
             autoscaling: self.auto.as_mut().map(|a| a.finish(self.now, &self.fleet)),
             pods_ready_log: self
                 .ready
@@ -340,8 +340,8 @@ impl Simulation {
                 r.lost_gpu_milli_ms = self.lost_gpu_milli_ms;
                 r
             }),
-            live: self.live.take().map(|mut b| {
-                b.queues = self.queues.clone();
+            live: self.logs.live.take().map(|mut b| {
+                b.queues = self.names.queues.clone();
                 *b
             }),
         })
