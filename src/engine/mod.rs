@@ -55,6 +55,7 @@ pub mod elastic;
 pub mod events;
 pub mod subsystems;
 
+use subsystems::Subsystems;
 pub use subsystems::{autoscale, node_changes, pods_ready, reliability, serving};
 
 mod config;
@@ -65,6 +66,9 @@ mod result;
 pub use self::core::job::job_record_bytes;
 use self::core::job::{demand_of, Allocs, JobRec, JobState, MAX_IN_FLIGHT, NOT_RUNNING};
 use self::core::logs::Logs;
+use self::core::nodes::NodeSets;
+use self::core::outputs::Tally;
+use self::core::ticks::Ticks;
 pub use config::{
     series_interval_cap, EngineConfig, NodeChange, NodeChangeKind, NodeEvent, QueueSettings,
     AFTER_HORIZON, MAX_SERIES_BYTES, MAX_SERIES_INTERVALS,
@@ -80,8 +84,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use fleetsim_policies::live;
 use fleetsim_policies::{
-    CellId, Decision, Extensions, FleetState, JobId, NodeId, PendingJob, QueueConfig, QueueId,
-    Scheduler, SchedulerConfig, SimDuration, SimTime, TenantId,
+    CellId, Decision, Extensions, FleetState, JobId, PendingJob, QueueConfig, QueueId, Scheduler,
+    SchedulerConfig, SimDuration, SimTime, TenantId,
 };
 
 pub use crate::metrics::jobs::{DiscardRows, FinalState, JobRow, JobSink, RunEnd, RunSegment};
@@ -119,46 +123,28 @@ pub struct Simulation {
     names: Names,
     counts: Counts,
     running: u64,
-    draining: BTreeSet<NodeId>,
-    /// Held-out hot spares ([`EngineConfig::spares`]), and those of them down or drained.
-    spares: BTreeSet<NodeId>,
-    spares_down: BTreeSet<NodeId>,
+    /// Drained nodes and held-out hot spares.
+    node_sets: NodeSets,
     now: SimTime,
     dirty: bool,
-    event_count: u64,
-    passes: u64,
+    /// Events applied, passes run, and the tenants of the waits.
+    tally: Tally,
     tenant_stats: Vec<TenantStats>,
-    /// Tenant of each wait the collector keeps, in the same order.
-    wait_tenant: Vec<u32>,
-    /// Waits (all pending time) of serving replicas that started, ms: reported in the
-    /// serving section, not among the jobs' waits.
-    replica_waits_ms: Vec<u64>,
     lost_gpu_milli_ms: u128,
     /// The recorded logs (preemptions, admissions, reasons, quota, the live stream).
     logs: Logs,
-    next_tick: Option<SimTime>,
-    /// The scheduler's own wake-up ([`Scheduler::next_wake`]) pushed as a tick, if any.
-    wake_at: Option<SimTime>,
-    /// The next round boundary pushed as a tick ([`EngineConfig::round`]), if any.
-    round_at: Option<SimTime>,
+    /// The passes pushed as ticks: the retry cycle's, the scheduler's wake-up, the round boundary.
+    ticks: Ticks,
     backfill: bool,
     /// The decision list, reused from pass to pass.
     decisions: Vec<Decision>,
-    /// The goodput account (kept only with [`EngineConfig::reliability`]).
-    rel: reliability::ReliabilityStats,
+    /// The in-loop features' state (autoscaler, serving, pods-ready, goodput account).
+    subs: Subsystems,
     /// Jobs waiting out the dispatch latency ([`EngineConfig::dispatch_latency`]) in
     /// `awaiting_replay`, to be queued (not force-started) when it ends.
     dispatching: BTreeSet<JobId>,
     /// Gangs in [`JobState::Recovering`].
     recovering: BTreeSet<JobId>,
-    /// The autoscaler, with [`EngineConfig::autoscaling`].
-    auto: Option<autoscale::Autoscaler>,
-    /// The inference services, with [`EngineConfig::serving`].
-    serve: Option<serving::Serving>,
-    /// Waiting for pods, with [`EngineConfig::wait_for_pods_ready`].
-    ready: Option<pods_ready::PodsReady>,
-    /// With reserved serving cells: the cells training jobs may use (ascending).
-    training_cells: Option<Vec<CellId>>,
     /// Round-allocated jobs, with [`EngineConfig::elastic`].
     elastic: Option<elastic::Elastic>,
 }
@@ -212,49 +198,49 @@ impl Simulation {
             names: Names::default(),
             counts: Counts::default(),
             running: 0,
-            draining: BTreeSet::new(),
-            spares: cfg.spares.iter().copied().collect(),
-            spares_down: BTreeSet::new(),
+            node_sets: NodeSets {
+                spares: cfg.spares.iter().copied().collect(),
+                ..NodeSets::default()
+            },
             now: SimTime::ZERO,
             dirty: false,
-            event_count: 0,
-            passes: 0,
+            tally: Tally::default(),
             tenant_stats: Vec::new(),
-            wait_tenant: Vec::new(),
-            replica_waits_ms: Vec::new(),
             lost_gpu_milli_ms: 0,
             logs: Logs {
                 live: cfg.record_live.then(Box::default),
                 ..Logs::default()
             },
-            next_tick: None,
-            wake_at: None,
-            round_at: None,
+            ticks: Ticks::default(),
             backfill,
             decisions: Vec::new(),
-            rel: reliability::ReliabilityStats {
-                spares: !cfg.spares.is_empty(),
-                keep_survivors: cfg.gang_recovery == fleetsim_policies::GangRecovery::KeepSurvivors,
-                ..reliability::ReliabilityStats::default()
-            },
             dispatching: BTreeSet::new(),
             recovering: BTreeSet::new(),
-            auto,
-            serve: cfg.serving.clone().map(serving::Serving::new),
-            ready: cfg
-                .wait_for_pods_ready
-                .map(|c| pods_ready::PodsReady::new(c, cfg.record_admissions)),
-            training_cells: None,
+            subs: Subsystems {
+                auto,
+                serve: cfg.serving.clone().map(serving::Serving::new),
+                ready: cfg
+                    .wait_for_pods_ready
+                    .map(|c| pods_ready::PodsReady::new(c, cfg.record_admissions)),
+                rel: reliability::ReliabilityStats {
+                    spares: !cfg.spares.is_empty(),
+                    keep_survivors: cfg.gang_recovery
+                        == fleetsim_policies::GangRecovery::KeepSurvivors,
+                    ..reliability::ReliabilityStats::default()
+                },
+                training_cells: None,
+            },
             elastic: cfg.elastic.clone().map(elastic::Elastic::new),
             cfg,
         };
         if let Some(sv) = sim
+            .subs
             .serve
             .as_ref()
             .filter(|s| !s.reserved_cells().is_empty())
         {
             let cells = sim.fleet.cells().iter().enumerate();
-            sim.training_cells = Some(
+            sim.subs.training_cells = Some(
                 cells
                     .filter(|(_, c)| !sv.reserved_cells().contains(&c.name))
                     .map(|(i, _)| CellId(i as u16))
@@ -270,7 +256,7 @@ impl Simulation {
             }
         }
         sim.names.known_queues = sim.names.queues.len() as u32;
-        if sim.auto.is_some() {
+        if sim.subs.auto.is_some() {
             // Nodes the autoscaler provisions and removes change the fleet without events
             // in the live stream, so a service replaying it would diverge.
             sim.live_unsupported("autoscaling (nodes provisioned and removed)");
@@ -316,7 +302,7 @@ impl Simulation {
 
     /// True when job `id` is a serving replica ([`serving`]).
     fn is_replica(&self, id: JobId) -> bool {
-        self.serve.as_ref().is_some_and(|s| s.is_replica(id))
+        self.subs.serve.as_ref().is_some_and(|s| s.is_replica(id))
     }
 
     /// Prefetches the job record of the next queued completion. The queue holds ~10^5
@@ -359,7 +345,7 @@ impl Simulation {
             // grace period. What remains in the heap (node events, periodic passes) cannot
             // change any job or the window, which ends at the last completion; stopping here
             // keeps a far-future node event from stretching the run.
-            let t_replica = self.serve.as_ref().and_then(|s| s.next_arrival());
+            let t_replica = self.subs.serve.as_ref().and_then(|s| s.next_arrival());
             if next.is_none() && t_replica.is_none() && self.jobs.len() == self.free_slots.len() {
                 break;
             }
@@ -378,10 +364,10 @@ impl Simulation {
                 if t > h {
                     stopped_at_horizon = Some(h);
                     self.sample_fragmentation(|b| b < h);
-                    if let Some(a) = &mut self.auto {
+                    if let Some(a) = &mut self.subs.auto {
                         a.advance(h, &self.fleet);
                     }
-                    if let Some(s) = &mut self.serve {
+                    if let Some(s) = &mut self.subs.serve {
                         s.advance(h);
                     }
                     self.metrics.advance(h);
@@ -403,10 +389,10 @@ impl Simulation {
             }
             // Interval starts before `t` see the state left by the previous instant.
             self.sample_fragmentation(|b| b < t);
-            if let Some(a) = &mut self.auto {
+            if let Some(a) = &mut self.subs.auto {
                 a.advance(t, &self.fleet);
             }
-            if let Some(s) = &mut self.serve {
+            if let Some(s) = &mut self.subs.serve {
                 s.advance(t);
             }
             self.metrics.advance(t);
@@ -417,7 +403,7 @@ impl Simulation {
                     break;
                 }
                 let (_, kind) = self.events.pop().expect("peeked");
-                self.event_count += 1;
+                self.tally.event_count += 1;
                 self.prefetch_next_finish();
                 match kind {
                     EventKind::Finish(id, run) => self.finish(id, run, sink)?,
@@ -425,14 +411,14 @@ impl Simulation {
                     EventKind::Node(i) => self.node_event(i as usize),
                     EventKind::NodeChange(i) => self.node_change(i as usize)?,
                     EventKind::Provisioned(r) => {
-                        if let Some(a) = &mut self.auto {
+                        if let Some(a) = &mut self.subs.auto {
                             a.provisioned(r, &mut self.fleet);
                             self.metrics.refresh_capacity(&self.fleet);
                             self.dirty = true;
                         }
                     }
                     EventKind::IdleCheck(n) => {
-                        if let Some(a) = &mut self.auto {
+                        if let Some(a) = &mut self.subs.auto {
                             if a.idle_check(n, t, &mut self.fleet) {
                                 self.metrics.refresh_capacity(&self.fleet);
                             }
@@ -447,7 +433,7 @@ impl Simulation {
             // (3) arrivals: serving replicas first (service order, replica index), then the
             // trace's in trace order.
             while let Some((spec, service, stop, n)) =
-                self.serve.as_mut().and_then(|s| s.take_due(t))
+                self.subs.serve.as_mut().and_then(|s| s.take_due(t))
             {
                 let seq = self.next_seq;
                 let id = JobId(
@@ -456,11 +442,11 @@ impl Simulation {
                         .copied()
                         .unwrap_or(self.jobs.len() as u32),
                 );
-                self.event_count += 1;
+                self.tally.event_count += 1;
                 self.arrive(spec, sink)?;
                 let rec = self.jobs.get(id.index());
                 if rec.is_some_and(|r| r.live && r.seq == seq) {
-                    if let Some(s) = &mut self.serve {
+                    if let Some(s) = &mut self.subs.serve {
                         s.register(id, service, stop, n);
                         self.events.push(stop, EventKind::ReplicaStop(n));
                     }
@@ -478,7 +464,7 @@ impl Simulation {
                     });
                 }
                 last_submit = spec.submit;
-                self.event_count += 1;
+                self.tally.event_count += 1;
                 self.arrive(spec, sink)?;
                 if self.counts.submitted.is_multiple_of(4096) {
                     progress(self.counts.submitted, t);
@@ -502,7 +488,7 @@ impl Simulation {
                     break;
                 }
                 let (_, kind) = self.events.pop().expect("peeked");
-                self.event_count += 1;
+                self.tally.event_count += 1;
                 if let EventKind::ForcedStart(id) = kind {
                     self.forced_start(id, sink)?;
                 }
@@ -514,28 +500,28 @@ impl Simulation {
                 }
                 let (_, kind) = self.events.pop().expect("peeked");
                 if kind == EventKind::ElasticRound {
-                    self.event_count += 1;
+                    self.tally.event_count += 1;
                     self.elastic_round(t)?;
                     continue;
                 }
-                if self.next_tick == Some(t) {
-                    self.next_tick = None;
+                if self.ticks.next_tick == Some(t) {
+                    self.ticks.next_tick = None;
                     self.dirty = true;
                 }
-                if self.wake_at == Some(t) {
-                    self.wake_at = None;
+                if self.ticks.wake_at == Some(t) {
+                    self.ticks.wake_at = None;
                     self.dirty = true;
                 }
-                if self.round_at == Some(t) {
-                    self.round_at = None;
+                if self.ticks.round_at == Some(t) {
+                    self.ticks.round_at = None;
                 }
             }
             // Round-based cadence: between boundaries a change waits (still dirty) for the
             // tick at the next boundary.
             if self.dirty && !self.on_round(t) {
                 let at = self.round_up(t);
-                if self.round_at != Some(at) {
-                    self.round_at = Some(at);
+                if self.ticks.round_at != Some(at) {
+                    self.ticks.round_at = Some(at);
                     self.events.push(at, EventKind::Tick);
                 }
                 self.metrics.set_pending(self.sched.pending_len() as u64);
@@ -545,7 +531,7 @@ impl Simulation {
                 let mut here = 0u32;
                 while self.dirty {
                     self.dirty = false;
-                    self.passes += 1;
+                    self.tally.passes += 1;
                     here += 1;
                     // Each extra pass follows a preemption that stopped a job; more passes than
                     // twice the jobs in flight (plus slack) can only be a loop.
@@ -600,7 +586,7 @@ impl Simulation {
                         }
                     }
                 }
-                if let Some(a) = &mut self.auto {
+                if let Some(a) = &mut self.subs.auto {
                     let (checks, joins) = a.after_passes(t, &self.fleet, &self.sched);
                     for (at, n) in checks {
                         self.events.push(at, EventKind::IdleCheck(n));
@@ -608,7 +594,7 @@ impl Simulation {
                     for (at, r) in joins {
                         self.events.push(at, EventKind::Provisioned(r));
                     }
-                    if let Some(p) = &mut self.ready {
+                    if let Some(p) = &mut self.subs.ready {
                         for &id in a.waiting_jobs() {
                             if let Some((at, i)) = p.admit_waiting(id, self.jobs[id.index()].seq, t)
                             {
@@ -628,9 +614,9 @@ impl Simulation {
                     .next_wake()
                     .filter(|&w| w > t)
                     .map(|w| self.round_up(w));
-                if wake != self.wake_at {
+                if wake != self.ticks.wake_at {
                     // A tick left from an earlier wake-up finds `wake_at` changed: no pass.
-                    self.wake_at = wake;
+                    self.ticks.wake_at = wake;
                     if let Some(w) = wake {
                         self.events.push(w, EventKind::Tick);
                     }
@@ -639,10 +625,12 @@ impl Simulation {
                     // Another pass after the interval, while something is pending and
                     // something holds resources (else nothing could change before the next
                     // event, which brings its own pass).
-                    if self.sched.pending_len() > 0 && self.running > 0 && self.next_tick.is_none()
+                    if self.sched.pending_len() > 0
+                        && self.running > 0
+                        && self.ticks.next_tick.is_none()
                     {
                         let at = self.round_up(t + SimDuration(iv.0.max(1)));
-                        self.next_tick = Some(at);
+                        self.ticks.next_tick = Some(at);
                         self.events.push(at, EventKind::Tick);
                     }
                 }

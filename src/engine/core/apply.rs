@@ -35,7 +35,7 @@ impl Simulation {
                     )));
                 }
                 rec.members = tasks.len() as u32;
-                if let Some(p) = &mut self.ready {
+                if let Some(p) = &mut self.subs.ready {
                     p.on_start(job);
                 }
                 let rec = &mut self.jobs[job.index()];
@@ -60,7 +60,7 @@ impl Simulation {
                 if self.cfg.reliability {
                     remaining = self.start_account(job, remaining, first);
                 }
-                if let Some(s) = &mut self.serve {
+                if let Some(s) = &mut self.subs.serve {
                     // A replica runs until the autoscaler removes it.
                     if let Some(stop) = s.stop_of(job) {
                         remaining = stop.saturating_since(now);
@@ -144,7 +144,7 @@ impl Simulation {
                     .preemptions += 1;
                 let lost_before = self.lost_gpu_milli_ms;
                 self.stop_run(job, grace);
-                if let Some(s) = &mut self.serve {
+                if let Some(s) = &mut self.subs.serve {
                     if s.is_replica(preemptor) && !s.is_replica(job) {
                         s.on_preempted_by_serving(self.lost_gpu_milli_ms - lost_before);
                     }

@@ -24,13 +24,13 @@ impl Simulation {
         }
         let pending = self.pending_total(id);
         if self.is_replica(id) {
-            self.replica_waits_ms.push(pending);
+            self.tally.replica_waits_ms.push(pending);
             return;
         }
         let pre = r.kind == RecordedKind::PreExisting || !r.measured;
         let (submit, tenant) = (r.submit, r.tenant);
         if self.metrics.on_settled(submit, pending, pre) {
-            self.wait_tenant.push(tenant.0);
+            self.tally.wait_tenant.push(tenant.0);
         }
     }
 
@@ -213,7 +213,7 @@ impl Simulation {
             return self.reject(id, RejectReason::NoAllowedCell, sink);
         }
         // Reserved serving cells: training (every tenant but the services') stays out.
-        if let (Some(allowed), Some(sv)) = (&self.training_cells, &self.serve) {
+        if let (Some(allowed), Some(sv)) = (&self.subs.training_cells, &self.subs.serve) {
             if !sv
                 .tenants
                 .iter()
@@ -328,7 +328,7 @@ impl Simulation {
             self.record_submit(&job, self.now, None, false);
             self.enqueue(job)?;
             // A replica whose stop passed during its dispatch latency leaves at once.
-            if let Some(n) = self.serve.as_ref().and_then(|s| {
+            if let Some(n) = self.subs.serve.as_ref().and_then(|s| {
                 s.stop_of(id)
                     .filter(|&stop| stop <= self.now)
                     .and(s.arrival_of(id))
@@ -445,7 +445,7 @@ impl Simulation {
             .saturating_add(lost.min(u64::MAX as u128) as u64);
         self.tenant_stats[rec.tenant.index()].lost_gpu_milli_ms += lost;
         self.lost_gpu_milli_ms += lost;
-        if let Some(s) = &mut self.serve {
+        if let Some(s) = &mut self.subs.serve {
             let gpus = rec.shape.num_gpu as u64 * rec.tasks as u64;
             s.on_stop(id, gpus, false);
         }
@@ -476,7 +476,7 @@ impl Simulation {
         self.metrics
             .on_allocs(&self.fleet, rec.allocs.as_slice(), false, idle);
         self.metrics.on_tenant_alloc(tenant, gpu, false);
-        let nodes: Vec<NodeId> = if self.draining.is_empty() {
+        let nodes: Vec<NodeId> = if self.node_sets.draining.is_empty() {
             Vec::new()
         } else {
             rec.allocs.as_slice().iter().map(|a| a.node).collect()
@@ -509,7 +509,7 @@ impl Simulation {
     /// period, requeued at once, or dispatched) is withdrawn at once: its stop event is
     /// queued again at `now`, applied before the next pass (ranked before arrivals).
     pub(in crate::engine) fn withdraw_if_overdue(&mut self, id: JobId) {
-        if let Some(s) = &self.serve {
+        if let Some(s) = &self.subs.serve {
             if let (Some(stop), Some(n)) = (s.stop_of(id), s.arrival_of(id)) {
                 if stop <= self.now {
                     self.events.push(self.now, EventKind::ReplicaStop(n));
@@ -529,7 +529,7 @@ impl Simulation {
         n: u32,
         sink: &mut dyn JobSink,
     ) -> Result<(), EngineError> {
-        let Some(id) = self.serve.as_ref().and_then(|s| s.job_of(n)) else {
+        let Some(id) = self.subs.serve.as_ref().and_then(|s| s.job_of(n)) else {
             return Ok(()); // ended already
         };
         let rec = &self.jobs[id.index()];
@@ -550,7 +550,7 @@ impl Simulation {
         emit(sink, || {
             self.row(id, FinalState::Cancelled, None, Some("withdrawn".into()))
         })?;
-        if let Some(s) = &mut self.serve {
+        if let Some(s) = &mut self.subs.serve {
             s.on_withdrawn(id);
         }
         self.free_slot(id);
@@ -634,11 +634,11 @@ impl Simulation {
         self.end_run_account(id, true);
         // The row first: a replica's account forgets it.
         emit(sink, || self.row(id, state, Some(now), None))?;
-        if let Some(s) = &mut self.serve {
+        if let Some(s) = &mut self.subs.serve {
             let rec = &self.jobs[id.index()];
             s.on_stop(id, rec.shape.num_gpu as u64 * rec.tasks as u64, true);
         }
-        if !self.draining.is_empty() {
+        if !self.node_sets.draining.is_empty() {
             let nodes: Vec<NodeId> = self.jobs[id.index()]
                 .allocs
                 .as_slice()

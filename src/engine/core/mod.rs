@@ -4,8 +4,9 @@
 
 pub(super) mod job;
 pub(super) mod logs;
+pub(super) mod nodes;
+pub(super) mod outputs;
+pub(super) mod ticks;
 
 mod apply;
 mod lifecycle;
-mod nodes;
-mod outputs;

@@ -1,24 +1,37 @@
 //! Node changes (failures, repairs, drains, evictions) and node events (joins, drains).
 
+use std::collections::BTreeSet;
+
 use fleetsim_policies::live;
 use fleetsim_policies::NodeId;
 
 use crate::engine::{EngineError, NodeChangeKind, Simulation};
 
+/// The nodes outside scheduling for a while: drained ones and the held-out hot spares.
+#[derive(Debug, Default)]
+pub(in crate::engine) struct NodeSets {
+    /// Nodes drained by a node event (down): no new work, gone when their last task ends.
+    pub(in crate::engine) draining: BTreeSet<NodeId>,
+    /// Held-out hot spares ([`EngineConfig::spares`](crate::engine::EngineConfig::spares)).
+    pub(in crate::engine) spares: BTreeSet<NodeId>,
+    /// The spares that are down or drained.
+    pub(in crate::engine) spares_down: BTreeSet<NodeId>,
+}
+
 impl Simulation {
     /// Applies node change `i`.
     pub(in crate::engine) fn node_change(&mut self, i: usize) -> Result<(), EngineError> {
         let change = self.cfg.node_changes[i];
-        if self.spares.contains(&change.node) {
+        if self.node_sets.spares.contains(&change.node) {
             // A held-out spare stays out of scheduling; it is free again once repaired.
             if change.kind == NodeChangeKind::Repair {
-                self.spares_down.remove(&change.node);
-                if self.draining.remove(&change.node) {
+                self.node_sets.spares_down.remove(&change.node);
+                if self.node_sets.draining.remove(&change.node) {
                     self.metrics.add_draining(&self.fleet, change.node, false);
                     self.metrics.refresh_capacity(&self.fleet);
                 }
             } else {
-                self.spares_down.insert(change.node);
+                self.node_sets.spares_down.insert(change.node);
             }
             return Ok(());
         }
@@ -33,7 +46,7 @@ impl Simulation {
         match change.kind {
             NodeChangeKind::Repair => {
                 self.fleet.set_schedulable(change.node, true);
-                if self.draining.remove(&change.node) {
+                if self.node_sets.draining.remove(&change.node) {
                     self.metrics.add_draining(&self.fleet, change.node, false);
                 }
             }
@@ -44,7 +57,7 @@ impl Simulation {
                 // Capacity and allocation of a down node leave together: a
                 // drained node stops counting as available, and what its stopped jobs
                 // hold through the grace becomes "held on failed nodes".
-                if self.draining.remove(&change.node) {
+                if self.node_sets.draining.remove(&change.node) {
                     self.metrics.add_draining(&self.fleet, change.node, false);
                 }
                 self.metrics.node_failed(&self.fleet, change.node);
@@ -53,7 +66,7 @@ impl Simulation {
                 let n = change.node;
                 if self.fleet.node(n).schedulable {
                     self.fleet.set_schedulable(n, false);
-                    if self.node_busy(n) && self.draining.insert(n) {
+                    if self.node_busy(n) && self.node_sets.draining.insert(n) {
                         self.metrics.add_draining(&self.fleet, n, true);
                     }
                 }
@@ -77,13 +90,13 @@ impl Simulation {
                 false => live::Event::NodeDrained { t, node: n.0 },
             });
             if e.up {
-                if self.draining.remove(&n) {
+                if self.node_sets.draining.remove(&n) {
                     self.metrics.add_draining(&self.fleet, n, false);
                 }
                 self.fleet.set_schedulable(n, true);
             } else if self.fleet.node(n).schedulable {
                 self.fleet.set_schedulable(n, false);
-                if self.node_busy(n) && self.draining.insert(n) {
+                if self.node_busy(n) && self.node_sets.draining.insert(n) {
                     self.metrics.add_draining(&self.fleet, n, true);
                 }
             }
@@ -103,8 +116,8 @@ impl Simulation {
     pub(in crate::engine) fn settle_drained(&mut self, nodes: &[NodeId]) {
         let mut changed = false;
         for &n in nodes {
-            if self.draining.contains(&n) && !self.node_busy(n) {
-                self.draining.remove(&n);
+            if self.node_sets.draining.contains(&n) && !self.node_busy(n) {
+                self.node_sets.draining.remove(&n);
                 self.metrics.add_draining(&self.fleet, n, false);
                 changed = true;
             }

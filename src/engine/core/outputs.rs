@@ -9,6 +9,20 @@ use crate::engine::{
 };
 use crate::workload::{RecordedKind, Skipped};
 
+/// What the run counts for its result beside the job counts.
+#[derive(Debug, Default)]
+pub(in crate::engine) struct Tally {
+    /// Events applied (arrivals, completions, recorded starts), [`RunResult::events`].
+    pub(in crate::engine) event_count: u64,
+    /// Scheduling passes, [`RunResult::passes`].
+    pub(in crate::engine) passes: u64,
+    /// Tenant of each wait the collector keeps, in the same order.
+    pub(in crate::engine) wait_tenant: Vec<u32>,
+    /// Waits (all pending time) of serving replicas that started, ms: reported in the
+    /// serving section, not among the jobs' waits.
+    pub(in crate::engine) replica_waits_ms: Vec<u64>,
+}
+
 impl Simulation {
     /// The run job `id` holds resources in now, as if it ended now.
     pub(in crate::engine) fn run_segment(&self, id: JobId, ended: RunEnd) -> RunSegment {
@@ -179,7 +193,7 @@ impl Simulation {
             .map(|j| (j.id, reasons.get(&j.id).copied()))
             .collect();
         censored.extend(self.awaiting_replay.keys().map(|&id| (id, None)));
-        if let Some(p) = &self.ready {
+        if let Some(p) = &self.subs.ready {
             censored.extend(p.backing_off().map(|id| (id, None)));
         }
         if let Some(e) = &self.elastic {
@@ -258,7 +272,7 @@ impl Simulation {
         // Per-tenant waits: the collector's waits grouped by tenant in place (no copy).
         let groups = crate::metrics::stats::group_by_tag(
             &mut self.metrics.waits_ms,
-            &mut self.wait_tenant,
+            &mut self.tally.wait_tenant,
             self.tenant_stats.len(),
         );
         for (ts, r) in self.tenant_stats.iter_mut().zip(groups) {
@@ -268,7 +282,7 @@ impl Simulation {
             (Some(a), Some(b)) => Some((b - a).0),
             _ => None,
         };
-        let serving = self.serve.as_mut().map(|sv| {
+        let serving = self.subs.serve.as_mut().map(|sv| {
             // Training = every tenant that is no service's.
             let is_serving = |name: &str| sv.tenants.iter().any(|t| t == name);
             let (mut train_alloc, mut serve_alloc, mut train_lost) = (0u128, 0u128, 0u128);
@@ -291,7 +305,7 @@ impl Simulation {
             )
         });
         let serving = serving.map(|mut s| {
-            s.replica_wait_s = crate::metrics::dist_ms(&mut self.replica_waits_ms);
+            s.replica_wait_s = crate::metrics::dist_ms(&mut self.tally.replica_waits_ms);
             s
         });
         Ok(RunResult {
@@ -305,8 +319,8 @@ impl Simulation {
             bounded_slowdown: crate::metrics::dist_f64(&mut self.metrics.slowdowns),
             makespan_ms,
             end,
-            events: self.event_count,
-            passes: self.passes,
+            events: self.tally.event_count,
+            passes: self.tally.passes,
             end_time: self.now,
             lost_gpu_milli_ms: self.lost_gpu_milli_ms,
             tenants: {
@@ -326,17 +340,22 @@ impl Simulation {
             reason_log: std::mem::take(&mut self.logs.reason_log),
             preemption_plans: std::mem::take(&mut self.logs.preemption_plans),
             quota_log: std::mem::take(&mut self.logs.quota_log),
-            autoscaling: self.auto.as_mut().map(|a| a.finish(self.now, &self.fleet)),
+            autoscaling: self
+                .subs
+                .auto
+                .as_mut()
+                .map(|a| a.finish(self.now, &self.fleet)),
             pods_ready_log: self
+                .subs
                 .ready
                 .as_mut()
                 .map(pods_ready::PodsReady::take_log)
                 .unwrap_or_default(),
-            pods_ready: self.ready.as_mut().map(pods_ready::PodsReady::finish),
+            pods_ready: self.subs.ready.as_mut().map(pods_ready::PodsReady::finish),
             serving,
             elastic: self.elastic_stats(),
             reliability: self.cfg.reliability.then(|| {
-                let mut r = std::mem::take(&mut self.rel);
+                let mut r = std::mem::take(&mut self.subs.rel);
                 r.lost_gpu_milli_ms = self.lost_gpu_milli_ms;
                 r
             }),

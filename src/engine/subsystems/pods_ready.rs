@@ -310,7 +310,7 @@ impl Simulation {
     ) -> Result<(), EngineError> {
         let now = self.now;
         let jobs = &self.jobs;
-        let Some(p) = self.ready.as_mut() else {
+        let Some(p) = self.subs.ready.as_mut() else {
             return Ok(());
         };
         let (id, verdict) = p.deadline(i, now, |id| {
@@ -344,7 +344,7 @@ impl Simulation {
                 job.submit = now;
                 let seq = self.jobs[id.index()].seq;
                 self.jobs[id.index()].state = JobState::BackingOff;
-                if let Some(p) = self.ready.as_mut() {
+                if let Some(p) = self.subs.ready.as_mut() {
                     p.hold(r, seq, job);
                 }
                 self.events.push(at, EventKind::PodsReadyRequeue(r));
@@ -358,7 +358,7 @@ impl Simulation {
                 emit(sink, || {
                     self.row(id, FinalState::Cancelled, None, Some(DEACTIVATED.into()))
                 })?;
-                if let Some(s) = &mut self.serve {
+                if let Some(s) = &mut self.subs.serve {
                     s.on_withdrawn(id);
                 }
                 self.free_slot(id);
@@ -370,7 +370,7 @@ impl Simulation {
     /// Requeue `r` ([`EventKind::PodsReadyRequeue`]): the evicted job rejoins its queue.
     pub(in crate::engine) fn pods_ready_requeue(&mut self, r: u32) -> Result<(), EngineError> {
         let now = self.now;
-        let Some(job) = self.ready.as_mut().and_then(|p| p.requeue(r, now)) else {
+        let Some(job) = self.subs.ready.as_mut().and_then(|p| p.requeue(r, now)) else {
             return Ok(());
         };
         let id = job.id;

@@ -244,22 +244,22 @@ impl Simulation {
                 .and_then(|x| x.home_cell)
                 .is_some_and(|h| rec.cell != Some(h))
         {
-            self.rel.cross_cell_dispatches += 1;
+            self.subs.rel.cross_cell_dispatches += 1;
         }
         if let Some(t) = rec.extra.as_mut().and_then(|x| x.lost_at.take()) {
-            self.rel.recoveries += 1;
-            self.rel.recovery_ms += u128::from(since(now, t));
+            self.subs.rel.recoveries += 1;
+            self.subs.rel.recovery_ms += u128::from(since(now, t));
         }
         if first && rec.measured && rec.kind != crate::workload::RecordedKind::PreExisting {
             let wait = u128::from(since(now, rec.submit));
-            self.rel.wait_by_cell.resize(cells, (0, 0));
-            self.rel.wait_by_model.resize(models, (0, 0));
+            self.subs.rel.wait_by_cell.resize(cells, (0, 0));
+            self.subs.rel.wait_by_model.resize(models, (0, 0));
             if let Some(c) = rec.cell {
-                let e = &mut self.rel.wait_by_cell[c.index()];
+                let e = &mut self.subs.rel.wait_by_cell[c.index()];
                 e.0 += wait;
                 e.1 += 1;
             }
-            let e = &mut self.rel.wait_by_model[model];
+            let e = &mut self.subs.rel.wait_by_model[model];
             e.0 += wait;
             e.1 += 1;
         }
@@ -311,8 +311,8 @@ impl Simulation {
             .startup_gpu_milli_ms
             .saturating_add(to_u64(mul(spent, gpu)));
         x.allocated_gpu_milli_ms = x.allocated_gpu_milli_ms.saturating_add(to_u64(held));
-        self.rel.startup_gpu_milli_ms += mul(spent, gpu);
-        self.rel.allocated_gpu_milli_ms += held;
+        self.subs.rel.startup_gpu_milli_ms += mul(spent, gpu);
+        self.subs.rel.allocated_gpu_milli_ms += held;
         (kept, lost)
     }
 
@@ -359,18 +359,18 @@ impl Simulation {
             return;
         }
         let (a, s) = self.current_run(id, self.now);
-        self.rel.allocated_gpu_milli_ms += a;
-        self.rel.startup_gpu_milli_ms += s;
+        self.subs.rel.allocated_gpu_milli_ms += a;
+        self.subs.rel.startup_gpu_milli_ms += s;
         if completed {
-            self.rel.completed += 1;
+            self.subs.rel.completed += 1;
             let f = self.jobs[id.index()]
                 .extra
                 .as_ref()
                 .map_or(0, |x| x.failures);
             if f > 0 {
-                self.rel.jobs_survived_failures += 1;
-                self.rel.failures_survived += u64::from(f);
-                self.rel.max_failures_survived = self.rel.max_failures_survived.max(f);
+                self.subs.rel.jobs_survived_failures += 1;
+                self.subs.rel.failures_survived += u64::from(f);
+                self.subs.rel.max_failures_survived = self.subs.rel.max_failures_survived.max(f);
             }
         }
     }
@@ -410,7 +410,7 @@ impl Simulation {
             })
             .collect();
         for id in hit {
-            if !eviction && !self.spares.is_empty() && self.hot_swap(id, node) {
+            if !eviction && !self.node_sets.spares.is_empty() && self.hot_swap(id, node) {
                 continue;
             }
             if !eviction
@@ -429,7 +429,7 @@ impl Simulation {
             {
                 let x = self.jobs[id.index()].extra.get_or_insert_with(Box::default);
                 if eviction {
-                    self.rel.evictions += 1;
+                    self.subs.rel.evictions += 1;
                 } else {
                     x.failures += 1;
                     if self.cfg.reliability {
@@ -442,9 +442,9 @@ impl Simulation {
             self.stop_run(id, grace);
             let lost = self.lost_gpu_milli_ms - before;
             if eviction {
-                self.rel.lost_to_evictions_gpu_milli_ms += lost;
+                self.subs.rel.lost_to_evictions_gpu_milli_ms += lost;
             } else {
-                self.rel.lost_to_failures_gpu_milli_ms += lost;
+                self.subs.rel.lost_to_failures_gpu_milli_ms += lost;
             }
             let release_at = Some((self.now + grace).0);
             self.record_live(|t| fleetsim_policies::live::Event::JobLost {
@@ -504,10 +504,13 @@ impl Simulation {
             let t = &mut self.tenant_stats[tenant.index()].lost_gpu_milli_ms;
             *t = t.saturating_sub(held);
             self.lost_gpu_milli_ms = self.lost_gpu_milli_ms.saturating_sub(held);
-            self.rel.held_on_failed_gpu_milli_ms += held;
+            self.subs.rel.held_on_failed_gpu_milli_ms += held;
             if by_failure {
-                self.rel.lost_to_failures_gpu_milli_ms =
-                    self.rel.lost_to_failures_gpu_milli_ms.saturating_sub(held);
+                self.subs.rel.lost_to_failures_gpu_milli_ms = self
+                    .subs
+                    .rel
+                    .lost_to_failures_gpu_milli_ms
+                    .saturating_sub(held);
             }
         }
     }
@@ -528,7 +531,7 @@ impl Simulation {
         self.tenant_stats[tenant.index()].failures += 1;
         let before = self.lost_gpu_milli_ms;
         self.stop_run(id, SimDuration::ZERO);
-        self.rel.lost_to_failures_gpu_milli_ms += self.lost_gpu_milli_ms - before;
+        self.subs.rel.lost_to_failures_gpu_milli_ms += self.lost_gpu_milli_ms - before;
     }
 
     /// Running gang `id` lost its members on failed `node` (`gang_recovery =
@@ -597,8 +600,8 @@ impl Simulation {
         x.allocated_gpu_milli_ms = x.allocated_gpu_milli_ms.saturating_add(to_u64(held));
         x.held_incomplete_gpu_milli_ms =
             x.held_incomplete_gpu_milli_ms.saturating_add(to_u64(held));
-        self.rel.allocated_gpu_milli_ms += held;
-        self.rel.held_by_incomplete_gangs_gpu_milli_ms += held;
+        self.subs.rel.allocated_gpu_milli_ms += held;
+        self.subs.rel.held_by_incomplete_gangs_gpu_milli_ms += held;
     }
 
     /// Tries to make every recovering gang whole: highest priority first, then trace order.
@@ -655,7 +658,7 @@ impl Simulation {
         let done = x.done;
         let mut remaining = SimDuration(rec.runtime.0.saturating_sub(done.0));
         self.recovering.remove(&id);
-        self.rel.gangs_recovered += 1;
+        self.subs.rel.gangs_recovered += 1;
         if self.cfg.reliability {
             remaining = self.start_account(id, remaining, false);
         }
@@ -687,7 +690,7 @@ impl Simulation {
         self.metrics.on_tenant_alloc(tenant, whole - gpu, true);
         self.jobs[id.index()].allocs = Allocs::None;
         self.unbind(id);
-        if !self.draining.is_empty() {
+        if !self.node_sets.draining.is_empty() {
             let nodes: Vec<NodeId> = left.iter().map(|a| a.node).collect();
             self.settle_drained(&nodes);
         }
@@ -709,14 +712,14 @@ impl Simulation {
         };
         let free = |s: &NodeId| {
             let n = self.fleet.node(*s);
-            !self.spares_down.contains(s)
+            !self.node_sets.spares_down.contains(s)
                 && n.cell == cell
                 && n.model == model
                 && n.free_gpu_milli == n.gpus * 1000
                 && n.free_cpu_milli == n.cpu_milli
                 && n.free_mem_mib == n.mem_mib
         };
-        let Some(spare) = self.spares.iter().copied().find(free) else {
+        let Some(spare) = self.node_sets.spares.iter().copied().find(free) else {
             return false;
         };
         let rec = &self.jobs[id.index()];
@@ -755,7 +758,7 @@ impl Simulation {
                 .expect("a running job's task releases from its node");
         }
         // Same cell and model: the occupancy metrics' allocated figures do not move.
-        self.rel.hot_swaps += 1;
+        self.subs.rel.hot_swaps += 1;
         let run = self.next_run;
         self.next_run = (self.next_run + 1) % crate::engine::NOT_RUNNING;
         let rec = &mut self.jobs[id.index()];
@@ -775,10 +778,10 @@ impl Simulation {
         );
         self.sched
             .on_hot_swap(id, self.jobs[id.index()].allocs.as_slice(), now, done);
-        self.spares.remove(&spare);
-        self.spares.insert(node);
-        self.spares_down.insert(node);
-        if self.draining.contains(&node) {
+        self.node_sets.spares.remove(&spare);
+        self.node_sets.spares.insert(node);
+        self.node_sets.spares_down.insert(node);
+        if self.node_sets.draining.contains(&node) {
             self.settle_drained(&[node]);
         }
         true
