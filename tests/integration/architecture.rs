@@ -544,23 +544,22 @@ fn mutual_folder_pairs(root: &Path) -> Vec<(String, String)> {
 ///
 /// Targets: `engine/mod.rs` at most 800 lines, `Simulation` at most 20 fields,
 /// `Simulation::run` at most 150 lines, no two folders of `src/` importing each other. The
-/// line count and the folder pairs meet their targets and are asserted as such; the field
-/// and `run` counts do not yet, and are ratchets at the values reached (27 fields, 350
-/// lines of `run`): lower them as state moves into subsystems, never raise them.
+/// line counts and the folder pairs meet their targets and are asserted as such; the field
+/// count does not yet, and is a ratchet at the value reached (27 fields): lower it as state
+/// moves into subsystems, never raise it.
 #[test]
 fn the_engine_core_stays_small() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let size = core_size(&std::fs::read_to_string(src.join("engine/mod.rs")).unwrap());
     assert!(size.mod_lines <= 800, "engine/mod.rs: {size:?}");
+    assert!(
+        size.run_lines.is_some_and(|r| r <= 150),
+        "Simulation::run over 150 lines: {size:?}"
+    );
     let fields_ratchet = 27;
-    let run_lines_ratchet = 350;
     assert!(
         size.fields.is_some_and(|f| f <= fields_ratchet),
         "Simulation's fields over the ratchet of {fields_ratchet}: {size:?}"
-    );
-    assert!(
-        size.run_lines.is_some_and(|r| r <= run_lines_ratchet),
-        "Simulation::run's lines over the ratchet of {run_lines_ratchet}: {size:?}"
     );
     assert_eq!(mutual_folder_pairs(&src), Vec::<(String, String)>::new());
 }

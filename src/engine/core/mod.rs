@@ -9,4 +9,5 @@ pub(super) mod outputs;
 pub(super) mod ticks;
 
 mod apply;
+mod instant;
 mod lifecycle;
