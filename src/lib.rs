@@ -70,7 +70,6 @@ pub mod check;
 pub mod cli;
 pub mod compact;
 pub mod compare;
-pub mod elastic;
 pub mod engine;
 pub mod inflation;
 pub mod metrics;

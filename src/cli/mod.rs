@@ -1,6 +1,5 @@
-//! The `fleetsim` command line (clap): `run`, `validate` (of an elastic scenario file: in
-//! [`elastic`]), `bench`, `trace` (in [`trace`]), and the studies `sweep`, `merge`,
-//! `compare`, `compact`, `check`.
+//! The `fleetsim` command line (clap): `run`, `validate`, `bench`, `trace` (in [`trace`]),
+//! and the studies `sweep`, `merge`, `compare`, `compact`, `check`.
 
 /// `println!` for the CLI's standard output: a reader that closed the pipe early
 /// (`fleetsim run | head -1`) ends the process quietly with status 0 instead of a panic.
@@ -21,7 +20,6 @@ pub mod bench;
 pub mod check;
 pub mod common;
 pub mod compare;
-pub mod elastic;
 pub mod kueue;
 pub mod sweep;
 pub mod trace;
@@ -50,8 +48,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a scenario (the embedded default when none is given) and write summary.json,
-    /// jobs.csv and timeseries.csv (an elastic scenario, `mode = "elastic"`: jobs.csv and
-    /// summary.json).
+    /// jobs.csv and timeseries.csv.
     Run {
         /// Scenario file (TOML). Omit to run the embedded default scenario.
         scenario: Option<PathBuf>,
@@ -220,13 +217,6 @@ pub fn main(cli: Cli) -> Result<()> {
             quiet,
             format,
         } => {
-            if let Some(p) = scenario.as_ref().filter(|p| elastic::is_elastic(p)) {
-                let refused = elastic::Refused {
-                    seed: seed.is_some(),
-                    format: !format.is_empty(),
-                };
-                return elastic::run(p, out, trace_dir, quiet, refused);
-            }
             let mut loaded = load(scenario.as_ref())?;
             if !format.is_empty() {
                 let mut f = format;
@@ -300,23 +290,11 @@ pub fn main(cli: Cli) -> Result<()> {
             jobs,
             nodes,
         } => bench::main(child, jobs, nodes, quick, serial),
-        Command::Sweep(a) => {
-            elastic::refuse_study(Some(&a.scenario), "sweep")?;
-            sweep::sweep(a)
-        }
+        Command::Sweep(a) => sweep::sweep(a),
         Command::Merge(a) => sweep::merge(a),
-        Command::Compare(a) => {
-            elastic::refuse_study(a.scenario.as_deref(), "compare")?;
-            compare::compare(a)
-        }
-        Command::Compact(a) => {
-            elastic::refuse_study(a.scenario.as_deref(), "compact")?;
-            compare::compact(a)
-        }
-        Command::Check(a) => {
-            elastic::refuse_study(a.scenario.as_deref(), "check")?;
-            check::check(a)
-        }
+        Command::Compare(a) => compare::compare(a),
+        Command::Compact(a) => compare::compact(a),
+        Command::Check(a) => check::check(a),
         Command::Schema { kind } => {
             let k = crate::schemas::Kind::parse(&kind).map_err(crate::study::BadInput)?;
             out!("{}", crate::schemas::schema_text(k));
@@ -326,9 +304,6 @@ pub fn main(cli: Cli) -> Result<()> {
             scenario,
             trace_dir,
         } => {
-            if elastic::is_elastic(&scenario) {
-                return elastic::validate(&scenario, trace_dir);
-            }
             let loaded = load(Some(&scenario))?;
             let trace_dir = TraceDir::resolve(trace_dir);
             let fleet = crate::whatif::fleet::build(&loaded, &trace_dir)?.built;
@@ -376,6 +351,11 @@ pub fn main(cli: Cli) -> Result<()> {
                 .filter(|n| n.schedulable)
                 .map(|n| u64::from(n.gpus))
                 .sum();
+            let mut cell_gpus = vec![0u64; fleet.state.cells().len()];
+            for n in fleet.state.nodes().iter().filter(|n| n.schedulable) {
+                cell_gpus[n.cell.index()] += u64::from(n.gpus);
+            }
+            let largest_cell = cell_gpus.into_iter().max().unwrap_or(0);
             let mut stream = crate::run::open_workload(&loaded, &trace_dir, loaded.scenario.seed)?;
             let mut jobs = 0u64;
             let mut with_limit = 0u64;
@@ -394,11 +374,10 @@ pub fn main(cli: Cli) -> Result<()> {
                 usable.observe(&j);
                 with_limit += u64::from(j.time_limit.is_some());
                 let never = match (&elastic, j.elastic.as_deref()) {
-                    (Some(cfg), Some(e)) => {
-                        elastic_never_fits(cfg, e, fleet_gpus).map_err(|m| {
+                    (Some(cfg), Some(e)) => elastic_never_fits(cfg, e, fleet_gpus, largest_cell)
+                        .map_err(|m| {
                             crate::study::BadInput(format!("job `{}` (input #{jobs}): {m}", j.name))
-                        })?
-                    }
+                        })?,
                     _ => never_fits(&fleet.state, &j, topology),
                 };
                 if let Some(reason) = never {
@@ -505,26 +484,52 @@ pub fn main(cli: Cli) -> Result<()> {
 /// Why job `j` could never start on `fleet` (empty, every node up) by size or topology —
 /// the submit-time rejections `validate` reports by count — or `None`. Quota and queue
 /// limits are not checked here.
-/// A round-allocated job's application against the models, and the reason the engine
-/// rejects it at submit, if it does: no GPU in the fleet, or (Tiresias, which runs every job
-/// at its trace size) more replicas than the fleet has GPUs.
+/// An elastic job against `[elastic]`, and the reason the engine rejects it at submit, if it
+/// does. A round-allocated job: its application must have a model; rejected with no GPU in
+/// the fleet, or (Tiresias, which runs every job at its trace size) more replicas than the
+/// fleet has GPUs. A sized job: rejected when its `min` exceeds every cell's GPUs.
 fn elastic_never_fits(
     cfg: &crate::engine::elastic::ElasticConfig,
     e: &crate::workload::ElasticSpec,
     fleet_gpus: u64,
+    largest_cell: u64,
 ) -> Result<Option<&'static str>, String> {
     use crate::engine::elastic::RoundAllocator;
-    if !cfg.models.iter().any(|m| m.name() == e.application) {
-        let known: Vec<&str> = cfg.models.iter().map(|m| m.name()).collect();
-        return Err(format!(
-            "application `{}` has no model in `elastic.models` (models: {})",
-            e.application,
-            known.join(", ")
-        ));
-    }
-    let need = match cfg.allocator {
-        RoundAllocator::Tiresias => u64::from(e.replicas),
-        RoundAllocator::Pollux => 1,
+    use crate::workload::ElasticSpec;
+    let need = match (e, cfg.allocator.sizing()) {
+        (ElasticSpec::Sized(s), Some(_)) => {
+            return Ok(match largest_cell {
+                0 => Some("task_larger_than_any_node"),
+                g if g < u64::from(s.min) => Some("gang_larger_than_cell"),
+                _ => None,
+            });
+        }
+        (ElasticSpec::Sized(_), None) => {
+            return Err(format!(
+                "a row with `min_gpus`/`max_gpus` under `elastic.allocator = \"{}\"`: it needs `grow-idle` or `fixed`",
+                cfg.allocator.name()
+            ))
+        }
+        (ElasticSpec::Trained(_), Some(_)) => {
+            return Err(format!(
+                "a `pollux` workload row under `elastic.allocator = \"{}\"`: it needs `tiresias` or `pollux`",
+                cfg.allocator.name()
+            ))
+        }
+        (ElasticSpec::Trained(t), None) => {
+            if !cfg.models.iter().any(|m| m.name() == t.application) {
+                let known: Vec<&str> = cfg.models.iter().map(|m| m.name()).collect();
+                return Err(format!(
+                    "application `{}` has no model in `elastic.models` (models: {})",
+                    t.application,
+                    known.join(", ")
+                ));
+            }
+            match cfg.allocator {
+                RoundAllocator::Tiresias => u64::from(t.replicas),
+                _ => 1,
+            }
+        }
     };
     Ok(match fleet_gpus {
         0 => Some("task_larger_than_any_node"),

@@ -1,6 +1,14 @@
-//! Round-allocated (elastic) jobs (`[elastic]`): jobs whose GPUs a round allocator
-//! re-decides every round, trained under the measured goodput models of the Pollux OSDI '21
-//! artifact, as its simulator runs them (`simulator/simulator.py`, read, not copied).
+//! Elastic jobs (`[elastic]`): jobs whose GPUs the subsystem re-decides while they run,
+//! bound one whole GPU per replica on the fleet's nodes. Two families of allocators:
+//!
+//! - **round allocators** (`tiresias`, `pollux`): jobs of a `pollux` workload, trained under
+//!   the measured goodput models of the Pollux OSDI '21 artifact, as its simulator runs them
+//!   (`simulator/simulator.py`, read, not copied); described below;
+//! - **sizing policies** (`grow-idle`, `fixed`): jobs of native rows with `min_gpus`,
+//!   `max_gpus`, `work_gpu_s`, `throughput` ([`crate::workload::SizedSpec`]), sized by
+//!   [`fleetsim_policies::elastic::plan_sizes`]; described under *Sizing policies*.
+//!
+//! # Round allocators
 //!
 //! A job of the stream with an [`crate::workload::ElasticSpec`] (a `pollux` workload) does
 //! not enter the scheduler's queues: this subsystem holds it. At every round boundary
@@ -25,22 +33,53 @@
 //!
 //! No job length is assumed: a job's run time is what its allocations made of it. The
 //! `elastic` section of the summary counts rounds and reallocations.
+//!
+//! # Sizing policies
+//!
+//! The sizes are re-planned at every instant where an elastic job arrives or ends (an event
+//! of the tick class at that instant, so after all of the instant's completions and
+//! arrivals; one plan per instant), never between: a job grows into GPUs freed by a
+//! completion at the instant of that completion.
+//!
+//! 1. Each cell's capacity is its schedulable nodes' wholly free GPUs plus those the
+//!    subsystem's own jobs hold there; the jobs in flight, in input order, each with its
+//!    cell and size if running, go to [`plan_sizes`] (`grow-idle`: running jobs keep their
+//!    cell and `min`, pending ones are admitted at `min` in the elastic key order —
+//!    priority descending, submit, input order — into the lowest-index cell that holds it,
+//!    then each cell's idle GPUs are water-filled among its jobs up to their `max`;
+//!    `fixed`: admission only, every job at `min`). A running job is never evicted.
+//! 2. Every job whose size changes releases its bindings (all releases first), then binds
+//!    one whole GPU per replica in its cell through the checked
+//!    [`FleetState`](fleetsim_policies::FleetState): first on the nodes it held (as many as
+//!    before on each, node order), then on the cell's other nodes in node order. A job whose
+//!    size does not change keeps its GPUs and pays nothing.
+//! 3. A resized job makes no progress for [`ElasticConfig::restart`] (`restart_s`, the
+//!    resize overhead) while holding its new GPUs; a job's first start pays none.
+//!
+//! A job's work is drained at its throughput model's integer rate
+//! ([`crate::workload::ThroughputModel::rate_milli`], thousandths of a size-1 GPU-ms per ms)
+//! for its current size; it completes at `resume + ⌈remaining / rate⌉` ms. Its length is a
+//! modelling choice of the user (its `work_gpu_s` and `throughput`), not a recorded run
+//! time; the summary says so. A job whose `min` exceeds every cell's GPUs is rejected at
+//! submit (`gang_larger_than_cell`; `task_larger_than_any_node` on a fleet without GPUs).
+//! The summary's `rounds` counts plans and `reallocations` resizes.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use fleetsim_policies::elastic::{plan_sizes, ElasticJobView};
 use fleetsim_policies::goodput::{AppModel, PerfModel, TrainingJob};
 use fleetsim_policies::rounds::{Allocations, LasJob, Pollux, PolluxJob, TwoQueueLas};
 use fleetsim_policies::{
-    CellId, JobId, ModelSet, NodeId, RejectReason, SimDuration, SimTime, TaskShape,
+    CellId, ElasticKind, JobId, ModelSet, NodeId, RejectReason, SimDuration, SimTime, TaskShape,
 };
 
 use super::events::EventKind;
 use super::{Allocs, EngineError, JobSink, JobState, Simulation};
 use crate::metrics::jobs::FinalState;
-use crate::workload::RecordedKind;
+use crate::workload::{ElasticSpec, RecordedKind, SizedSpec, ThroughputModel, TrainedSpec};
 
-/// The round allocator.
+/// The allocator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RoundAllocator {
     /// The Pollux artifact's Tiresias: rigid jobs at their trace size and batch size,
@@ -48,6 +87,10 @@ pub enum RoundAllocator {
     Tiresias,
     /// Pollux: adaptive jobs (ncf at a fixed batch of 32,768, as the artifact runs it).
     Pollux,
+    /// The grow-idle sizing policy ([`fleetsim_policies::elastic`]), event-driven.
+    GrowIdle,
+    /// The fixed sizing policy: every job at its `min`, event-driven.
+    Fixed,
 }
 
 impl RoundAllocator {
@@ -56,6 +99,17 @@ impl RoundAllocator {
         match self {
             RoundAllocator::Tiresias => "tiresias",
             RoundAllocator::Pollux => "pollux",
+            RoundAllocator::GrowIdle => "grow-idle",
+            RoundAllocator::Fixed => "fixed",
+        }
+    }
+
+    /// The sizing policy, for `grow-idle` and `fixed`; `None` for a round allocator.
+    pub fn sizing(self) -> Option<ElasticKind> {
+        match self {
+            RoundAllocator::GrowIdle => Some(ElasticKind::GrowIdle),
+            RoundAllocator::Fixed => Some(ElasticKind::Fixed),
+            RoundAllocator::Tiresias | RoundAllocator::Pollux => None,
         }
     }
 }
@@ -65,35 +119,42 @@ impl RoundAllocator {
 pub struct ElasticConfig {
     /// The allocator.
     pub allocator: RoundAllocator,
-    /// Round length.
+    /// Round length (round allocators; unused by the sizing policies).
     pub round: SimDuration,
-    /// Restart delay after an allocation change.
+    /// Restart delay after an allocation change (the resize overhead).
     pub restart: SimDuration,
-    /// Application models, by name (sorted).
+    /// Application models, by name (sorted; empty for the sizing policies).
     pub models: Arc<Vec<AppModel>>,
 }
 
 /// The `elastic` section of the summary.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct ElasticStats {
-    /// The allocator (`tiresias`, `pollux`).
+    /// The allocator (`tiresias`, `pollux`, `grow-idle`, `fixed`).
     pub allocator: String,
-    /// Round length, seconds.
-    pub round_s: f64,
+    /// Round length, seconds (round allocators; absent for the event-driven sizing
+    /// policies).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub round_s: Option<f64>,
     /// Restart delay, seconds.
     pub restart_s: f64,
-    /// Round-allocated jobs taken (submitted and not rejected at submit).
+    /// Elastic jobs taken (submitted and not rejected at submit).
     pub jobs: u64,
     /// Of them, completed.
     pub completed: u64,
-    /// Rounds run.
+    /// Rounds run (sizing policies: plans made).
     pub rounds: u64,
-    /// Allocation changes of jobs given GPUs (each costs a restart delay).
+    /// Allocation changes of jobs given GPUs (each costs a restart delay; sizing policies:
+    /// resizes of running jobs).
     pub reallocations: u64,
     /// Allocation changes that took every GPU from a job.
     pub pauses: u64,
     /// GPU-hours the jobs held (restart delays included).
     pub gpu_hours: f64,
+    /// Where the jobs' lengths come from: under the round allocators the measured
+    /// application models, under the sizing policies each job's `work_gpu_s` and
+    /// `throughput` (a modelling choice of the user).
+    pub job_lengths: String,
 }
 
 /// A round-allocated job in flight.
@@ -107,6 +168,53 @@ struct Job {
     finishing: bool,
 }
 
+/// A sized (grow-idle / fixed) job in flight.
+#[derive(Debug)]
+struct SizedJob {
+    id: JobId,
+    priority: i32,
+    submit: SimTime,
+    min: u32,
+    max: u32,
+    model: ThroughputModel,
+    /// GPUs held; 0 while waiting.
+    size: u32,
+    /// Its cell index while running.
+    cell: usize,
+    /// Node index of each GPU held.
+    nodes: Vec<usize>,
+    /// Rate at `size`, thousandths of a size-1 GPU-ms per ms.
+    rate: u64,
+    /// Work left, thousandths of a size-1 GPU-ms.
+    remaining: u128,
+    /// Progress resumes here (after a resize's restart delay).
+    resume: SimTime,
+    /// GPU time is accounted up to here.
+    since: SimTime,
+    /// Its queued completion.
+    finish_at: SimTime,
+}
+
+impl SizedJob {
+    /// Credits progress and held GPU-ms up to `t`.
+    fn advance(&mut self, t: SimTime, gpu_ms: &mut u128) {
+        if t > self.resume {
+            let done = u128::from(t.0 - self.resume.0) * u128::from(self.rate);
+            self.remaining = self.remaining.saturating_sub(done);
+            self.resume = t;
+        }
+        *gpu_ms += u128::from(self.size) * u128::from(t.0.saturating_sub(self.since.0));
+        self.since = t;
+    }
+
+    /// `resume + ⌈remaining / rate⌉`, saturating.
+    fn finish(&self) -> SimTime {
+        let left = u64::try_from(self.remaining.div_ceil(u128::from(self.rate.max(1))))
+            .unwrap_or(u64::MAX);
+        SimTime(self.resume.0.saturating_add(left))
+    }
+}
+
 /// The subsystem's state.
 pub(super) struct Elastic {
     cfg: ElasticConfig,
@@ -117,17 +225,28 @@ pub(super) struct Elastic {
     /// Input position of each engine job it holds.
     seq_of: BTreeMap<JobId, u64>,
     prev: Allocations,
-    /// The next round queued, if any.
+    /// Sized jobs in flight by input position.
+    sized: BTreeMap<u64, SizedJob>,
+    /// GPU-ms the sized jobs held.
+    sized_gpu_ms: u128,
+    /// The next round (or plan) queued, if any.
     round_at: Option<SimTime>,
     stats: ElasticStats,
 }
 
 impl Elastic {
     pub(super) fn new(cfg: ElasticConfig) -> Elastic {
+        let sizing = cfg.allocator.sizing().is_some();
         let stats = ElasticStats {
             allocator: cfg.allocator.name().to_string(),
-            round_s: cfg.round.0 as f64 / 1000.0,
+            round_s: (!sizing).then(|| cfg.round.0 as f64 / 1000.0),
             restart_s: cfg.restart.0 as f64 / 1000.0,
+            job_lengths: if sizing {
+                "modelled: each job's work_gpu_s drained at its throughput model's rate for the sizes it got (a modelling choice, not recorded run times)"
+            } else {
+                "measured: each job trains under its application's measured goodput model until it reaches its target"
+            }
+            .into(),
             ..ElasticStats::default()
         };
         Elastic {
@@ -138,6 +257,8 @@ impl Elastic {
             cfg,
             jobs: BTreeMap::new(),
             seq_of: BTreeMap::new(),
+            sized: BTreeMap::new(),
+            sized_gpu_ms: 0,
             prev: Allocations::new(),
             round_at: None,
             stats,
@@ -151,10 +272,20 @@ impl Elastic {
 
     /// Its jobs that hold no GPU (waiting for a round), in submission order.
     pub(super) fn waiting(&self) -> impl Iterator<Item = JobId> + '_ {
-        self.jobs
-            .values()
-            .filter(|j| j.train.alloc.is_empty())
-            .map(|j| j.id)
+        let mut w: Vec<(u64, JobId)> = self
+            .jobs
+            .iter()
+            .filter(|(_, j)| j.train.alloc.is_empty())
+            .map(|(&s, j)| (s, j.id))
+            .chain(
+                self.sized
+                    .iter()
+                    .filter(|(_, j)| j.size == 0)
+                    .map(|(&s, j)| (s, j.id)),
+            )
+            .collect();
+        w.sort_unstable();
+        w.into_iter().map(|(_, id)| id)
     }
 
     fn model(&self, j: &Job) -> &AppModel {
@@ -168,19 +299,113 @@ impl Simulation {
     pub(super) fn elastic_arrive(
         &mut self,
         id: JobId,
-        spec: &crate::workload::ElasticSpec,
+        spec: &ElasticSpec,
+        sink: &mut dyn JobSink,
+    ) -> Result<(), EngineError> {
+        let rec = &self.jobs[id.index()];
+        let seq = rec.seq;
+        let Some(el) = self.elastic.as_ref() else {
+            return Err(EngineError::BadJob {
+                name: rec.name.to_string(),
+                seq,
+                message: "an elastic job needs the scenario's `[elastic]` table".into(),
+            });
+        };
+        let bad = |message: String| EngineError::BadJob {
+            name: rec.name.to_string(),
+            seq,
+            message,
+        };
+        if seq > u64::from(u32::MAX) {
+            return Err(bad("more than 2^32 elastic jobs".into()));
+        }
+        match (spec, el.cfg.allocator.sizing()) {
+            (ElasticSpec::Trained(t), None) => self.trained_arrive(id, t, sink),
+            (ElasticSpec::Sized(s), Some(_)) => self.sized_arrive(id, s, sink),
+            (ElasticSpec::Trained(_), Some(_)) => Err(bad(format!(
+                "a `pollux` workload row under `elastic.allocator = \"{}\"`: it needs `tiresias` or `pollux`",
+                el.cfg.allocator.name()
+            ))),
+            (ElasticSpec::Sized(_), None) => Err(bad(format!(
+                "a row with `min_gpus`/`max_gpus` under `elastic.allocator = \"{}\"`: it needs `grow-idle` or `fixed`",
+                el.cfg.allocator.name()
+            ))),
+        }
+    }
+
+    /// Queues a sizing plan at the current instant (tick class), if none is queued.
+    fn queue_plan(&mut self) {
+        let now = self.now;
+        if let Some(el) = self.elastic.as_mut() {
+            if el.round_at != Some(now) {
+                el.round_at = Some(now);
+                self.events.push(now, EventKind::ElasticRound);
+            }
+        }
+    }
+
+    /// A sized job arrives: rejected at submit if no cell can ever hold its `min`, else
+    /// held waiting and a plan queued at this instant.
+    fn sized_arrive(
+        &mut self,
+        id: JobId,
+        spec: &SizedSpec,
+        sink: &mut dyn JobSink,
+    ) -> Result<(), EngineError> {
+        let mut cell_gpus = vec![0u64; self.fleet.cells().len()];
+        for n in self.fleet.nodes().iter().filter(|n| n.schedulable) {
+            cell_gpus[n.cell.index()] += u64::from(n.gpus);
+        }
+        let largest = cell_gpus.iter().copied().max().unwrap_or(0);
+        if largest < u64::from(spec.min) {
+            let reason = if largest == 0 {
+                RejectReason::TaskLargerThanAnyNode
+            } else {
+                RejectReason::GangLargerThanCell
+            };
+            return self.reject(id, reason, sink);
+        }
+        let now = self.now;
+        let rec = &self.jobs[id.index()];
+        let (seq, priority, submit) = (rec.seq, rec.priority, rec.submit);
+        let el = self.elastic.as_mut().expect("checked by elastic_arrive");
+        el.sized.insert(
+            seq,
+            SizedJob {
+                id,
+                priority,
+                submit,
+                min: spec.min,
+                max: spec.max,
+                model: spec.throughput.clone(),
+                size: 0,
+                cell: 0,
+                nodes: Vec::new(),
+                rate: 1,
+                remaining: u128::from(spec.work_gpu_ms) * 1000,
+                resume: now,
+                since: now,
+                finish_at: now,
+            },
+        );
+        el.seq_of.insert(id, seq);
+        el.stats.jobs += 1;
+        self.queue_plan();
+        self.live_unsupported("elastic jobs ([elastic])");
+        Ok(())
+    }
+
+    /// A round-allocated job arrives (see the module docs).
+    fn trained_arrive(
+        &mut self,
+        id: JobId,
+        spec: &TrainedSpec,
         sink: &mut dyn JobSink,
     ) -> Result<(), EngineError> {
         let now = self.now;
         let rec = &self.jobs[id.index()];
         let seq = rec.seq;
-        let Some(el) = self.elastic.as_mut() else {
-            return Err(EngineError::BadJob {
-                name: rec.name.to_string(),
-                seq,
-                message: "a round-allocated job (a `pollux` workload row) needs the scenario's `[elastic]` table".into(),
-            });
-        };
+        let el = self.elastic.as_mut().expect("checked by elastic_arrive");
         let Ok(app) = el
             .cfg
             .models
@@ -197,13 +422,6 @@ impl Simulation {
                 ),
             });
         };
-        if seq > u64::from(u32::MAX) {
-            return Err(EngineError::BadJob {
-                name: rec.name.to_string(),
-                seq,
-                message: "more than 2^32 round-allocated jobs".into(),
-            });
-        }
         // A job no round could ever give GPUs is rejected at submit, as a rigid one would
         // be: under Tiresias one with more replicas than the fleet has GPUs, under either
         // allocator any job on a fleet without GPUs (the nodes do not change during a run
@@ -217,7 +435,7 @@ impl Simulation {
             .sum();
         let need = match el.cfg.allocator {
             RoundAllocator::Tiresias => u64::from(spec.replicas),
-            RoundAllocator::Pollux => 1,
+            RoundAllocator::Pollux | RoundAllocator::GrowIdle | RoundAllocator::Fixed => 1,
         };
         if fleet_gpus < need {
             let reason = if fleet_gpus == 0 {
@@ -231,7 +449,7 @@ impl Simulation {
         let model = &el.cfg.models[app];
         let train = match el.cfg.allocator {
             RoundAllocator::Tiresias => TrainingJob::new(Some(spec.batch_size), false),
-            RoundAllocator::Pollux => {
+            RoundAllocator::Pollux | RoundAllocator::GrowIdle | RoundAllocator::Fixed => {
                 TrainingJob::new((model.name() == "ncf").then_some(32_768), true)
             }
         };
@@ -270,6 +488,9 @@ impl Simulation {
     fn elastic_round_with(&mut self, el: &mut Elastic, t: SimTime) -> Result<(), EngineError> {
         el.round_at = None;
         el.stats.rounds += 1;
+        if let Some(kind) = el.cfg.allocator.sizing() {
+            return self.sized_plan(el, kind, t);
+        }
         // Each node's GPUs: wholly free ones plus those the subsystem's jobs hold.
         let mut node_gpus: Vec<u32> = self
             .fleet
@@ -302,6 +523,9 @@ impl Simulation {
                     })
                     .collect();
                 el.las.allocate(t, &v, &node_gpus, &el.prev)
+            }
+            RoundAllocator::GrowIdle | RoundAllocator::Fixed => {
+                unreachable!("sizing policies return above")
             }
             RoundAllocator::Pollux => {
                 let perf: Vec<Option<PerfModel>> = active
@@ -406,6 +630,130 @@ impl Simulation {
         Ok(())
     }
 
+    /// One sizing plan at `t` (see *Sizing policies* in the module docs).
+    fn sized_plan(
+        &mut self,
+        el: &mut Elastic,
+        kind: ElasticKind,
+        t: SimTime,
+    ) -> Result<(), EngineError> {
+        let mut capacity = vec![0u32; self.fleet.cells().len()];
+        for n in self.fleet.nodes().iter().filter(|n| n.schedulable) {
+            capacity[n.cell.index()] += n.free_whole;
+        }
+        for j in el.sized.values() {
+            for &n in &j.nodes {
+                let node = &self.fleet.nodes()[n];
+                if node.schedulable {
+                    capacity[node.cell.index()] += 1;
+                }
+            }
+        }
+        let views: Vec<ElasticJobView> = el
+            .sized
+            .iter()
+            .map(|(&seq, j)| ElasticJobView {
+                id: JobId(seq as u32),
+                priority: j.priority,
+                submit: j.submit,
+                seq,
+                min: j.min,
+                max: j.max,
+                running: (j.size > 0).then_some((j.cell, j.size)),
+            })
+            .collect();
+        let plan = plan_sizes(kind, &capacity, &views);
+        let changed: Vec<(u64, usize, u32)> = views
+            .iter()
+            .zip(&plan)
+            .filter_map(|(v, p)| match *p {
+                Some((c, n)) if v.running != Some((c, n)) => Some((v.seq, c, n)),
+                _ => None,
+            })
+            .collect();
+        for &(seq, _, _) in &changed {
+            let j = el.sized.get_mut(&seq).expect("planned");
+            if j.size > 0 {
+                j.advance(t, &mut el.sized_gpu_ms);
+                let id = j.id;
+                self.elastic_unbind(id)?;
+            }
+        }
+        for (seq, cell, size) in changed {
+            let j = el.sized.get_mut(&seq).expect("planned");
+            let nodes = self.pick_nodes(cell, size, &j.nodes)?;
+            let resized = j.size > 0;
+            self.elastic_bind(j.id, &nodes)?;
+            j.size = size;
+            j.cell = cell;
+            j.nodes = nodes;
+            j.rate = j.model.rate_milli(size);
+            j.resume = if resized {
+                el.stats.reallocations += 1;
+                t + el.cfg.restart
+            } else {
+                t
+            };
+            j.since = t;
+            j.finish_at = j.finish();
+            if j.finish_at.0 == u64::MAX {
+                return Err(EngineError::BadJob {
+                    name: self.jobs[j.id.index()].name.to_string(),
+                    seq,
+                    message: "its completion time exceeds 2^64 ms: `work_gpu_s` is too large for its throughput".into(),
+                });
+            }
+            let run = self.jobs[j.id.index()].run;
+            self.events.push(j.finish_at, EventKind::Finish(j.id, run));
+        }
+        el.stats.gpu_hours = el.sized_gpu_ms as f64 / 3_600_000.0;
+        Ok(())
+    }
+
+    /// `size` schedulable nodes' whole free GPUs of cell `cell` (a node once per GPU): first
+    /// those of `prev` (as many as it lists each), then the cell's other nodes in index
+    /// order.
+    fn pick_nodes(
+        &self,
+        cell: usize,
+        size: u32,
+        prev: &[usize],
+    ) -> Result<Vec<usize>, EngineError> {
+        let nodes = self.fleet.nodes();
+        let mut free: Vec<u32> = nodes
+            .iter()
+            .map(|n| {
+                if n.schedulable && n.cell.index() == cell {
+                    n.free_whole
+                } else {
+                    0
+                }
+            })
+            .collect();
+        let want = size as usize;
+        let mut out = Vec::with_capacity(want);
+        let mut prev = prev.to_vec();
+        prev.sort_unstable();
+        for n in prev {
+            if out.len() < want && free[n] > 0 {
+                free[n] -= 1;
+                out.push(n);
+            }
+        }
+        for (n, f) in free.iter_mut().enumerate() {
+            while out.len() < want && *f > 0 {
+                *f -= 1;
+                out.push(n);
+            }
+        }
+        if out.len() == want {
+            return Ok(out);
+        }
+        Err(self.invariant(format!(
+            "elastic sizing planned {size} GPUs in cell {cell}, but its nodes hold fewer free"
+        )))
+    }
+
     /// Releases job `id`'s bindings, if it holds any.
     fn elastic_unbind(&mut self, id: JobId) -> Result<(), EngineError> {
         let now = self.now;
@@ -493,6 +841,23 @@ impl Simulation {
         let now = self.now;
         let rec = &self.jobs[id.index()];
         let running = rec.live && rec.run == run && rec.state == JobState::Running;
+        let seq = rec.seq;
+        let mut replan = false;
+        if let Some(el) = self.elastic.as_mut() {
+            if let Some(j) = el.sized.get_mut(&seq).filter(|j| j.id == id) {
+                // A completion queued before a resize is stale.
+                if !running || j.finish_at != now {
+                    return Ok(());
+                }
+                j.advance(now, &mut el.sized_gpu_ms);
+                el.stats.gpu_hours = el.sized_gpu_ms as f64 / 3_600_000.0;
+                el.sized.remove(&seq);
+                replan = !el.sized.is_empty();
+            }
+        }
+        if replan {
+            self.queue_plan();
+        }
         if !running {
             return Err(self.invariant(format!(
                 "completion of round-allocated job {id} that is not running its run {run}"

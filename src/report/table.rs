@@ -59,13 +59,22 @@ pub fn render(s: &Summary) -> String {
     );
     match &s.elastic {
         // Every job is round-allocated: the allocator decides, not the scheduler's stages.
-        Some(e) => {
-            let _ = writeln!(
-                out,
-                "policy   round allocator {} (rounds of {} s, {} s restart); every job is round-allocated",
-                e.allocator, e.round_s, e.restart_s
-            );
-        }
+        Some(e) => match e.round_s {
+            Some(round_s) => {
+                let _ = writeln!(
+                    out,
+                    "policy   round allocator {} (rounds of {} s, {} s restart); every job is round-allocated",
+                    e.allocator, round_s, e.restart_s
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "policy   elastic sizing {} (re-planned at each elastic arrival and completion, {} s per resize); every job is elastic; job lengths modelled from each job's work_gpu_s and throughput",
+                    e.allocator, e.restart_s
+                );
+            }
+        },
         None => {
             let policy: Vec<String> = s.policy.iter().map(|(k, v)| format!("{k}={v}")).collect();
             let _ = writeln!(out, "policy   {}", policy.join(" "));

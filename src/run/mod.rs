@@ -413,6 +413,28 @@ pub fn elastic_config(
     let Some(e) = &loaded.scenario.elastic else {
         return Ok(None);
     };
+    let restart = SimDuration(e.restart_s * 1000);
+    let sized = match e.allocator {
+        RoundAllocatorKind::GrowIdle => Some(RoundAllocator::GrowIdle),
+        RoundAllocatorKind::Fixed => Some(RoundAllocator::Fixed),
+        RoundAllocatorKind::Tiresias | RoundAllocatorKind::Pollux => None,
+    };
+    if let Some(allocator) = sized {
+        return Ok(Some(ElasticConfig {
+            allocator,
+            round: SimDuration::ZERO,
+            restart,
+            models: std::sync::Arc::new(Vec::new()),
+        }));
+    }
+    let Some(models_dir) = &e.models else {
+        return Err(crate::scenario::ScenarioError::Invalid {
+            origin: loaded.origin.clone(),
+            field: "elastic.models".into(),
+            message: "required by a round allocator".into(),
+        }
+        .into());
+    };
     // The application models are step times measured on one GPU type: a fleet of several
     // accelerator models would run every job at that one type's speed.
     let kinds: std::collections::BTreeSet<&str> = state
@@ -434,8 +456,8 @@ pub fn elastic_config(
     }
     let dir = loaded.resolve_path(
         "elastic.models",
-        &e.models.path,
-        &e.models.public_path,
+        &models_dir.path,
+        &models_dir.public_path,
         trace_dir,
     )?;
     let invalid = |message: String| crate::scenario::ScenarioError::Invalid {
@@ -470,9 +492,16 @@ pub fn elastic_config(
         allocator: match e.allocator {
             RoundAllocatorKind::Tiresias => RoundAllocator::Tiresias,
             RoundAllocatorKind::Pollux => RoundAllocator::Pollux,
+            RoundAllocatorKind::GrowIdle | RoundAllocatorKind::Fixed => {
+                unreachable!("returned above")
+            }
         },
-        round: SimDuration(e.round_s * 1000),
-        restart: SimDuration(e.restart_s * 1000),
+        round: SimDuration(
+            e.round_s
+                .unwrap_or(crate::scenario::elastic::DEFAULT_ROUND_S)
+                * 1000,
+        ),
+        restart,
         models: std::sync::Arc::new(models),
     }))
 }

@@ -1,19 +1,27 @@
-//! The `[elastic]` table: round-allocated (elastic) jobs in the main engine
-//! ([`crate::engine::elastic`]). Its jobs come from a `pollux`-format workload; a scenario
-//! with the table takes no rigid jobs, and a `pollux` workload needs the table (both refused
-//! when loading, naming the field).
+//! The `[elastic]` table: elastic jobs in the main engine ([`crate::engine::elastic`]).
+//!
+//! Two families of allocators:
+//! - round allocators (`tiresias`, `pollux`): the jobs come from a `pollux`-format workload
+//!   and train under the measured application models of `models`; allocations are
+//!   re-decided every `round_s`;
+//! - sizing policies (`grow-idle`, `fixed`: [`fleetsim_policies::elastic`]): the jobs are
+//!   native trace rows with `min_gpus`, `max_gpus`, `work_gpu_s`, `throughput`; sizes are
+//!   re-decided at every instant an elastic job arrives or ends.
+//!
+//! A scenario with the table takes no rigid jobs, and elastic jobs need the table (refused
+//! when loading or at the job's arrival, naming the field).
 //!
 //! ```toml
 //! [elastic]
-//! allocator = "pollux"                 # or "tiresias" (the artifact's two-queue LAS)
-//! models = { public_path = "pollux-models" }
-//! round_s = 60                         # default 60
+//! allocator = "pollux"                 # "tiresias" | "pollux" | "grow-idle" | "fixed"
+//! models = { public_path = "pollux-models" }   # round allocators only
+//! round_s = 60                         # round allocators only; default 60
 //! restart_s = 30                       # default 30
 //! ```
 
 use serde::Deserialize;
 
-/// The round allocator of `[elastic]`.
+/// The allocator of `[elastic]`.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
 )]
@@ -26,6 +34,11 @@ pub enum RoundAllocatorKind {
     /// Pollux (`fleetsim_policies::rounds::Pollux`): each job's GPUs and placement chosen for
     /// the fleet's goodput, its batch size adapted to them (ncf keeps its batch size).
     Pollux,
+    /// `fleetsim_policies::elastic` grow-idle: admission at `min` in priority order, then
+    /// the idle GPUs water-filled among the running jobs up to their `max`.
+    GrowIdle,
+    /// `fleetsim_policies::elastic` fixed: every job at its `min` (the rigid baseline).
+    Fixed,
 }
 
 impl RoundAllocatorKind {
@@ -34,7 +47,17 @@ impl RoundAllocatorKind {
         match self {
             RoundAllocatorKind::Tiresias => "tiresias",
             RoundAllocatorKind::Pollux => "pollux",
+            RoundAllocatorKind::GrowIdle => "grow-idle",
+            RoundAllocatorKind::Fixed => "fixed",
         }
+    }
+
+    /// A round allocator (`tiresias`, `pollux`), as opposed to a sizing policy.
+    pub fn is_round(self) -> bool {
+        matches!(
+            self,
+            RoundAllocatorKind::Tiresias | RoundAllocatorKind::Pollux
+        )
     }
 }
 
@@ -51,27 +74,29 @@ pub struct ModelsDir {
     pub public_path: Option<String>,
 }
 
-/// `[elastic]`: round-allocated jobs. See the module docs.
+/// `[elastic]`: elastic jobs. See the module docs.
 #[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ElasticTable {
-    /// The round allocator.
+    /// The allocator.
     pub allocator: RoundAllocatorKind,
-    /// The application models' directory.
-    pub models: ModelsDir,
-    /// Round length, seconds: the allocator re-decides every job's GPUs at every multiple of
-    /// it (the first round is at `round_s`).
-    #[serde(default = "default_round_s")]
-    pub round_s: u64,
+    /// The application models' directory (round allocators only; required by them).
+    #[serde(default)]
+    pub models: Option<ModelsDir>,
+    /// Round length, seconds (round allocators only; default 60): the allocator re-decides
+    /// every job's GPUs at every multiple of it (the first round is at `round_s`).
+    #[serde(default)]
+    pub round_s: Option<u64>,
     /// Restart delay of a job whose allocation changed, seconds: it holds its new GPUs and
-    /// makes no progress for this long.
+    /// makes no progress for this long (the resize overhead). Under `grow-idle` a job's
+    /// first start pays none, and a job whose size does not change keeps its GPUs and pays
+    /// none.
     #[serde(default = "default_restart_s")]
     pub restart_s: u64,
 }
 
-fn default_round_s() -> u64 {
-    60
-}
+/// The round length when `round_s` is not given, seconds.
+pub const DEFAULT_ROUND_S: u64 = 60;
 
 fn default_restart_s() -> u64 {
     30
@@ -82,7 +107,8 @@ pub const MAX_ELASTIC_S: u64 = 365 * 86_400;
 
 /// Checks `[elastic]` against the rest of the scenario: `(field, message)` of the first
 /// problem. `pollux_workload`: the workload is a `pollux` trace; `others` names the tables
-/// present that do not compose with it.
+/// present that do not compose with it. (Native rows with elastic columns are checked
+/// against the table when they arrive.)
 pub fn check(
     e: Option<&ElasticTable>,
     pollux_workload: bool,
@@ -98,13 +124,33 @@ pub fn check(
         }
         return Ok(());
     };
-    if !pollux_workload {
+    if e.allocator.is_round() && !pollux_workload {
         return Err((
-            "elastic".into(),
-            "round-allocated jobs come from a `pollux` workload (`workload.trace.format = \"pollux\"`); rigid jobs and `[elastic]` do not share a run".into(),
+            "elastic.allocator".into(),
+            format!("`{}` allocates round-allocated jobs, which come from a `pollux` workload (`workload.trace.format = \"pollux\"`); for native rows with `min_gpus`/`max_gpus` use `grow-idle` or `fixed`", e.allocator.name()),
         ));
     }
-    if e.round_s == 0 || e.round_s > MAX_ELASTIC_S {
+    if !e.allocator.is_round() && pollux_workload {
+        return Err((
+            "elastic.allocator".into(),
+            format!("`{}` sizes native rows with `min_gpus`, `max_gpus`, `work_gpu_s`, `throughput`; a `pollux` workload trains under measured models: use `tiresias` or `pollux`", e.allocator.name()),
+        ));
+    }
+    if !e.allocator.is_round() {
+        for (field, given) in [
+            ("elastic.round_s", e.round_s.is_some()),
+            ("elastic.models", e.models.is_some()),
+        ] {
+            if given {
+                return Err((
+                    field.into(),
+                    format!("does not apply to `{}`: it re-plans at every instant an elastic job arrives or ends, and job lengths come from `work_gpu_s` and `throughput`", e.allocator.name()),
+                ));
+            }
+        }
+    }
+    let round_s = e.round_s.unwrap_or(DEFAULT_ROUND_S);
+    if round_s == 0 || round_s > MAX_ELASTIC_S {
         return Err((
             "elastic.round_s".into(),
             format!("must be in 1..={MAX_ELASTIC_S}"),
@@ -116,7 +162,11 @@ pub fn check(
             format!("must be at most {MAX_ELASTIC_S}"),
         ));
     }
-    if e.models.path.is_some() == e.models.public_path.is_some() {
+    let models_ok = match &e.models {
+        Some(m) => m.path.is_some() != m.public_path.is_some(),
+        None => !e.allocator.is_round(),
+    };
+    if !models_ok {
         return Err((
             "elastic.models".into(),
             "give exactly one of `path` (relative to the scenario) and `public_path` (under the trace directory)".into(),

@@ -84,7 +84,8 @@ pub struct Scenario {
     /// Inference services beside training (see [`crate::serving`]); none when absent.
     #[serde(default)]
     pub serving: Option<crate::serving::ServingSpec>,
-    /// Round-allocated (elastic) jobs (see [`crate::engine::elastic`]); none when absent.
+    /// Elastic jobs (see [`crate::engine::elastic`]): round-allocated or sized; none when
+    /// absent.
     #[serde(default)]
     pub elastic: Option<super::elastic::ElasticTable>,
     /// What the scenario's inputs ask for that fleetsim does not simulate, and the choices

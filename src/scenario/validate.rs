@@ -193,6 +193,13 @@ pub fn parse(text: &str, origin: &str, base_dir: PathBuf) -> Result<Loaded, Scen
         message: e.to_string(),
     };
     let table: toml::Table = toml::from_str(text).map_err(|e| parse_err(origin, &e))?;
+    if table.get("mode").and_then(toml::Value::as_str) == Some("elastic") {
+        return Err(ScenarioError::Invalid {
+            origin: origin.to_string(),
+            field: "mode".into(),
+            message: "`elastic` is not a mode: elastic jobs run in the one engine. Remove `mode`, describe the fleet in `[[fleet.cells]]`, put the jobs in `[workload]` (a native trace whose rows give `min_gpus`, `max_gpus`, `work_gpu_s`, `throughput`, or a `pollux` workload) and add `[elastic]` with `allocator = \"grow-idle\"`, `\"fixed\"`, `\"tiresias\"` or `\"pollux\"` (docs/src/reference/elastic.md)".into(),
+        });
+    }
     let scenario: Scenario = if table.contains_key("extends") {
         let mut chain = Vec::new();
         let merged = resolve_extends_chain(table, origin, &base_dir, 0, &mut chain)?;
@@ -578,8 +585,10 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
             if s.fleet.cells.iter().any(|c| !c.autoscaling.is_empty()) {
                 others.push("fleet.cells.autoscaling");
             }
-            // The allocators see one pool of nodes: a job would span cells.
-            if s.fleet.cells.len() > 1 {
+            // The round allocators see one pool of nodes: a job would span cells (the
+            // sizing policies keep each job in one cell).
+            let round = s.elastic.as_ref().is_some_and(|e| e.allocator.is_round());
+            if round && s.fleet.cells.len() > 1 {
                 return Err(ScenarioError::Invalid {
                     origin: origin.to_string(),
                     field: "fleet.cells".into(),

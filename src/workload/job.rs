@@ -21,7 +21,7 @@ pub enum RecordedKind {
 ///
 /// Times are integer milliseconds since the scenario start, converted once at ingest by the
 /// reader (each reader documents its rounding rule).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct JobSpec {
     /// The trace's id for the job (pod name, job id); the input position when the trace has
     /// none. Inline up to 24 bytes (no allocation).
@@ -67,17 +67,45 @@ pub struct JobSpec {
     pub elastic: Option<Box<ElasticSpec>>,
 }
 
+/// How an elastic job's GPUs and length are decided: by a round allocator under a measured
+/// application model (a `pollux` workload row), or by a sizing policy from the user's work
+/// and throughput model (a native row with elastic columns).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ElasticSpec {
+    /// A `pollux` workload row, for `[elastic] allocator = "tiresias" | "pollux"`.
+    Trained(TrainedSpec),
+    /// A native row with `min_gpus`, `max_gpus`, `work_gpu_s`, `throughput`, for
+    /// `[elastic] allocator = "grow-idle" | "fixed"`.
+    Sized(SizedSpec),
+}
+
 /// What a round-allocated job trains: its application model (a directory of the scenario's
 /// `[elastic] models`), its rigid size and its fixed global batch size (as the Pollux
 /// workloads give them). Its length follows from the model and its allocations.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ElasticSpec {
+pub struct TrainedSpec {
     /// Application model name (`bert`, `cifar10`, …).
     pub application: String,
     /// Replicas (GPUs) the job asks for: its size under a rigid allocator.
     pub replicas: u32,
     /// Global batch size: kept fixed under a rigid allocator.
     pub batch_size: u32,
+}
+
+/// An elastic job sized by a policy: it runs on `min ..= max` GPUs (one replica per whole
+/// GPU) and is done when it has drained `work_gpu_ms` at its throughput model's rate. Its
+/// length follows from that work, the model and the sizes it gets: it is the user's
+/// modelling choice, not a recorded run time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SizedSpec {
+    /// Fewest GPUs it runs on, ≥ 1.
+    pub min: u32,
+    /// Most GPUs it can use, ≥ `min`.
+    pub max: u32,
+    /// Work, GPU-milliseconds at size 1.
+    pub work_gpu_ms: u64,
+    /// How fast the work drains at each size.
+    pub throughput: super::ThroughputModel,
 }
 
 impl JobSpec {

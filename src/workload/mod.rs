@@ -19,14 +19,16 @@ pub mod rows;
 pub mod slurm_sacct;
 pub mod swf;
 pub mod synthetic;
+pub mod throughput;
 pub mod timefmt;
 pub mod tiresias;
 
 use std::collections::BTreeMap;
 
 pub use error::TraceError;
-pub use job::{ElasticSpec, JobSpec, RecordedKind, RecordedOutcome};
+pub use job::{ElasticSpec, JobSpec, RecordedKind, RecordedOutcome, SizedSpec, TrainedSpec};
 pub use rows::TraceStream;
+pub use throughput::ThroughputModel;
 
 /// Rows a reader skipped by its format's documented convention, counted by reason
 /// (snake_case reason → rows). Reported in `summary.json`.

@@ -38,7 +38,20 @@
 //! | `start_s`, `end_s` | no (both or neither) | recorded start/end, decimal seconds since trace start | none |
 //! | `qos` | no | QoS class label | none |
 //! | `split` | no | 1: the tasks take the node's shape (split into node-sized members of one gang in a cell whose nodes have fewer accelerators than a task, [`JobSpec::split`]); 0: rigid | 0 when `tasks` is given, else 1 |
+//! | `min_gpus`, `max_gpus` | elastic rows | an elastic job's fewest and most GPUs, 1 ≤ min ≤ max (one replica per whole GPU) | – |
+//! | `work_gpu_s` | elastic rows | an elastic job's work, GPU-seconds at size 1 (decimal) | – |
+//! | `throughput` | elastic rows | an elastic job's throughput model: `linear`, `amdahl:F` or `table:S1\|S2\|…` ([`super::throughput`]) | – |
 //! | `res_<name>` / `extra.<name>` | no | a resource the model does not have: must be 0 (ignored, field case B16 Z1); non-zero is an error | – |
+//!
+//! # Elastic rows
+//!
+//! A row that gives any of `min_gpus`, `max_gpus`, `work_gpu_s`, `throughput` is an
+//! elastic job ([`super::SizedSpec`], run by the scenario's `[elastic]` table with
+//! `allocator = "grow-idle"` or `"fixed"`): it must give all four, and none of `tasks`,
+//! `num_gpu`, `gpu_milli`, `cpu_milli`, `mem_mib`, `runtime_s`, `time_limit_s`,
+//! `gpu_models`, `cells`, `start_s`, `end_s`, `split` (its size is decided while it runs,
+//! one whole GPU per replica; its length follows from its work and throughput model).
+//! The writers ([`NativeWriter`], [`write_csv`]) refuse elastic jobs.
 //!
 //! `gpu_models` and `cells` are treated as sets: de-duplicated and sorted. Every model must be
 //! in the accelerator catalog ([`crate::catalog`]).
@@ -111,6 +124,35 @@ pub const FIELDS: [&str; 18] = [
     "split",
 ];
 
+/// The elastic columns, read but not written (see the module docs).
+pub const ELASTIC_FIELDS: [&str; 4] = ["min_gpus", "max_gpus", "work_gpu_s", "throughput"];
+
+/// Every column the reader takes: [`FIELDS`] then [`ELASTIC_FIELDS`].
+const READ_FIELDS: [&str; 22] = [
+    "id",
+    "submit_s",
+    "tenant",
+    "queue",
+    "priority",
+    "tasks",
+    "num_gpu",
+    "gpu_milli",
+    "cpu_milli",
+    "mem_mib",
+    "runtime_s",
+    "time_limit_s",
+    "gpu_models",
+    "cells",
+    "start_s",
+    "end_s",
+    "qos",
+    "split",
+    "min_gpus",
+    "max_gpus",
+    "work_gpu_s",
+    "throughput",
+];
+
 const REQUIRED: [&str; 3] = ["id", "submit_s", "tenant"];
 
 const ID: usize = 0;
@@ -131,6 +173,14 @@ const START_S: usize = 14;
 const END_S: usize = 15;
 const QOS: usize = 16;
 const SPLIT: usize = 17;
+const MIN_GPUS: usize = 18;
+const MAX_GPUS: usize = 19;
+const WORK_GPU_S: usize = 20;
+const THROUGHPUT: usize = 21;
+
+/// Largest `work_gpu_s` of an elastic row, GPU-seconds (10^12, about 32,000 GPU-years):
+/// its rate arithmetic stays inside `u128`.
+pub const MAX_WORK_GPU_S: u64 = 1_000_000_000_000;
 
 // ---------------------------------------------------------------------------------------------
 // Shared helpers (also used by the other readers of this crate).
@@ -515,11 +565,11 @@ impl NativeFormat {
     }
 }
 
-/// One row's raw field texts, indexed like [`FIELDS`], plus extra resources
+/// One row's raw field texts, indexed like [`READ_FIELDS`], plus extra resources
 /// (field label for messages, value text).
 #[derive(Default)]
 struct Raw {
-    vals: [Option<String>; FIELDS.len()],
+    vals: [Option<String>; READ_FIELDS.len()],
     extra: Vec<(String, String)>,
 }
 
@@ -530,7 +580,7 @@ enum Row {
 }
 
 fn build_row(path: &Path, line: u64, raw: &Raw) -> Result<Row, TraceError> {
-    let bad = |k: usize, m: String| TraceError::field(path, line, FIELDS[k], m);
+    let bad = |k: usize, m: String| TraceError::field(path, line, READ_FIELDS[k], m);
     let get = |k: usize| raw.vals[k].as_deref();
     let required = |k: usize| get(k).ok_or_else(|| bad(k, "missing (required)".to_string()));
     let count = |k: usize| -> Result<Option<u64>, TraceError> {
@@ -570,6 +620,9 @@ fn build_row(path: &Path, line: u64, raw: &Raw) -> Result<Row, TraceError> {
     let name = required(ID)?.to_string();
     let tenant = required(TENANT)?.to_string();
     let submit = parse_seconds_ms(required(SUBMIT_S)?).map_err(|m| bad(SUBMIT_S, m))?;
+    if ELASTIC_COLUMNS.iter().any(|&k| get(k).is_some()) {
+        return elastic_row(path, line, raw, name, tenant, submit);
+    }
     let priority = get(PRIORITY)
         .map(|t| {
             t.parse::<i32>()
@@ -702,6 +755,111 @@ fn build_row(path: &Path, line: u64, raw: &Raw) -> Result<Row, TraceError> {
     Ok(Row::Job(Box::new(job)))
 }
 
+const ELASTIC_COLUMNS: [usize; 4] = [MIN_GPUS, MAX_GPUS, WORK_GPU_S, THROUGHPUT];
+
+/// An elastic row (see the module docs): one whole GPU per replica, `min_gpus` tasks as its
+/// request at submit.
+fn elastic_row(
+    path: &Path,
+    line: u64,
+    raw: &Raw,
+    name: String,
+    tenant: String,
+    submit: i64,
+) -> Result<Row, TraceError> {
+    let bad = |k: usize, m: String| TraceError::field(path, line, READ_FIELDS[k], m);
+    let get = |k: usize| raw.vals[k].as_deref();
+    let required = |k: usize| {
+        get(k).ok_or_else(|| {
+            bad(
+                k,
+                "missing: an elastic row (one with min_gpus, max_gpus, work_gpu_s or throughput) gives all four".to_string(),
+            )
+        })
+    };
+    for k in [
+        TASKS,
+        NUM_GPU,
+        GPU_MILLI,
+        CPU_MILLI,
+        MEM_MIB,
+        RUNTIME_S,
+        TIME_LIMIT_S,
+        GPU_MODELS,
+        CELLS,
+        START_S,
+        END_S,
+        SPLIT,
+    ] {
+        if get(k).is_some() {
+            return Err(bad(
+                k,
+                "does not apply to an elastic row (its size is decided while it runs, one whole GPU per replica; its length follows from work_gpu_s and throughput)".to_string(),
+            ));
+        }
+    }
+    let gpus = |k: usize| -> Result<u32, TraceError> {
+        let v = parse_count::<u32>(required(k)?).map_err(|m| bad(k, m))?;
+        if v == 0 {
+            return Err(bad(k, "must be at least 1".to_string()));
+        }
+        Ok(v)
+    };
+    let (min, max) = (gpus(MIN_GPUS)?, gpus(MAX_GPUS)?);
+    if max < min {
+        return Err(bad(
+            MAX_GPUS,
+            format!("max_gpus {max} is below min_gpus {min}"),
+        ));
+    }
+    let work_gpu_ms = parse_nonneg_ms(required(WORK_GPU_S)?).map_err(|m| bad(WORK_GPU_S, m))?;
+    if work_gpu_ms > MAX_WORK_GPU_S * 1000 {
+        return Err(bad(
+            WORK_GPU_S,
+            format!("above the limit of {MAX_WORK_GPU_S} GPU-seconds"),
+        ));
+    }
+    let throughput =
+        super::ThroughputModel::parse(required(THROUGHPUT)?).map_err(|m| bad(THROUGHPUT, m))?;
+    throughput
+        .validate(min, max)
+        .map_err(|e| bad(THROUGHPUT, e.message))?;
+    if submit < 0 {
+        return Err(bad(SUBMIT_S, "must not be negative".to_string()));
+    }
+    let priority = get(PRIORITY)
+        .map(|t| {
+            t.parse::<i32>()
+                .map_err(|_| bad(PRIORITY, format!("`{t}` is not an integer")))
+        })
+        .transpose()?
+        .unwrap_or(0);
+    Ok(Row::Job(Box::new(JobSpec {
+        name: name.into(),
+        tenant: tenant.into(),
+        queue: get(QUEUE).map(str::to_string),
+        priority,
+        qos: get(QOS).map(str::to_string),
+        submit: SimTime(submit as u64),
+        tasks: min,
+        shape: TaskShape::whole_gpus(1),
+        gpu_models: Vec::new(),
+        cells: Vec::new(),
+        runtime: SimDuration::ZERO,
+        time_limit: None,
+        recorded_start: None,
+        recorded: RecordedKind::Normal,
+        topology: None,
+        split: false,
+        elastic: Some(Box::new(super::ElasticSpec::Sized(super::SizedSpec {
+            min,
+            max,
+            work_gpu_ms,
+            throughput,
+        }))),
+    })))
+}
+
 enum Inner {
     Csv {
         rdr: CsvReader,
@@ -755,7 +913,7 @@ pub fn open_with_format(path: &Path, format: NativeFormat) -> Result<NativeStrea
     let inner = match format {
         NativeFormat::Csv => {
             let mut rdr = csv_reader(path)?;
-            let cols = map_columns(path, &mut rdr, &FIELDS, &REQUIRED, Some("res_"))?;
+            let cols = map_columns(path, &mut rdr, &READ_FIELDS, &REQUIRED, Some("res_"))?;
             Inner::Csv {
                 rdr,
                 cols,
@@ -796,8 +954,8 @@ fn json_field(
     v: &serde_json::Value,
 ) -> Result<Option<String>, TraceError> {
     use serde_json::Value;
-    let k = FIELDS.iter().position(|f| *f == key);
-    let text_field = matches!(k, Some(ID | TENANT | QUEUE | QOS));
+    let k = READ_FIELDS.iter().position(|f| *f == key);
+    let text_field = matches!(k, Some(ID | TENANT | QUEUE | QOS | THROUGHPUT));
     let list_field = matches!(k, Some(GPU_MODELS | CELLS));
     let wrong =
         |what: &str| TraceError::field(path, line, key, format!("expected {what}, found {v}"));
@@ -932,14 +1090,17 @@ fn json_raw(path: &Path, line: u64, text: &str) -> Result<Raw, TraceError> {
                     ))
                 }
             }
-        } else if let Some(k) = FIELDS.iter().position(|f| f == key) {
+        } else if let Some(k) = READ_FIELDS.iter().position(|f| f == key) {
             raw.vals[k] = json_field(path, line, key, v)?;
         } else {
             return Err(TraceError::field(
                 path,
                 line,
                 key,
-                format!("unknown key; expected keys: {}, extra", FIELDS.join(", ")),
+                format!(
+                    "unknown key; expected keys: {}, extra",
+                    READ_FIELDS.join(", ")
+                ),
             ));
         }
     }
@@ -1162,8 +1323,15 @@ impl<W: Write> NativeWriter<W> {
     /// Writes one job (see [`write_csv`] for the encoding).
     ///
     /// # Errors
-    /// Any error of the underlying writer.
+    /// Any error of the underlying writer; an elastic job ([`JobSpec::elastic`]), which
+    /// the format's written columns cannot hold.
     pub fn write(&mut self, job: &JobSpec) -> io::Result<()> {
+        if job.elastic.is_some() {
+            return Err(io::Error::other(format!(
+                "job `{}` is an elastic job: the native writer writes rigid jobs only (an elastic job's size and length are decided by `[elastic]` while it runs)",
+                job.name
+            )));
+        }
         match self.format {
             NativeFormat::Csv => {
                 let mut row: Vec<String> = vec![String::new(); FIELDS.len()];
@@ -1616,6 +1784,37 @@ b,0.0004,t,0,,,,0.0,0
         write_jsonl(jobs.iter(), &mut enc).unwrap();
         fs::write(&gz_path, enc.finish().unwrap()).unwrap();
         assert_eq!(all(&gz_path).unwrap(), jobs);
+    }
+
+    #[test]
+    fn elastic_rows_read_and_are_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            &dir,
+            "e.csv",
+            "id,submit_s,tenant,priority,min_gpus,max_gpus,work_gpu_s,throughput\nA,1.5,t,3,1,4,10.25,amdahl:0.5\n",
+        );
+        let jobs = all(&p).unwrap();
+        assert_eq!((jobs[0].submit.0, jobs[0].priority), (1_500, 3));
+        assert_eq!(
+            (jobs[0].tasks, jobs[0].shape),
+            (1, TaskShape::whole_gpus(1))
+        );
+        let Some(super::super::ElasticSpec::Sized(e)) = jobs[0].elastic.as_deref() else {
+            panic!("a sized elastic spec");
+        };
+        assert_eq!((e.min, e.max, e.work_gpu_ms), (1, 4, 10_250));
+        let j = write(
+            &dir,
+            "e.jsonl",
+            r#"{"id":"A","submit_s":0,"tenant":"t","min_gpus":2,"max_gpus":2,"work_gpu_s":5,"throughput":"linear"}"#,
+        );
+        assert_eq!(all(&j).unwrap()[0].tasks, 2);
+        let e = write_csv(jobs.iter(), Vec::new()).unwrap_err().to_string();
+        assert!(e.contains("`A` is an elastic job"), "{e}");
+        // The written columns are the read ones' prefix.
+        assert_eq!(READ_FIELDS[..FIELDS.len()], FIELDS);
+        assert_eq!(READ_FIELDS[FIELDS.len()..], ELASTIC_FIELDS);
     }
 
     #[test]

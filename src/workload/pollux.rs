@@ -16,7 +16,9 @@ use fleetsim_policies::{SimDuration, SimTime, TaskShape};
 
 use super::native::{csv_reader, map_columns, next_record, parse_count, Columns, CsvReader};
 use super::rows::{Parsed, RowSource};
-use super::{ElasticSpec, JobSpec, RecordedKind, Skipped, TraceError, TraceStream, VecStream};
+use super::{
+    ElasticSpec, JobSpec, RecordedKind, Skipped, TraceError, TraceStream, TrainedSpec, VecStream,
+};
 
 /// The columns of a workload file.
 pub const COLUMNS: [&str; 5] = ["name", "time", "application", "num_replicas", "batch_size"];
@@ -105,11 +107,11 @@ impl PolluxRows {
             recorded: RecordedKind::Normal,
             topology: None,
             split: false,
-            elastic: Some(Box::new(ElasticSpec {
+            elastic: Some(Box::new(ElasticSpec::Trained(TrainedSpec {
                 application,
                 replicas,
                 batch_size,
-            })),
+            }))),
         })))
     }
 }
@@ -141,7 +143,9 @@ mod tests {
         assert_eq!(jobs.len(), 1);
         assert_eq!(jobs[0].submit, SimTime::from_secs(107));
         assert_eq!((jobs[0].tasks, jobs[0].shape.num_gpu), (6, 1));
-        let e = jobs[0].elastic.as_deref().unwrap();
+        let Some(ElasticSpec::Trained(e)) = jobs[0].elastic.as_deref() else {
+            panic!("a trained elastic spec");
+        };
         assert_eq!(
             (e.application.as_str(), e.replicas, e.batch_size),
             ("cifar10", 6, 2048)

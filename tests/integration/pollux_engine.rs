@@ -131,7 +131,10 @@ fn mixes_are_refused_naming_the_field() {
         r#"format = "tiresias", path = "w.csv""#,
     );
     let e = load_error(&rigid, &files);
-    assert!(e.contains("`elastic`") && e.contains("rigid"), "{e}");
+    assert!(
+        e.contains("`elastic.allocator`") && e.contains("come from a `pollux` workload"),
+        "{e}"
+    );
     let replay_mode = scenario("pollux", r#"path = "w.csv""#).replacen(
         "name = \"pollux-engine\"",
         "name = \"pollux-engine\"\nmode = \"replay\"",

@@ -93,10 +93,10 @@ impl Simulation {
             return Err(EngineError::BadJob {
                 name: spec.name.to_string(),
                 seq,
-                message: if self.cfg.elastic.is_some() {
-                    "a rigid job in a run with `[elastic]` (round-allocated jobs only: the two do not share a run)".into()
-                } else {
-                    "a round-allocated job (a `pollux` workload row) needs the scenario's `[elastic]` table".into()
+                message: match spec.elastic.as_deref() {
+                    None => "a rigid job in a run with `[elastic]` (elastic jobs only: the two do not share a run)".into(),
+                    Some(crate::workload::ElasticSpec::Sized(_)) => "a row with `min_gpus`, `max_gpus`, `work_gpu_s`, `throughput` is an elastic job: it needs the scenario's `[elastic]` table (`allocator = \"grow-idle\"` or `\"fixed\"`)".into(),
+                    Some(crate::workload::ElasticSpec::Trained(_)) => "a round-allocated job (a `pollux` workload row) needs the scenario's `[elastic]` table".into(),
                 },
             });
         }

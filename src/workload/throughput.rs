@@ -9,10 +9,13 @@
 //! - `amdahl` with serial fraction `f ∈ [0, 1]`: `s(n) = 1 / (f + (1 − f) / n)` (Amdahl 1967);
 //! - `table`: `s(n)` given per size, e.g. measured throughput of each replica count divided
 //!   by the one-GPU throughput (the form of Pollux's per-size throughput profiles, OSDI '21).
+//!
+//! In a native trace the model is the `throughput` field's text ([`ThroughputModel::parse`]):
+//! `linear`, `amdahl:F` (e.g. `amdahl:0.05`) or `table:S1|S2|…` (e.g. `table:1|1.8|2.5`,
+//! the speedups at sizes 1, 2, 3).
 
 /// A throughput model. See the module docs for the formulas.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
-#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum ThroughputModel {
     /// `s(n) = n`.
     Linear,
@@ -48,6 +51,35 @@ impl ModelError {
 }
 
 impl ThroughputModel {
+    /// Reads a model's text: `linear`, `amdahl:F` or `table:S1|S2|…` (see the module docs).
+    /// The values are checked against a job's sizes by [`Self::validate`].
+    ///
+    /// # Errors
+    /// A message naming the text: an unknown kind, a missing or non-numeric parameter.
+    pub fn parse(text: &str) -> Result<ThroughputModel, String> {
+        let (kind, arg) = match text.split_once(':') {
+            Some((k, a)) => (k.trim(), Some(a.trim())),
+            None => (text.trim(), None),
+        };
+        let number = |t: &str| {
+            t.trim()
+                .parse::<f64>()
+                .map_err(|_| format!("`{t}` in `{text}` is not a number"))
+        };
+        match (kind, arg) {
+            ("linear", None) => Ok(ThroughputModel::Linear),
+            ("amdahl", Some(f)) => Ok(ThroughputModel::Amdahl {
+                serial_fraction: number(f)?,
+            }),
+            ("table", Some(t)) => Ok(ThroughputModel::Table {
+                speedup: t.split('|').map(number).collect::<Result<_, _>>()?,
+            }),
+            _ => Err(format!(
+                "`{text}` is not a throughput model (`linear`, `amdahl:F` with a serial fraction F, or `table:S1|S2|…` with the speedup at each size)"
+            )),
+        }
+    }
+
     /// Checks the model for a job of `min..=max` GPUs.
     ///
     /// # Errors
@@ -128,6 +160,30 @@ mod tests {
             speedup: vec![1.0, 1.5],
         };
         assert_eq!(t.rate_milli(2), 1500);
+    }
+
+    #[test]
+    fn parses_the_text_forms() {
+        assert_eq!(
+            ThroughputModel::parse("linear"),
+            Ok(ThroughputModel::Linear)
+        );
+        assert_eq!(
+            ThroughputModel::parse("amdahl:0.05"),
+            Ok(ThroughputModel::Amdahl {
+                serial_fraction: 0.05
+            })
+        );
+        assert_eq!(
+            ThroughputModel::parse("table:1|1.5"),
+            Ok(ThroughputModel::Table {
+                speedup: vec![1.0, 1.5]
+            })
+        );
+        for bad in ["", "cubic", "linear:2", "amdahl", "amdahl:x", "table:1|y"] {
+            let e = ThroughputModel::parse(bad).unwrap_err();
+            assert!(e.contains('`'), "{bad}: {e}");
+        }
     }
 
     #[test]
