@@ -351,11 +351,6 @@ pub fn main(cli: Cli) -> Result<()> {
                 .filter(|n| n.schedulable)
                 .map(|n| u64::from(n.gpus))
                 .sum();
-            let mut cell_gpus = vec![0u64; fleet.state.cells().len()];
-            for n in fleet.state.nodes().iter().filter(|n| n.schedulable) {
-                cell_gpus[n.cell.index()] += u64::from(n.gpus);
-            }
-            let largest_cell = cell_gpus.into_iter().max().unwrap_or(0);
             let mut stream = crate::run::open_workload(&loaded, &trace_dir, loaded.scenario.seed)?;
             let mut jobs = 0u64;
             let mut with_limit = 0u64;
@@ -374,10 +369,16 @@ pub fn main(cli: Cli) -> Result<()> {
                 usable.observe(&j);
                 with_limit += u64::from(j.time_limit.is_some());
                 let never = match (&elastic, j.elastic.as_deref()) {
-                    (Some(cfg), Some(e)) => elastic_never_fits(cfg, e, fleet_gpus, largest_cell)
+                    // A sized job's min is a gang of one-GPU tasks of the scheduler.
+                    (Some(cfg), Some(e)) => elastic_never_fits(cfg, e, fleet_gpus)
                         .map_err(|m| {
                             crate::study::BadInput(format!("job `{}` (input #{jobs}): {m}", j.name))
-                        })?,
+                        })?
+                        .or_else(|| {
+                            matches!(e, crate::workload::ElasticSpec::Sized(_))
+                                .then(|| never_fits(&fleet.state, &j, topology))
+                                .flatten()
+                        }),
                     _ => never_fits(&fleet.state, &j, topology),
                 };
                 if let Some(reason) = never {
@@ -481,29 +482,20 @@ pub fn main(cli: Cli) -> Result<()> {
     }
 }
 
-/// Why job `j` could never start on `fleet` (empty, every node up) by size or topology —
-/// the submit-time rejections `validate` reports by count — or `None`. Quota and queue
-/// limits are not checked here.
 /// An elastic job against `[elastic]`, and the reason the engine rejects it at submit, if it
 /// does. A round-allocated job: its application must have a model; rejected with no GPU in
 /// the fleet, or (Tiresias, which runs every job at its trace size) more replicas than the
-/// fleet has GPUs. A sized job: rejected when its `min` exceeds every cell's GPUs.
+/// fleet has GPUs. A sized job: none here (its `min` is an ordinary gang of the scheduler,
+/// checked as one).
 fn elastic_never_fits(
     cfg: &crate::engine::elastic::ElasticConfig,
     e: &crate::workload::ElasticSpec,
     fleet_gpus: u64,
-    largest_cell: u64,
 ) -> Result<Option<&'static str>, String> {
     use crate::engine::elastic::RoundAllocator;
     use crate::workload::ElasticSpec;
     let need = match (e, cfg.allocator.sizing()) {
-        (ElasticSpec::Sized(s), Some(_)) => {
-            return Ok(match largest_cell {
-                0 => Some("task_larger_than_any_node"),
-                g if g < u64::from(s.min) => Some("gang_larger_than_cell"),
-                _ => None,
-            });
-        }
+        (ElasticSpec::Sized(_), Some(_)) => return Ok(None),
         (ElasticSpec::Sized(_), None) => {
             return Err(format!(
                 "a row with `min_gpus`/`max_gpus` under `elastic.allocator = \"{}\"`: it needs `grow-idle` or `fixed`",
@@ -538,6 +530,9 @@ fn elastic_never_fits(
     })
 }
 
+/// Why job `j` could never start on `fleet` (empty, every node up) by size or topology —
+/// the submit-time rejections `validate` reports by count — or `None`. Quota and queue
+/// limits are not checked here.
 fn never_fits(
     fleet: &fleetsim_policies::FleetState,
     j: &crate::workload::JobSpec,

@@ -5,7 +5,8 @@
 //!   the measured goodput models of the Pollux OSDI '21 artifact, as its simulator runs them
 //!   (`simulator/simulator.py`, read, not copied); described below;
 //! - **sizing policies** (`grow-idle`, `fixed`): jobs of native rows with `min_gpus`,
-//!   `max_gpus`, `work_gpu_s`, `throughput` ([`crate::workload::SizedSpec`]), sized by
+//!   `max_gpus`, `work_gpu_s`, `throughput` ([`crate::workload::SizedSpec`]), beside rigid
+//!   jobs: their `min` scheduled as any job, the GPUs above it sized by
 //!   [`fleetsim_policies::elastic::plan_sizes`]; described under *Sizing policies*.
 //!
 //! # Round allocators
@@ -36,33 +37,35 @@
 //!
 //! # Sizing policies
 //!
-//! The sizes are re-planned at every instant where an elastic job arrives or ends (an event
-//! of the tick class at that instant, so after all of the instant's completions and
-//! arrivals; one plan per instant), never between: a job grows into GPUs freed by a
-//! completion at the instant of that completion.
+//! A sized job is two parts (the Kueue / Pollux-Sia reading of an elastic job: its minimum
+//! guaranteed, the rest opportunistic):
 //!
-//! 1. Each cell's capacity is its schedulable nodes' wholly free GPUs plus those the
-//!    subsystem's own jobs hold there; the jobs in flight, in input order, each with its
-//!    cell and size if running, go to [`plan_sizes`] (`grow-idle`: running jobs keep their
-//!    cell and `min`, pending ones are admitted at `min` in the elastic key order —
-//!    priority descending, submit, input order — into the lowest-index cell that holds it,
-//!    then each cell's idle GPUs are water-filled among its jobs up to their `max`;
-//!    `fixed`: admission only, every job at `min`). A running job is never evicted.
-//! 2. Every job whose size changes releases its bindings (all releases first), then binds
-//!    one whole GPU per replica in its cell through the checked
-//!    [`FleetState`](fleetsim_policies::FleetState): first on the nodes it held (as many as
-//!    before on each, node order), then on the cell's other nodes in node order. A job whose
-//!    size does not change keeps its GPUs and pays nothing.
-//! 3. A resized job makes no progress for [`ElasticConfig::restart`] (`restart_s`, the
-//!    resize overhead) while holding its new GPUs; a job's first start pays none.
+//! - its **`min`** is an ordinary job of the scheduler: a gang of `min` one-GPU tasks with
+//!   the run time it would take at `min` (`with_min_runtime`), queued, admitted, placed,
+//!   quota-accounted and preempted by the scheduler's stages like any job, beside rigid
+//!   jobs. It is evicted only by the preemption rules, i.e. only when its `min` is needed;
+//! - its GPUs **above `min`** (growth) are the subsystem's. Before an instant's scheduling
+//!   passes every growth GPU is released, so the passes see it free: pending work takes
+//!   precedence over growth. After the passes, [`plan_sizes`] water-fills each cell's idle
+//!   GPUs (schedulable nodes' wholly free GPUs) among the running sized jobs in the elastic
+//!   key order (priority descending, submit, input order) up to their `max` (`grow-idle`;
+//!   `fixed` grows nothing), and each job binds its growth in its cell through the checked
+//!   [`FleetState`](fleetsim_policies::FleetState), first on the nodes it held, then in node
+//!   order.
 //!
-//! A job's work is drained at its throughput model's integer rate
-//! ([`crate::workload::ThroughputModel::rate_milli`], thousandths of a size-1 GPU-ms per ms)
-//! for its current size; it completes at `resume + ⌈remaining / rate⌉` ms. Its length is a
-//! modelling choice of the user (its `work_gpu_s` and `throughput`), not a recorded run
-//! time; the summary says so. A job whose `min` exceeds every cell's GPUs is rejected at
-//! submit (`gang_larger_than_cell`; `task_larger_than_any_node` on a fleet without GPUs).
-//! The summary's `rounds` counts plans and `reallocations` resizes.
+//! A job whose size after the passes differs from its size before them was resized: it
+//! makes no progress for [`ElasticConfig::restart`] (`restart_s`, the resize overhead) while
+//! holding its new GPUs. A job the passes started pays none; a job whose size did not change
+//! gets its GPUs back and pays nothing. Its work drains at its throughput model's integer
+//! rate ([`crate::workload::ThroughputModel::rate_milli`], thousandths of a size-1 GPU-ms
+//! per ms) for its current size; it completes at `resume + ⌈remaining / rate⌉` ms (a new
+//! run number makes the completion queued for an earlier size stale). An evicted job keeps
+//! its progress (no work is counted lost) and resumes at its `min` when the scheduler starts
+//! it again. Its length is a modelling choice of the user (its `work_gpu_s` and
+//! `throughput`), not a recorded run time; the summary says so. The summary's `rounds`
+//! counts plans (instants with passes) and `reallocations` resizes; its `jobs.csv` row is
+//! its `min` part's (its growth GPUs are counted in the `elastic` section's `gpu_hours` and
+//! in occupancy).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -71,7 +74,8 @@ use fleetsim_policies::elastic::{plan_sizes, ElasticJobView};
 use fleetsim_policies::goodput::{AppModel, PerfModel, TrainingJob};
 use fleetsim_policies::rounds::{Allocations, LasJob, Pollux, PolluxJob, TwoQueueLas};
 use fleetsim_policies::{
-    CellId, ElasticKind, JobId, ModelSet, NodeId, RejectReason, SimDuration, SimTime, TaskShape,
+    CellId, ElasticKind, JobId, ModelSet, NodeId, RejectReason, SimDuration, SimTime, TaskAlloc,
+    TaskShape,
 };
 
 use super::events::EventKind;
@@ -168,7 +172,8 @@ struct Job {
     finishing: bool,
 }
 
-/// A sized (grow-idle / fixed) job in flight.
+/// A sized (grow-idle / fixed) job: its `min` GPUs are an ordinary job of the scheduler
+/// (bound in its record's allocations); the GPUs above `min` are the subsystem's.
 #[derive(Debug)]
 struct SizedJob {
     id: JobId,
@@ -177,12 +182,16 @@ struct SizedJob {
     min: u32,
     max: u32,
     model: ThroughputModel,
-    /// GPUs held; 0 while waiting.
+    /// GPUs held (`min` plus growth); 0 while not running.
     size: u32,
+    /// `size` before this instant's passes.
+    pre_size: u32,
     /// Its cell index while running.
     cell: usize,
-    /// Node index of each GPU held.
-    nodes: Vec<usize>,
+    /// The growth GPUs' bindings (one whole GPU each).
+    growth: Vec<TaskAlloc>,
+    /// Node index of each growth GPU it held before this instant's passes.
+    growth_nodes: Vec<usize>,
     /// Rate at `size`, thousandths of a size-1 GPU-ms per ms.
     rate: u64,
     /// Work left, thousandths of a size-1 GPU-ms.
@@ -191,8 +200,6 @@ struct SizedJob {
     resume: SimTime,
     /// GPU time is accounted up to here.
     since: SimTime,
-    /// Its queued completion.
-    finish_at: SimTime,
 }
 
 impl SizedJob {
@@ -227,6 +234,8 @@ pub(super) struct Elastic {
     prev: Allocations,
     /// Sized jobs in flight by input position.
     sized: BTreeMap<u64, SizedJob>,
+    /// Input position of each sized job.
+    sized_of: BTreeMap<JobId, u64>,
     /// GPU-ms the sized jobs held.
     sized_gpu_ms: u128,
     /// The next round (or plan) queued, if any.
@@ -258,6 +267,7 @@ impl Elastic {
             jobs: BTreeMap::new(),
             seq_of: BTreeMap::new(),
             sized: BTreeMap::new(),
+            sized_of: BTreeMap::new(),
             sized_gpu_ms: 0,
             prev: Allocations::new(),
             round_at: None,
@@ -272,20 +282,20 @@ impl Elastic {
 
     /// Its jobs that hold no GPU (waiting for a round), in submission order.
     pub(super) fn waiting(&self) -> impl Iterator<Item = JobId> + '_ {
-        let mut w: Vec<(u64, JobId)> = self
-            .jobs
-            .iter()
-            .filter(|(_, j)| j.train.alloc.is_empty())
-            .map(|(&s, j)| (s, j.id))
-            .chain(
-                self.sized
-                    .iter()
-                    .filter(|(_, j)| j.size == 0)
-                    .map(|(&s, j)| (s, j.id)),
-            )
-            .collect();
-        w.sort_unstable();
-        w.into_iter().map(|(_, id)| id)
+        self.jobs
+            .values()
+            .filter(|j| j.train.alloc.is_empty())
+            .map(|j| j.id)
+    }
+
+    /// Whether engine job `id` is a sized elastic job.
+    pub(super) fn sizes(&self, id: JobId) -> bool {
+        self.sized_of.contains_key(&id)
+    }
+
+    /// The bindings of the sized jobs' growth GPUs (for the fleet audit).
+    pub(super) fn growth_allocs(&self) -> impl Iterator<Item = &TaskAlloc> + '_ {
+        self.sized.values().flat_map(|j| j.growth.iter())
     }
 
     fn model(&self, j: &Job) -> &AppModel {
@@ -293,15 +303,28 @@ impl Elastic {
     }
 }
 
+/// A sized job's length at its `min` (`⌈work / rate(min)⌉` ms) as its run time: what the
+/// scheduler's stages see of it (backfill, shortest-first orders). Other jobs unchanged.
+pub(super) fn with_min_runtime(mut spec: crate::workload::JobSpec) -> crate::workload::JobSpec {
+    if let Some(ElasticSpec::Sized(s)) = spec.elastic.as_deref() {
+        let work = u128::from(s.work_gpu_ms) * 1000;
+        let ms = work.div_ceil(u128::from(s.throughput.rate_milli(s.min)));
+        spec.runtime = SimDuration(u64::try_from(ms).unwrap_or(u64::MAX));
+    }
+    spec
+}
+
 impl Simulation {
-    /// A job of the stream with an elastic spec arrives (its record made): the subsystem
-    /// takes it, and the next round is queued if none is.
+    /// A job of the stream with an elastic spec arrives (its record made). A round-allocated
+    /// job is the subsystem's (the next round is queued if none is): `true`. A sized job is
+    /// registered and goes on to the scheduler's queues as a gang of `min` one-GPU tasks:
+    /// `false`.
     pub(super) fn elastic_arrive(
         &mut self,
         id: JobId,
         spec: &ElasticSpec,
         sink: &mut dyn JobSink,
-    ) -> Result<(), EngineError> {
+    ) -> Result<bool, EngineError> {
         let rec = &self.jobs[id.index()];
         let seq = rec.seq;
         let Some(el) = self.elastic.as_ref() else {
@@ -320,8 +343,11 @@ impl Simulation {
             return Err(bad("more than 2^32 elastic jobs".into()));
         }
         match (spec, el.cfg.allocator.sizing()) {
-            (ElasticSpec::Trained(t), None) => self.trained_arrive(id, t, sink),
-            (ElasticSpec::Sized(s), Some(_)) => self.sized_arrive(id, s, sink),
+            (ElasticSpec::Trained(t), None) => self.trained_arrive(id, t, sink).map(|()| true),
+            (ElasticSpec::Sized(s), Some(_)) => {
+                self.sized_register(id, s);
+                Ok(false)
+            }
             (ElasticSpec::Trained(_), Some(_)) => Err(bad(format!(
                 "a `pollux` workload row under `elastic.allocator = \"{}\"`: it needs `tiresias` or `pollux`",
                 el.cfg.allocator.name()
@@ -333,38 +359,8 @@ impl Simulation {
         }
     }
 
-    /// Queues a sizing plan at the current instant (tick class), if none is queued.
-    fn queue_plan(&mut self) {
-        let now = self.now;
-        if let Some(el) = self.elastic.as_mut() {
-            if el.round_at != Some(now) {
-                el.round_at = Some(now);
-                self.events.push(now, EventKind::ElasticRound);
-            }
-        }
-    }
-
-    /// A sized job arrives: rejected at submit if no cell can ever hold its `min`, else
-    /// held waiting and a plan queued at this instant.
-    fn sized_arrive(
-        &mut self,
-        id: JobId,
-        spec: &SizedSpec,
-        sink: &mut dyn JobSink,
-    ) -> Result<(), EngineError> {
-        let mut cell_gpus = vec![0u64; self.fleet.cells().len()];
-        for n in self.fleet.nodes().iter().filter(|n| n.schedulable) {
-            cell_gpus[n.cell.index()] += u64::from(n.gpus);
-        }
-        let largest = cell_gpus.iter().copied().max().unwrap_or(0);
-        if largest < u64::from(spec.min) {
-            let reason = if largest == 0 {
-                RejectReason::TaskLargerThanAnyNode
-            } else {
-                RejectReason::GangLargerThanCell
-            };
-            return self.reject(id, reason, sink);
-        }
+    /// Registers sized job `id` (not running).
+    fn sized_register(&mut self, id: JobId, spec: &SizedSpec) {
         let now = self.now;
         let rec = &self.jobs[id.index()];
         let (seq, priority, submit) = (rec.seq, rec.priority, rec.submit);
@@ -379,20 +375,19 @@ impl Simulation {
                 max: spec.max,
                 model: spec.throughput.clone(),
                 size: 0,
+                pre_size: 0,
                 cell: 0,
-                nodes: Vec::new(),
+                growth: Vec::new(),
+                growth_nodes: Vec::new(),
                 rate: 1,
                 remaining: u128::from(spec.work_gpu_ms) * 1000,
                 resume: now,
                 since: now,
-                finish_at: now,
             },
         );
-        el.seq_of.insert(id, seq);
+        el.sized_of.insert(id, seq);
         el.stats.jobs += 1;
-        self.queue_plan();
         self.live_unsupported("elastic jobs ([elastic])");
-        Ok(())
     }
 
     /// A round-allocated job arrives (see the module docs).
@@ -488,9 +483,6 @@ impl Simulation {
     fn elastic_round_with(&mut self, el: &mut Elastic, t: SimTime) -> Result<(), EngineError> {
         el.round_at = None;
         el.stats.rounds += 1;
-        if let Some(kind) = el.cfg.allocator.sizing() {
-            return self.sized_plan(el, kind, t);
-        }
         // Each node's GPUs: wholly free ones plus those the subsystem's jobs hold.
         let mut node_gpus: Vec<u32> = self
             .fleet
@@ -525,7 +517,7 @@ impl Simulation {
                 el.las.allocate(t, &v, &node_gpus, &el.prev)
             }
             RoundAllocator::GrowIdle | RoundAllocator::Fixed => {
-                unreachable!("sizing policies return above")
+                return Err(self.invariant("a round of a sizing policy".into()));
             }
             RoundAllocator::Pollux => {
                 let perf: Vec<Option<PerfModel>> = active
@@ -630,83 +622,202 @@ impl Simulation {
         Ok(())
     }
 
-    /// One sizing plan at `t` (see *Sizing policies* in the module docs).
-    fn sized_plan(
-        &mut self,
-        el: &mut Elastic,
-        kind: ElasticKind,
-        t: SimTime,
-    ) -> Result<(), EngineError> {
+    /// Before an instant's scheduling passes: every sized job's progress is credited up to
+    /// now and its growth GPUs are released, so that the passes see them free (pending work
+    /// takes precedence over growth). [`Simulation::elastic_after_passes`] gives back what
+    /// the passes left.
+    pub(super) fn elastic_before_passes(&mut self) -> Result<(), EngineError> {
+        let now = self.now;
+        let Some(mut el) = self.elastic.take() else {
+            return Ok(());
+        };
+        let mut r = Ok(());
+        for j in el.sized.values_mut() {
+            j.pre_size = j.size;
+            j.growth_nodes.clear();
+            if j.size == 0 {
+                continue;
+            }
+            j.advance(now, &mut el.sized_gpu_ms);
+            let growth = std::mem::take(&mut j.growth);
+            if let Err(e) = self.release_growth(j.id, &growth) {
+                r = Err(e);
+                break;
+            }
+            j.growth_nodes = growth.iter().map(|a| a.node.index()).collect();
+        }
+        self.elastic = Some(el);
+        r
+    }
+
+    /// After an instant's scheduling passes (see *Sizing policies* in the module docs):
+    /// records the sized jobs the passes started or stopped, plans every running one's size
+    /// over the GPUs left idle, binds the growth and requeues the completions that moved.
+    pub(super) fn elastic_after_passes(&mut self) -> Result<(), EngineError> {
+        let Some(mut el) = self.elastic.take() else {
+            return Ok(());
+        };
+        let r = self.elastic_after_passes_with(&mut el);
+        el.stats.gpu_hours = el.sized_gpu_ms as f64 / 3_600_000.0;
+        self.elastic = Some(el);
+        r
+    }
+
+    fn elastic_after_passes_with(&mut self, el: &mut Elastic) -> Result<(), EngineError> {
+        let Some(kind) = el.cfg.allocator.sizing() else {
+            return Ok(());
+        };
+        let now = self.now;
+        // The passes' starts and stops.
+        for j in el.sized.values_mut() {
+            let rec = &self.jobs[j.id.index()];
+            let running = rec.live && rec.state == JobState::Running;
+            if running && j.size == 0 {
+                j.size = j.min;
+                j.cell = rec.cell.map_or(0, |c| c.index());
+                j.since = now;
+                j.resume = now;
+            } else if !running && j.size > 0 {
+                // Stopped by a pass (preempted below its min): it keeps its progress.
+                j.advance(now, &mut el.sized_gpu_ms);
+                j.size = 0;
+            }
+        }
+        // The sizes: each cell's idle GPUs plus the running jobs' mins.
         let mut capacity = vec![0u32; self.fleet.cells().len()];
         for n in self.fleet.nodes().iter().filter(|n| n.schedulable) {
             capacity[n.cell.index()] += n.free_whole;
         }
-        for j in el.sized.values() {
-            for &n in &j.nodes {
-                let node = &self.fleet.nodes()[n];
-                if node.schedulable {
-                    capacity[node.cell.index()] += 1;
-                }
-            }
-        }
-        let views: Vec<ElasticJobView> = el
+        let running: Vec<u64> = el
             .sized
             .iter()
-            .map(|(&seq, j)| ElasticJobView {
-                id: JobId(seq as u32),
-                priority: j.priority,
-                submit: j.submit,
-                seq,
-                min: j.min,
-                max: j.max,
-                running: (j.size > 0).then_some((j.cell, j.size)),
+            .filter(|(_, j)| j.size > 0)
+            .map(|(&s, _)| s)
+            .collect();
+        let views: Vec<ElasticJobView> = running
+            .iter()
+            .map(|s| {
+                let j = &el.sized[s];
+                capacity[j.cell] += j.min;
+                ElasticJobView {
+                    id: JobId(*s as u32),
+                    priority: j.priority,
+                    submit: j.submit,
+                    seq: *s,
+                    min: j.min,
+                    max: j.max,
+                    running: Some((j.cell, j.min)),
+                }
             })
             .collect();
         let plan = plan_sizes(kind, &capacity, &views);
-        let changed: Vec<(u64, usize, u32)> = views
-            .iter()
-            .zip(&plan)
-            .filter_map(|(v, p)| match *p {
-                Some((c, n)) if v.running != Some((c, n)) => Some((v.seq, c, n)),
-                _ => None,
-            })
-            .collect();
-        for &(seq, _, _) in &changed {
-            let j = el.sized.get_mut(&seq).expect("planned");
-            if j.size > 0 {
-                j.advance(t, &mut el.sized_gpu_ms);
-                let id = j.id;
-                self.elastic_unbind(id)?;
+        el.stats.rounds += 1;
+        for (s, p) in running.iter().zip(plan) {
+            let j = el.sized.get_mut(s).expect("running");
+            let size = p.map_or(j.min, |(_, n)| n);
+            let nodes = self.pick_nodes(j.cell, size - j.min, &j.growth_nodes)?;
+            j.growth = self.bind_growth(j.id, &nodes)?;
+            let started = j.pre_size == 0;
+            if !started && size == j.pre_size {
+                continue; // unchanged: its GPUs back, nothing paid, its completion stands
             }
-        }
-        for (seq, cell, size) in changed {
-            let j = el.sized.get_mut(&seq).expect("planned");
-            let nodes = self.pick_nodes(cell, size, &j.nodes)?;
-            let resized = j.size > 0;
-            self.elastic_bind(j.id, &nodes)?;
+            j.advance(now, &mut el.sized_gpu_ms);
             j.size = size;
-            j.cell = cell;
-            j.nodes = nodes;
             j.rate = j.model.rate_milli(size);
-            j.resume = if resized {
+            if !started {
                 el.stats.reallocations += 1;
-                t + el.cfg.restart
-            } else {
-                t
-            };
-            j.since = t;
-            j.finish_at = j.finish();
-            if j.finish_at.0 == u64::MAX {
+                j.resume = now + el.cfg.restart;
+            }
+            let at = j.finish();
+            if at.0 == u64::MAX {
                 return Err(EngineError::BadJob {
                     name: self.jobs[j.id.index()].name.to_string(),
-                    seq,
+                    seq: *s,
                     message: "its completion time exceeds 2^64 ms: `work_gpu_s` is too large for its throughput".into(),
                 });
             }
-            let run = self.jobs[j.id.index()].run;
-            self.events.push(j.finish_at, EventKind::Finish(j.id, run));
+            // A new run number: the completion queued for the old size is stale.
+            let run = self.next_run;
+            self.next_run = (self.next_run + 1) % super::NOT_RUNNING;
+            self.jobs[j.id.index()].run = run;
+            self.events.push(at, EventKind::Finish(j.id, run));
         }
+        Ok(())
+    }
+
+    /// Binds one whole GPU on each of `nodes` for sized job `id`'s growth.
+    fn bind_growth(&mut self, id: JobId, nodes: &[usize]) -> Result<Vec<TaskAlloc>, EngineError> {
+        let now = self.now;
+        let shape = TaskShape::whole_gpus(1);
+        let mut out = Vec::with_capacity(nodes.len());
+        for &n in nodes {
+            let a = self
+                .fleet
+                .allocate(NodeId(n as u32), &shape, ModelSet::ANY)
+                .map_err(|e| EngineError::Invariant {
+                    time: now,
+                    message: format!("growth of elastic job {id}: {e}"),
+                })?;
+            out.push(a);
+        }
+        if !out.is_empty() {
+            self.metrics.on_allocs(&self.fleet, &out, true, false);
+            let tenant = self.jobs[id.index()].tenant;
+            self.metrics
+                .on_tenant_alloc(tenant, shape.total_gpu_milli() * out.len() as u64, true);
+        }
+        Ok(out)
+    }
+
+    /// Releases sized job `id`'s growth bindings `growth`.
+    fn release_growth(&mut self, id: JobId, growth: &[TaskAlloc]) -> Result<(), EngineError> {
+        let now = self.now;
+        for a in growth {
+            self.fleet.release(a).map_err(|e| EngineError::Invariant {
+                time: now,
+                message: e.to_string(),
+            })?;
+        }
+        if !growth.is_empty() {
+            self.metrics.on_allocs(&self.fleet, growth, false, false);
+            let tenant = self.jobs[id.index()].tenant;
+            let gpu = TaskShape::whole_gpus(1).total_gpu_milli() * growth.len() as u64;
+            self.metrics.on_tenant_alloc(tenant, gpu, false);
+        }
+        Ok(())
+    }
+
+    /// A sized job's completion (run `run` current): its progress and GPU time are
+    /// credited, its growth released, its run time set to the time it ran; the engine then
+    /// completes it as any job. Nothing for other jobs.
+    pub(super) fn elastic_sized_finishing(&mut self, id: JobId) -> Result<(), EngineError> {
+        let now = self.now;
+        let Some(el) = self.elastic.as_mut() else {
+            return Ok(());
+        };
+        let Some(seq) = el.sized_of.remove(&id) else {
+            return Ok(());
+        };
+        let Some(mut j) = el.sized.remove(&seq) else {
+            return Ok(());
+        };
+        j.advance(now, &mut el.sized_gpu_ms);
         el.stats.gpu_hours = el.sized_gpu_ms as f64 / 3_600_000.0;
+        el.stats.completed += 1;
+        self.release_growth(id, &j.growth)?;
+        let rec = &mut self.jobs[id.index()];
+        let from = rec
+            .extra
+            .as_deref()
+            .and_then(|x| x.run_start)
+            .or(rec.start)
+            .unwrap_or(now);
+        let served = rec.extra.as_deref().map_or(0, |x| x.served_ms) + now.saturating_since(from).0;
+        rec.runtime = SimDuration(served);
+        // The scheduler's run used the min-size length: its progress record is done.
+        if let Some(x) = rec.extra.as_deref_mut() {
+            x.done = SimDuration::ZERO;
+        }
         Ok(())
     }
 
@@ -750,7 +861,7 @@ impl Simulation {
             return Ok(out);
         }
         Err(self.invariant(format!(
-            "elastic sizing planned {size} GPUs in cell {cell}, but its nodes hold fewer free"
+            "elastic sizing planned {size} growth GPUs in cell {cell}, but its nodes hold fewer free"
         )))
     }
 
@@ -841,23 +952,6 @@ impl Simulation {
         let now = self.now;
         let rec = &self.jobs[id.index()];
         let running = rec.live && rec.run == run && rec.state == JobState::Running;
-        let seq = rec.seq;
-        let mut replan = false;
-        if let Some(el) = self.elastic.as_mut() {
-            if let Some(j) = el.sized.get_mut(&seq).filter(|j| j.id == id) {
-                // A completion queued before a resize is stale.
-                if !running || j.finish_at != now {
-                    return Ok(());
-                }
-                j.advance(now, &mut el.sized_gpu_ms);
-                el.stats.gpu_hours = el.sized_gpu_ms as f64 / 3_600_000.0;
-                el.sized.remove(&seq);
-                replan = !el.sized.is_empty();
-            }
-        }
-        if replan {
-            self.queue_plan();
-        }
         if !running {
             return Err(self.invariant(format!(
                 "completion of round-allocated job {id} that is not running its run {run}"

@@ -57,27 +57,26 @@ pub fn render(s: &Summary) -> String {
             String::new()
         }
     );
-    match &s.elastic {
+    match s.elastic.as_ref().map(|e| (e, e.round_s)) {
         // Every job is round-allocated: the allocator decides, not the scheduler's stages.
-        Some(e) => match e.round_s {
-            Some(round_s) => {
+        Some((e, Some(round_s))) => {
+            let _ = writeln!(
+                out,
+                "policy   round allocator {} (rounds of {} s, {} s restart); every job is round-allocated",
+                e.allocator, round_s, e.restart_s
+            );
+        }
+        elastic => {
+            let policy: Vec<String> = s.policy.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = writeln!(out, "policy   {}", policy.join(" "));
+            // Sizing: the scheduler runs every job's min; the policy sizes the rest.
+            if let Some((e, None)) = elastic {
                 let _ = writeln!(
                     out,
-                    "policy   round allocator {} (rounds of {} s, {} s restart); every job is round-allocated",
-                    e.allocator, round_s, e.restart_s
-                );
-            }
-            None => {
-                let _ = writeln!(
-                    out,
-                    "policy   elastic sizing {} (re-planned at each elastic arrival and completion, {} s per resize); every job is elastic; job lengths modelled from each job's work_gpu_s and throughput",
+                    "elastic  sizing {} above each elastic job's min, {} s per resize; elastic job lengths modelled from each job's work_gpu_s and throughput",
                     e.allocator, e.restart_s
                 );
             }
-        },
-        None => {
-            let policy: Vec<String> = s.policy.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            let _ = writeln!(out, "policy   {}", policy.join(" "));
         }
     }
     let j = &s.jobs;

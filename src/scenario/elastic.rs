@@ -5,10 +5,11 @@
 //!   and train under the measured application models of `models`; allocations are
 //!   re-decided every `round_s`;
 //! - sizing policies (`grow-idle`, `fixed`: [`fleetsim_policies::elastic`]): the jobs are
-//!   native trace rows with `min_gpus`, `max_gpus`, `work_gpu_s`, `throughput`; sizes are
-//!   re-decided at every instant an elastic job arrives or ends.
+//!   native trace rows with `min_gpus`, `max_gpus`, `work_gpu_s`, `throughput`, beside rigid
+//!   rows; an elastic job's `min` is scheduled as any job, its GPUs above `min` are
+//!   re-decided after every instant's scheduling passes.
 //!
-//! A scenario with the table takes no rigid jobs, and elastic jobs need the table (refused
+//! Under a round allocator the run takes no rigid jobs; elastic jobs need the table (refused
 //! when loading or at the job's arrival, naming the field).
 //!
 //! ```toml
@@ -89,8 +90,7 @@ pub struct ElasticTable {
     pub round_s: Option<u64>,
     /// Restart delay of a job whose allocation changed, seconds: it holds its new GPUs and
     /// makes no progress for this long (the resize overhead). Under `grow-idle` a job's
-    /// first start pays none, and a job whose size does not change keeps its GPUs and pays
-    /// none.
+    /// start pays none, and a job whose size does not change keeps its GPUs and pays none.
     #[serde(default = "default_restart_s")]
     pub restart_s: u64,
 }
@@ -144,7 +144,7 @@ pub fn check(
             if given {
                 return Err((
                     field.into(),
-                    format!("does not apply to `{}`: it re-plans at every instant an elastic job arrives or ends, and job lengths come from `work_gpu_s` and `throughput`", e.allocator.name()),
+                    format!("does not apply to `{}`: it re-plans after every instant's scheduling passes, and job lengths come from `work_gpu_s` and `throughput`", e.allocator.name()),
                 ));
             }
         }

@@ -544,6 +544,9 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
             .as_ref()
             .is_some_and(|t| t.format == crate::workload::TraceFormat::Pollux);
         let mut others: Vec<&str> = Vec::new();
+        // The round allocators decide every job; under a sizing policy an elastic job's min
+        // is an ordinary job of the scheduler, beside rigid jobs.
+        let round = s.elastic.as_ref().is_some_and(|e| e.allocator.is_round());
         if s.elastic.is_some() {
             if s.mode != Mode::Schedule {
                 others.push("mode");
@@ -561,13 +564,13 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
                 others.push("startup");
             }
             // Round-allocated jobs take no queue: quota and Kueue admission would not apply.
-            if !s.queues.is_empty() {
+            if round && !s.queues.is_empty() {
                 others.push("queues");
             }
-            if !s.cohorts.is_empty() {
+            if round && !s.cohorts.is_empty() {
                 others.push("cohorts");
             }
-            if s.kueue.is_some() {
+            if round && s.kueue.is_some() {
                 others.push("kueue");
             }
             // The application models are measured step times: relative speeds would not apply.
@@ -576,10 +579,10 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
             }
             // The allocator decides every round-allocated job: the scheduler's stages
             // would decide nothing.
-            if s.policy != super::schema::PolicySpec::default() {
+            if round && s.policy != super::schema::PolicySpec::default() {
                 others.push("policy");
             }
-            if s.workload.synthetic.is_some() {
+            if round && s.workload.synthetic.is_some() {
                 others.push("workload.synthetic");
             }
             if s.fleet.cells.iter().any(|c| !c.autoscaling.is_empty()) {
@@ -587,7 +590,6 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
             }
             // The round allocators see one pool of nodes: a job would span cells (the
             // sizing policies keep each job in one cell).
-            let round = s.elastic.as_ref().is_some_and(|e| e.allocator.is_round());
             if round && s.fleet.cells.len() > 1 {
                 return Err(ScenarioError::Invalid {
                     origin: origin.to_string(),

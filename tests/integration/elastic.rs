@@ -53,14 +53,15 @@ fn b43_an_elastic_job_grows_at_100_into_the_gpus_b_frees_and_ends_at_310() {
         (e.allocator.as_str(), e.round_s, e.restart_s),
         ("grow-idle", None, 10.0)
     );
-    // Plans at t=0 and t=100; one resize (A 2 → 4).
+    // Plans after the passes at t=0, 100 and 310; one resize (A 2 → 4).
     assert_eq!(
         (e.jobs, e.completed, e.rounds, e.reallocations),
-        (2, 2, 2, 1)
+        (2, 2, 3, 1)
     );
     assert!(e.job_lengths.starts_with("modelled"), "{}", e.job_lengths);
-    // A's last binding: the 4 GPUs of n1.
-    assert_eq!(job(&out, "A").nodes, ["n1"; 4]);
+    // A's row reports its min part, the scheduler's job: one one-GPU task on n1 (its growth
+    // GPUs are the elastic section's).
+    assert_eq!(job(&out, "A").nodes, ["n1"]);
     // The fault signature: without the resize at 100, A would end at 500; without the
     // overhead, at 300.
     let no_overhead = run(&scenario("grow-idle", 0), &[("jobs.csv", &jobs)]);
@@ -189,19 +190,11 @@ fn bad_input_is_refused_naming_the_field() {
         e.contains("`runtime_s`") && e.contains("does not apply to an elastic row"),
         "{e}"
     );
-    // An elastic row without `[elastic]`, and a rigid row with it.
+    // An elastic row without `[elastic]`.
     let plain = scenario("grow-idle", 10);
     let plain = &plain[..plain.find("[elastic]").unwrap()];
     let e = refusal(plain, &[("jobs.csv", &row("j,0,t,0,1,2,10,linear"))]);
     assert!(e.contains("`min_gpus`") && e.contains("`[elastic]`"), "{e}");
-    let e = refusal(
-        &scenario("grow-idle", 10),
-        &[(
-            "jobs.csv",
-            "id,submit_s,tenant,num_gpu,runtime_s\nr,0,t,1,10\n",
-        )],
-    );
-    assert!(e.contains("a rigid job in a run with `[elastic]`"), "{e}");
     // Table fields that do not apply to a sizing policy, and an unknown allocator.
     for (extra, field) in [
         ("round_s = 60\n", "elastic.round_s"),
@@ -293,10 +286,101 @@ fn the_command_line_on_a_grow_idle_scenario() {
     let text = output_text(&o);
     assert!(o.status.success(), "{text}");
     assert!(
-        text.contains("elastic sizing grow-idle")
+        text.contains("elastic  sizing grow-idle above each elastic job's min")
             && text.contains("job lengths modelled from each job's work_gpu_s and throughput"),
         "{text}"
     );
     let jobs = std::fs::read_to_string(d.path().join("o/jobs.csv")).unwrap();
     assert_eq!(jobs.lines().count(), 3, "{jobs}");
+}
+
+/// Field case B45 (kubernetes-sigs/kueue #6969: an elastic job whose min does not fit beside
+/// a running rigid lower-priority job preempts it). One 4-GPU node; priority preemption for
+/// capacity (`[policy.preemption] capacity = "lower-priority"`); grow-idle, 10 s per resize.
+/// L rigid, priority 0, 4 GPUs, 1000 s, at 0; H elastic, priority 10, 2..4 GPUs, 600 GPU-s
+/// linear, at 100.
+///
+/// - t=0: L starts on the 4 GPUs.
+/// - t=100: H's min (2) does not fit: the pass evicts L (grace 0; no checkpoint, so L's
+///   100 s are lost) and starts H at 2. L (4 GPUs) cannot use the 2 GPUs left, so H grows
+///   into them at once: H at 4 from 100 (a start, no overhead), 600 / 4 = 150 s → ends 250.
+/// - t=250: L restarts from scratch, ends 1250.
+///
+/// With `grace_s = 30`, L holds its GPUs until 130: H starts at 130 at 4 and ends 280; L
+/// runs 280–1280.
+#[test]
+fn b45_a_high_priority_elastic_job_evicts_the_rigid_one_and_starts_at_100() {
+    let jobs =
+        "id,submit_s,tenant,priority,num_gpu,runtime_s,min_gpus,max_gpus,work_gpu_s,throughput\n\
+                L,0,t,0,4,1000,,,,\n\
+                H,100,t,10,,,2,4,600,linear\n";
+    let text = |grace: u32| {
+        scenario("grow-idle", 10).replace(
+            "[workload]",
+            &format!(
+                "[policy.preemption]\ncapacity = \"lower-priority\"\ngrace_s = {grace}\n[workload]"
+            ),
+        )
+    };
+    let out = run(&text(0), &[("jobs.csv", jobs)]);
+    assert_eq!(span(&out, "H"), (Some(100), Some(250)));
+    assert_eq!(
+        crate::support::last_span(&out, "L"),
+        (Some(250), Some(1250))
+    );
+    assert_eq!(job(&out, "L").preemptions, 1);
+    assert_eq!(
+        job(&out, "H").nodes,
+        ["n1"; 2],
+        "H's min part: 2 one-GPU tasks"
+    );
+    let e = out.summary.elastic.as_ref().unwrap();
+    assert_eq!((e.jobs, e.completed, e.reallocations), (1, 1, 0));
+    // H held 4 GPUs for 150 s.
+    assert_eq!(gpu_s(&out), 600.0);
+    let out = run(&text(30), &[("jobs.csv", jobs)]);
+    assert_eq!(span(&out, "H"), (Some(130), Some(280)));
+    assert_eq!(
+        crate::support::last_span(&out, "L"),
+        (Some(280), Some(1280))
+    );
+}
+
+/// `scenarios/elastic/beside-rigid.toml` (2 nodes × 4 GPUs, priority preemption, grow-idle,
+/// 10 s per resize): elastic E (priority 0, 2..8 GPUs, 8000 GPU-s linear, at 0); rigid R1
+/// (priority 5, 4 GPUs, 500 s, at 100); rigid R2 (priority 10, 8 GPUs, 300 s, at 1000).
+///
+/// - t=0: E starts at 2 and grows to 8 (a start: no overhead); rate 8 → 1000 s of work.
+/// - t=100: E has done 800 GPU-s (7200 left). R1 arrives: E's 6 growth GPUs are free to the
+///   pass, which starts R1 on 4 of them (no eviction: E's min is untouched); E keeps the 2
+///   left → 4 GPUs (a resize: no progress until 110); 7200 / 4 = 1800 s.
+/// - t=600: R1 ends. E has done 490 s × 4 = 1960 (5240 left) and grows into the freed node:
+///   8 GPUs (a resize: until 610); 5240 / 8 = 655 s → would end 1265.
+/// - t=1000: E has done 390 s × 8 = 3120 (2120 left). R2 needs all 8 GPUs, E's min too: E
+///   is evicted (below its min; it keeps its progress). R2 runs 1000–1300.
+/// - t=1300: E restarts at 2, grows to 8 (a start); 2120 / 8 = 265 s → ends 1565.
+///
+/// E held 8 × 100 + 4 × 500 + 8 × 400 + 8 × 265 = 8120 GPU-s (its 8000 of work and the two
+/// resizes' 4 × 10 + 8 × 10); 2 resizes; 1 preemption; it ran 1000 + 265 = 1265 s.
+#[test]
+fn an_elastic_job_shrinks_for_a_rigid_one_grows_into_a_freed_node_and_is_evicted_only_below_min() {
+    let path = crate::support::repo().join("scenarios/elastic/beside-rigid.toml");
+    let mut loaded = fleetsim::scenario::load(&path).unwrap();
+    loaded.scenario.metrics.audit_every_instant = true;
+    let opts = crate::support::run_options(None, true);
+    let out = fleetsim::run::run_scenario(&loaded, &opts, &mut |_, _| {}).unwrap();
+    assert_eq!(span(&out, "E"), (Some(0), Some(1565)));
+    assert_eq!(
+        crate::support::last_span(&out, "E"),
+        (Some(1300), Some(1565))
+    );
+    assert_eq!(span(&out, "R1"), (Some(100), Some(600)));
+    assert_eq!(span(&out, "R2"), (Some(1000), Some(1300)));
+    let e = job(&out, "E");
+    assert_eq!((e.preemptions, e.service_ms), (1, Some(1_265_000)));
+    let s = out.summary.elastic.as_ref().unwrap();
+    assert_eq!((s.jobs, s.completed, s.reallocations), (1, 1, 2));
+    assert_eq!(gpu_s(&out), 8120.0);
+    // E keeps its progress: no work is lost to its eviction.
+    assert_eq!(out.summary.preemption.lost_gpu_s, 0.0);
 }

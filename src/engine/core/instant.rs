@@ -173,6 +173,8 @@ impl Simulation {
     /// Step 5: scheduling passes at `t` until one changes nothing; a run of passes that never
     /// settles is an invariant violation.
     pub(in crate::engine) fn passes(&mut self, t: SimTime) -> Result<(), EngineError> {
+        // Sized elastic jobs' growth GPUs: free to the passes, re-planned after them.
+        self.elastic_before_passes()?;
         let mut here = 0u32;
         while self.dirty {
             self.dirty = false;
@@ -231,7 +233,7 @@ impl Simulation {
                 }
             }
         }
-        Ok(())
+        self.elastic_after_passes()
     }
 
     /// After the passes at `t`: the autoscaler's checks and joins (and the admissions that

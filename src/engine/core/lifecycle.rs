@@ -89,12 +89,19 @@ impl Simulation {
                 seq,
                 message,
             })?;
-        if spec.elastic.is_some() != self.cfg.elastic.is_some() {
+        let round_allocated = self
+            .cfg
+            .elastic
+            .as_ref()
+            .is_some_and(|e| e.allocator.sizing().is_none());
+        if (spec.elastic.is_some() && self.cfg.elastic.is_none())
+            || (spec.elastic.is_none() && round_allocated)
+        {
             return Err(EngineError::BadJob {
                 name: spec.name.to_string(),
                 seq,
                 message: match spec.elastic.as_deref() {
-                    None => "a rigid job in a run with `[elastic]` (elastic jobs only: the two do not share a run)".into(),
+                    None => "a rigid job in a run with a round allocator (`[elastic]` `tiresias` or `pollux`: round-allocated jobs only)".into(),
                     Some(crate::workload::ElasticSpec::Sized(_)) => "a row with `min_gpus`, `max_gpus`, `work_gpu_s`, `throughput` is an elastic job: it needs the scenario's `[elastic]` table (`allocator = \"grow-idle\"` or `\"fixed\"`)".into(),
                     Some(crate::workload::ElasticSpec::Trained(_)) => "a round-allocated job (a `pollux` workload row) needs the scenario's `[elastic]` table".into(),
                 },
@@ -108,6 +115,7 @@ impl Simulation {
             });
         }
         self.next_seq += 1;
+        let spec = super::super::elastic::with_min_runtime(spec);
         let t = spec.submit;
         self.metrics.on_submit(t);
         self.counts.submitted += 1;
@@ -177,7 +185,9 @@ impl Simulation {
             return Ok(());
         }
         if let Some(e) = spec.elastic.as_deref() {
-            return self.elastic_arrive(id, e, sink);
+            if self.elastic_arrive(id, e, sink)? {
+                return Ok(());
+            }
         }
         if self.cfg.reject_unknown_queues && named_queue && queue.0 >= self.names.known_queues {
             return self.reject(id, RejectReason::UnknownQueue, sink);
@@ -414,7 +424,13 @@ impl Simulation {
             let x = rec.extra.get_or_insert_with(Box::default);
             let ran = now.saturating_since(x.run_start.unwrap_or(start));
             let total = SimDuration(x.done.0 + ran.0);
-            let kept = kept_progress(total, self.cfg.checkpoint_interval);
+            // A sized elastic job keeps its progress (its work is the elastic subsystem's).
+            let ckpt = if self.elastic.as_ref().is_some_and(|e| e.sizes(id)) {
+                Some(SimDuration(1))
+            } else {
+                self.cfg.checkpoint_interval
+            };
+            let kept = kept_progress(total, ckpt);
             (kept, (total.0 - kept.0 + grace.0) as u128 * gpu as u128)
         };
         let now = self.now;
@@ -610,6 +626,7 @@ impl Simulation {
         if !rec.live || rec.run != run || rec.state != JobState::Running {
             return Ok(()); // a stale completion of an earlier run
         }
+        self.elastic_sized_finishing(id)?;
         let total = self.release_bindings(id)?;
         if let Some(l) = self.logs.live.as_mut() {
             l.events.push(live::Event::JobFinished {

@@ -143,8 +143,14 @@ impl Simulation {
     }
 
     pub(in crate::engine) fn audit(&self) -> Result<(), EngineError> {
+        let growth = self.elastic.iter().flat_map(|e| e.growth_allocs());
         self.fleet
-            .audit(self.jobs.iter().flat_map(|j| j.allocs.as_slice().iter()))
+            .audit(
+                self.jobs
+                    .iter()
+                    .flat_map(|j| j.allocs.as_slice().iter())
+                    .chain(growth),
+            )
             .map_err(|message| self.invariant(message))?;
         let elastic = self.elastic.as_ref();
         let holding = self.jobs.iter().enumerate().filter(|(i, j)| {
