@@ -195,6 +195,15 @@ fn bad_input_is_refused_naming_the_field() {
     let plain = &plain[..plain.find("[elastic]").unwrap()];
     let e = refusal(plain, &[("jobs.csv", &row("j,0,t,0,1,2,10,linear"))]);
     assert!(e.contains("`min_gpus`") && e.contains("`[elastic]`"), "{e}");
+    // A queue time limit does not apply to an elastic job's modelled length.
+    let e = refusal(
+        &(scenario("grow-idle", 10) + "[[queues]]\nname = \"t\"\ndefault_time_limit_s = 100\n"),
+        &[("jobs.csv", &row("j,0,t,0,1,2,10,linear"))],
+    );
+    assert!(
+        e.contains("time limits do not apply to elastic jobs"),
+        "{e}"
+    );
     // Table fields that do not apply to a sizing policy, and an unknown allocator.
     for (extra, field) in [
         ("round_s = 60\n", "elastic.round_s"),

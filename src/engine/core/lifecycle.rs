@@ -127,6 +127,13 @@ impl Simulation {
         if let (Some(l), Some(m)) = (limit, max_limit) {
             limit = Some(l.min(m));
         }
+        if limit.is_some() && spec.elastic.is_some() {
+            return Err(EngineError::BadJob {
+                name: spec.name.to_string(),
+                seq,
+                message: "an elastic job under a queue time limit (the queue's `default_time_limit_s` or `max_time_limit_s`): time limits do not apply to elastic jobs, whose length follows from their sizes".into(),
+            });
+        }
         let walltime_cut = limit.is_some_and(|l| spec.runtime > l);
         let runtime = match limit {
             Some(l) => spec.runtime.min(l),
