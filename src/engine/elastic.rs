@@ -200,6 +200,8 @@ struct SizedJob {
     resume: SimTime,
     /// GPU time is accounted up to here.
     since: SimTime,
+    /// The run of its queued completion (the engine's record's run while it runs).
+    run: u32,
 }
 
 impl SizedJob {
@@ -383,6 +385,7 @@ impl Simulation {
                 remaining: u128::from(spec.work_gpu_ms) * 1000,
                 resume: now,
                 since: now,
+                run: super::NOT_RUNNING,
             },
         );
         el.sized_of.insert(id, seq);
@@ -672,7 +675,9 @@ impl Simulation {
         for j in el.sized.values_mut() {
             let rec = &self.jobs[j.id.index()];
             let running = rec.live && rec.state == JobState::Running;
-            if running && j.size == 0 {
+            if running && (j.size == 0 || rec.run != j.run) {
+                // Started by the passes (or stopped and started again within them).
+                j.pre_size = 0;
                 j.size = j.min;
                 j.cell = rec.cell.map_or(0, |c| c.index());
                 j.since = now;
@@ -740,6 +745,7 @@ impl Simulation {
             let run = self.next_run;
             self.next_run = (self.next_run + 1) % super::NOT_RUNNING;
             self.jobs[j.id.index()].run = run;
+            j.run = run;
             self.events.push(at, EventKind::Finish(j.id, run));
         }
         Ok(())
