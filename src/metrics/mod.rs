@@ -695,15 +695,17 @@ impl Collector {
             let n = fleet.node(a.node);
             let mut g = a.total_gpu_milli();
             if !bind {
-                // A release on a failed node leaves the held account first.
-                let h = &mut self.held_node[a.node.index()];
-                let from_held = g.min(*h);
-                *h -= from_held;
-                g -= from_held;
-                if from_held > 0 {
-                    self.held_cell[n.cell.index()].sub(from_held, now);
-                }
+                // Only tasks in a grace (`idle`) are held on a failed node: their release
+                // leaves the held account first. A productive task's release never does,
+                // though the node may hold another job's grace since before its repair.
                 if idle {
+                    let h = &mut self.held_node[a.node.index()];
+                    let from_held = g.min(*h);
+                    *h -= from_held;
+                    g -= from_held;
+                    if from_held > 0 {
+                        self.held_cell[n.cell.index()].sub(from_held, now);
+                    }
                     let u = &mut self.unprod_node[a.node.index()];
                     let off = g.min(*u);
                     if off > 0 {

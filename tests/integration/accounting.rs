@@ -58,6 +58,41 @@ fn grace_on_a_failed_node_is_held_not_occupancy() {
     assert_eq!(j.held_on_failed_gpu_milli_ms, 2_400 * 1_000_000);
 }
 
+/// A node repaired while a job's grace still holds part of it, and another job running and
+/// ending there meanwhile: the held account is the grace's, whatever else the node runs.
+/// n0 and n1 (8 GPUs), first fit. A (4 GPUs, 1,000 s) starts on n0 at 0; n0 fails at 100
+/// with a 300 s grace and is repaired at 150; B (2 GPUs, 100 s) starts on n0 at 200 (beside
+/// A's 4 held GPUs) and ends at 300; A's grace ends at 400 and it reruns 400 to 1,400 (no
+/// checkpoint). Held on failed nodes: A's 4 GPUs for 300 s, 1,200 GPU-s (B's release at 300
+/// takes nothing from it). Occupancy's allocated time: A's 4 × 100 and 4 × 1,000 with B's
+/// 2 × 100, 4,600 GPU-s, of which 4,200 useful (A's first 100 s are lost). Available over
+/// 0 to 1,400: 16 × 1,400 less n0's 8 × 50 while down, 22,000 GPU-s.
+#[test]
+fn a_release_on_a_repaired_node_leaves_another_jobs_held_grace_alone() {
+    let scenario = format!(
+        "name = \"repaired\"\n{}[[node_events]]\nat_s = 100\nnode = \"n0\"\nkind = \"fail\"\ngrace_s = 300\n[[node_events]]\nat_s = 150\nnode = \"n0\"\nkind = \"repair\"\n[failures]\n",
+        one_cell_first_fit(&["n0", "n1"], "H100", 8)
+    );
+    let out = run(
+        &scenario,
+        &[(
+            "jobs.csv",
+            "id,submit_s,tenant,num_gpu,runtime_s\nA,0,T,4,1000\nB,200,T,2,100\n",
+        )],
+    );
+    assert_eq!(last_span(&out, "A"), (Some(400), Some(1400)));
+    assert_eq!(last_span(&out, "B"), (Some(200), Some(300)));
+    let s = &out.summary;
+    assert_eq!(s.held_on_failed_nodes_gpu_s, 1_200.0);
+    assert_eq!(
+        s.reliability.as_ref().unwrap().held_on_failed_nodes_gpu_s,
+        1_200.0
+    );
+    assert_eq!(s.allocated_gpu_s, 4_600.0);
+    assert_eq!(s.useful_gpu_s, 4_200.0);
+    assert_eq!(s.available_gpu_s, 22_000.0);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 32, max_shrink_iters: 50, ..ProptestConfig::default() })]
 
