@@ -27,8 +27,9 @@
 //! never settles is reported as an invariant violation, not looped forever.
 //!
 //! # Preemption, failures and restarts
-//! A [`Decision::Preempt`] stops its victim at once: progress since its last checkpoint
-//! ([`EngineConfig::checkpoint_interval`]; from scratch without one) is lost. With a zero
+//! A [`Decision::Preempt`](fleetsim_policies::Decision::Preempt) stops its victim at once:
+//! progress since its last checkpoint ([`EngineConfig::checkpoint_interval`]; from scratch
+//! without one) is lost. With a zero
 //! grace period the policy has already released it and requeued it; otherwise it keeps its
 //! resources (allocated, doing nothing) until the grace period ends, then is released and
 //! requeued. A job on a failed node is stopped the same way and retried when its tasks are
@@ -65,10 +66,11 @@ mod result;
 
 pub use self::core::job::job_record_bytes;
 use self::core::job::{demand_of, Allocs, JobRec, JobState, MAX_IN_FLIGHT, NOT_RUNNING};
+use self::core::job::{Ids, Outside};
 use self::core::logs::Logs;
 use self::core::nodes::NodeSets;
 use self::core::outputs::Tally;
-use self::core::ticks::Ticks;
+use self::core::ticks::Passes;
 pub use config::{
     series_interval_cap, EngineConfig, NodeChange, NodeChangeKind, NodeEvent, QueueSettings,
     AFTER_HORIZON, MAX_SERIES_BYTES, MAX_SERIES_INTERVALS,
@@ -80,11 +82,9 @@ pub use result::{
     QuotaSample, ReasonChange, RunResult, TenantStats,
 };
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use fleetsim_policies::{
-    CellId, Decision, Extensions, FleetState, JobId, PendingJob, QueueConfig, QueueId, Scheduler,
-    SchedulerConfig, SimTime, TenantId,
+    CellId, Extensions, FleetState, JobId, QueueConfig, QueueId, Scheduler, SchedulerConfig,
+    SimTime, TenantId,
 };
 
 pub use crate::metrics::jobs::{DiscardRows, FinalState, JobRow, JobSink, RunEnd, RunSegment};
@@ -114,10 +114,12 @@ pub struct Simulation {
     metrics: Collector,
     events: EventQueue,
     jobs: Vec<JobRec>,
-    free_slots: Vec<u32>,
-    next_seq: u64,
+    /// The job slots to reuse and the next input position.
+    ids: Ids,
+    /// Jobs outside the scheduler's queues: awaiting a recorded start or the dispatch
+    /// latency, and gangs recovering.
+    outside: Outside,
     next_run: u32,
-    awaiting_replay: BTreeMap<JobId, PendingJob>,
     /// Tenant and queue names and ids, the queues' time limits.
     names: Names,
     counts: Counts,
@@ -125,25 +127,16 @@ pub struct Simulation {
     /// Drained nodes and held-out hot spares.
     node_sets: NodeSets,
     now: SimTime,
-    dirty: bool,
-    /// Events applied, passes run, and the tenants of the waits.
+    /// When passes run: the pending-change flag, the ticks pushed (retry cycle, wake-up, round
+    /// boundary), backfill, and the decision list reused from pass to pass.
+    pass: Passes,
+    /// Events applied, passes run, accelerator-time lost, and the tenants of the waits.
     tally: Tally,
     tenant_stats: Vec<TenantStats>,
-    lost_gpu_milli_ms: u128,
     /// The recorded logs (preemptions, admissions, reasons, quota, the live stream).
     logs: Logs,
-    /// The passes pushed as ticks: the retry cycle's, the scheduler's wake-up, the round boundary.
-    ticks: Ticks,
-    backfill: bool,
-    /// The decision list, reused from pass to pass.
-    decisions: Vec<Decision>,
     /// The in-loop features' state (autoscaler, serving, pods-ready, goodput account).
     subs: Subsystems,
-    /// Jobs waiting out the dispatch latency ([`EngineConfig::dispatch_latency`]) in
-    /// `awaiting_replay`, to be queued (not force-started) when it ends.
-    dispatching: BTreeSet<JobId>,
-    /// Gangs in [`JobState::Recovering`].
-    recovering: BTreeSet<JobId>,
     /// Round-allocated jobs, with [`EngineConfig::elastic`].
     elastic: Option<elastic::Elastic>,
 }
@@ -190,10 +183,9 @@ impl Simulation {
             metrics,
             events: EventQueue::default(),
             jobs: Vec::new(),
-            free_slots: Vec::new(),
-            next_seq: 0,
+            ids: Ids::default(),
             next_run: 0,
-            awaiting_replay: BTreeMap::new(),
+            outside: Outside::default(),
             names: Names::default(),
             counts: Counts::default(),
             running: 0,
@@ -202,19 +194,16 @@ impl Simulation {
                 ..NodeSets::default()
             },
             now: SimTime::ZERO,
-            dirty: false,
+            pass: Passes {
+                backfill,
+                ..Passes::default()
+            },
             tally: Tally::default(),
             tenant_stats: Vec::new(),
-            lost_gpu_milli_ms: 0,
             logs: Logs {
                 live: cfg.record_live.then(Box::default),
                 ..Logs::default()
             },
-            ticks: Ticks::default(),
-            backfill,
-            decisions: Vec::new(),
-            dispatching: BTreeSet::new(),
-            recovering: BTreeSet::new(),
             subs: Subsystems {
                 auto,
                 serve: cfg.serving.clone().map(serving::Serving::new),
@@ -345,7 +334,8 @@ impl Simulation {
             // change any job or the window, which ends at the last completion; stopping here
             // keeps a far-future node event from stretching the run.
             let t_replica = self.subs.serve.as_ref().and_then(|s| s.next_arrival());
-            if next.is_none() && t_replica.is_none() && self.jobs.len() == self.free_slots.len() {
+            if next.is_none() && t_replica.is_none() && self.jobs.len() == self.ids.free_slots.len()
+            {
                 break;
             }
             let t_arrival = match (next.as_ref().map(|j| j.submit), t_replica) {
@@ -378,7 +368,7 @@ impl Simulation {
                 if spec.submit < last_submit {
                     return Err(EngineError::Unsorted {
                         name: spec.name.into(),
-                        seq: self.next_seq,
+                        seq: self.ids.next_seq,
                         submit: spec.submit,
                         previous: last_submit,
                     });
@@ -394,7 +384,7 @@ impl Simulation {
                     if n.submit < t {
                         return Err(EngineError::Unsorted {
                             name: n.name.to_string(),
-                            seq: self.next_seq,
+                            seq: self.ids.next_seq,
                             submit: n.submit,
                             previous: t,
                         });
@@ -405,11 +395,11 @@ impl Simulation {
             self.recorded_starts(t, sink)?;
             self.ticks_due(t)?;
             // Round-based cadence: between boundaries a change waits for the next boundary.
-            if self.dirty && !self.on_round(t) {
+            if self.pass.dirty && !self.on_round(t) {
                 self.defer_to_round(t);
             }
             // (5) scheduling passes until one changes nothing.
-            if self.dirty && self.on_round(t) {
+            if self.pass.dirty && self.on_round(t) {
                 self.passes(t)?;
                 self.after_passes(t);
             }
@@ -425,7 +415,7 @@ impl Simulation {
                 if spec.submit < last_submit {
                     return Err(EngineError::Unsorted {
                         name: spec.name.into(),
-                        seq: self.next_seq + after_horizon,
+                        seq: self.ids.next_seq + after_horizon,
                         submit: spec.submit,
                         previous: last_submit,
                     });

@@ -142,17 +142,17 @@ impl Simulation {
                     .extra
                     .get_or_insert_with(Box::default)
                     .preemptions += 1;
-                let lost_before = self.lost_gpu_milli_ms;
+                let lost_before = self.tally.lost_gpu_milli_ms;
                 self.stop_run(job, grace);
                 if let Some(s) = &mut self.subs.serve {
                     if s.is_replica(preemptor) && !s.is_replica(job) {
-                        s.on_preempted_by_serving(self.lost_gpu_milli_ms - lost_before);
+                        s.on_preempted_by_serving(self.tally.lost_gpu_milli_ms - lost_before);
                     }
                 }
                 if grace == SimDuration::ZERO {
                     // The policy released the victim's bindings and requeued it already.
                     self.unbind(job);
-                    self.dirty = true;
+                    self.pass.dirty = true;
                 } else {
                     self.terminate(job, grace);
                 }

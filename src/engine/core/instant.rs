@@ -61,7 +61,7 @@ impl Simulation {
                     if let Some(a) = &mut self.subs.auto {
                         a.provisioned(r, &mut self.fleet);
                         self.metrics.refresh_capacity(&self.fleet);
-                        self.dirty = true;
+                        self.pass.dirty = true;
                     }
                 }
                 EventKind::IdleCheck(n) => {
@@ -90,9 +90,10 @@ impl Simulation {
         while let Some((spec, service, stop, n)) =
             self.subs.serve.as_mut().and_then(|s| s.take_due(t))
         {
-            let seq = self.next_seq;
+            let seq = self.ids.next_seq;
             let id = JobId(
-                self.free_slots
+                self.ids
+                    .free_slots
                     .last()
                     .copied()
                     .unwrap_or(self.jobs.len() as u32),
@@ -144,16 +145,16 @@ impl Simulation {
                 self.elastic_round(t)?;
                 continue;
             }
-            if self.ticks.next_tick == Some(t) {
-                self.ticks.next_tick = None;
-                self.dirty = true;
+            if self.pass.next_tick == Some(t) {
+                self.pass.next_tick = None;
+                self.pass.dirty = true;
             }
-            if self.ticks.wake_at == Some(t) {
-                self.ticks.wake_at = None;
-                self.dirty = true;
+            if self.pass.wake_at == Some(t) {
+                self.pass.wake_at = None;
+                self.pass.dirty = true;
             }
-            if self.ticks.round_at == Some(t) {
-                self.ticks.round_at = None;
+            if self.pass.round_at == Some(t) {
+                self.pass.round_at = None;
             }
         }
         Ok(())
@@ -163,8 +164,8 @@ impl Simulation {
     /// tick at the next boundary.
     pub(in crate::engine) fn defer_to_round(&mut self, t: SimTime) {
         let at = self.round_up(t);
-        if self.ticks.round_at != Some(at) {
-            self.ticks.round_at = Some(at);
+        if self.pass.round_at != Some(at) {
+            self.pass.round_at = Some(at);
             self.events.push(at, EventKind::Tick);
         }
         self.metrics.set_pending(self.sched.pending_len() as u64);
@@ -176,8 +177,8 @@ impl Simulation {
         // Sized elastic jobs' growth GPUs: free to the passes, re-planned after them.
         self.elastic_before_passes()?;
         let mut here = 0u32;
-        while self.dirty {
-            self.dirty = false;
+        while self.pass.dirty {
+            self.pass.dirty = false;
             self.tally.passes += 1;
             here += 1;
             // Each extra pass follows a preemption that stopped a job; more passes than
@@ -190,10 +191,10 @@ impl Simulation {
                     ),
                 });
             }
-            if !self.recovering.is_empty() {
+            if !self.outside.recovering.is_empty() {
                 self.recover_gangs(true);
             }
-            let mut decisions = std::mem::take(&mut self.decisions);
+            let mut decisions = std::mem::take(&mut self.pass.decisions);
             self.sched.schedule_into(&mut self.fleet, t, &mut decisions);
             if let Some(l) = self.logs.live.as_mut() {
                 l.events.push(live::Event::Pass { t: t.0 });
@@ -219,11 +220,11 @@ impl Simulation {
             for d in decisions.drain(..) {
                 self.apply(d)?;
             }
-            self.decisions = decisions;
-            if !self.recovering.is_empty() {
+            self.pass.decisions = decisions;
+            if !self.outside.recovering.is_empty() {
                 self.recover_gangs(false);
             }
-            if self.backfill {
+            if self.pass.backfill {
                 for r in self.sched.reservations() {
                     let rec = &mut self.jobs[r.job.index()];
                     rec.extra
@@ -267,9 +268,9 @@ impl Simulation {
             .next_wake()
             .filter(|&w| w > t)
             .map(|w| self.round_up(w));
-        if wake != self.ticks.wake_at {
+        if wake != self.pass.wake_at {
             // A tick left from an earlier wake-up finds `wake_at` changed: no pass.
-            self.ticks.wake_at = wake;
+            self.pass.wake_at = wake;
             if let Some(w) = wake {
                 self.events.push(w, EventKind::Tick);
             }
@@ -278,9 +279,9 @@ impl Simulation {
             // Another pass after the interval, while something is pending and
             // something holds resources (else nothing could change before the next
             // event, which brings its own pass).
-            if self.sched.pending_len() > 0 && self.running > 0 && self.ticks.next_tick.is_none() {
+            if self.sched.pending_len() > 0 && self.running > 0 && self.pass.next_tick.is_none() {
                 let at = self.round_up(t + SimDuration(iv.0.max(1)));
-                self.ticks.next_tick = Some(at);
+                self.pass.next_tick = Some(at);
                 self.events.push(at, EventKind::Tick);
             }
         }

@@ -1,14 +1,39 @@
 //! A job's record while it is in flight, kept in the engine's slab.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use fleetsim_policies::{
-    CellId, NodeId, QueueId, SimDuration, SimTime, TaskAlloc, TaskShape, TenantId, WaitProfile,
+    CellId, JobId, NodeId, PendingJob, QueueId, SimDuration, SimTime, TaskAlloc, TaskShape,
+    TenantId, WaitProfile,
 };
 
 use crate::engine::RunSegment;
 use crate::workload::RecordedKind;
 
+/// The ids the engine hands out to jobs read.
+#[derive(Debug, Default)]
+pub(in crate::engine) struct Ids {
+    /// Slab slots freed by finished jobs, reused last-freed first.
+    pub(in crate::engine) free_slots: Vec<u32>,
+    /// The next job's input position (its [`JobRec::seq`]).
+    pub(in crate::engine) next_seq: u64,
+}
+
+/// Jobs in flight outside the scheduler's queues.
+#[derive(Debug, Default)]
+pub(in crate::engine) struct Outside {
+    /// Jobs awaiting their recorded start (replay mode) or the end of their dispatch latency.
+    pub(in crate::engine) awaiting_replay: BTreeMap<JobId, PendingJob>,
+    /// Jobs waiting out the dispatch latency
+    /// ([`EngineConfig::dispatch_latency`](crate::engine::EngineConfig::dispatch_latency)) in
+    /// `awaiting_replay`, to be queued (not force-started) when it ends.
+    pub(in crate::engine) dispatching: BTreeSet<JobId>,
+    /// Gangs in [`JobState::Recovering`].
+    pub(in crate::engine) recovering: BTreeSet<JobId>,
+}
+
 /// A job's record while it is in flight (pending, awaiting a recorded start, or running). Records
-/// live in a slab: a [`JobId`](fleetsim_policies::JobId) is the slot index, reused once the job
+/// live in a slab: a [`JobId`] is the slot index, reused once the job
 /// reaches its final state, so memory grows with jobs in flight, not with jobs submitted. `seq` is
 /// the job's input position, the `job_id` of every output.
 #[derive(Clone, Debug)]

@@ -73,7 +73,7 @@ impl Simulation {
         rec.qos = None;
         rec.wait = None;
         rec.extra = None;
-        self.free_slots.push(id.0);
+        self.ids.free_slots.push(id.0);
     }
 
     pub(in crate::engine) fn arrive(
@@ -81,7 +81,7 @@ impl Simulation {
         spec: crate::workload::JobSpec,
         sink: &mut dyn JobSink,
     ) -> Result<(), EngineError> {
-        let seq = self.next_seq;
+        let seq = self.ids.next_seq;
         spec.shape
             .validate()
             .map_err(|message| EngineError::BadJob {
@@ -107,14 +107,14 @@ impl Simulation {
                 },
             });
         }
-        if self.free_slots.is_empty() && self.jobs.len() >= MAX_IN_FLIGHT {
+        if self.ids.free_slots.is_empty() && self.jobs.len() >= MAX_IN_FLIGHT {
             return Err(EngineError::BadJob {
                 name: spec.name.to_string(),
                 seq,
                 message: "more than 2^31 jobs in flight".into(),
             });
         }
-        self.next_seq += 1;
+        self.ids.next_seq += 1;
         let spec = super::super::elastic::with_min_runtime(spec);
         let t = spec.submit;
         self.metrics.on_submit(t);
@@ -173,7 +173,7 @@ impl Simulation {
                 ts.demand_gpu_milli_ms += demand_of(&spec.shape, spec.tasks, runtime);
             }
         }
-        let id = match self.free_slots.pop() {
+        let id = match self.ids.free_slots.pop() {
             Some(slot) => {
                 self.jobs[slot as usize] = rec;
                 JobId(slot)
@@ -293,7 +293,7 @@ impl Simulation {
         }
         let forced_at = match forced_at {
             None if self.cfg.dispatch_latency > SimDuration::ZERO => {
-                self.dispatching.insert(id);
+                self.outside.dispatching.insert(id);
                 Some(t + self.cfg.dispatch_latency)
             }
             f => f,
@@ -301,18 +301,18 @@ impl Simulation {
         match forced_at {
             Some(at) => {
                 if let Err(reason) = self.sched.check_resolvable(&self.fleet, &job) {
-                    self.dispatching.remove(&id);
+                    self.outside.dispatching.remove(&id);
                     self.record_submit(&job, t, Some(&reason), false);
                     return self.reject(id, reason, sink);
                 }
-                self.awaiting_replay.insert(id, job);
+                self.outside.awaiting_replay.insert(id, job);
                 self.jobs[id.index()].state = JobState::Awaiting;
                 self.events.push(at, EventKind::ForcedStart(id));
             }
             None => {
                 self.record_submit(&job, t, None, false);
                 match self.sched.submit_at(&mut self.fleet, job, t) {
-                    Ok(()) => self.dirty = true,
+                    Ok(()) => self.pass.dirty = true,
                     Err(reason) => {
                         if let Some(l) = self.logs.live.as_mut() {
                             l.decisions.push(live::Decision::Reject {
@@ -334,13 +334,13 @@ impl Simulation {
         id: JobId,
         sink: &mut dyn JobSink,
     ) -> Result<(), EngineError> {
-        let Some(job) = self.awaiting_replay.remove(&id) else {
+        let Some(job) = self.outside.awaiting_replay.remove(&id) else {
             return Err(EngineError::Invariant {
                 time: self.now,
                 message: format!("recorded start of job {id} that is not awaiting one"),
             });
         };
-        if self.dispatching.remove(&id) {
+        if self.outside.dispatching.remove(&id) {
             // Dispatched: it joins the queues now, like a submission.
             self.record_submit(&job, self.now, None, false);
             self.enqueue(job)?;
@@ -386,7 +386,7 @@ impl Simulation {
                 time: self.now,
                 message: format!("job {id} resolvable at submit became unresolvable: {r}"),
             })?;
-        self.dirty = true;
+        self.pass.dirty = true;
         Ok(())
     }
 
@@ -467,7 +467,7 @@ impl Simulation {
             .lost_gpu_milli_ms
             .saturating_add(lost.min(u64::MAX as u128) as u64);
         self.tenant_stats[rec.tenant.index()].lost_gpu_milli_ms += lost;
-        self.lost_gpu_milli_ms += lost;
+        self.tally.lost_gpu_milli_ms += lost;
         if let Some(s) = &mut self.subs.serve {
             let gpus = rec.shape.num_gpu as u64 * rec.tasks as u64;
             s.on_stop(id, gpus, false);
@@ -577,7 +577,7 @@ impl Simulation {
             s.on_withdrawn(id);
         }
         self.free_slot(id);
-        self.dirty = true;
+        self.pass.dirty = true;
         Ok(())
     }
 
@@ -596,7 +596,7 @@ impl Simulation {
         self.record_live(|t| live::Event::VictimReleased { t, job: id.0 });
         self.unbind(id);
         self.sched.on_released(id, self.now);
-        self.dirty = true;
+        self.pass.dirty = true;
         Ok(())
     }
 
@@ -672,7 +672,7 @@ impl Simulation {
             self.settle_drained(&nodes);
         }
         self.free_slot(id);
-        self.dirty = true;
+        self.pass.dirty = true;
         Ok(())
     }
 }

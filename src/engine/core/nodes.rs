@@ -77,7 +77,7 @@ impl Simulation {
             }
         }
         self.metrics.refresh_capacity(&self.fleet);
-        self.dirty = true;
+        self.pass.dirty = true;
         Ok(())
     }
 
@@ -102,7 +102,7 @@ impl Simulation {
             }
         }
         self.metrics.refresh_capacity(&self.fleet);
-        self.dirty = true;
+        self.pass.dirty = true;
     }
 
     pub(in crate::engine) fn node_busy(&self, n: NodeId) -> bool {

@@ -21,6 +21,9 @@ pub(in crate::engine) struct Tally {
     /// Waits (all pending time) of serving replicas that started, ms: reported in the
     /// serving section, not among the jobs' waits.
     pub(in crate::engine) replica_waits_ms: Vec<u64>,
+    /// Accelerator-time lost to preemption and failures (progress lost plus time held in
+    /// grace), GPU-milli·ms, [`RunResult::lost_gpu_milli_ms`].
+    pub(in crate::engine) lost_gpu_milli_ms: u128,
 }
 
 impl Simulation {
@@ -198,7 +201,7 @@ impl Simulation {
             .pending()
             .map(|j| (j.id, reasons.get(&j.id).copied()))
             .collect();
-        censored.extend(self.awaiting_replay.keys().map(|&id| (id, None)));
+        censored.extend(self.outside.awaiting_replay.keys().map(|&id| (id, None)));
         if let Some(p) = &self.subs.ready {
             censored.extend(p.backing_off().map(|id| (id, None)));
         }
@@ -221,7 +224,7 @@ impl Simulation {
             // awaiting a recorded (replay or pre-existing) start after the horizon.
             let r = match reason {
                 Some(r) => r.as_str(),
-                None if self.dispatching.contains(&id) => "dispatching",
+                None if self.outside.dispatching.contains(&id) => "dispatching",
                 None if self.jobs[id.index()].state == JobState::BackingOff => {
                     pods_ready::BACKING_OFF
                 }
@@ -328,7 +331,7 @@ impl Simulation {
             events: self.tally.event_count,
             passes: self.tally.passes,
             end_time: self.now,
-            lost_gpu_milli_ms: self.lost_gpu_milli_ms,
+            lost_gpu_milli_ms: self.tally.lost_gpu_milli_ms,
             tenants: {
                 let mut t = std::mem::take(&mut self.tenant_stats);
                 for ts in &mut t {
@@ -362,7 +365,7 @@ impl Simulation {
             elastic: self.elastic_stats(),
             reliability: self.cfg.reliability.then(|| {
                 let mut r = std::mem::take(&mut self.subs.rel);
-                r.lost_gpu_milli_ms = self.lost_gpu_milli_ms;
+                r.lost_gpu_milli_ms = self.tally.lost_gpu_milli_ms;
                 r
             }),
             live: self.logs.live.take().map(|mut b| {

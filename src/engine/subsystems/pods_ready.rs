@@ -337,7 +337,7 @@ impl Simulation {
                 "job {id} admitted and waiting for its pods is not in its queue"
             )));
         };
-        self.dirty = true;
+        self.pass.dirty = true;
         match verdict {
             Deadline::Requeue(at, r) => {
                 // Ordered by its eviction time when it rejoins.

@@ -386,6 +386,7 @@ impl Simulation {
     ) {
         // Incomplete gangs that lose another member (or are evicted) restart whole.
         let broken: Vec<JobId> = self
+            .outside
             .recovering
             .iter()
             .copied()
@@ -425,7 +426,7 @@ impl Simulation {
                 continue;
             }
             let tenant = self.jobs[id.index()].tenant;
-            let before = self.lost_gpu_milli_ms;
+            let before = self.tally.lost_gpu_milli_ms;
             {
                 let x = self.jobs[id.index()].extra.get_or_insert_with(Box::default);
                 if eviction {
@@ -440,7 +441,7 @@ impl Simulation {
                 }
             }
             self.stop_run(id, grace);
-            let lost = self.lost_gpu_milli_ms - before;
+            let lost = self.tally.lost_gpu_milli_ms - before;
             if eviction {
                 self.subs.rel.lost_to_evictions_gpu_milli_ms += lost;
             } else {
@@ -503,7 +504,7 @@ impl Simulation {
                 x.held_on_failed_gpu_milli_ms.saturating_add(to_u64(held));
             let t = &mut self.tenant_stats[tenant.index()].lost_gpu_milli_ms;
             *t = t.saturating_sub(held);
-            self.lost_gpu_milli_ms = self.lost_gpu_milli_ms.saturating_sub(held);
+            self.tally.lost_gpu_milli_ms = self.tally.lost_gpu_milli_ms.saturating_sub(held);
             self.subs.rel.held_on_failed_gpu_milli_ms += held;
             if by_failure {
                 self.subs.rel.lost_to_failures_gpu_milli_ms = self
@@ -529,9 +530,9 @@ impl Simulation {
         }
         self.counts.failures += 1;
         self.tenant_stats[tenant.index()].failures += 1;
-        let before = self.lost_gpu_milli_ms;
+        let before = self.tally.lost_gpu_milli_ms;
         self.stop_run(id, SimDuration::ZERO);
-        self.subs.rel.lost_to_failures_gpu_milli_ms += self.lost_gpu_milli_ms - before;
+        self.subs.rel.lost_to_failures_gpu_milli_ms += self.tally.lost_gpu_milli_ms - before;
     }
 
     /// Running gang `id` lost its members on failed `node` (`gang_recovery =
@@ -569,12 +570,12 @@ impl Simulation {
         let x = rec.extra.get_or_insert_with(Box::default);
         x.paused_since = Some(now);
         let done = x.done;
-        self.recovering.insert(id);
+        self.outside.recovering.insert(id);
         self.sched
             .on_hot_swap(id, self.jobs[id.index()].allocs.as_slice(), now, done);
         // Never a victim while incomplete; its end is unknown (no backfill shadow).
         self.sched.mark_lost(id, now, SimTime::MAX);
-        self.dirty = true;
+        self.pass.dirty = true;
     }
 
     /// Books the accelerator-time recovering gang `id`'s survivors held since it was paused
@@ -613,7 +614,7 @@ impl Simulation {
         } else {
             None
         };
-        let mut order: Vec<JobId> = self.recovering.iter().copied().collect();
+        let mut order: Vec<JobId> = self.outside.recovering.iter().copied().collect();
         order.sort_by_key(|id| {
             let r = &self.jobs[id.index()];
             (std::cmp::Reverse(r.priority), r.seq)
@@ -657,7 +658,7 @@ impl Simulation {
         }
         let done = x.done;
         let mut remaining = SimDuration(rec.runtime.0.saturating_sub(done.0));
-        self.recovering.remove(&id);
+        self.outside.recovering.remove(&id);
         self.subs.rel.gangs_recovered += 1;
         if self.cfg.reliability {
             remaining = self.start_account(id, remaining, false);
@@ -694,9 +695,9 @@ impl Simulation {
             let nodes: Vec<NodeId> = left.iter().map(|a| a.node).collect();
             self.settle_drained(&nodes);
         }
-        self.recovering.remove(&id);
+        self.outside.recovering.remove(&id);
         self.sched.on_released(id, self.now);
-        self.dirty = true;
+        self.pass.dirty = true;
     }
 
     /// Moves the tasks of running job `id` on failed `node` onto a free hot spare of the
