@@ -204,6 +204,28 @@ fn bad_input_is_refused_naming_the_field() {
         e.contains("time limits do not apply to elastic jobs"),
         "{e}"
     );
+    // Hard bounds of the scheduler that growth (idle GPUs taken outside it) would exceed.
+    for (extra, field) in [
+        ("[[queues]]\nname = \"t\"\nmax_gpus = 2\n", "`queues[0].max_gpus`"),
+        (
+            "[[queues]]\nname = \"t\"\ncohort = \"C\"\nflavors = [{ name = \"H100\", gpus = { nominal = 2, borrowing_limit = 0 } }]\n[[cohorts]]\nname = \"C\"\n",
+            "`queues[0].flavors`",
+        ),
+        (
+            "[[cohorts]]\nname = \"C\"\nflavors = [{ name = \"H100\", gpus = { nominal = 2 } }]\n",
+            "`cohorts[0].flavors`",
+        ),
+        (
+            "[policy.topology]\nrequired = \"node\"\n",
+            "`policy.topology.required`",
+        ),
+    ] {
+        let e = load_error(&(scenario("grow-idle", 10) + extra), &[]);
+        assert!(
+            e.contains(field) && e.contains("does not bound the growth of elastic jobs"),
+            "want {field} in: {e}"
+        );
+    }
     // Table fields that do not apply to a sizing policy, and an unknown allocator.
     for (extra, field) in [
         ("round_s = 60\n", "elastic.round_s"),
