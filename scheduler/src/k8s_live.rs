@@ -267,6 +267,7 @@ pub fn run(
     trace_dir: fleetsim::scenario::TraceDir,
 ) -> Result<String, String> {
     let loaded = fleetsim::scenario::load(spec).map_err(|e| e.to_string())?;
+    crate::serve::refuse_elastic(&loaded, spec)?;
     let opts = fleetsim::run::RunOptions {
         seed: None,
         trace_dir,

@@ -72,6 +72,7 @@ pub fn twin_and_policy_digest(
     trace_dir: TraceDir,
 ) -> Result<(LiveState, u32), String> {
     let loaded = scenario::load(spec).map_err(|e| e.to_string())?;
+    refuse_elastic(&loaded, spec)?;
     let opts = RunOptions {
         seed: None,
         trace_dir,
@@ -83,6 +84,21 @@ pub fn twin_and_policy_digest(
         live,
         crate::snapshot::policy_digest(&loaded.scenario.policy),
     ))
+}
+
+/// Refuses a spec with `[elastic]`: the service's policy decides rigid jobs only, and
+/// does not size elastic jobs, so such a spec would be served as something it is not.
+///
+/// # Errors
+/// A message naming the spec file and the `[elastic]` table.
+pub fn refuse_elastic(loaded: &scenario::Loaded, spec: &Path) -> Result<(), String> {
+    if loaded.scenario.elastic.is_some() {
+        return Err(format!(
+            "{}: `[elastic]`: the scheduler service does not simulate elastic jobs (it decides rigid jobs only); remove `[elastic]` and the elastic rows",
+            spec.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Which requests need what in the security layer: the OpenAPI description is open to any

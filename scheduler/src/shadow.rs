@@ -219,6 +219,7 @@ pub fn run_policy(
     trace_dir: TraceDir,
 ) -> Result<(Vec<JobRow>, usize), String> {
     let mut loaded = fleetsim::scenario::load(scenario).map_err(|e| e.to_string())?;
+    crate::serve::refuse_elastic(&loaded, scenario)?;
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let trace: PathBuf = dir.path().join("recorded.csv");
     let skipped = write_trace(jobs, &trace)?;

@@ -111,3 +111,30 @@ fn a_bad_recording_names_file_line_and_column() {
         )
     );
 }
+
+/// The service's policy decides rigid jobs only: a spec with `[elastic]` is refused naming
+/// the table, by the service's twin (before any log is opened) and by shadow mode.
+#[test]
+fn a_spec_with_elastic_is_refused_naming_the_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = root().join("scheduler/tests/fixtures/shadow");
+    std::fs::copy(fixture.join("trace.csv"), dir.path().join("trace.csv")).unwrap();
+    let text = std::fs::read_to_string(fixture.join("scenario.toml")).unwrap();
+    let spec = dir.path().join("s.toml");
+    std::fs::write(
+        &spec,
+        format!("{text}\n[elastic]\nallocator = \"grow-idle\"\n"),
+    )
+    .unwrap();
+    let trace_dir = || TraceDir(root().join("traces/public"));
+    let Err(e) = fleetsim_scheduler::serve::twin(&spec, trace_dir()) else {
+        panic!("the twin accepted [elastic]");
+    };
+    assert!(
+        e.contains("`[elastic]`") && e.contains("does not simulate elastic jobs"),
+        "{e}"
+    );
+    let rec = read_jobs_csv(&fixture.join("recorded-same.csv")).unwrap();
+    let e = run_policy(&spec, &rec, trace_dir()).unwrap_err();
+    assert!(e.contains("`[elastic]`"), "{e}");
+}
