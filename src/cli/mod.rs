@@ -368,6 +368,27 @@ pub fn main(cli: Cli) -> Result<()> {
                 let j = j?;
                 usable.observe(&j);
                 with_limit += u64::from(j.time_limit.is_some());
+                // As the engine refuses it on arrival.
+                if loaded.scenario.elastic.is_none()
+                    && matches!(
+                        j.elastic.as_deref(),
+                        Some(crate::workload::ElasticSpec::Sized(_))
+                    )
+                {
+                    return Err(crate::study::BadInput(format!(
+                        "job `{}` (input #{jobs}): a row with `min_gpus`, `max_gpus`, `work_gpu_s`, `throughput` is an elastic job: it needs the scenario's `[elastic]` table (`allocator = \"grow-idle\"` or `\"fixed\"`)",
+                        j.name
+                    ))
+                    .into());
+                }
+                if j.elastic.is_some() && j.time_limit.is_some() || elastic_queue_limit(&loaded, &j)
+                {
+                    return Err(crate::study::BadInput(format!(
+                        "job `{}` (input #{jobs}): an elastic job under a queue time limit (the queue's `default_time_limit_s` or `max_time_limit_s`): time limits do not apply to elastic jobs, whose length follows from their sizes",
+                        j.name
+                    ))
+                    .into());
+                }
                 let never = match (&elastic, j.elastic.as_deref()) {
                     // A sized job's min is a gang of one-GPU tasks of the scheduler.
                     (Some(cfg), Some(e)) => elastic_never_fits(cfg, e, fleet_gpus)
@@ -628,4 +649,20 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>) {
             std::process::exit(0);
         }
     }
+}
+
+/// Whether elastic job `j` gets a time limit from its queue's `default_time_limit_s`, as the
+/// engine resolves its queue (`queue_name`, then a queue's name or one of its
+/// `local_queues`): the engine refuses such a job on arrival.
+fn elastic_queue_limit(loaded: &crate::scenario::Loaded, j: &crate::workload::JobSpec) -> bool {
+    if j.elastic.is_none() {
+        return false;
+    }
+    let name = crate::engine::queue_name(j, loaded.scenario.workload.queues);
+    loaded
+        .scenario
+        .queues
+        .iter()
+        .find(|q| q.name == name || q.local_queues.iter().any(|l| l == name))
+        .is_some_and(|q| q.default_time_limit_s.is_some())
 }

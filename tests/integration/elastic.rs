@@ -325,6 +325,45 @@ fn the_command_line_on_a_grow_idle_scenario() {
     assert_eq!(jobs.lines().count(), 3, "{jobs}");
 }
 
+/// `fleetsim validate` refuses what `run` refuses on arrival, with the run's message: an
+/// elastic row without `[elastic]`, and an elastic job whose queue gives it a time limit.
+#[test]
+fn validate_refuses_what_run_refuses() {
+    let plain = scenario("grow-idle", 10);
+    let plain = plain[..plain.find("[elastic]").unwrap()].to_string();
+    for (toml, want) in [
+        (plain, "it needs the scenario's `[elastic]` table"),
+        (
+            scenario("grow-idle", 10) + "[[queues]]\nname = \"t\"\ndefault_time_limit_s = 100\n",
+            "time limits do not apply to elastic jobs",
+        ),
+    ] {
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("e.toml");
+        std::fs::write(&file, toml).unwrap();
+        std::fs::write(
+            d.path().join("jobs.csv"),
+            format!("{HEADER}A,0,t,0,1,4,1000,linear\n"),
+        )
+        .unwrap();
+        let out = d.path().join("o");
+        for (cmd, args) in [
+            ("validate", vec![file.as_os_str()]),
+            (
+                "run",
+                vec![file.as_os_str(), "--out".as_ref(), out.as_os_str()],
+            ),
+        ] {
+            let o = fleetsim().arg(cmd).args(args).output().unwrap();
+            let text = output_text(&o);
+            assert!(
+                !o.status.success() && text.contains("job `A`") && text.contains(want),
+                "{cmd}: want `{want}` in: {text}"
+            );
+        }
+    }
+}
+
 /// Field case B45 (kubernetes-sigs/kueue #6969: an elastic job whose min does not fit beside
 /// a running rigid lower-priority job preempts it). One 4-GPU node; priority preemption for
 /// capacity (`[policy.preemption] capacity = "lower-priority"`); grow-idle, 10 s per resize.
