@@ -1161,6 +1161,12 @@ fn run_inner_with(
     .into_iter()
     .chain(summary.unusable_capacity.iter().map(|u| u.warning()))
     .collect();
+    if let Some(e) = summary.elastic.as_ref().filter(|e| e.jobs == 0) {
+        summary.warnings.push(format!(
+            "[elastic] (allocator = \"{}\") does nothing here: the workload has no elastic job (no native row with `min_gpus`, `max_gpus`, `work_gpu_s`, `throughput`, no `pollux` workload row), so the run equals one without [elastic]",
+            e.allocator
+        ));
+    }
     if let Some(dir) = &opts.out_dir {
         let series = full_series(&cells, &models_for_series, &result, &slo_results);
         for f in &loaded.scenario.metrics.outputs {

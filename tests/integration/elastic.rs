@@ -58,6 +58,11 @@ fn b43_an_elastic_job_grows_at_100_into_the_gpus_b_frees_and_ends_at_310() {
         (e.jobs, e.completed, e.rounds, e.reallocations),
         (2, 2, 3, 1)
     );
+    assert!(
+        out.summary.warnings.is_empty(),
+        "{:?}",
+        out.summary.warnings
+    );
     assert!(e.job_lengths.starts_with("modelled"), "{}", e.job_lengths);
     // A's row reports its min part, the scheduler's job: one one-GPU task on n1 (its growth
     // GPUs are the elastic section's).
@@ -323,6 +328,23 @@ fn the_command_line_on_a_grow_idle_scenario() {
     );
     let jobs = std::fs::read_to_string(d.path().join("o/jobs.csv")).unwrap();
     assert_eq!(jobs.lines().count(), 3, "{jobs}");
+}
+
+/// `[elastic]` over rigid rows only warns naming the table (the run equals one without it).
+#[test]
+fn elastic_without_elastic_jobs_warns() {
+    let rigid = "id,submit_s,tenant,num_gpu,runtime_s\nR,0,t,2,100\n";
+    let only_rigid = run(&scenario("grow-idle", 10), &[("jobs.csv", rigid)]);
+    assert_eq!(only_rigid.summary.elastic.as_ref().unwrap().jobs, 0);
+    assert!(
+        only_rigid
+            .summary
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("[elastic] (allocator = \"grow-idle\") does nothing here")),
+        "{:?}",
+        only_rigid.summary.warnings
+    );
 }
 
 /// `fleetsim validate` refuses what `run` refuses on arrival, with the run's message: an
