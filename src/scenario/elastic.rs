@@ -175,7 +175,14 @@ pub fn check(
     if let Some(t) = others.first() {
         return Err((
             (*t).to_string(),
-            "does not compose with `[elastic]` (round-allocated jobs): remove one of them".into(),
+            format!(
+                "does not compose with `[elastic]` ({}): remove one of them",
+                if e.allocator.is_round() {
+                    "round-allocated jobs"
+                } else {
+                    "elastic jobs"
+                }
+            ),
         ));
     }
     Ok(())

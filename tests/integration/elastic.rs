@@ -231,6 +231,15 @@ fn bad_input_is_refused_naming_the_field() {
             "want {field} in: {e}"
         );
     }
+    // A table that does not compose, named with the jobs' kind.
+    let e = load_error(
+        &(scenario("grow-idle", 10) + "[failures]\nmtbf_h = { H100 = 1 }\n"),
+        &[],
+    );
+    assert!(
+        e.contains("`failures`") && e.contains("does not compose with `[elastic]` (elastic jobs)"),
+        "{e}"
+    );
     // Table fields that do not apply to a sizing policy, and an unknown allocator.
     for (extra, field) in [
         ("round_s = 60\n", "elastic.round_s"),
