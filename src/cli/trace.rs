@@ -211,12 +211,20 @@ pub fn render(file: &str, format: TraceFormat, i: &Inspection, top: usize) -> St
     let _ = writeln!(o, "trace {file} ({})", format_name(format));
     let _ = writeln!(
         o,
-        "jobs {}  (normal {}, pre-existing {}, never ran {}; with recorded start {})",
+        "jobs {}  (normal {}, pre-existing {}, never ran {}; with recorded start {}){}",
         i.jobs,
         i.recorded.normal,
         i.recorded.pre_existing,
         i.recorded.never_ran,
-        i.recorded.with_recorded_start
+        i.recorded.with_recorded_start,
+        if i.elastic == 0 {
+            String::new()
+        } else {
+            format!(
+                "\nelastic {}  (sized while they run by the scenario's [elastic] table: left out of the sizes, run times, GPU-hours and load below)",
+                i.elastic
+            )
+        }
     );
     let _ = writeln!(o, "skipped rows {}", i.skipped_total);
     for (k, v) in &i.skipped {

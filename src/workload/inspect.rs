@@ -88,6 +88,12 @@ pub struct RecordedCounts {
 pub struct Inspection {
     /// Jobs produced.
     pub jobs: u64,
+    /// Elastic jobs among them (native rows with `min_gpus`, `max_gpus`, `work_gpu_s`,
+    /// `throughput`, or a `pollux` workload's jobs): their size and length are decided by the
+    /// scenario's `[elastic]` table while they run, so they are left out of every other
+    /// figure (sizes, gangs, run times, GPU-hours, peak, offered load, tenants' GPU-hours);
+    /// their submits are in the submit span.
+    pub elastic: u64,
     /// Rows skipped by the format's convention, by reason.
     pub skipped: Skipped,
     /// Sum of `skipped`.
@@ -146,6 +152,7 @@ pub fn inspect(
     bucket_s: Option<u64>,
 ) -> Result<Inspection, TraceError> {
     let mut jobs = 0u64;
+    let mut elastic = 0u64;
     let mut recorded = RecordedCounts::default();
     let mut size_gpus: BTreeMap<u64, u64> = BTreeMap::new();
     let mut tasks: BTreeMap<u32, u64> = BTreeMap::new();
@@ -158,6 +165,13 @@ pub fn inspect(
     for job in &mut *stream {
         let job: JobSpec = job?;
         jobs += 1;
+        submits.push(job.submit.0);
+        if job.elastic.is_some() {
+            // No recorded size or length to report: both are decided while it runs.
+            elastic += 1;
+            tenants.entry(job.tenant.to_string()).or_insert((0, 0)).0 += 1;
+            continue;
+        }
         match job.recorded {
             RecordedKind::Normal => recorded.normal += 1,
             RecordedKind::PreExisting => recorded.pre_existing += 1,
@@ -169,7 +183,6 @@ pub fn inspect(
         let demand = job.total_gpu_milli();
         *size_gpus.entry(demand).or_insert(0) += 1;
         *tasks.entry(job.tasks).or_insert(0) += 1;
-        submits.push(job.submit.0);
         let t = tenants.entry(job.tenant.to_string()).or_insert((0, 0));
         t.0 += 1;
         if job.recorded != RecordedKind::NeverRan {
@@ -267,6 +280,7 @@ pub fn inspect(
     let skipped = stream.skipped();
     Ok(Inspection {
         jobs,
+        elastic,
         skipped_total: skipped.values().sum(),
         skipped,
         notes: stream.notes(),
@@ -351,5 +365,34 @@ mod tests {
         assert_eq!(i.tenants["t2"].jobs, 2);
         assert!((i.gpu_hours - (180.0 + 120.0) / 3600.0).abs() < 1e-12);
         assert_eq!(i.size_gpus[1], SizeCount { gpus: 2.0, jobs: 1 });
+    }
+
+    /// An elastic row has no recorded size or length: it is counted as elastic and left out
+    /// of the figures a rigid job's recorded run makes (here a zero-length 1-GPU job would
+    /// otherwise show).
+    #[test]
+    fn elastic_jobs_are_counted_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("e.csv");
+        std::fs::write(
+            &p,
+            "id,submit_s,tenant,num_gpu,runtime_s,min_gpus,max_gpus,work_gpu_s,throughput\n\
+             R,0,t,2,90,,,,\n\
+             E,30,u,,,1,4,100,linear\n",
+        )
+        .unwrap();
+        let mut s =
+            crate::workload::open_trace(crate::workload::TraceFormat::Native, &p, false).unwrap();
+        let i = inspect(s.as_mut(), Some(60)).unwrap();
+        assert_eq!((i.jobs, i.elastic), (2, 1));
+        assert_eq!(i.recorded.normal, 1);
+        assert_eq!(i.runtime_s.dist.count, 1);
+        assert_eq!(i.size_gpus, [SizeCount { gpus: 2.0, jobs: 1 }]);
+        assert_eq!(i.tasks.values().sum::<u64>(), 1);
+        // Only R's 2 GPUs over 0–90 s: 180 GPU-s.
+        assert!((i.gpu_hours - 180.0 / 3600.0).abs() < 1e-12);
+        assert_eq!(i.peak_gpus, 2.0);
+        assert_eq!(i.last_submit_s, Some(30.0));
+        assert_eq!((i.tenants["u"].jobs, i.tenants["u"].gpu_hours), (1, 0.0));
     }
 }
