@@ -255,7 +255,7 @@ impl Elastic {
             job_lengths: if sizing {
                 "modelled: each job's work_gpu_s drained at its throughput model's rate for the sizes it got (a modelling choice, not recorded run times)"
             } else {
-                "measured: each job trains under its application's measured goodput model until it reaches its target"
+                "measured: each job trains under its application's measured goodput model until it reaches its target (step times measured on the Pollux artifact's testbed GPUs: the fleet's accelerator type does not change them)"
             }
             .into(),
             ..ElasticStats::default()

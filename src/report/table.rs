@@ -62,7 +62,7 @@ pub fn render(s: &Summary) -> String {
         Some((e, Some(round_s))) => {
             let _ = writeln!(
                 out,
-                "policy   round allocator {} (rounds of {} s, {} s restart); every job is round-allocated",
+                "policy   round allocator {} (rounds of {} s, {} s restart); every job is round-allocated, its length from its application's measured model (step times of the Pollux artifact's testbed GPUs, whatever the fleet's accelerators)",
                 e.allocator, round_s, e.restart_s
             );
         }
