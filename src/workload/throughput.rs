@@ -31,6 +31,12 @@ pub enum ThroughputModel {
     },
 }
 
+/// The smallest speedup a table may give: rates are integer thousandths of one GPU's.
+pub const MIN_SPEEDUP: f64 = 0.001;
+
+/// The largest speedup a table may give (a million GPUs' worth).
+pub const MAX_SPEEDUP: f64 = 1e6;
+
 /// A bad throughput model or elastic size range, naming the field.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("field `{field}`: {message}")]
@@ -85,7 +91,7 @@ impl ThroughputModel {
     /// # Errors
     /// `throughput.serial_fraction` outside `[0, 1]` or not a number;
     /// `throughput.speedup` missing a size in `min..=max`, or with a value that is not a
-    /// positive finite number.
+    /// number in [`MIN_SPEEDUP`]`..=`[`MAX_SPEEDUP`].
     pub fn validate(&self, min: u32, max: u32) -> Result<(), ModelError> {
         match self {
             ThroughputModel::Linear => Ok(()),
@@ -113,6 +119,16 @@ impl ThroughputModel {
                             return Err(ModelError::new(
                                 "throughput.speedup",
                                 format!("size {n}: {v} is not a positive number"),
+                            ))
+                        }
+                        // The rate is kept in thousandths: a smaller speedup would be
+                        // simulated as 0.001, not as written.
+                        Some(v) if !(MIN_SPEEDUP..=MAX_SPEEDUP).contains(v) => {
+                            return Err(ModelError::new(
+                                "throughput.speedup",
+                                format!(
+                                    "size {n}: {v} is outside [{MIN_SPEEDUP}, {MAX_SPEEDUP}] (rates are kept in thousandths of one GPU's)"
+                                ),
                             ))
                         }
                         Some(_) => {}
@@ -202,5 +218,20 @@ mod tests {
         let e = t.validate(1, 3).unwrap_err();
         assert_eq!(e.field, "throughput.speedup");
         assert!(e.message.contains("size 3"), "{e}");
+        // Below a thousandth the rate would be simulated as 0.001, not as written.
+        for v in [0.0004, 2e6] {
+            let t = ThroughputModel::Table {
+                speedup: vec![1.0, v],
+            };
+            let e = t.validate(1, 2).unwrap_err();
+            assert!(
+                e.message.contains("size 2") && e.message.contains("outside"),
+                "{e}"
+            );
+        }
+        let t = ThroughputModel::Table {
+            speedup: vec![0.001],
+        };
+        assert_eq!((t.validate(1, 1), t.rate_milli(1)), (Ok(()), 1));
     }
 }
