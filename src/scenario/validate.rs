@@ -193,22 +193,27 @@ pub fn parse(text: &str, origin: &str, base_dir: PathBuf) -> Result<Loaded, Scen
         message: e.to_string(),
     };
     let table: toml::Table = toml::from_str(text).map_err(|e| parse_err(origin, &e))?;
-    if table.get("mode").and_then(toml::Value::as_str) == Some("elastic") {
-        return Err(ScenarioError::Invalid {
-            origin: origin.to_string(),
-            field: "mode".into(),
-            message: "`elastic` is not a mode: elastic jobs run in the one engine. Remove `mode`, describe the fleet in `[[fleet.cells]]`, put the jobs in `[workload]` (a native trace whose rows give `min_gpus`, `max_gpus`, `work_gpu_s`, `throughput`, or a `pollux` workload) and add `[elastic]` with `allocator = \"grow-idle\"`, `\"fixed\"`, `\"tiresias\"` or `\"pollux\"` (docs/src/reference/elastic.md)".into(),
-        });
-    }
+    let old_elastic_dialect = |t: &toml::Table, origin: &str| {
+        if t.get("mode").and_then(toml::Value::as_str) == Some("elastic") {
+            return Err(ScenarioError::Invalid {
+                origin: origin.to_string(),
+                field: "mode".into(),
+                message: "`elastic` is not a mode: elastic jobs run in the one engine. Remove `mode`, describe the fleet in `[[fleet.cells]]`, put the jobs in `[workload]` (a native trace whose rows give `min_gpus`, `max_gpus`, `work_gpu_s`, `throughput`, or a `pollux` workload) and add `[elastic]` with `allocator = \"grow-idle\"`, `\"fixed\"`, `\"tiresias\"` or `\"pollux\"` (docs/src/reference/elastic.md)".into(),
+            });
+        }
+        Ok(())
+    };
     let scenario: Scenario = if table.contains_key("extends") {
         let mut chain = Vec::new();
         let merged = resolve_extends_chain(table, origin, &base_dir, 0, &mut chain)?;
         // A key may come from any file of the chain: name them all.
         let merged_origin = format!("{origin} (with {}, which it extends)", chain.join(", "));
+        old_elastic_dialect(&merged, &merged_origin)?;
         toml::Value::Table(merged)
             .try_into()
             .map_err(|e| parse_err(&merged_origin, &e))?
     } else {
+        old_elastic_dialect(&table, origin)?;
         toml::from_str(text).map_err(|e| parse_err(origin, &e))?
     };
     let mut scenario = scenario;

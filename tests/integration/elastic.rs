@@ -305,6 +305,21 @@ fn the_elastic_mode_is_refused_naming_mode() {
             "{args:?}: {text}"
         );
     }
+    // The same advice when the old dialect comes from a base the scenario extends.
+    let child = d.path().join("child.toml");
+    std::fs::write(&child, "extends = \"old.toml\"\nname = \"c\"\n").unwrap();
+    let out = fleetsim()
+        .args(["validate", child.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = output_text(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("child.toml (with ")
+            && text.contains("`mode`")
+            && text.contains("`[elastic]`"),
+        "{text}"
+    );
 }
 
 /// `fleetsim validate` and `fleetsim run` on a grow-idle scenario: validate counts the
