@@ -374,3 +374,23 @@ def test_thread_pool_of_four_beats_serial(repo: Path) -> None:
         assert best > 1.3, f"best speedup {best:.2f}x of a pool of 4 over serial"
     else:
         print("speed not judged: the phases never had their cores (machine busy)")
+
+
+def test_elastic_jobs_run_as_the_cli_runs_them(repo: Path, tmp_path: Path, fleetsim_bin: Path | None) -> None:
+    # scenarios/elastic/beside-rigid.toml, worked out by hand in tests/integration/elastic.rs:
+    # E (2..8 GPUs) shrinks for R1 at 100, grows back at 600, is evicted by R2 at 1000 and
+    # ends at 1565; it held 8,120 GPU-s over 2 resizes.
+    scenario = repo / "scenarios" / "elastic" / "beside-rigid.toml"
+    r = fleetsim.run(scenario)
+    e = r.summary["elastic"]
+    assert (e["allocator"], e["jobs"], e["completed"], e["reallocations"]) == ("grow-idle", 1, 1, 2)
+    assert math.isclose(e["gpu_hours"], 8120 / 3600)
+    assert e["job_lengths"].startswith("modelled")
+    jobs = {row["name"]: row for row in r.jobs.to_pylist()}
+    assert (jobs["E"]["finish_time"], jobs["E"]["preemptions"]) == (1565.0, 1)
+    _need(fleetsim_bin)
+    subprocess.run([fleetsim_bin, "run", scenario, "--quiet", "--out", tmp_path / "o"], check=True)
+    _same_table(r.jobs, tmp_path / "o" / "jobs.csv")
+    import json
+
+    assert r.summary == json.loads((tmp_path / "o" / "summary.json").read_text())
