@@ -53,6 +53,16 @@
 //!   [`FleetState`](fleetsim_policies::FleetState), first on the nodes it held, then in node
 //!   order.
 //!
+//! Growth counts against the job's queue: the jobs bind their planned growth in input order,
+//! each bounded by its queue's hard maximum (the queue's usage, mins included, plus the
+//! growth bound before it) and by its quota (each GPU checked with
+//! [`QuotaTree::check`](fleetsim_policies::QuotaTree::check) in the flavor its `min` was
+//! admitted in, on a copy of the scheduler's tree charged with the growth bound before it,
+//! on nodes of that flavor's models); a job bounded below its plan is planned again with
+//! what it could bind as its `max`. Growth is not charged to the scheduler itself: it is
+//! released before every pass, so admission, fair-share order and preemption see the
+//! running jobs' quota only, and decayed usage counts the mins only.
+//!
 //! A job whose size after the passes differs from its size before them was resized: it
 //! makes no progress for [`ElasticConfig::restart`] (`restart_s`, the resize overhead) while
 //! holding its new GPUs. A job the passes started pays none; a job whose size did not change
@@ -72,10 +82,12 @@ use std::sync::Arc;
 
 use fleetsim_policies::elastic::{plan_sizes, ElasticJobView};
 use fleetsim_policies::goodput::{AppModel, PerfModel, TrainingJob};
+use fleetsim_policies::quota::{QuotaFit, Request};
 use fleetsim_policies::rounds::{Allocations, LasJob, Pollux, PolluxJob, TwoQueueLas};
+use fleetsim_policies::topology::Level;
 use fleetsim_policies::{
-    CellId, ElasticKind, JobId, ModelSet, NodeId, RejectReason, SimDuration, SimTime, TaskAlloc,
-    TaskShape,
+    CellId, ElasticKind, JobId, ModelSet, NodeId, QueueId, RejectReason, SimDuration, SimTime,
+    TaskAlloc, TaskShape, WHOLE_GPU_MILLI,
 };
 
 use super::events::EventKind;
@@ -224,9 +236,24 @@ impl SizedJob {
     }
 }
 
+/// Where a running sized job's growth may go, besides its cell's idle GPUs.
+struct GrowthBounds {
+    cell: usize,
+    /// Under a required topology level: the level and the id of its `min`'s group.
+    domain: Option<(Level, u32)>,
+    queue: QueueId,
+    /// Its queue's hard maximum, GPU-milli.
+    queue_max: Option<u64>,
+    /// Its `min`'s quota flavor and the models it stands for.
+    flavor: Option<(u16, ModelSet)>,
+}
+
 /// The subsystem's state.
 pub(super) struct Elastic {
     cfg: ElasticConfig,
+    /// The required topology level of `policy.topology`, if any: growth stays in the group
+    /// of that level its `min` was placed in.
+    growth_level: Option<Level>,
     las: TwoQueueLas,
     pollux: Pollux,
     /// Jobs in flight by input position (submission order; the allocators' job id).
@@ -246,7 +273,7 @@ pub(super) struct Elastic {
 }
 
 impl Elastic {
-    pub(super) fn new(cfg: ElasticConfig) -> Elastic {
+    pub(super) fn new(cfg: ElasticConfig, growth_level: Option<Level>) -> Elastic {
         let sizing = cfg.allocator.sizing().is_some();
         let stats = ElasticStats {
             allocator: cfg.allocator.name().to_string(),
@@ -266,6 +293,7 @@ impl Elastic {
                 restart_delay: cfg.restart,
             },
             cfg,
+            growth_level,
             jobs: BTreeMap::new(),
             seq_of: BTreeMap::new(),
             sized: BTreeMap::new(),
@@ -715,12 +743,10 @@ impl Simulation {
                 }
             })
             .collect();
-        let plan = plan_sizes(kind, &capacity, &views);
         el.stats.rounds += 1;
-        for (s, p) in running.iter().zip(plan) {
+        let picks = self.bounded_plan(el, kind, &capacity, views, &running)?;
+        for (s, (size, nodes)) in running.iter().zip(picks) {
             let j = el.sized.get_mut(s).expect("running");
-            let size = p.map_or(j.min, |(_, n)| n);
-            let nodes = self.pick_nodes(j.cell, size - j.min, &j.growth_nodes)?;
             j.growth = self.bind_growth(j.id, &nodes)?;
             let started = j.pre_size == 0;
             if !started && size == j.pre_size {
@@ -827,48 +853,141 @@ impl Simulation {
         Ok(())
     }
 
-    /// `size` schedulable nodes' whole free GPUs of cell `cell` (a node once per GPU): first
-    /// those of `prev` (as many as it lists each), then the cell's other nodes in index
-    /// order.
-    fn pick_nodes(
-        &self,
-        cell: usize,
-        size: u32,
-        prev: &[usize],
-    ) -> Result<Vec<usize>, EngineError> {
-        let nodes = self.fleet.nodes();
-        let mut free: Vec<u32> = nodes
+    /// Where each running sized job's growth may go (in the order of `running`): its cell,
+    /// the topology domain its `min` was placed in under a required level, its queue's hard
+    /// maximum and its quota flavor.
+    fn growth_bounds(&self, el: &Elastic, running: &[u64]) -> Vec<GrowthBounds> {
+        let tree = self.sched.quota();
+        running
             .iter()
-            .map(|n| {
-                if n.schedulable && n.cell.index() == cell {
-                    n.free_whole
-                } else {
-                    0
+            .map(|s| {
+                let j = &el.sized[s];
+                let rec = &self.jobs[j.id.index()];
+                let domain = el.growth_level.and_then(|l| {
+                    let a = rec.allocs.as_slice().first()?;
+                    Some((l, self.fleet.level_id(a.node, l)))
+                });
+                let flavor = tree.and_then(|t| {
+                    let name = self.sched.flavor_of(j.id)?;
+                    let f = t.flavors().iter().position(|x| x.name == name)?;
+                    let f = u16::try_from(f).ok()?;
+                    Some((f, t.flavor_models(f)))
+                });
+                GrowthBounds {
+                    cell: j.cell,
+                    domain,
+                    queue: rec.queue,
+                    queue_max: self
+                        .cfg
+                        .queues
+                        .get(rec.queue.index())
+                        .and_then(|q| q.config.max_gpu_milli),
+                    flavor,
                 }
             })
-            .collect();
-        let want = size as usize;
-        let mut out = Vec::with_capacity(want);
-        let mut prev = prev.to_vec();
-        prev.sort_unstable();
-        for n in prev {
-            if out.len() < want && free[n] > 0 {
-                free[n] -= 1;
-                out.push(n);
+            .collect()
+    }
+
+    /// Each running sized job's size and growth nodes (a node once per GPU), in the order of
+    /// `running` (`views` theirs). [`plan_sizes`] water-fills the cells' idle GPUs; the plan
+    /// is then bound in input order, each job's growth on schedulable nodes of its cell with
+    /// a whole free GPU — inside the domain its `min` was placed in under a required
+    /// topology level, on the models of its quota flavor — first on the nodes it held before
+    /// the passes, then in node order; bounded by its queue's hard maximum (the queue's
+    /// usage, its jobs' mins included, plus the growth bound before it) and by its quota
+    /// (each GPU checked against the queue's quota and the cohort's borrowing limits as
+    /// admission checks a request, the growth bound before it counted). A job bounded below
+    /// its plan gets what it can bind as its `max` and the plan is made again (each round
+    /// lowers a `max`, so at most one round per job).
+    fn bounded_plan(
+        &self,
+        el: &Elastic,
+        kind: ElasticKind,
+        capacity: &[u32],
+        mut views: Vec<ElasticJobView>,
+        running: &[u64],
+    ) -> Result<Vec<(u32, Vec<usize>)>, EngineError> {
+        let bounds = self.growth_bounds(el, running);
+        let nodes = self.fleet.nodes();
+        let one_gpu: Request = [u64::from(WHOLE_GPU_MILLI), 0, 0];
+        'plan: loop {
+            let plan = plan_sizes(kind, capacity, &views);
+            let mut free: Vec<u32> = nodes
+                .iter()
+                .map(|n| if n.schedulable { n.free_whole } else { 0 })
+                .collect();
+            let mut tree = self
+                .sched
+                .quota()
+                .filter(|_| bounds.iter().any(|b| b.flavor.is_some()))
+                .cloned();
+            let mut used: BTreeMap<QueueId, u64> = BTreeMap::new();
+            let mut out = Vec::with_capacity(running.len());
+            for (k, p) in plan.iter().enumerate() {
+                let j = &el.sized[&running[k]];
+                let b = &bounds[k];
+                let size = p.map_or(j.min, |(_, n)| n);
+                let want = (size - j.min) as usize;
+                let mut room = want;
+                if let Some(max) = b.queue_max {
+                    let u = *used
+                        .entry(b.queue)
+                        .or_insert_with(|| self.sched.queue_usage(b.queue));
+                    let left = max.saturating_sub(u) / u64::from(WHOLE_GPU_MILLI);
+                    room = room.min(usize::try_from(left).unwrap_or(usize::MAX));
+                }
+                let fits = |n: usize| {
+                    let node = &nodes[n];
+                    node.cell.index() == b.cell
+                        && b.domain
+                            .is_none_or(|(l, d)| self.fleet.level_id(NodeId(n as u32), l) == d)
+                        && b.flavor
+                            .is_none_or(|(_, m)| node.model.is_none_or(|x| m.allows(x)))
+                };
+                let mut picked: Vec<usize> = Vec::with_capacity(room);
+                let mut prev = j.growth_nodes.clone();
+                prev.sort_unstable();
+                let mut quota_left = true;
+                let mut take = |n: usize, free: &mut [u32], picked: &mut Vec<usize>| {
+                    if !quota_left || picked.len() >= room || free[n] == 0 || !fits(n) {
+                        return false;
+                    }
+                    if let (Some(t), Some((f, _))) = (tree.as_mut(), b.flavor) {
+                        if !matches!(t.check(b.queue, f, &one_gpu), QuotaFit::Fits { .. }) {
+                            quota_left = false;
+                            return false;
+                        }
+                        t.add_usage(b.queue, f, &one_gpu);
+                    }
+                    free[n] -= 1;
+                    picked.push(n);
+                    true
+                };
+                for n in prev {
+                    take(n, &mut free, &mut picked);
+                }
+                for n in 0..nodes.len() {
+                    while take(n, &mut free, &mut picked) {}
+                }
+                if picked.len() < want {
+                    let bounded = b.queue_max.is_some() || b.flavor.is_some() || b.domain.is_some();
+                    if !bounded {
+                        return Err(self.invariant(format!(
+                            "elastic sizing planned {want} growth GPUs in cell {}, but its nodes hold fewer free",
+                            b.cell
+                        )));
+                    }
+                    views[k].max = j.min + picked.len() as u32;
+                    continue 'plan;
+                }
+                if b.queue_max.is_some() {
+                    *used.get_mut(&b.queue).expect("entered above") +=
+                        picked.len() as u64 * u64::from(WHOLE_GPU_MILLI);
+                }
+                out.push((size, picked));
             }
-        }
-        for (n, f) in free.iter_mut().enumerate() {
-            while out.len() < want && *f > 0 {
-                *f -= 1;
-                out.push(n);
-            }
-        }
-        if out.len() == want {
             return Ok(out);
         }
-        Err(self.invariant(format!(
-            "elastic sizing planned {size} growth GPUs in cell {cell}, but its nodes hold fewer free"
-        )))
     }
 
     /// Releases job `id`'s bindings, if it holds any.

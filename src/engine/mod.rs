@@ -167,6 +167,10 @@ impl Simulation {
         if !policies.placement.kind().reads_task_classes() {
             fleet.stop_task_class_tracking();
         }
+        let growth_level = policies
+            .topology
+            .as_ref()
+            .and_then(fleetsim_policies::topology::TopologySpec::required_level);
         let mut sched = Scheduler::new(policies, queue_cfgs).with(ext);
         sched.record_preemption_contexts(cfg.record_preemptions);
         for &n in &cfg.spares {
@@ -218,7 +222,10 @@ impl Simulation {
                 },
                 training_cells: None,
             },
-            elastic: cfg.elastic.clone().map(elastic::Elastic::new),
+            elastic: cfg
+                .elastic
+                .clone()
+                .map(|e| elastic::Elastic::new(e, growth_level)),
             cfg,
         };
         if let Some(sv) = sim

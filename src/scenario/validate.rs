@@ -605,57 +605,19 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
                     ),
                 });
             }
-            // Growth above an elastic job's min takes idle GPUs outside the scheduler: a
-            // queue's hard cap, its quota and borrowing limits, and a required topology
-            // domain would not bound it, so they are refused rather than silently exceeded.
-            if !round {
-                let hard_limit = |field: String, what: &str| {
-                    ScenarioError::Invalid {
-                    origin: origin.to_string(),
-                    field,
-                    message: format!(
-                        "{what} does not bound the growth of elastic jobs (GPUs above `min_gpus`, taken from idle GPUs outside the scheduler): elastic jobs do not compose with it; remove it or `[elastic]`"
-                    ),
-                }
-                };
-                for (i, q) in s.queues.iter().enumerate() {
-                    if q.max_gpus.is_some() {
-                        return Err(hard_limit(
-                            format!("queues[{i}].max_gpus"),
-                            "a queue's hard maximum of GPUs",
-                        ));
-                    }
-                    if !q.flavors.is_empty() {
-                        return Err(hard_limit(
-                            format!("queues[{i}].flavors"),
-                            "a queue's quota (nominal quota and borrowing limit)",
-                        ));
-                    }
-                }
-                for (i, c) in s.cohorts.iter().enumerate() {
-                    if !c.flavors.is_empty() {
-                        return Err(hard_limit(
-                            format!("cohorts[{i}].flavors"),
-                            "a cohort's quota (nominal quota and borrowing limit)",
-                        ));
-                    }
-                }
-                if s.kueue.is_some() {
-                    return Err(hard_limit(
-                        "kueue".into(),
-                        "Kueue admission (ClusterQueue nominal quotas and `borrowingLimit`)",
-                    ));
-                }
-                if s.policy
+            // Growth above an elastic job's min is bounded by its queue's hard maximum and
+            // its quota (`crate::engine::elastic`), not yet by a required topology domain.
+            if !round
+                && s.policy
                     .topology
                     .as_ref()
                     .is_some_and(|t| t.required.is_some())
-                {
-                    return Err(hard_limit(
-                        "policy.topology.required".into(),
-                        "a required topology domain",
-                    ));
-                }
+            {
+                return Err(ScenarioError::Invalid {
+                    origin: origin.to_string(),
+                    field: "policy.topology.required".into(),
+                    message: "a required topology domain does not bound the growth of elastic jobs (GPUs above `min_gpus`, taken from idle GPUs outside the scheduler): elastic jobs do not compose with it; remove it or `[elastic]`".into(),
+                });
             }
             let t = &s.transforms.spec;
             if !t.scale.is_empty() {

@@ -209,28 +209,16 @@ fn bad_input_is_refused_naming_the_field() {
         e.contains("time limits do not apply to elastic jobs"),
         "{e}"
     );
-    // Hard bounds of the scheduler that growth (idle GPUs taken outside it) would exceed.
-    for (extra, field) in [
-        ("[[queues]]\nname = \"t\"\nmax_gpus = 2\n", "`queues[0].max_gpus`"),
-        (
-            "[[queues]]\nname = \"t\"\ncohort = \"C\"\nflavors = [{ name = \"H100\", gpus = { nominal = 2, borrowing_limit = 0 } }]\n[[cohorts]]\nname = \"C\"\n",
-            "`queues[0].flavors`",
-        ),
-        (
-            "[[cohorts]]\nname = \"C\"\nflavors = [{ name = \"H100\", gpus = { nominal = 2 } }]\n",
-            "`cohorts[0].flavors`",
-        ),
-        (
-            "[policy.topology]\nrequired = \"node\"\n",
-            "`policy.topology.required`",
-        ),
-    ] {
-        let e = load_error(&(scenario("grow-idle", 10) + extra), &[]);
-        assert!(
-            e.contains(field) && e.contains("does not bound the growth of elastic jobs"),
-            "want {field} in: {e}"
-        );
-    }
+    // A hard bound of the scheduler that growth (idle GPUs taken outside it) would exceed.
+    let e = load_error(
+        &(scenario("grow-idle", 10) + "[policy.topology]\nrequired = \"node\"\n"),
+        &[],
+    );
+    assert!(
+        e.contains("`policy.topology.required`")
+            && e.contains("does not bound the growth of elastic jobs"),
+        "{e}"
+    );
     // A table that does not compose, named with the jobs' kind.
     let e = load_error(
         &(scenario("grow-idle", 10) + "[failures]\nmtbf_h = { H100 = 1 }\n"),
@@ -499,4 +487,68 @@ fn an_elastic_job_shrinks_for_a_rigid_one_grows_into_a_freed_node_and_is_evicted
     assert_eq!(gpu_s(&out), 8120.0);
     // E keeps its progress: no work is lost to its eviction.
     assert_eq!(out.summary.preemption.lost_gpu_s, 0.0);
+}
+
+/// [`scenario`] on one node `n1` of 8 × H100.
+fn scenario8(allocator: &str, restart_s: u32, extra: &str) -> String {
+    scenario(allocator, restart_s).replace("gpus = 4", "gpus = 8") + extra
+}
+
+/// A queue's hard maximum bounds growth. One node of 8 GPUs, queue `t` (the tenant's) with
+/// `max_gpus = 3`; A 1..8, linear, 300 GPU-s at 0: its min takes 1, growth stops at the
+/// queue's 3 (5 GPUs stay idle) → rate 3, 300 / 3 = 100 s. Without the bound: 8 GPUs,
+/// 300 / 8 = 37.5 s. GPU-s 3 × 100 = 300.
+#[test]
+fn a_queue_max_gpus_bounds_growth() {
+    let jobs = format!("{HEADER}A,0,t,0,1,8,300,linear\n");
+    let capped = scenario8("grow-idle", 10, "[[queues]]\nname = \"t\"\nmax_gpus = 3\n");
+    let out = run(&capped, &[("jobs.csv", &jobs)]);
+    assert_eq!(span(&out, "A"), (Some(0), Some(100)));
+    assert_eq!(gpu_s(&out), 300.0);
+    let free = run(&scenario8("grow-idle", 10, ""), &[("jobs.csv", &jobs)]);
+    assert_eq!(job(&free, "A").finish.unwrap().0, 37_500);
+}
+
+/// Quota bounds growth as admission counts it, and growth gives back what a cohort
+/// peer's admission needs without a preemption. One node of 8 × H100; queues `a` and `b`
+/// (the tenants') in cohort C, each nominal 2 H100, `a` may borrow 1; restart 10 s.
+/// A (queue a) 1..8, linear, 300 GPU-s at 0; R (queue b) rigid, 2 GPUs for 100 s at 50.
+///
+/// - t=0: A's min 1 (a uses 1 of its 2); growth: 1 more within nominal, 1 borrowed from b's
+///   unused 2 (a's limit 1) → size 3 (5 GPUs idle): rate 3.
+/// - t=50: A did 50 × 3 = 150 GPU-s, 150 left. Its growth is released before the passes:
+///   R fits b's nominal 2 and starts (no preemption). After the passes a may take 1 more
+///   within its nominal, and borrow nothing (b uses its 2) → A 3 → 2 (one resize):
+///   resumes at 60 at rate 2, 150 / 2 = 75 s → ends 135. R ends 150.
+///
+/// A's GPU-s 3 × 50 + 2 × 85 = 320; R 200.
+#[test]
+fn quota_bounds_growth_and_a_peer_queue_gets_its_nominal_back_without_preemption() {
+    let quota = "[[cohorts]]\nname = \"C\"\n[[queues]]\nname = \"a\"\ncohort = \"C\"\nflavors = [{ name = \"H100\", gpus = { nominal = 2, borrowing_limit = 1 } }]\n[[queues]]\nname = \"b\"\ncohort = \"C\"\nflavors = [{ name = \"H100\", gpus = { nominal = 2 } }]\n";
+    let jobs = "id,submit_s,tenant,num_gpu,runtime_s,min_gpus,max_gpus,work_gpu_s,throughput\n\
+                A,0,a,,,1,8,300,linear\n\
+                R,50,b,2,100,,,,\n";
+    let out = run(&scenario8("grow-idle", 10, quota), &[("jobs.csv", jobs)]);
+    assert_eq!(span(&out, "A"), (Some(0), Some(135)));
+    assert_eq!(span(&out, "R"), (Some(50), Some(150)));
+    assert_eq!(out.summary.preemption.preemptions, 0);
+    assert_eq!(gpu_s(&out), 320.0);
+    let e = out.summary.elastic.as_ref().unwrap();
+    assert_eq!(e.reallocations, 1);
+}
+
+/// The same bounds through `[kueue]`: ClusterQueues `a` and `b` in cohort C as in the
+/// test above map to the same quota, so A runs at 3 GPUs and ends at 300 / 3 = 100 s.
+#[test]
+fn kueue_quota_bounds_growth() {
+    let kueue = "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata:\n  name: H100\n---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata:\n  name: a\nspec:\n  cohort: C\n  resourceGroups:\n  - coveredResources: [nvidia.com/gpu]\n    flavors:\n    - name: H100\n      resources:\n      - name: nvidia.com/gpu\n        nominalQuota: 2\n        borrowingLimit: 1\n---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata:\n  name: b\nspec:\n  cohort: C\n  resourceGroups:\n  - coveredResources: [nvidia.com/gpu]\n    flavors:\n    - name: H100\n      resources:\n      - name: nvidia.com/gpu\n        nominalQuota: 2\n";
+    let jobs = "id,submit_s,tenant,queue,min_gpus,max_gpus,work_gpu_s,throughput\nA,0,t,a,1,8,300,linear\n";
+    let out = run(
+        &format!(
+            "kueue = {{ path = \"kueue.yaml\" }}\n{}",
+            scenario8("grow-idle", 10, "")
+        ),
+        &[("jobs.csv", jobs), ("kueue.yaml", kueue)],
+    );
+    assert_eq!(span(&out, "A"), (Some(0), Some(100)));
 }
