@@ -58,7 +58,9 @@
 //! growth bound before it) and by its quota (each GPU checked with
 //! [`QuotaTree::check`](fleetsim_policies::QuotaTree::check) in the flavor its `min` was
 //! admitted in, on a copy of the scheduler's tree charged with the growth bound before it,
-//! on nodes of that flavor's models); a job bounded below its plan is planned again with
+//! on nodes of that flavor's models), and under a required topology level
+//! (`policy.topology`) to the nodes of the group of that level its `min` was placed in; a
+//! job bounded below its plan is planned again with
 //! what it could bind as its `max`. Growth is not charged to the scheduler itself: it is
 //! released before every pass, so admission, fair-share order and preemption see the
 //! running jobs' quota only, and decayed usage counts the mins only.

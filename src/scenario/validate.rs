@@ -605,19 +605,23 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
                     ),
                 });
             }
-            // Growth above an elastic job's min is bounded by its queue's hard maximum and
-            // its quota (`crate::engine::elastic`), not yet by a required topology domain.
-            if !round
-                && s.policy
-                    .topology
-                    .as_ref()
-                    .is_some_and(|t| t.required.is_some())
-            {
-                return Err(ScenarioError::Invalid {
-                    origin: origin.to_string(),
-                    field: "policy.topology.required".into(),
-                    message: "a required topology domain does not bound the growth of elastic jobs (GPUs above `min_gpus`, taken from idle GPUs outside the scheduler): elastic jobs do not compose with it; remove it or `[elastic]`".into(),
-                });
+            // Growth keeps to a required level's group (`crate::engine::elastic`); a
+            // one-task-per-node spread and per-slice levels are not kept by it.
+            if let Some(t) = s.policy.topology.as_ref().filter(|_| !round) {
+                let strict_spread =
+                    t.ray_strategy == Some(fleetsim_policies::topology::RayStrategy::StrictSpread);
+                for (field, given) in [
+                    ("policy.topology.ray_strategy", strict_spread),
+                    ("policy.topology.slice_size", t.slice_size.is_some()),
+                ] {
+                    if given {
+                        return Err(ScenarioError::Invalid {
+                            origin: origin.to_string(),
+                            field: field.into(),
+                            message: "does not bound the growth of elastic jobs (GPUs above `min_gpus`, kept only in the group of a required level their min was placed in): remove it or `[elastic]`".into(),
+                        });
+                    }
+                }
             }
             let t = &s.transforms.spec;
             if !t.scale.is_empty() {

@@ -209,16 +209,6 @@ fn bad_input_is_refused_naming_the_field() {
         e.contains("time limits do not apply to elastic jobs"),
         "{e}"
     );
-    // A hard bound of the scheduler that growth (idle GPUs taken outside it) would exceed.
-    let e = load_error(
-        &(scenario("grow-idle", 10) + "[policy.topology]\nrequired = \"node\"\n"),
-        &[],
-    );
-    assert!(
-        e.contains("`policy.topology.required`")
-            && e.contains("does not bound the growth of elastic jobs"),
-        "{e}"
-    );
     // A table that does not compose, named with the jobs' kind.
     let e = load_error(
         &(scenario("grow-idle", 10) + "[failures]\nmtbf_h = { H100 = 1 }\n"),
@@ -551,4 +541,50 @@ fn kueue_quota_bounds_growth() {
         &[("jobs.csv", jobs), ("kueue.yaml", kueue)],
     );
     assert_eq!(span(&out, "A"), (Some(0), Some(100)));
+}
+
+/// A required topology level keeps growth in the group its min was placed in. Cell of two
+/// nodes n1, n2 × 4 H100, `required = "node"`, restart 10 s; A 2..8, linear, 600 GPU-s at
+/// 0; R rigid 4 GPUs for 100 s at 50.
+///
+/// - t=0: A's min (2) on n1; its growth only on n1 → size 4 (n2 idle), rate 4.
+/// - t=50: A's growth released; R (4 GPUs, one node) takes n2; A gets its 2 back on n1:
+///   size unchanged, no resize. A ends at 600 / 4 = 150; R 50 → 150.
+///
+/// Without the level: A grows to 8 at 0; at 50 it did 400, 200 left; R takes n2, A shrinks
+/// to 4 (resize: resumes 60), 200 / 4 = 50 → ends 110.
+#[test]
+fn a_required_topology_level_keeps_growth_in_the_min_s_domain() {
+    let fleet = cell("c", &["n1", "n2"], "H100", 4);
+    let base = scenario("grow-idle", 10).replace(&cell("c", &["n1"], "H100", 4), &fleet);
+    let jobs = "id,submit_s,tenant,num_gpu,runtime_s,min_gpus,max_gpus,work_gpu_s,throughput\n\
+                A,0,t,,,2,8,600,linear\n\
+                R,50,t,4,100,,,,\n";
+    let out = run(
+        &(base.clone() + "[policy.topology]\nrequired = \"node\"\n"),
+        &[("jobs.csv", jobs)],
+    );
+    assert_eq!(span(&out, "A"), (Some(0), Some(150)));
+    assert_eq!(span(&out, "R"), (Some(50), Some(150)));
+    assert_eq!(job(&out, "A").nodes, ["n1", "n1"]);
+    assert_eq!(job(&out, "R").nodes, ["n2"]);
+    assert_eq!(out.summary.elastic.as_ref().unwrap().reallocations, 0);
+    // A held 4 × 150 = 600 GPU-s.
+    assert_eq!(gpu_s(&out), 600.0);
+    let free = run(&base, &[("jobs.csv", jobs)]);
+    assert_eq!(span(&free, "A"), (Some(0), Some(110)));
+    // Topology constraints growth does not keep to are refused naming the field.
+    for (extra, field) in [
+        (
+            "ray_strategy = \"STRICT_SPREAD\"\n",
+            "`policy.topology.ray_strategy`",
+        ),
+        ("slice_size = 2\n", "`policy.topology.slice_size`"),
+    ] {
+        let e = load_error(&(base.clone() + "[policy.topology]\n" + extra), &[]);
+        assert!(
+            e.contains(field) && e.contains("does not bound the growth of elastic jobs"),
+            "want {field} in: {e}"
+        );
+    }
 }
