@@ -65,6 +65,15 @@
 //! released before every pass, so admission, fair-share order and preemption see the
 //! running jobs' quota only, and decayed usage counts the mins only.
 //!
+//! A node going down (failure or eviction) that holds growth GPUs of a job takes all its
+//! growth at once (`Simulation::elastic_node_down`): the job is re-planned at the next
+//! passes and pays the resize overhead whatever its new size. A failure of its `min` stops
+//! the `min` as any job (the reliability path: grace, failure counted, requeue) and its
+//! growth with it; its work goes back to its last checkpoint — the work left when its
+//! progress time (summed over its runs) last passed a multiple of the checkpoint interval,
+//! all of it without one. A started `min` makes progress from the end of its run's startup
+//! (`[startup]`); growth pays the resize overhead only.
+//!
 //! A job whose size after the passes differs from its size before them was resized: it
 //! makes no progress for [`ElasticConfig::restart`] (`restart_s`, the resize overhead) while
 //! holding its new GPUs. A job the passes started pays none; a job whose size did not change
@@ -216,13 +225,35 @@ struct SizedJob {
     since: SimTime,
     /// The run of its queued completion (the engine's record's run while it runs).
     run: u32,
+    /// Its work, thousandths of a size-1 GPU-ms.
+    work: u128,
+    /// Time it made progress, summed over its runs, ms (its checkpoints fall at multiples
+    /// of the checkpoint interval of it).
+    productive: u64,
+    /// `remaining` at its last checkpoint.
+    ckpt_remaining: u128,
+    /// Node failures of its `min` seen.
+    failures: u32,
+    /// It lost growth GPUs to a node going down since the last plan (a resize, whatever its
+    /// size after the next passes).
+    hit: bool,
 }
 
 impl SizedJob {
-    /// Credits progress and held GPU-ms up to `t`.
-    fn advance(&mut self, t: SimTime, gpu_ms: &mut u128) {
+    /// Credits progress and held GPU-ms up to `t`; `ckpt`, the checkpoint interval, records
+    /// the work left at the last checkpoint passed.
+    fn advance(&mut self, t: SimTime, gpu_ms: &mut u128, ckpt: Option<SimDuration>) {
         if t > self.resume {
-            let done = u128::from(t.0 - self.resume.0) * u128::from(self.rate);
+            let d = t.0 - self.resume.0;
+            if let Some(c) = ckpt.map(|c| c.0).filter(|&c| c > 0) {
+                let last = (self.productive + d) / c * c;
+                if last > self.productive {
+                    let upto = u128::from(last - self.productive) * u128::from(self.rate);
+                    self.ckpt_remaining = self.remaining.saturating_sub(upto);
+                }
+            }
+            self.productive += d;
+            let done = u128::from(d) * u128::from(self.rate);
             self.remaining = self.remaining.saturating_sub(done);
             self.resume = t;
         }
@@ -416,6 +447,11 @@ impl Simulation {
                 resume: now,
                 since: now,
                 run: super::NOT_RUNNING,
+                work: u128::from(spec.work_gpu_ms) * 1000,
+                productive: 0,
+                ckpt_remaining: u128::from(spec.work_gpu_ms) * 1000,
+                failures: 0,
+                hit: false,
             },
         );
         el.sized_of.insert(id, seq);
@@ -661,23 +697,29 @@ impl Simulation {
     /// the passes left.
     pub(super) fn elastic_before_passes(&mut self) -> Result<(), EngineError> {
         let now = self.now;
+        let ckpt = self.cfg.checkpoint_interval;
         let Some(mut el) = self.elastic.take() else {
             return Ok(());
         };
         let mut r = Ok(());
         for j in el.sized.values_mut() {
             j.pre_size = j.size;
-            j.growth_nodes.clear();
+            if !j.hit {
+                // (A job hit by a node going down keeps the nodes it held there.)
+                j.growth_nodes.clear();
+            }
             if j.size == 0 {
                 continue;
             }
-            j.advance(now, &mut el.sized_gpu_ms);
+            j.advance(now, &mut el.sized_gpu_ms, ckpt);
             let growth = std::mem::take(&mut j.growth);
             if let Err(e) = self.release_growth(j.id, &growth) {
                 r = Err(e);
                 break;
             }
-            j.growth_nodes = growth.iter().map(|a| a.node.index()).collect();
+            if !growth.is_empty() {
+                j.growth_nodes = growth.iter().map(|a| a.node.index()).collect();
+            }
         }
         self.elastic = Some(el);
         r
@@ -701,21 +743,41 @@ impl Simulation {
             return Ok(());
         };
         let now = self.now;
+        let ckpt = self.cfg.checkpoint_interval;
         // The passes' starts and stops.
         for j in el.sized.values_mut() {
             let rec = &self.jobs[j.id.index()];
             let running = rec.live && rec.state == JobState::Running;
-            if running && (j.size == 0 || rec.run != j.run) {
-                // Started by the passes (or stopped and started again within them).
+            let failures = rec.extra.as_deref().map_or(0, |x| x.failures);
+            if j.size > 0 && (!running || rec.run != j.run) {
+                // Stopped: preempted below its min (by a pass), or its min hit by a node
+                // failure or eviction before the passes (and maybe started again by them).
+                j.advance(now, &mut el.sized_gpu_ms, ckpt);
+                j.size = 0;
+                if failures > j.failures {
+                    // A failure of its min: back to its last checkpoint, as a rigid job.
+                    j.remaining = match ckpt.filter(|c| c.0 > 0) {
+                        Some(c) => {
+                            j.productive = j.productive / c.0 * c.0;
+                            j.ckpt_remaining
+                        }
+                        None => {
+                            j.productive = 0;
+                            j.work
+                        }
+                    };
+                    j.ckpt_remaining = j.remaining;
+                }
+            }
+            j.failures = failures;
+            if running && j.size == 0 {
+                // Started by the passes (or stopped and started again within them); its
+                // progress starts after the run's startup (`[startup]`), if any.
                 j.pre_size = 0;
                 j.size = j.min;
                 j.cell = rec.cell.map_or(0, |c| c.index());
                 j.since = now;
-                j.resume = now;
-            } else if !running && j.size > 0 {
-                // Stopped by a pass (preempted below its min): it keeps its progress.
-                j.advance(now, &mut el.sized_gpu_ms);
-                j.size = 0;
+                j.resume = self.startup_end(j.id).filter(|&e| e > now).unwrap_or(now);
             }
         }
         // The sizes: each cell's idle GPUs plus the running jobs' mins.
@@ -751,10 +813,11 @@ impl Simulation {
             let j = el.sized.get_mut(s).expect("running");
             j.growth = self.bind_growth(j.id, &nodes)?;
             let started = j.pre_size == 0;
-            if !started && size == j.pre_size {
+            let hit = std::mem::take(&mut j.hit);
+            if !started && size == j.pre_size && !hit {
                 continue; // unchanged: its GPUs back, nothing paid, its completion stands
             }
-            j.advance(now, &mut el.sized_gpu_ms);
+            j.advance(now, &mut el.sized_gpu_ms, ckpt);
             j.size = size;
             j.rate = j.model.rate_milli(size);
             if !started {
@@ -777,6 +840,36 @@ impl Simulation {
             self.events.push(at, EventKind::Finish(j.id, run));
         }
         Ok(())
+    }
+
+    /// Node `node` fails or is evicted: every sized job with a growth GPU on it releases its
+    /// growth now and is re-planned at the next passes, paying the resize overhead whatever
+    /// its new size; its `min` part meets the failure as any job.
+    pub(super) fn elastic_node_down(&mut self, node: NodeId) -> Result<(), EngineError> {
+        let Some(mut el) = self.elastic.take() else {
+            return Ok(());
+        };
+        let mut r = Ok(());
+        for j in el.sized.values_mut() {
+            if !j.growth.iter().any(|a| a.node == node) {
+                continue;
+            }
+            // All its growth goes now (the passes would release it anyway); the GPUs not on
+            // `node` are the nodes it held, tried first by the next plan.
+            let growth = std::mem::take(&mut j.growth);
+            j.growth_nodes = growth
+                .iter()
+                .filter(|a| a.node != node)
+                .map(|a| a.node.index())
+                .collect();
+            j.hit = true;
+            if let Err(e) = self.release_growth(j.id, &growth) {
+                r = Err(e);
+                break;
+            }
+        }
+        self.elastic = Some(el);
+        r
     }
 
     /// Binds one whole GPU on each of `nodes` for sized job `id`'s growth.
@@ -817,6 +910,10 @@ impl Simulation {
             let tenant = self.jobs[id.index()].tenant;
             let gpu = TaskShape::whole_gpus(1).total_gpu_milli() * growth.len() as u64;
             self.metrics.on_tenant_alloc(tenant, gpu, false);
+            if !self.node_sets.draining.is_empty() {
+                let nodes: Vec<NodeId> = growth.iter().map(|a| a.node).collect();
+                self.settle_drained(&nodes);
+            }
         }
         Ok(())
     }
@@ -826,6 +923,7 @@ impl Simulation {
     /// completes it as any job. Nothing for other jobs.
     pub(super) fn elastic_sized_finishing(&mut self, id: JobId) -> Result<(), EngineError> {
         let now = self.now;
+        let ckpt = self.cfg.checkpoint_interval;
         let Some(el) = self.elastic.as_mut() else {
             return Ok(());
         };
@@ -835,7 +933,7 @@ impl Simulation {
         let Some(mut j) = el.sized.remove(&seq) else {
             return Ok(());
         };
-        j.advance(now, &mut el.sized_gpu_ms);
+        j.advance(now, &mut el.sized_gpu_ms, ckpt);
         el.stats.gpu_hours = el.sized_gpu_ms as f64 / 3_600_000.0;
         el.stats.completed += 1;
         self.release_growth(id, &j.growth)?;

@@ -559,13 +559,15 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
             if s.serving.is_some() {
                 others.push("serving");
             }
-            if s.failures.is_some() {
+            // Elastic jobs under a sizing policy meet node failures, node events, startup
+            // and the fleet transforms (`crate::engine::elastic`); round-allocated ones do not.
+            if round && s.failures.is_some() {
                 others.push("failures");
             }
-            if !s.node_events.is_empty() {
+            if round && !s.node_events.is_empty() {
                 others.push("node_events");
             }
-            if s.startup.is_some() {
+            if round && s.startup.is_some() {
                 others.push("startup");
             }
             // Round-allocated jobs take no queue: quota and Kueue admission would not apply.
@@ -624,13 +626,13 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
                 }
             }
             let t = &s.transforms.spec;
-            if !t.scale.is_empty() {
+            if round && !t.scale.is_empty() {
                 others.push("transforms.scale");
             }
-            if !t.add_nodes.is_empty() {
+            if round && !t.add_nodes.is_empty() {
                 others.push("transforms.add_nodes");
             }
-            if !t.remove_nodes.is_empty() {
+            if round && !t.remove_nodes.is_empty() {
                 others.push("transforms.remove_nodes");
             }
         }

@@ -211,11 +211,11 @@ fn bad_input_is_refused_naming_the_field() {
     );
     // A table that does not compose, named with the jobs' kind.
     let e = load_error(
-        &(scenario("grow-idle", 10) + "[failures]\nmtbf_h = { H100 = 1 }\n"),
+        &(scenario("grow-idle", 10) + "[platform]\nspeed = { H100 = 0.5 }\n"),
         &[],
     );
     assert!(
-        e.contains("`failures`") && e.contains("does not compose with `[elastic]` (elastic jobs)"),
+        e.contains("`platform`") && e.contains("does not compose with `[elastic]` (elastic jobs)"),
         "{e}"
     );
     // Table fields that do not apply to a sizing policy, and an unknown allocator.
@@ -587,4 +587,75 @@ fn a_required_topology_level_keeps_growth_in_the_min_s_domain() {
             "want {field} in: {e}"
         );
     }
+}
+
+/// Two nodes n1, n2 × 4 H100, restart 10 s; A 1..8, linear, 800 GPU-s at 0: its min on n1,
+/// growth 3 on n1 and 4 on n2 → 8 (rate 8).
+fn two_nodes(extra: &str) -> String {
+    scenario("grow-idle", 10).replace(
+        &cell("c", &["n1"], "H100", 4),
+        &cell("c", &["n1", "n2"], "H100", 4),
+    ) + extra
+}
+
+/// A node failure that hits only growth GPUs shrinks the job, which keeps its progress and
+/// pays the resize overhead. n2 fails at 50: A did 50 × 8 = 400 GPU-s, 400 left; its growth
+/// on n2 is gone → A 8 → 4 on n1, resumes at 60, 400 / 4 = 100 → ends 160. No failure of A.
+/// GPU-s 8 × 50 + 4 × 110 = 840.
+#[test]
+fn a_failure_of_growth_gpus_shrinks_the_job() {
+    let jobs = format!("{HEADER}A,0,t,0,1,8,800,linear\n");
+    let out = run(
+        &two_nodes("[[node_events]]\nat_s = 50\nnode = \"n2\"\nkind = \"fail\"\n"),
+        &[("jobs.csv", &jobs)],
+    );
+    assert_eq!(span(&out, "A"), (Some(0), Some(160)));
+    assert_eq!(job(&out, "A").failures, 0);
+    assert_eq!(gpu_s(&out), 840.0);
+    assert_eq!(out.summary.elastic.as_ref().unwrap().reallocations, 1);
+}
+
+/// A failure of the node holding the min stops the job as a rigid one: back to its last
+/// checkpoint, requeued, started again (at its min, then grown) where it fits.
+///
+/// - No checkpoint: n1 fails at 50 (grace 0); A lost its 400 GPU-s, restarts at 50 on n2 at
+///   size 4 (a start: no resize overhead), 800 / 4 = 200 → ends 250.
+/// - `checkpoint_interval_s = 30`: A's checkpoint at 30 s of progress kept 30 × 8 = 240
+///   GPU-s; 560 left at rate 4 → 140 s → ends 190.
+#[test]
+fn a_failure_of_the_min_s_node_goes_back_to_the_checkpoint_and_requeues() {
+    let jobs = format!("{HEADER}A,0,t,0,1,8,800,linear\n");
+    let fail = "[[node_events]]\nat_s = 50\nnode = \"n1\"\nkind = \"fail\"\n";
+    let out = run(&two_nodes(fail), &[("jobs.csv", &jobs)]);
+    assert_eq!(span(&out, "A"), (Some(0), Some(250)));
+    assert_eq!(job(&out, "A").failures, 1);
+    assert_eq!(job(&out, "A").nodes, ["n2"]);
+    let ckpt = format!("{fail}[policy.preemption]\ncheckpoint_interval_s = 30\n");
+    let out = run(&two_nodes(&ckpt), &[("jobs.csv", &jobs)]);
+    assert_eq!(span(&out, "A"), (Some(0), Some(190)));
+}
+
+/// Added nodes are grown into after the next passes; removed (drained) nodes take their
+/// growth GPUs away. One node n1 × 4; A 1..8, linear, 800 GPU-s at 0 → size 4, rate 4.
+/// `add_nodes` of n2 (4 GPUs) at 100: A did 400, grows 4 → 8, resumes 110, 400 / 8 = 50 →
+/// ends 160.
+#[test]
+fn added_nodes_are_grown_into() {
+    let jobs = format!("{HEADER}A,0,t,0,1,8,800,linear\n");
+    let add = "[[transforms.add_nodes]]\nat_s = 100\ncell = \"c\"\n[[transforms.add_nodes.nodes]]\nnames = [\"n2\"]\naccelerator = \"H100\"\ngpus = 4\n";
+    let out = run(&(scenario("grow-idle", 10) + add), &[("jobs.csv", &jobs)]);
+    assert_eq!(span(&out, "A"), (Some(0), Some(160)));
+}
+
+/// `[startup]` delays the progress of the min's start; growth pays `restart_s`. One node of
+/// 4; A 1..4, linear, 400 GPU-s at 0 with a 20 s startup: size 4 from 0, progress from 20,
+/// 400 / 4 = 100 → ends 120.
+#[test]
+fn startup_delays_the_min_s_start() {
+    let jobs = format!("{HEADER}A,0,t,0,1,4,400,linear\n");
+    let out = run(
+        &(scenario("grow-idle", 10) + "[startup]\nbase_s = 20\n"),
+        &[("jobs.csv", &jobs)],
+    );
+    assert_eq!(span(&out, "A"), (Some(0), Some(120)));
 }

@@ -52,6 +52,7 @@ impl Simulation {
             }
             NodeChangeKind::Fail { grace } => {
                 self.fleet.set_schedulable(change.node, false);
+                self.elastic_node_down(change.node)?;
                 self.stop_jobs_on(change.node, grace, false);
                 self.book_held_on_failed(change.node);
                 // Capacity and allocation of a down node leave together: a
@@ -73,6 +74,7 @@ impl Simulation {
             }
             NodeChangeKind::Evict { grace } => {
                 self.fleet.set_schedulable(change.node, false);
+                self.elastic_node_down(change.node)?;
                 self.stop_jobs_on(change.node, grace, true);
             }
         }
