@@ -74,6 +74,11 @@
 //! all of it without one. A started `min` makes progress from the end of its run's startup
 //! (`[startup]`); growth pays the resize overhead only.
 //!
+//! Growth is no demand to the autoscaler: it runs after the passes on the fleet without
+//! growth (bound after it), so growth never triggers a scale-up and a node holding only
+//! growth is idle; at such a node's idle check the jobs holding growth on it release it
+//! first. A serving replica is pending work: it takes growth GPUs before any preemption.
+//!
 //! A job whose size after the passes differs from its size before them was resized: it
 //! makes no progress for [`ElasticConfig::restart`] (`restart_s`, the resize overhead) while
 //! holding its new GPUs. A job the passes started pays none; a job whose size did not change
@@ -842,9 +847,10 @@ impl Simulation {
         Ok(())
     }
 
-    /// Node `node` fails or is evicted: every sized job with a growth GPU on it releases its
-    /// growth now and is re-planned at the next passes, paying the resize overhead whatever
-    /// its new size; its `min` part meets the failure as any job.
+    /// Node `node` fails, is evicted or is due for an autoscaler's scale-down: every sized
+    /// job with a growth GPU on it releases its growth now and is re-planned at the next
+    /// passes (queued), paying the resize overhead whatever its new size; its `min` part
+    /// meets the failure as any job.
     pub(super) fn elastic_node_down(&mut self, node: NodeId) -> Result<(), EngineError> {
         let Some(mut el) = self.elastic.take() else {
             return Ok(());
@@ -863,6 +869,7 @@ impl Simulation {
                 .map(|a| a.node.index())
                 .collect();
             j.hit = true;
+            self.pass.dirty = true;
             if let Err(e) = self.release_growth(j.id, &growth) {
                 r = Err(e);
                 break;

@@ -408,7 +408,7 @@ impl Simulation {
             // (5) scheduling passes until one changes nothing.
             if self.pass.dirty && self.on_round(t) {
                 self.passes(t)?;
-                self.after_passes(t);
+                self.after_passes(t)?;
             }
             self.end_instant(t)?;
         }

@@ -556,7 +556,7 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
             if s.mode != Mode::Schedule {
                 others.push("mode");
             }
-            if s.serving.is_some() {
+            if round && s.serving.is_some() {
                 others.push("serving");
             }
             // Elastic jobs under a sizing policy meet node failures, node events, startup
@@ -592,7 +592,7 @@ fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
             if round && s.workload.synthetic.is_some() {
                 others.push("workload.synthetic");
             }
-            if s.fleet.cells.iter().any(|c| !c.autoscaling.is_empty()) {
+            if round && s.fleet.cells.iter().any(|c| !c.autoscaling.is_empty()) {
                 others.push("fleet.cells.autoscaling");
             }
             // The round allocators see one pool of nodes: a job would span cells (the

@@ -4,7 +4,9 @@
 
 use fleetsim::engine::FinalState;
 
-use crate::support::{cell, fleetsim, job, load_error, output_text, refusal, run, span};
+use crate::support::{
+    burst_group, cell, fleetsim, job, load_error, output_text, refusal, run, service, span,
+};
 
 /// One cell `c` of one node `n1` of 4 × H100, the native trace `jobs.csv` beside the
 /// scenario and `[elastic]` with `allocator` and `restart_s`.
@@ -658,4 +660,67 @@ fn startup_delays_the_min_s_start() {
         &[("jobs.csv", &jobs)],
     );
     assert_eq!(span(&out, "A"), (Some(0), Some(120)));
+}
+
+/// Autoscaling: a pending job scales up, growth does not, and a node holding only growth is
+/// idle for scale-down (the job shrinks first). Static n1 × 4 H100 and a group `burst` of
+/// up to 2 × 4 (none at start, 60 s provisioning, removed after 120 s idle); restart 10 s.
+/// A 1..8, linear, 2000 GPU-s at 0; R rigid 4 GPUs for 100 s at 10.
+///
+/// - t=0: A's min on n1, growth 3 → size 4 (rate 4); no scale-up (growth asks for none).
+/// - t=10: R fits no node (n1 has 3 free with A's growth released): burst-0 requested,
+///   joins at 70; A gets its 3 back (unchanged).
+/// - t=70: R starts on burst-0, ends 170; A unchanged.
+/// - t=170: burst-0 is idle to the autoscaler (growth is no demand): idle since 170. A grows
+///   to 8 (3 on n1, 4 on burst-0): done 4 × 170 = 680, 1320 left, resumes 180 at rate 8.
+/// - t=290: burst-0's idle check: it holds only A's growth, so A shrinks first and burst-0
+///   leaves. A did 8 × 110 = 880, 440 left; 8 → 4, resumes 300, 440 / 4 = 110 → ends 410.
+///
+/// burst-0 billed 10 → 290 = 280 node-s; A held 4 × 170 + 8 × 120 + 4 × 120 = 2120 GPU-s.
+#[test]
+fn autoscaling_scales_up_for_pending_work_not_growth_and_scales_down_under_growth() {
+    let toml = scenario("grow-idle", 10).replace(
+        &cell("c", &["n1"], "H100", 4),
+        &(cell("c", &["n1"], "H100", 4)
+            + &burst_group(2, "{ distribution = \"fixed\", s = 60 }", Some("2.0"), 120)),
+    );
+    let jobs = "id,submit_s,tenant,num_gpu,runtime_s,min_gpus,max_gpus,work_gpu_s,throughput\n\
+                A,0,t,,,1,8,2000,linear\n\
+                R,10,t,4,100,,,,\n";
+    let out = run(&toml, &[("jobs.csv", jobs)]);
+    assert_eq!(span(&out, "R"), (Some(70), Some(170)));
+    assert_eq!(span(&out, "A"), (Some(0), Some(410)));
+    let a = out
+        .summary
+        .autoscaling
+        .as_ref()
+        .expect("autoscaling section");
+    assert_eq!((a.scale_ups, a.scale_downs), (1, 1));
+    assert_eq!(a.node_hours, 280.0 / 3600.0);
+    assert_eq!(gpu_s(&out), 2120.0);
+    assert_eq!(out.summary.elastic.as_ref().unwrap().reallocations, 2);
+}
+
+/// Serving takes growth GPUs before it would preempt training. Nodes n1, n2 × 4 H100,
+/// restart 10 s, capacity preemption of lower priorities on; A (priority 0) 1..8, linear,
+/// 800 GPU-s at 0 → size 8 (min on n1). Service `chat` of 4-GPU replicas (priority 1000)
+/// desired 1 over [50, 150), no delays.
+///
+/// - t=50: A did 400, 400 left; its growth is released before the passes: the replica
+///   takes n2 (n1 holds A's min) without a preemption. A 8 → 4 on n1, resumes 60.
+/// - t=150: the replica leaves; A did 90 × 4 = 360, 40 left; grows to 8 again, resumes
+///   160, 40 / 8 = 5 → ends 165.
+#[test]
+fn serving_takes_growth_before_preempting_training() {
+    let toml = two_nodes(&format!(
+        "[policy.preemption]\ncapacity = \"lower-priority\"\n[serving]\nend_s = 600\n{}",
+        service("chat", None, "[[0, 0], [50, 1], [150, 0]]", 0, 0)
+    ));
+    let jobs = format!("{HEADER}A,0,t,0,1,8,800,linear\n");
+    let out = run(&toml, &[("jobs.csv", &jobs)]);
+    assert_eq!(span(&out, "chat/r0#0"), (Some(50), Some(150)));
+    assert_eq!(job(&out, "chat/r0#0").nodes, ["n2"]);
+    assert_eq!(span(&out, "A"), (Some(0), Some(165)));
+    assert_eq!(out.summary.preemption.preemptions, 0);
+    assert_eq!(out.summary.elastic.as_ref().unwrap().reallocations, 2);
 }

@@ -65,6 +65,10 @@ impl Simulation {
                     }
                 }
                 EventKind::IdleCheck(n) => {
+                    // Growth of elastic jobs does not keep a node up: they shrink first.
+                    if let Some(node) = self.subs.auto.as_ref().and_then(|a| a.due_node(n, t)) {
+                        self.elastic_node_down(node)?;
+                    }
                     if let Some(a) = &mut self.subs.auto {
                         if a.idle_check(n, t, &mut self.fleet) {
                             self.metrics.refresh_capacity(&self.fleet);
@@ -234,13 +238,14 @@ impl Simulation {
                 }
             }
         }
-        self.elastic_after_passes()
+        Ok(())
     }
 
     /// After the passes at `t`: the autoscaler's checks and joins (and the admissions that
-    /// wait for pods), the pending counts and reasons, the scheduler's wake-up and the retry
-    /// cycle's next pass.
-    pub(in crate::engine) fn after_passes(&mut self, t: SimTime) {
+    /// wait for pods) on the fleet without elastic growth (growth is no demand), then the
+    /// elastic jobs' growth, the pending counts and reasons, the scheduler's wake-up and the
+    /// retry cycle's next pass.
+    pub(in crate::engine) fn after_passes(&mut self, t: SimTime) -> Result<(), EngineError> {
         if let Some(a) = &mut self.subs.auto {
             let (checks, joins) = a.after_passes(t, &self.fleet, &self.sched);
             for (at, n) in checks {
@@ -257,6 +262,7 @@ impl Simulation {
                 }
             }
         }
+        self.elastic_after_passes()?;
         self.metrics.set_pending(self.sched.pending_len() as u64);
         self.metrics.clear_pending_reasons();
         let m = &mut self.metrics;
@@ -285,6 +291,7 @@ impl Simulation {
                 self.events.push(at, EventKind::Tick);
             }
         }
+        Ok(())
     }
 
     /// The end of instant `t`: the fragmentation samples of intervals starting at `t`, the

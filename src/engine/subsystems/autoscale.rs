@@ -357,6 +357,18 @@ impl Autoscaler {
         }
     }
 
+    /// The node of record `n` when its idle check at `t` would remove it were it empty
+    /// (up, idle since `scale_down_idle` ago, its group above `min_nodes`).
+    pub fn due_node(&self, n: u32, t: SimTime) -> Option<NodeId> {
+        let rec = &self.nodes[n as usize];
+        let g = rec.group as usize;
+        let due = rec
+            .idle_since
+            .is_some_and(|s| s + self.cfg.groups[g].scale_down_idle <= t);
+        (rec.state == State::Up && due && self.active(g) > self.cfg.groups[g].min_nodes)
+            .then_some(rec.id)
+    }
+
     /// Node record `n`'s idle check at `t`: removes it when idle since `scale_down_idle`
     /// ago and its group is above `min_nodes`. True when it left the fleet.
     pub fn idle_check(&mut self, n: u32, t: SimTime, fleet: &mut FleetState) -> bool {
