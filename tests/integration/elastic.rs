@@ -724,3 +724,61 @@ fn serving_takes_growth_before_preempting_training() {
     assert_eq!(out.summary.preemption.preemptions, 0);
     assert_eq!(out.summary.elastic.as_ref().unwrap().reallocations, 2);
 }
+
+/// The committed mixed scenario (`scenarios/elastic/mixed.toml`: rigid and elastic training,
+/// a diurnal service, an autoscaled group, cohort quota) under `run`, `sweep`, `compare` and
+/// `check`. Its exact behaviours are the hand cases above; here every command takes it and
+/// every job completes.
+#[test]
+fn the_mixed_scenario_runs_under_run_sweep_compare_and_check() {
+    let f = crate::support::repo().join("scenarios/elastic/mixed.toml");
+    let d = tempfile::tempdir().unwrap();
+    let out = |name: &str| d.path().join(name);
+    let baseline = out("b.json");
+    for args in [
+        vec!["run".into(), f.clone(), "--out".into(), out("run")],
+        vec!["sweep".into(), f.clone(), "--out".into(), out("sweep")],
+        vec![
+            "compare".into(),
+            f.clone(),
+            "--policies".into(),
+            "placement=best-fit,placement=first-fit".into(),
+            "--seeds".into(),
+            "2".into(),
+            "--out".into(),
+            out("compare"),
+        ],
+        vec![
+            "check".into(),
+            f.clone(),
+            "--baseline".into(),
+            baseline.clone(),
+            "--update".into(),
+            "--seeds".into(),
+            "2".into(),
+        ],
+        vec![
+            "check".into(),
+            f.clone(),
+            "--baseline".into(),
+            baseline.clone(),
+        ],
+    ] {
+        let o = fleetsim().args(&args).output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", output_text(&o));
+    }
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out("run/summary.json")).unwrap()).unwrap();
+    // Eight training rows (four elastic) and the service's replicas all complete.
+    assert_eq!(summary["elastic"]["jobs"], 4);
+    assert_eq!(summary["elastic"]["completed"], 4);
+    assert_eq!(summary["jobs"]["rejected"], 0);
+    assert_eq!(summary["jobs"]["submitted"], summary["jobs"]["completed"]);
+    assert!(summary["autoscaling"]["scale_ups"].as_u64().unwrap() > 0);
+    assert!(
+        summary["serving"]["services"][0]["replicas_added"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+}
