@@ -879,9 +879,13 @@ impl Simulation {
         r
     }
 
-    /// Binds one whole GPU on each of `nodes` for sized job `id`'s growth.
-    fn bind_growth(&mut self, id: JobId, nodes: &[usize]) -> Result<Vec<TaskAlloc>, EngineError> {
-        let now = self.now;
+    /// Binds one whole GPU on each of `nodes` (a node once per GPU) through the checked
+    /// fleet state; a refusal is an invariant violation described by `what`.
+    fn bind_one_gpu_each(
+        &mut self,
+        nodes: &[usize],
+        what: impl Fn() -> String,
+    ) -> Result<Vec<TaskAlloc>, EngineError> {
         let shape = TaskShape::whole_gpus(1);
         let mut out = Vec::with_capacity(nodes.len());
         for &n in nodes {
@@ -889,11 +893,18 @@ impl Simulation {
                 .fleet
                 .allocate(NodeId(n as u32), &shape, ModelSet::ANY)
                 .map_err(|e| EngineError::Invariant {
-                    time: now,
-                    message: format!("growth of elastic job {id}: {e}"),
+                    time: self.now,
+                    message: format!("{}: {e}", what()),
                 })?;
             out.push(a);
         }
+        Ok(out)
+    }
+
+    /// Binds one whole GPU on each of `nodes` for sized job `id`'s growth.
+    fn bind_growth(&mut self, id: JobId, nodes: &[usize]) -> Result<Vec<TaskAlloc>, EngineError> {
+        let shape = TaskShape::whole_gpus(1);
+        let out = self.bind_one_gpu_each(nodes, || format!("growth of elastic job {id}"))?;
         if !out.is_empty() {
             self.metrics.on_allocs(&self.fleet, &out, true, false);
             let tenant = self.jobs[id.index()].tenant;
@@ -1122,17 +1133,7 @@ impl Simulation {
     fn elastic_bind(&mut self, id: JobId, alloc: &[usize]) -> Result<(), EngineError> {
         let now = self.now;
         let shape = TaskShape::whole_gpus(1);
-        let mut tasks = Vec::with_capacity(alloc.len());
-        for &n in alloc {
-            let a = self
-                .fleet
-                .allocate(NodeId(n as u32), &shape, ModelSet::ANY)
-                .map_err(|e| EngineError::Invariant {
-                    time: now,
-                    message: format!("round allocation of job {id}: {e}"),
-                })?;
-            tasks.push(a);
-        }
+        let tasks = self.bind_one_gpu_each(alloc, || format!("round allocation of job {id}"))?;
         let cell: CellId = self.fleet.node(NodeId(alloc[0] as u32)).cell;
         let run = self.next_run;
         self.next_run = (self.next_run + 1) % super::NOT_RUNNING;
