@@ -81,7 +81,7 @@
 //!
 //! A job whose size after the passes differs from its size before them was resized: it
 //! makes no progress for [`ElasticConfig::restart`] (`restart_s`, the resize overhead) while
-//! holding its new GPUs. A job the passes started pays none; a job whose size did not change
+//! holding its new GPUs, booked as unproductive (useful occupancy leaves it out). A job the passes started pays none; a job whose size did not change
 //! gets its GPUs back and pays nothing. Its work drains at its throughput model's integer
 //! rate ([`crate::workload::ThroughputModel::rate_milli`], thousandths of a size-1 GPU-ms
 //! per ms) for its current size; it completes at `resume + ⌈remaining / rate⌉` ms (a new
@@ -242,6 +242,10 @@ struct SizedJob {
     /// It lost growth GPUs to a node going down since the last plan (a resize, whatever its
     /// size after the next passes).
     hit: bool,
+    /// `resume` is the end of a resize overhead (not of a start's startup).
+    resizing: bool,
+    /// The resize overhead booked as unproductive with the collector: its end and key run.
+    overhead: Option<(SimTime, u32)>,
 }
 
 impl SizedJob {
@@ -457,6 +461,8 @@ impl Simulation {
                 ckpt_remaining: u128::from(spec.work_gpu_ms) * 1000,
                 failures: 0,
                 hit: false,
+                resizing: false,
+                overhead: None,
             },
         );
         el.sized_of.insert(id, seq);
@@ -713,6 +719,9 @@ impl Simulation {
                 // (A job hit by a node going down keeps the nodes it held there.)
                 j.growth_nodes.clear();
             }
+            if let Some((end, run)) = j.overhead.take() {
+                self.metrics.startup_cut(run, end);
+            }
             if j.size == 0 {
                 continue;
             }
@@ -759,6 +768,7 @@ impl Simulation {
                 // failure or eviction before the passes (and maybe started again by them).
                 j.advance(now, &mut el.sized_gpu_ms, ckpt);
                 j.size = 0;
+                j.resizing = false;
                 if failures > j.failures {
                     // A failure of its min: back to its last checkpoint, as a rigid job.
                     j.remaining = match ckpt.filter(|c| c.0 > 0) {
@@ -779,6 +789,7 @@ impl Simulation {
                 // Started by the passes (or stopped and started again within them); its
                 // progress starts after the run's startup (`[startup]`), if any.
                 j.pre_size = 0;
+                j.resizing = false;
                 j.size = j.min;
                 j.cell = rec.cell.map_or(0, |c| c.index());
                 j.since = now;
@@ -820,7 +831,10 @@ impl Simulation {
             let started = j.pre_size == 0;
             let hit = std::mem::take(&mut j.hit);
             if !started && size == j.pre_size && !hit {
-                continue; // unchanged: its GPUs back, nothing paid, its completion stands
+                // Unchanged: its GPUs back, nothing paid, its completion stands (a resize
+                // overhead under way goes on).
+                self.book_overhead(j);
+                continue;
             }
             j.advance(now, &mut el.sized_gpu_ms, ckpt);
             j.size = size;
@@ -828,6 +842,7 @@ impl Simulation {
             if !started {
                 el.stats.reallocations += 1;
                 j.resume = now + el.cfg.restart;
+                j.resizing = true;
             }
             let at = j.finish();
             if at.0 == u64::MAX {
@@ -843,8 +858,23 @@ impl Simulation {
             self.jobs[j.id.index()].run = run;
             j.run = run;
             self.events.push(at, EventKind::Finish(j.id, run));
+            self.book_overhead(j);
         }
         Ok(())
+    }
+
+    /// Books what is left of sized job `j`'s resize overhead (from now to its `resume`) as
+    /// unproductive on its GPUs (its `min`'s and its growth): the resize overhead is no
+    /// useful work (useful occupancy). Cut before the next passes and booked again after
+    /// them for the GPUs it then holds.
+    fn book_overhead(&mut self, j: &mut SizedJob) {
+        if !j.resizing || j.resume <= self.now {
+            return;
+        }
+        let mut allocs: Vec<TaskAlloc> = self.jobs[j.id.index()].allocs.as_slice().to_vec();
+        allocs.extend_from_slice(&j.growth);
+        self.metrics.startup(&self.fleet, &allocs, j.run, j.resume);
+        j.overhead = Some((j.resume, j.run));
     }
 
     /// Node `node` fails, is evicted or is due for an autoscaler's scale-down: every sized
@@ -870,6 +900,9 @@ impl Simulation {
                 .collect();
             j.hit = true;
             self.pass.dirty = true;
+            if let Some((end, run)) = j.overhead.take() {
+                self.metrics.startup_cut(run, end);
+            }
             if let Err(e) = self.release_growth(j.id, &growth) {
                 r = Err(e);
                 break;
@@ -952,6 +985,9 @@ impl Simulation {
             return Ok(());
         };
         j.advance(now, &mut el.sized_gpu_ms, ckpt);
+        if let Some((end, run)) = j.overhead.take() {
+            self.metrics.startup_cut(run, end);
+        }
         el.stats.gpu_hours = el.sized_gpu_ms as f64 / 3_600_000.0;
         el.stats.completed += 1;
         self.release_growth(id, &j.growth)?;

@@ -69,6 +69,11 @@ fn b43_an_elastic_job_grows_at_100_into_the_gpus_b_frees_and_ends_at_310() {
     // A's row reports its min part, the scheduler's job: one one-GPU task on n1 (its growth
     // GPUs are the elastic section's).
     assert_eq!(job(&out, "A").nodes, ["n1"]);
+    // Occupancy over [0, 310) of 4 GPUs (1240 GPU-s available): allocated 1240 GPU-s; the
+    // resize overhead (4 GPUs × 10 s = 40 GPU-s) is no useful work → useful 1200 GPU-s.
+    assert_eq!(out.summary.allocated_gpu_s, 1240.0);
+    assert_eq!(out.summary.useful_gpu_s, 1200.0);
+    assert_eq!(out.summary.occupancy, Some(1200.0 / 1240.0));
     // The fault signature: without the resize at 100, A would end at 500; without the
     // overhead, at 300.
     let no_overhead = run(&scenario("grow-idle", 0), &[("jobs.csv", &jobs)]);
