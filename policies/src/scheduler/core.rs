@@ -152,17 +152,23 @@ impl Core {
         if let Some(&(_, free)) = frees.iter().find(|(k, _)| *k == (cells_key, models)) {
             return (need, free);
         }
+        let free = self.group_free(fleet, cells_key, models);
+        frees.push(((cells_key, models), free));
+        (need, free)
+    }
+
+    /// The free GPU-milli of models `models` in the cells of interned cell set `cells_key`
+    /// (every cell for an empty set). `O(c)` for `c` cells.
+    pub(crate) fn group_free(&self, fleet: &FleetState, cells_key: u32, models: ModelSet) -> u64 {
         let cells = self
             .cell_set_lists
             .get(cells_key as usize)
             .map_or(&[][..], Vec::as_slice);
-        let free = (0..fleet.cells().len())
+        (0..fleet.cells().len())
             .map(|c| CellId(c as u16))
             .filter(|c| cells.is_empty() || cells.binary_search(c).is_ok())
             .map(|c| fleet.free_gpu_milli(c, models))
-            .sum();
-        frees.push(((cells_key, models), free));
-        (need, free)
+            .sum()
     }
 
     /// The interned id of class `k` (see [`Core::classes`]).

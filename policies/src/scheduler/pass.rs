@@ -65,34 +65,102 @@ pub(crate) type Verdict = (PendingReason, Option<u64>);
 /// queues that have one (only `QueueId(u32::MAX)`, shared by all queues, without
 /// preemption), stamped with the generation of the pass that made them, so that
 /// [`Verdicts::clear`] is `O(1)`.
+///
+/// A full pass without preemption opens with a cut ([`Verdicts::open_cut`]): every class
+/// whose whole request exceeds the free GPU-milli of its (cell set, models) group has the
+/// verdict `(NoCapacity, None)` in the shared queue without one being stored, so that the
+/// opening costs the groups, not one write per class present. The cut is rebuilt at every
+/// opening and is not serialized (a snapshot is taken between passes).
 #[derive(Debug, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct Verdicts {
     generation: u32,
     by_class: Vec<(u32, Vec<(QueueId, Verdict)>)>,
+    /// The generation whose verdicts include the cut (`None`: no cut).
+    #[cfg_attr(feature = "serde", serde(skip))]
+    cut: Option<u32>,
+    /// Per interned class: its whole request (tasks × per-task GPU-milli) and its group's
+    /// index in `groups` (`u32::MAX`: a class without GPUs, never in the cut).
+    #[cfg_attr(feature = "serde", serde(skip))]
+    need: Vec<(u64, u32)>,
+    /// The (interned cell set, models) groups of the classes in `need`, with their free
+    /// GPU-milli at the cut's opening.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    groups: Vec<((u32, ModelSet), u64)>,
 }
 
+/// The verdict of a class in the cut ([`Verdicts::open_cut`]).
+const CUT: Verdict = (PendingReason::NoCapacity, None);
+
 impl Verdicts {
-    /// Forgets every verdict.
+    /// Forgets every verdict (and the cut).
     pub(crate) fn clear(&mut self) {
         self.generation = self.generation.wrapping_add(1);
+        self.cut = None;
         if self.generation == 0 {
             self.by_class.clear();
         }
     }
 
-    /// The verdict of class `cid` in queue `q`.
-    pub(crate) fn get(&self, q: QueueId, cid: u32) -> Option<&Verdict> {
-        let (g, list) = self.by_class.get(cid as usize)?;
-        if *g != self.generation {
-            return None;
+    /// Opens the cut of this generation on `fleet` (see [`Verdicts`]): learns the classes
+    /// interned since the last opening, then the free GPU-milli of every group. `O(g c)` for
+    /// `g` groups over `c` cells, plus the new classes.
+    pub(crate) fn open_cut(&mut self, core: &Core, fleet: &FleetState) {
+        for &(shape, tasks, models, cells_key, ..) in &core.classes[self.need.len()..] {
+            if shape.num_gpu == 0 {
+                self.need.push((0, u32::MAX));
+                continue;
+            }
+            let g = match self
+                .groups
+                .iter()
+                .position(|(k, _)| *k == (cells_key, models))
+            {
+                Some(g) => g,
+                None => {
+                    self.groups.push(((cells_key, models), 0));
+                    self.groups.len() - 1
+                }
+            };
+            let need = shape.total_gpu_milli().saturating_mul(tasks as u64);
+            self.need.push((need, g as u32));
         }
-        list.iter().find(|(vq, _)| *vq == q).map(|(_, v)| v)
+        for ((cells_key, models), free) in &mut self.groups {
+            *free = core.group_free(fleet, *cells_key, *models);
+        }
+        self.cut = Some(self.generation);
     }
 
-    /// The verdict of class `cid` in queue `q`, set to `v` when there is none.
+    /// True when class `cid` is in this generation's cut.
+    fn in_cut(&self, cid: u32) -> bool {
+        self.cut == Some(self.generation)
+            && self
+                .need
+                .get(cid as usize)
+                .is_some_and(|&(need, g)| g != u32::MAX && need > self.groups[g as usize].1)
+    }
+
+    /// The verdict of class `cid` in queue `q`.
+    pub(crate) fn get(&self, q: QueueId, cid: u32) -> Option<&Verdict> {
+        if let Some((g, list)) = self.by_class.get(cid as usize) {
+            if *g == self.generation {
+                if let Some((_, v)) = list.iter().find(|(vq, _)| *vq == q) {
+                    return Some(v);
+                }
+            }
+        }
+        (q == QueueId(u32::MAX) && self.in_cut(cid)).then_some(&CUT)
+    }
+
+    /// The verdict of class `cid` in queue `q`, set to `v` when there is none (to the cut's
+    /// when the class is in it).
     pub(crate) fn get_or_insert(&mut self, q: QueueId, cid: u32, v: Verdict) -> &mut Verdict {
         let i = cid as usize;
+        let v = if q == QueueId(u32::MAX) && self.in_cut(cid) {
+            CUT
+        } else {
+            v
+        };
         if i >= self.by_class.len() {
             self.by_class.resize_with(i + 1, Default::default);
         }
@@ -560,44 +628,22 @@ impl Scheduler {
             return;
         }
         let now = self.core.now;
+        // The verdicts of the classes in the cut are implicit; only the jobs of those classes
+        // filed under another reason are looked at.
+        pass.verdicts.open_cut(&self.core, fleet);
+        let all = QueueId(u32::MAX);
+        let nc = PendingReason::NoCapacity.index() as u8;
         let mut certain = Vec::new();
-        // Free GPU-milli by (cell set, models), computed once in the pass (the fleet does not
-        // change here).
-        let mut frees = Vec::new();
         for (q, jobs) in self.pending.iter_mut().enumerate() {
             let Some(ix) = &jobs.jobs.classes else {
                 continue;
             };
             certain.clear();
-            let all = QueueId(u32::MAX);
-            let nc = PendingReason::NoCapacity.index() as u8;
-            // The class of the last key, and whether it is certain.
-            let mut last: Option<(u32, bool)> = None;
             for &(cid, slot) in ix.keys() {
-                let is_certain = match last {
-                    Some((c, known)) if c == cid => known,
-                    _ => {
-                        let known = match pass.verdicts.get(all, cid) {
-                            Some(&v) => v == (PendingReason::NoCapacity, None),
-                            None if self.core.classes[cid as usize].0.num_gpu == 0 => false,
-                            None => {
-                                let (need, free) =
-                                    self.core.class_need_and_free(fleet, cid, &mut frees);
-                                if need > free {
-                                    pass.verdicts.get_or_insert(
-                                        all,
-                                        cid,
-                                        (PendingReason::NoCapacity, None),
-                                    );
-                                }
-                                need > free
-                            }
-                        };
-                        last = Some((cid, known));
-                        known
-                    }
-                };
-                if is_certain && slot != nc && certain.last() != Some(&cid) {
+                if slot != nc
+                    && certain.last() != Some(&cid)
+                    && pass.verdicts.get(all, cid) == Some(&(PendingReason::NoCapacity, None))
+                {
                     certain.push(cid);
                 }
             }
