@@ -384,7 +384,7 @@ pub fn main(cli: Cli) -> Result<()> {
                 if j.elastic.is_some() && j.time_limit.is_some() || elastic_queue_limit(&loaded, &j)
                 {
                     return Err(crate::study::BadInput(format!(
-                        "job `{}` (input #{jobs}): an elastic job under a queue time limit (the queue's `default_time_limit_s` or `max_time_limit_s`): time limits do not apply to elastic jobs, whose length follows from their sizes",
+                        "job `{}` (input #{jobs}): an elastic job under a queue time limit (the queue's `default_time_limit_s`, as capped by its `max_time_limit_s`): time limits do not apply to elastic jobs, whose length follows from their sizes",
                         j.name
                     ))
                     .into());

@@ -131,7 +131,7 @@ impl Simulation {
             return Err(EngineError::BadJob {
                 name: spec.name.to_string(),
                 seq,
-                message: "an elastic job under a queue time limit (the queue's `default_time_limit_s` or `max_time_limit_s`): time limits do not apply to elastic jobs, whose length follows from their sizes".into(),
+                message: "an elastic job under a queue time limit (the queue's `default_time_limit_s`, as capped by its `max_time_limit_s`): time limits do not apply to elastic jobs, whose length follows from their sizes".into(),
             });
         }
         let walltime_cut = limit.is_some_and(|l| spec.runtime > l);
