@@ -66,20 +66,17 @@ pub enum EventKind {
     Node(u32),
     /// Node failure or repair number `u32` of [`super::EngineConfig::node_changes`].
     NodeChange(u32),
-    /// Autoscaler scale-up request `u32` ([`super::autoscale`]): its nodes join the fleet.
-    Provisioned(u32),
-    /// Autoscaler idle check of node record `u32` ([`super::autoscale`]): scale it down if
-    /// it is still idle.
-    IdleCheck(u32),
+    /// Event `tag` of registered subsystem `id` (the engine's `Subsystem::on_event`; class
+    /// of [`EventClass::Node`]).
+    Subsystem {
+        /// The subsystem's place in the registry.
+        id: u8,
+        /// What the subsystem queued (its own numbering).
+        tag: u32,
+    },
     /// The planned stop of serving replica arrival `u32` ([`super::serving`]): withdraw
     /// it if it is still pending.
     ReplicaStop(u32),
-    /// The pods-ready deadline of admission `u32` ([`super::pods_ready`]): evict the job if
-    /// it has not started.
-    PodsReadyDeadline(u32),
-    /// The end of an evicted job's backoff, requeue `u32` ([`super::pods_ready`]): it
-    /// rejoins its queue.
-    PodsReadyRequeue(u32),
     /// A periodic pass.
     Tick,
     /// A round of the round-allocated jobs ([`super::elastic`]); class of
@@ -91,12 +88,9 @@ impl EventKind {
     fn class(&self) -> EventClass {
         match self {
             EventKind::Finish(..) | EventKind::Release(..) => EventClass::Finish,
-            EventKind::NodeChange(_)
-            | EventKind::Provisioned(_)
-            | EventKind::IdleCheck(_)
-            | EventKind::ReplicaStop(_)
-            | EventKind::PodsReadyDeadline(_)
-            | EventKind::PodsReadyRequeue(_) => EventClass::Node,
+            EventKind::NodeChange(_) | EventKind::Subsystem { .. } | EventKind::ReplicaStop(_) => {
+                EventClass::Node
+            }
             EventKind::ForcedStart(_) => EventClass::ForcedStart,
             EventKind::Node(_) => EventClass::Node,
             EventKind::Tick | EventKind::ElasticRound => EventClass::Tick,
@@ -111,11 +105,8 @@ impl EventKind {
             EventKind::ForcedStart(j) => (j.0 as u64) << 32,
             EventKind::Node(i) => i as u64,
             EventKind::NodeChange(i) => 1 << 62 | i as u64,
-            EventKind::Provisioned(i) => 1 << 61 | i as u64,
-            EventKind::IdleCheck(i) => 1 << 60 | i as u64,
+            EventKind::Subsystem { id, tag } => 1 << 61 | (id as u64) << 32 | tag as u64,
             EventKind::ReplicaStop(i) => 1 << 59 | i as u64,
-            EventKind::PodsReadyDeadline(i) => 1 << 58 | i as u64,
-            EventKind::PodsReadyRequeue(i) => 1 << 57 | i as u64,
             EventKind::Tick => 0,
             EventKind::ElasticRound => 1,
         }
@@ -126,11 +117,11 @@ impl EventKind {
         match class {
             EventClass::ForcedStart => EventKind::ForcedStart(job),
             EventClass::Node if p >> 62 & 1 == 1 => EventKind::NodeChange(p as u32),
-            EventClass::Node if p >> 61 & 1 == 1 => EventKind::Provisioned(p as u32),
-            EventClass::Node if p >> 60 & 1 == 1 => EventKind::IdleCheck(p as u32),
+            EventClass::Node if p >> 61 & 1 == 1 => EventKind::Subsystem {
+                id: (p >> 32) as u8,
+                tag: p as u32,
+            },
             EventClass::Node if p >> 59 & 1 == 1 => EventKind::ReplicaStop(p as u32),
-            EventClass::Node if p >> 58 & 1 == 1 => EventKind::PodsReadyDeadline(p as u32),
-            EventClass::Node if p >> 57 & 1 == 1 => EventKind::PodsReadyRequeue(p as u32),
             EventClass::Node => EventKind::Node(p as u32),
             EventClass::Tick if p & 1 == 1 => EventKind::ElasticRound,
             EventClass::Tick => EventKind::Tick,
@@ -323,12 +314,13 @@ mod tests {
             EventKind::ForcedStart(JobId(6)),
             EventKind::Node(7),
             EventKind::NodeChange(8),
-            EventKind::Provisioned(9),
-            EventKind::IdleCheck(10),
+            EventKind::Subsystem { id: 0, tag: 9 },
+            EventKind::Subsystem {
+                id: u8::MAX,
+                tag: u32::MAX,
+            },
             EventKind::ReplicaStop(11),
             EventKind::ReplicaStop(u32::MAX),
-            EventKind::PodsReadyDeadline(12),
-            EventKind::PodsReadyRequeue(u32::MAX),
             EventKind::Tick,
         ];
         for k in kinds {

@@ -54,10 +54,10 @@
 
 pub mod elastic;
 pub mod events;
+mod subsystem;
 pub mod subsystems;
 
-use subsystems::Subsystems;
-pub use subsystems::{autoscale, node_changes, pods_ready, reliability, serving};
+pub use subsystems::*;
 
 mod config;
 mod core;
@@ -135,7 +135,8 @@ pub struct Simulation {
     tenant_stats: Vec<TenantStats>,
     /// The recorded logs (preemptions, admissions, reasons, quota, the live stream).
     logs: Logs,
-    /// The in-loop features' state (autoscaler, serving, pods-ready, goodput account).
+    /// The registered subsystems, and the in-loop features not yet behind the trait
+    /// (serving, the goodput account).
     subs: Subsystems,
     /// Round-allocated jobs, with [`EngineConfig::elastic`].
     elastic: Option<elastic::Elastic>,
@@ -176,10 +177,7 @@ impl Simulation {
         for &n in &cfg.spares {
             fleet.set_schedulable(n, false);
         }
-        let auto = cfg
-            .autoscaling
-            .clone()
-            .map(|a| autoscale::Autoscaler::new(a, &mut fleet));
+        let list = subsystems::register(&cfg, &mut fleet);
         let metrics = Collector::new(&fleet, cfg.warmup_ms, cfg.interval_ms);
         let mut sim = Simulation {
             fleet,
@@ -209,11 +207,8 @@ impl Simulation {
                 ..Logs::default()
             },
             subs: Subsystems {
-                auto,
+                list,
                 serve: cfg.serving.clone().map(serving::Serving::new),
-                ready: cfg
-                    .wait_for_pods_ready
-                    .map(|c| pods_ready::PodsReady::new(c, cfg.record_admissions)),
                 rel: reliability::ReliabilityStats {
                     spares: !cfg.spares.is_empty(),
                     keep_survivors: cfg.gang_recovery
@@ -251,10 +246,9 @@ impl Simulation {
             }
         }
         sim.names.known_queues = sim.names.queues.len() as u32;
-        if sim.subs.auto.is_some() {
-            // Nodes the autoscaler provisions and removes change the fleet without events
-            // in the live stream, so a service replaying it would diverge.
-            sim.live_unsupported("autoscaling (nodes provisioned and removed)");
+        let unsupported = sim.subs.list.iter().flatten();
+        if let Some(why) = unsupported.filter_map(|s| s.live_unsupported()).next() {
+            sim.live_unsupported(why);
         }
         sim
     }
@@ -408,7 +402,7 @@ impl Simulation {
             // (5) scheduling passes until one changes nothing.
             if self.pass.dirty && self.on_round(t) {
                 self.passes(t)?;
-                self.after_passes(t)?;
+                self.after_passes(t, sink)?;
             }
             self.end_instant(t)?;
         }

@@ -35,8 +35,8 @@ impl Simulation {
                     )));
                 }
                 rec.members = tasks.len() as u32;
-                if let Some(p) = &mut self.subs.ready {
-                    p.on_start(job);
+                for s in self.subs.list.iter_mut().flatten() {
+                    s.on_job_start(job);
                 }
                 let rec = &mut self.jobs[job.index()];
                 let first = rec.start.is_none();

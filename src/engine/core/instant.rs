@@ -25,11 +25,14 @@ impl Simulation {
     }
 
     /// Moves the clock to `t`: interval starts before `t` see the state left by the previous
-    /// instant; the autoscaler, the services and the collector advance to `t`.
+    /// instant; the subsystems, the services and the collector advance to `t`.
     pub(in crate::engine) fn advance_clock(&mut self, t: SimTime) {
         self.sample_fragmentation(|b| b < t);
-        if let Some(a) = &mut self.subs.auto {
-            a.advance(t, &self.fleet);
+        if !self.subs.list.is_empty() {
+            let _ = self.each_subsystem(None, |s, ctx| {
+                s.advance(ctx, t);
+                Ok(())
+            });
         }
         if let Some(s) = &mut self.subs.serve {
             s.advance(t);
@@ -57,27 +60,8 @@ impl Simulation {
                 EventKind::Release(id, run) => self.release(id, run)?,
                 EventKind::Node(i) => self.node_event(i as usize),
                 EventKind::NodeChange(i) => self.node_change(i as usize)?,
-                EventKind::Provisioned(r) => {
-                    if let Some(a) = &mut self.subs.auto {
-                        a.provisioned(r, &mut self.fleet);
-                        self.metrics.refresh_capacity(&self.fleet);
-                        self.pass.dirty = true;
-                    }
-                }
-                EventKind::IdleCheck(n) => {
-                    // Growth of elastic jobs does not keep a node up: they shrink first.
-                    if let Some(node) = self.subs.auto.as_ref().and_then(|a| a.due_node(n, t)) {
-                        self.elastic_node_down(node)?;
-                    }
-                    if let Some(a) = &mut self.subs.auto {
-                        if a.idle_check(n, t, &mut self.fleet) {
-                            self.metrics.refresh_capacity(&self.fleet);
-                        }
-                    }
-                }
+                EventKind::Subsystem { id, tag } => self.subsystem_event(id, tag, sink)?,
                 EventKind::ReplicaStop(n) => self.replica_stop(n, sink)?,
-                EventKind::PodsReadyDeadline(i) => self.pods_ready_deadline(i, sink)?,
-                EventKind::PodsReadyRequeue(r) => self.pods_ready_requeue(r)?,
                 EventKind::ForcedStart(_) | EventKind::Tick | EventKind::ElasticRound => {}
             }
         }
@@ -241,26 +225,22 @@ impl Simulation {
         Ok(())
     }
 
-    /// After the passes at `t`: the autoscaler's checks and joins (and the admissions that
-    /// wait for pods) on the fleet without elastic growth (growth is no demand), then the
-    /// elastic jobs' growth, the pending counts and reasons, the scheduler's wake-up and the
-    /// retry cycle's next pass.
-    pub(in crate::engine) fn after_passes(&mut self, t: SimTime) -> Result<(), EngineError> {
-        if let Some(a) = &mut self.subs.auto {
-            let (checks, joins) = a.after_passes(t, &self.fleet, &self.sched);
-            for (at, n) in checks {
-                self.events.push(at, EventKind::IdleCheck(n));
-            }
-            for (at, r) in joins {
-                self.events.push(at, EventKind::Provisioned(r));
-            }
-            if let Some(p) = &mut self.subs.ready {
-                for &id in a.waiting_jobs() {
-                    if let Some((at, i)) = p.admit_waiting(id, self.jobs[id.index()].seq, t) {
-                        self.events.push(at, EventKind::PodsReadyDeadline(i));
-                    }
-                }
-            }
+    /// After the passes at `t`: the subsystems' [`after_passes`] hooks (the autoscaler's
+    /// checks and joins, and the admissions that wait for pods) on the fleet without elastic
+    /// growth (growth is no demand), then the elastic jobs' growth, the pending counts and
+    /// reasons, the scheduler's wake-up and the retry cycle's next pass.
+    ///
+    /// [`after_passes`]: crate::engine::subsystem::Subsystem::after_passes
+    pub(in crate::engine) fn after_passes(
+        &mut self,
+        t: SimTime,
+        sink: &mut dyn JobSink,
+    ) -> Result<(), EngineError> {
+        if !self.subs.list.is_empty() {
+            self.each_subsystem(Some(sink), |s, ctx| {
+                s.after_passes(ctx, t);
+                Ok(())
+            })?;
         }
         self.elastic_after_passes()?;
         self.metrics.set_pending(self.sched.pending_len() as u64);

@@ -128,9 +128,10 @@ pub(in crate::engine) enum JobState {
     Terminating,
     /// Waiting for its recorded start (replay) outside the queues.
     Awaiting,
-    /// Evicted for a pods-ready timeout, outside the queues until its backoff ends
-    /// ([`pods_ready`](crate::engine::pods_ready)).
-    BackingOff,
+    /// Withdrawn from its queue and held outside the queues by a subsystem (e.g. a backoff
+    /// after an eviction) until it rejoins its queue or the run ends
+    /// ([`Subsystem::held`](crate::engine::subsystem::Subsystem::held)).
+    Held,
     /// A gang below its size after a node failure (`gang_recovery = "keep_survivors"`):
     /// its surviving members stay bound, no progress, until the missing ones are placed.
     Recovering,

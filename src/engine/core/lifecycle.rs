@@ -565,13 +565,25 @@ impl Simulation {
                 job: id.0,
             });
         }
+        self.cancel_out_of_queue(id, "withdrawn", sink)
+    }
+
+    /// Job `id`, out of the queues, ends not run: counted in `cancelled` when it never
+    /// started (a job that ran before settles its wait), its `CANCELLED` row with `reason`,
+    /// its slot freed. The next instant runs passes.
+    pub(in crate::engine) fn cancel_out_of_queue(
+        &mut self,
+        id: JobId,
+        reason: &str,
+        sink: &mut dyn JobSink,
+    ) -> Result<(), EngineError> {
         if self.jobs[id.index()].start.is_none() {
             self.counts.cancelled += 1;
         } else {
             self.settle_wait(id);
         }
         emit(sink, || {
-            self.row(id, FinalState::Cancelled, None, Some("withdrawn".into()))
+            self.row(id, FinalState::Cancelled, None, Some(reason.into()))
         })?;
         if let Some(s) = &mut self.subs.serve {
             s.on_withdrawn(id);

@@ -4,8 +4,8 @@
 use fleetsim_policies::{longest_reason, JobId, PendingReason, SimTime};
 
 use crate::engine::{
-    emit, pods_ready, EndReason, EngineError, FinalState, JobRow, JobSink, JobState, RunEnd,
-    RunResult, RunSegment, Simulation,
+    emit, EndReason, EngineError, FinalState, JobRow, JobSink, JobState, RunEnd, RunResult,
+    RunSegment, Simulation,
 };
 use crate::workload::{RecordedKind, Skipped};
 
@@ -202,9 +202,16 @@ impl Simulation {
             .map(|j| (j.id, reasons.get(&j.id).copied()))
             .collect();
         censored.extend(self.outside.awaiting_replay.keys().map(|&id| (id, None)));
-        if let Some(p) = &self.subs.ready {
-            censored.extend(p.backing_off().map(|id| (id, None)));
-        }
+        // Jobs the subsystems hold outside the queues, with the reasons they are censored
+        // with.
+        let held: std::collections::BTreeMap<JobId, &'static str> = self
+            .subs
+            .list
+            .iter()
+            .flatten()
+            .flat_map(|s| s.held())
+            .collect();
+        censored.extend(held.keys().map(|&id| (id, None)));
         if let Some(e) = &self.elastic {
             censored.extend(e.waiting().map(|id| (id, None)));
         }
@@ -225,8 +232,8 @@ impl Simulation {
             let r = match reason {
                 Some(r) => r.as_str(),
                 None if self.outside.dispatching.contains(&id) => "dispatching",
-                None if self.jobs[id.index()].state == JobState::BackingOff => {
-                    pods_ready::BACKING_OFF
+                None if self.jobs[id.index()].state == JobState::Held => {
+                    held.get(&id).copied().unwrap_or("held")
                 }
                 None if self.elastic.as_ref().is_some_and(|e| e.holds(id)) => "waiting_for_round",
                 None => "recorded_start_after_horizon",
@@ -317,7 +324,7 @@ impl Simulation {
             s.replica_wait_s = crate::metrics::dist_ms(&mut self.tally.replica_waits_ms);
             s
         });
-        Ok(RunResult {
+        let mut result = RunResult {
             counts: self.counts.clone(),
             skipped_rows,
             trace_start,
@@ -349,18 +356,9 @@ impl Simulation {
             reason_log: std::mem::take(&mut self.logs.reason_log),
             preemption_plans: std::mem::take(&mut self.logs.preemption_plans),
             quota_log: std::mem::take(&mut self.logs.quota_log),
-            autoscaling: self
-                .subs
-                .auto
-                .as_mut()
-                .map(|a| a.finish(self.now, &self.fleet)),
-            pods_ready_log: self
-                .subs
-                .ready
-                .as_mut()
-                .map(pods_ready::PodsReady::take_log)
-                .unwrap_or_default(),
-            pods_ready: self.subs.ready.as_mut().map(pods_ready::PodsReady::finish),
+            autoscaling: None,
+            pods_ready_log: Vec::new(),
+            pods_ready: None,
             serving,
             elastic: self.elastic_stats(),
             reliability: self.cfg.reliability.then(|| {
@@ -372,6 +370,12 @@ impl Simulation {
                 b.queues = self.names.queues.clone();
                 *b
             }),
-        })
+        };
+        // Each subsystem's section, in registry order.
+        self.each_subsystem(Some(sink), |s, ctx| {
+            s.finish(ctx, &mut result);
+            Ok(())
+        })?;
+        Ok(result)
     }
 }

@@ -50,6 +50,13 @@ pub mod estimate;
 
 use estimate::{Layout, Room};
 
+use crate::engine::subsystem::{Ctx, Subsystem};
+use crate::engine::{EngineError, RunResult};
+
+/// The tag bit of an idle check among the autoscaler's events (the rest: the node record);
+/// without it, the tag is a scale-up request whose nodes join.
+const IDLE_CHECK: u32 = 1 << 31;
+
 /// Most pending jobs one scale-up scan looks at.
 pub const MAX_SCAN: usize = 4096;
 
@@ -654,6 +661,59 @@ impl Autoscaler {
         }
         out.levels = std::mem::take(&mut self.levels);
         out
+    }
+}
+
+/// The autoscaler's hooks: its account advances with the clock; after the passes it marks
+/// idle nodes (queueing their idle checks), scales up for the blocked jobs (queueing the
+/// joins) and announces the jobs waiting for the nodes on the way, in scan order; its
+/// events are the joins and the idle checks; its section is `autoscaling`.
+impl Subsystem for Autoscaler {
+    fn advance(&mut self, ctx: &mut Ctx<'_>, t: SimTime) {
+        Autoscaler::advance(self, t, ctx.fleet());
+    }
+
+    fn on_event(&mut self, ctx: &mut Ctx<'_>, tag: u32) -> Result<(), EngineError> {
+        if tag & IDLE_CHECK == 0 {
+            self.provisioned(tag, ctx.fleet_mut());
+            ctx.refresh_capacity();
+            ctx.mark_changed();
+        } else {
+            let n = tag & !IDLE_CHECK;
+            // Growth of elastic jobs does not keep a node up: they shrink first.
+            if let Some(node) = self.due_node(n, ctx.now()) {
+                ctx.release_opportunistic(node)?;
+            }
+            if self.idle_check(n, ctx.now(), ctx.fleet_mut()) {
+                ctx.refresh_capacity();
+            }
+        }
+        Ok(())
+    }
+
+    fn after_passes(&mut self, ctx: &mut Ctx<'_>, t: SimTime) {
+        let (checks, joins) = Autoscaler::after_passes(self, t, ctx.fleet(), ctx.sched());
+        for (at, n) in checks {
+            debug_assert!(n < IDLE_CHECK, "fewer than 2^31 node records");
+            ctx.schedule(at, IDLE_CHECK | n);
+        }
+        for (at, r) in joins {
+            debug_assert!(r < IDLE_CHECK, "fewer than 2^31 scale-up requests");
+            ctx.schedule(at, r);
+        }
+        for &id in &self.waiting_jobs {
+            ctx.announce_waiting(id, t);
+        }
+    }
+
+    fn finish(&mut self, ctx: &mut Ctx<'_>, result: &mut RunResult) {
+        result.autoscaling = Some(Autoscaler::finish(self, ctx.now(), ctx.fleet()));
+    }
+
+    fn live_unsupported(&self) -> Option<&'static str> {
+        // Nodes the autoscaler provisions and removes change the fleet without events in
+        // the live stream, so a service replaying it would diverge.
+        Some("autoscaling (nodes provisioned and removed)")
     }
 }
 

@@ -45,8 +45,9 @@ use std::collections::BTreeMap;
 
 use fleetsim_policies::{JobId, PendingJob, SimDuration, SimTime};
 
-use crate::engine::events::EventKind;
-use crate::engine::{emit, EngineError, FinalState, JobSink, JobState, Simulation};
+use crate::engine::core::job::JobState;
+use crate::engine::subsystem::{Ctx, Subsystem};
+use crate::engine::{EngineError, RunResult};
 
 /// The censored reason of a job still waiting out its backoff when the run ends.
 pub const BACKING_OFF: &str = "pods_ready_backoff";
@@ -146,7 +147,7 @@ pub enum Deadline {
     /// Nothing: the job started, ended or was evicted since.
     Stale,
     /// Evict the job (reason `pods_ready_timeout`); it rejoins its queue at the time
-    /// (queue [`crate::engine::events::EventKind::PodsReadyRequeue`] with the index).
+    /// (the part queues its requeue event with the index).
     Requeue(SimTime, u32),
     /// Evict and deactivate the job.
     Deactivate,
@@ -212,7 +213,7 @@ impl PodsReady {
 
     /// Job `job` (input position `seq`) claims capacity not yet in the fleet at `t`: if it
     /// is not admitted already, it is now, and its deadline (time, index) is returned to
-    /// queue as [`crate::engine::events::EventKind::PodsReadyDeadline`].
+    /// queue as the part's deadline event.
     pub fn admit_waiting(&mut self, job: JobId, seq: u64, t: SimTime) -> Option<(SimTime, u32)> {
         if let Some(&i) = self.open.get(&job) {
             if self.admissions[i as usize].seq == seq {
@@ -300,27 +301,61 @@ impl PodsReady {
     }
 }
 
-impl Simulation {
-    /// Deadline `i` ([`EventKind::PodsReadyDeadline`]): a job admitted and still not
-    /// started is evicted from its queue, then held for its backoff or deactivated.
-    pub(in crate::engine) fn pods_ready_deadline(
-        &mut self,
-        i: u32,
-        sink: &mut dyn JobSink,
-    ) -> Result<(), EngineError> {
-        let now = self.now;
-        let jobs = &self.jobs;
-        let Some(p) = self.subs.ready.as_mut() else {
-            return Ok(());
-        };
-        let (id, verdict) = p.deadline(i, now, |id| {
-            let r = &jobs[id.index()];
+/// The tag bit of a requeue among the part's events (the rest: the requeue's index);
+/// without it, the tag is an admission's deadline.
+const REQUEUE: u32 = 1 << 31;
+
+/// Waiting for pods' hooks: a job's start voids its deadline; the admissions another
+/// subsystem announces are timed; its events are the deadlines and the requeues; the jobs
+/// backing off at the end are censored ([`BACKING_OFF`]); its section is `pods_ready` (and
+/// the log, when recording).
+impl Subsystem for PodsReady {
+    fn on_event(&mut self, ctx: &mut Ctx<'_>, tag: u32) -> Result<(), EngineError> {
+        if tag & REQUEUE == 0 {
+            self.on_deadline(ctx, tag)
+        } else {
+            // The end of an evicted job's backoff: it rejoins its queue.
+            match self.requeue(tag & !REQUEUE, ctx.now()) {
+                Some(job) => ctx.requeue(job),
+                None => Ok(()),
+            }
+        }
+    }
+
+    fn on_job_start(&mut self, job: JobId) {
+        self.on_start(job);
+    }
+
+    fn on_waiting_for_capacity(&mut self, ctx: &mut Ctx<'_>, job: JobId, t: SimTime) {
+        if let Some((at, i)) = self.admit_waiting(job, ctx.job(job).seq, t) {
+            debug_assert!(i < REQUEUE, "fewer than 2^31 admissions");
+            ctx.schedule(at, i);
+        }
+    }
+
+    fn held(&self) -> Vec<(JobId, &'static str)> {
+        self.backing_off().map(|id| (id, BACKING_OFF)).collect()
+    }
+
+    fn finish(&mut self, _ctx: &mut Ctx<'_>, result: &mut RunResult) {
+        result.pods_ready_log = self.take_log();
+        result.pods_ready = Some(PodsReady::finish(self));
+    }
+}
+
+impl PodsReady {
+    /// Deadline `i`: a job admitted and still not started is evicted from its queue, then
+    /// held for its backoff or deactivated.
+    fn on_deadline(&mut self, ctx: &mut Ctx<'_>, i: u32) -> Result<(), EngineError> {
+        let now = ctx.now();
+        let (id, verdict) = self.deadline(i, now, |id| {
+            let r = ctx.job(id);
             (r.live && r.state == JobState::Pending && r.allocs.is_empty()).then_some(r.seq)
         });
         match verdict {
             Deadline::Stale => return Ok(()),
             Deadline::Endless => {
-                let r = &self.jobs[id.index()];
+                let r = ctx.job(id);
                 return Err(EngineError::EndlessRequeue {
                     name: r.name.to_string(),
                     seq: r.seq,
@@ -330,54 +365,26 @@ impl Simulation {
             }
             _ => {}
         }
-        let queue = self.jobs[id.index()].queue;
-        let job = self.sched.pending().find(|j| j.id == id).cloned();
-        let Some(mut job) = job.filter(|_| self.sched.withdraw(id, queue)) else {
-            return Err(self.invariant(format!(
+        let Some(mut job) = ctx.withdraw(id) else {
+            return Err(ctx.invariant(format!(
                 "job {id} admitted and waiting for its pods is not in its queue"
             )));
         };
-        self.pass.dirty = true;
         match verdict {
             Deadline::Requeue(at, r) => {
                 // Ordered by its eviction time when it rejoins.
                 job.submit = now;
-                let seq = self.jobs[id.index()].seq;
-                self.jobs[id.index()].state = JobState::BackingOff;
-                if let Some(p) = self.subs.ready.as_mut() {
-                    p.hold(r, seq, job);
-                }
-                self.events.push(at, EventKind::PodsReadyRequeue(r));
+                let seq = ctx.job(id).seq;
+                ctx.hold(id);
+                self.hold(r, seq, job);
+                debug_assert!(r < REQUEUE, "fewer than 2^31 requeues");
+                ctx.schedule(at, REQUEUE | r);
+                Ok(())
             }
             Deadline::Deactivate | Deadline::Stale | Deadline::Endless => {
-                if self.jobs[id.index()].start.is_none() {
-                    self.counts.cancelled += 1;
-                } else {
-                    self.settle_wait(id);
-                }
-                emit(sink, || {
-                    self.row(id, FinalState::Cancelled, None, Some(DEACTIVATED.into()))
-                })?;
-                if let Some(s) = &mut self.subs.serve {
-                    s.on_withdrawn(id);
-                }
-                self.free_slot(id);
+                ctx.cancel(id, DEACTIVATED)
             }
         }
-        Ok(())
-    }
-
-    /// Requeue `r` ([`EventKind::PodsReadyRequeue`]): the evicted job rejoins its queue.
-    pub(in crate::engine) fn pods_ready_requeue(&mut self, r: u32) -> Result<(), EngineError> {
-        let now = self.now;
-        let Some(job) = self.subs.ready.as_mut().and_then(|p| p.requeue(r, now)) else {
-            return Ok(());
-        };
-        let id = job.id;
-        self.enqueue(job)?;
-        // A serving replica past its planned stop leaves at once.
-        self.withdraw_if_overdue(id);
-        Ok(())
     }
 }
 
