@@ -39,7 +39,7 @@
 //! | `qos` | no | QoS class label | none |
 //! | `split` | no | 1: the tasks take the node's shape (split into node-sized members of one gang in a cell whose nodes have fewer accelerators than a task, [`JobSpec::split`]); 0: rigid | 0 when `tasks` is given, else 1 |
 //! | `min_gpus`, `max_gpus` | elastic rows | an elastic job's fewest and most GPUs, 1 ≤ min ≤ max (one replica per whole GPU) | – |
-//! | `work_gpu_s` | elastic rows | an elastic job's work, GPU-seconds at size 1 (decimal) | – |
+//! | `work_gpu_s` | elastic rows | an elastic job's work, GPU-seconds at size 1 (decimal, 0.001 to 10^12) | – |
 //! | `throughput` | elastic rows | an elastic job's throughput model: `linear`, `amdahl:F` or `table:S1\|S2\|…` ([`super::throughput`]) | – |
 //! | `res_<name>` / `extra.<name>` | no | a resource the model does not have: must be 0 (ignored, field case B16 Z1); non-zero is an error | – |
 //!
@@ -795,6 +795,14 @@ fn elastic_row(
         ));
     }
     let work_gpu_ms = parse_nonneg_ms(required(WORK_GPU_S)?).map_err(|m| bad(WORK_GPU_S, m))?;
+    if work_gpu_ms == 0 {
+        // A recorded run may be empty; a modelled job with no work would only complete at
+        // its submit, counted as a job that ran.
+        return Err(bad(
+            WORK_GPU_S,
+            "must be at least 0.001 GPU-seconds (a job with no work)".to_string(),
+        ));
+    }
     if work_gpu_ms > MAX_WORK_GPU_S * 1000 {
         return Err(bad(
             WORK_GPU_S,
@@ -1794,6 +1802,18 @@ b,0.0004,t,0,,,,0.0,0
         assert_eq!(all(&j).unwrap()[0].tasks, 2);
         let e = write_csv(jobs.iter(), Vec::new()).unwrap_err().to_string();
         assert!(e.contains("`A` is an elastic job"), "{e}");
+        for work in ["0", "0.0004"] {
+            let z = write(
+                &dir,
+                "z.csv",
+                &format!("id,submit_s,tenant,min_gpus,max_gpus,work_gpu_s,throughput\nZ,0,t,1,2,{work},linear\n"),
+            );
+            let e = all(&z).unwrap_err().to_string();
+            assert!(
+                e.contains("work_gpu_s") && e.contains("at least 0.001"),
+                "{e}"
+            );
+        }
     }
 
     #[test]
