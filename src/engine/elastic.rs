@@ -48,7 +48,8 @@
 //!   passes every growth GPU is released, so the passes see it free: pending work takes
 //!   precedence over growth. After the passes, [`plan_sizes`] water-fills each cell's idle
 //!   GPUs (schedulable nodes' wholly free GPUs) among the running sized jobs in the elastic
-//!   key order (priority descending, submit, input order) up to their `max` (`grow-idle`;
+//!   key order (priority descending, submit, input order) up to their `max` — or their
+//!   fastest size when that is smaller ([`ThroughputModel::fastest_size`]) — (`grow-idle`;
 //!   `fixed` grows nothing), and each job binds its growth in its cell through the checked
 //!   [`FleetState`](fleetsim_policies::FleetState), first on the nodes it held, then in node
 //!   order.
@@ -208,6 +209,8 @@ struct SizedJob {
     priority: i32,
     submit: SimTime,
     min: u32,
+    /// The most GPUs it grows to: its `max_gpus`, or fewer when its throughput model is no
+    /// faster there ([`ThroughputModel::fastest_size`]).
     max: u32,
     model: ThroughputModel,
     /// GPUs held (`min` plus growth); 0 while not running.
@@ -444,7 +447,8 @@ impl Simulation {
                 priority,
                 submit,
                 min: spec.min,
-                max: spec.max,
+                // Never past its fastest size: a GPU more would make it no faster.
+                max: spec.throughput.fastest_size(spec.min, spec.max),
                 model: spec.throughput.clone(),
                 size: 0,
                 pre_size: 0,

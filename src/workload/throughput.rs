@@ -139,6 +139,39 @@ impl ThroughputModel {
         }
     }
 
+    /// The fewest GPUs in `min..=max` at which the job runs fastest: the smallest `n` of
+    /// highest [`Self::rate_milli`]. A sized elastic job never grows past it — a GPU more
+    /// would make it no faster (Amdahl's rates flatten in thousandths; a table may dip).
+    /// `linear` and `amdahl` rates never fall with `n`, so a binary search finds it; a table
+    /// is scanned (it covers `min..=max`: [`Self::validate`]).
+    pub fn fastest_size(&self, min: u32, max: u32) -> u32 {
+        match self {
+            ThroughputModel::Linear => max,
+            ThroughputModel::Amdahl { .. } => {
+                let top = self.rate_milli(max);
+                let (mut lo, mut hi) = (min, max);
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    if self.rate_milli(mid) >= top {
+                        hi = mid;
+                    } else {
+                        lo = mid + 1;
+                    }
+                }
+                lo
+            }
+            ThroughputModel::Table { .. } => {
+                let mut best = min;
+                for n in min..=max {
+                    if self.rate_milli(n) > self.rate_milli(best) {
+                        best = n;
+                    }
+                }
+                best
+            }
+        }
+    }
+
     /// The speedup `s(n)` at `n ≥ 1` GPUs (a table must hold `n`: [`Self::validate`]).
     pub fn speedup(&self, n: u32) -> f64 {
         match self {
@@ -176,6 +209,31 @@ mod tests {
             speedup: vec![1.0, 1.5],
         };
         assert_eq!(t.rate_milli(2), 1500);
+    }
+
+    #[test]
+    fn the_fastest_size_by_hand() {
+        assert_eq!(ThroughputModel::Linear.fastest_size(2, 16), 16);
+        // f = 1: s(n) = 1 at every size.
+        let flat = ThroughputModel::Amdahl {
+            serial_fraction: 1.0,
+        };
+        assert_eq!(flat.fastest_size(1, 8), 1);
+        // f = 0.1: rate(n) = round(10000 n / (n + 9)); rate(1000) = round(9910.80) = 9911;
+        // rate(997) = round(9910.54) = 9911, rate(996) = round(9910.45) = 9910: the rate
+        // stops rising in thousandths at 997 GPUs.
+        let tenth = ThroughputModel::Amdahl {
+            serial_fraction: 0.1,
+        };
+        assert_eq!(tenth.fastest_size(1, 1000), 997);
+        assert_eq!(tenth.fastest_size(1, 4), 4);
+        // A dip: 2 GPUs are slower than 1, 3 the fastest.
+        let t = ThroughputModel::Table {
+            speedup: vec![1.0, 0.5, 3.0, 3.0],
+        };
+        assert_eq!(t.fastest_size(1, 4), 3);
+        assert_eq!(t.fastest_size(1, 2), 1);
+        assert_eq!(t.fastest_size(2, 2), 2);
     }
 
     #[test]

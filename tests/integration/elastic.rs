@@ -29,6 +29,29 @@ fn gpu_s(out: &fleetsim::run::RunOutput) -> f64 {
         * 3600.0
 }
 
+/// A job never grows past its fastest size. One 4-GPU node, grow-idle, 10 s per resize,
+/// each job alone:
+///
+/// - D (1..4, 100 GPU-s, `table:1|0.5|2|2`): fastest at 3 GPUs (rate 2; 4 is no faster):
+///   it starts at 1 and grows to 3 at once (a start: no overhead) → 100 / 2 = 50 s, 150 GPU-s
+///   (at 4 GPUs it would hold 200 GPU-s for the same 50 s);
+/// - F (1..4, 100 GPU-s, `amdahl:1`, no speedup at any size): stays at 1 → 100 s, 100 GPU-s
+///   (grown to 4 it would hold 400 GPU-s for the same 100 s).
+#[test]
+fn a_job_never_grows_past_its_fastest_size() {
+    for (row, end, held) in [
+        ("D,0,t,0,1,4,100,table:1|0.5|2|2", 50, 150.0),
+        ("F,0,t,0,1,4,100,amdahl:1", 100, 100.0),
+    ] {
+        let jobs = format!("{HEADER}{row}\n");
+        let out = run(&scenario("grow-idle", 10), &[("jobs.csv", &jobs)]);
+        let name = &row[..1];
+        assert_eq!(span(&out, name), (Some(0), Some(end)), "{row}");
+        assert_eq!(gpu_s(&out), held, "{row}");
+        assert_eq!(out.summary.useful_gpu_s, held, "{row}");
+    }
+}
+
 /// Field case B43 (kubernetes-sigs/kueue #9891: an elastic job grows by itself into GPUs
 /// freed by a finishing job, paying the resize overhead once). One 4-GPU cell, grow-idle,
 /// 10 s per resize. A 1..4, 1000 GPU-s, linear; B 2..2, 200 GPU-s; both at 0, A first.
