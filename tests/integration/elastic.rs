@@ -660,9 +660,19 @@ fn a_failure_of_the_min_s_node_goes_back_to_the_checkpoint_and_requeues() {
     assert_eq!(span(&out, "A"), (Some(0), Some(250)));
     assert_eq!(job(&out, "A").failures, 1);
     assert_eq!(job(&out, "A").nodes, ["n2"]);
+    // The lost accelerator-time is the min's (1 GPU × 50 s), with or without `[failures]`.
+    assert_eq!(out.summary.preemption.lost_gpu_s, 50.0);
     let ckpt = format!("{fail}[policy.preemption]\ncheckpoint_interval_s = 30\n");
     let out = run(&two_nodes(&ckpt), &[("jobs.csv", &jobs)]);
     assert_eq!(span(&out, "A"), (Some(0), Some(190)));
+    // 1 GPU × (50 − 30) s since its checkpoint.
+    assert_eq!(out.summary.preemption.lost_gpu_s, 20.0);
+    let out = run(
+        &two_nodes(&format!("{ckpt}[failures]\nmtbf_h = {{}}\n")),
+        &[("jobs.csv", &jobs)],
+    );
+    assert_eq!(span(&out, "A"), (Some(0), Some(190)));
+    assert_eq!(out.summary.preemption.lost_gpu_s, 20.0);
 }
 
 /// Added nodes are grown into after the next passes; removed (drained) nodes take their

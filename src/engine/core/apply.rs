@@ -143,7 +143,7 @@ impl Simulation {
                     .get_or_insert_with(Box::default)
                     .preemptions += 1;
                 let lost_before = self.tally.lost_gpu_milli_ms;
-                self.stop_run(job, grace);
+                self.stop_run(job, grace, false);
                 if let Some(s) = &mut self.subs.serve {
                     if s.is_replica(preemptor) && !s.is_replica(job) {
                         s.on_preempted_by_serving(self.tally.lost_gpu_milli_ms - lost_before);

@@ -418,25 +418,36 @@ impl Simulation {
         }
     }
 
-    /// Stops a running job's run at `now`: progress since its last checkpoint is lost, and
+    /// The checkpoint interval a stop of job `id` rolls back to: the run's, except that a
+    /// sized elastic job keeps all its progress unless the stop is a `failure` (its work is
+    /// the elastic subsystem's, which rolls it back on a failure of its `min` only).
+    pub(in crate::engine) fn stop_checkpoint(
+        &self,
+        id: JobId,
+        failure: bool,
+    ) -> Option<SimDuration> {
+        if !failure && self.elastic.as_ref().is_some_and(|e| e.sizes(id)) {
+            Some(SimDuration(1))
+        } else {
+            self.cfg.checkpoint_interval
+        }
+    }
+
+    /// Stops a running job's run at `now`: progress since its last checkpoint is lost
+    /// ([`Simulation::stop_checkpoint`]; `failure`: the stop is a failure of its node), and
     /// so is the accelerator-time it will hold during `grace`.
-    pub(in crate::engine) fn stop_run(&mut self, id: JobId, grace: SimDuration) {
+    pub(in crate::engine) fn stop_run(&mut self, id: JobId, grace: SimDuration, failure: bool) {
         let (kept, lost) = if self.cfg.reliability {
-            self.stop_account(id, grace)
+            self.stop_account(id, grace, failure)
         } else {
             let now = self.now;
+            let ckpt = self.stop_checkpoint(id, failure);
             let rec = &mut self.jobs[id.index()];
             let gpu = rec.shape.total_gpu_milli() * rec.tasks as u64;
             let start = rec.start.expect("a stopped job started");
             let x = rec.extra.get_or_insert_with(Box::default);
             let ran = now.saturating_since(x.run_start.unwrap_or(start));
             let total = SimDuration(x.done.0 + ran.0);
-            // A sized elastic job keeps its progress (its work is the elastic subsystem's).
-            let ckpt = if self.elastic.as_ref().is_some_and(|e| e.sizes(id)) {
-                Some(SimDuration(1))
-            } else {
-                self.cfg.checkpoint_interval
-            };
             let kept = kept_progress(total, ckpt);
             (kept, (total.0 - kept.0 + grace.0) as u128 * gpu as u128)
         };

@@ -285,11 +285,12 @@ impl Simulation {
         &mut self,
         id: JobId,
         grace: SimDuration,
+        failure: bool,
     ) -> (SimDuration, u128) {
         let now = self.now;
         let speed = self.run_speed(id);
         let ovh = self.run_overhead(id).0;
-        let ckpt = self.cfg.checkpoint_interval;
+        let ckpt = self.stop_checkpoint(id, failure);
         let rec = &mut self.jobs[id.index()];
         let gpu = rec.shape.total_gpu_milli() * rec.tasks as u64;
         let start = rec.start.expect("a stopped job started");
@@ -440,7 +441,7 @@ impl Simulation {
                     self.tenant_stats[tenant.index()].failures += 1;
                 }
             }
-            self.stop_run(id, grace);
+            self.stop_run(id, grace, !eviction);
             let lost = self.tally.lost_gpu_milli_ms - before;
             if eviction {
                 self.subs.rel.lost_to_evictions_gpu_milli_ms += lost;
@@ -531,7 +532,7 @@ impl Simulation {
         self.counts.failures += 1;
         self.tenant_stats[tenant.index()].failures += 1;
         let before = self.tally.lost_gpu_milli_ms;
-        self.stop_run(id, SimDuration::ZERO);
+        self.stop_run(id, SimDuration::ZERO, true);
         self.subs.rel.lost_to_failures_gpu_milli_ms += self.tally.lost_gpu_milli_ms - before;
     }
 
