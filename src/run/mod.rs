@@ -413,7 +413,7 @@ pub fn elastic_config(
     let Some(e) = &loaded.scenario.elastic else {
         return Ok(None);
     };
-    let restart = SimDuration(e.restart_s * 1000);
+    let restart = SimDuration::from_secs_f64_rounded(e.restart_s);
     let sized = match e.allocator {
         RoundAllocatorKind::GrowIdle => Some(RoundAllocator::GrowIdle),
         RoundAllocatorKind::Fixed => Some(RoundAllocator::Fixed),

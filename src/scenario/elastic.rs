@@ -88,18 +88,19 @@ pub struct ElasticTable {
     /// every job's GPUs at every multiple of it (the first round is at `round_s`).
     #[serde(default)]
     pub round_s: Option<u64>,
-    /// Restart delay of a job whose allocation changed, seconds: it holds its new GPUs and
+    /// Restart delay of a job whose allocation changed, seconds (decimal; simulated to the
+    /// millisecond): it holds its new GPUs and
     /// makes no progress for this long (the resize overhead). Under `grow-idle` a job's
     /// start pays none, and a job whose size does not change keeps its GPUs and pays none.
     #[serde(default = "default_restart_s")]
-    pub restart_s: u64,
+    pub restart_s: f64,
 }
 
 /// The round length when `round_s` is not given, seconds.
 pub const DEFAULT_ROUND_S: u64 = 60;
 
-fn default_restart_s() -> u64 {
-    30
+fn default_restart_s() -> f64 {
+    30.0
 }
 
 /// The longest round or restart delay, seconds (a year).
@@ -156,10 +157,13 @@ pub fn check(
             format!("must be in 1..={MAX_ELASTIC_S}"),
         ));
     }
-    if e.restart_s > MAX_ELASTIC_S {
+    if !(e.restart_s.is_finite() && (0.0..=MAX_ELASTIC_S as f64).contains(&e.restart_s)) {
         return Err((
             "elastic.restart_s".into(),
-            format!("must be at most {MAX_ELASTIC_S}"),
+            format!(
+                "{} is not a number of seconds in 0..={MAX_ELASTIC_S}",
+                e.restart_s
+            ),
         ));
     }
     let models_ok = match &e.models {

@@ -101,6 +101,15 @@ fn b43_an_elastic_job_grows_at_100_into_the_gpus_b_frees_and_ends_at_310() {
     // overhead, at 300.
     let no_overhead = run(&scenario("grow-idle", 0), &[("jobs.csv", &jobs)]);
     assert_eq!(span(&no_overhead, "A"), (Some(0), Some(300)));
+    // A decimal overhead is simulated to the millisecond: 2.5 s → ends at 302.5.
+    let decimal = scenario("grow-idle", 0).replace("restart_s = 0", "restart_s = 2.5");
+    let out = run(&decimal, &[("jobs.csv", &jobs)]);
+    assert_eq!(out.summary.makespan_s, Some(302.5));
+    for bad in ["-1", "nan", "1e12"] {
+        let text = scenario("grow-idle", 0).replace("restart_s = 0", &format!("restart_s = {bad}"));
+        let e = load_error(&text, &[("jobs.csv", &jobs)]);
+        assert!(e.contains("elastic.restart_s"), "{bad}: {e}");
+    }
 }
 
 /// One cell of 4 GPUs, 10 s per resize, grow-idle:
