@@ -79,6 +79,28 @@ pub fn render(s: &Summary) -> String {
             }
         }
     }
+    if let Some(e) = &s.elastic {
+        let _ = writeln!(
+            out,
+            "elastic  {} jobs, {} completed; {} {}, {} {}{}; {:.1} GPU-h held (restart delays included)",
+            e.jobs,
+            e.completed,
+            e.rounds,
+            if e.round_s.is_some() { "rounds" } else { "plans" },
+            e.reallocations,
+            if e.round_s.is_some() {
+                "reallocations"
+            } else {
+                "resizes"
+            },
+            if e.round_s.is_some() {
+                format!(", {} pauses", e.pauses)
+            } else {
+                String::new()
+            },
+            e.gpu_hours
+        );
+    }
     let j = &s.jobs;
     let _ = writeln!(
         out,

@@ -367,6 +367,11 @@ fn the_command_line_on_a_grow_idle_scenario() {
             && text.contains("job lengths modelled from each job's work_gpu_s and throughput"),
         "{text}"
     );
+    // B43's jobs: plans at 0, 100 and 310, one resize, 1,240 GPU-s = 0.34 GPU-h.
+    assert!(
+        text.contains("elastic  2 jobs, 2 completed; 3 plans, 1 resizes; 0.3 GPU-h held"),
+        "{text}"
+    );
     let jobs = std::fs::read_to_string(d.path().join("o/jobs.csv")).unwrap();
     assert_eq!(jobs.lines().count(), 3, "{jobs}");
 }
