@@ -229,15 +229,16 @@ pub fn better(name: &str) -> Option<Better> {
 
 /// The direction of an autoscaling figure (`summary.json` → `autoscaling.<field>`, or
 /// `autoscaling.groups.<cell/group>.<field>`) or a serving figure (`serving.<field>`, or
-/// `serving.services.<service>.<field>`) or a waiting-for-pods figure (`pods_ready.<field>`):
-/// `Some(direction)` for a name under `autoscaling.`, `pods_ready.` or `serving.`
+/// `serving.services.<service>.<field>`) or a waiting-for-pods figure (`pods_ready.<field>`)
+/// or an elastic figure (`elastic.<field>`): `Some(direction)` for a name under
+/// `autoscaling.`, `elastic.`, `pods_ready.` or `serving.`
 /// (`Some(None)`: no known direction), `None` for any other name.
 ///
 /// Lower is better for cost, node-hours, provisioned GPU-hours, job-seconds pending for
 /// capacity, replica shortfall, replica stops, training GPU-s lost and training preemptions
-/// by serving, and pods-ready evictions, requeues and deactivations; higher for service SLO
-/// attainment, training allocated GPU-s and goodput, and
-/// fleet occupancy.
+/// by serving, pods-ready evictions, requeues and deactivations, and elastic GPU-hours held,
+/// resizes (reallocations) and pauses; higher for service SLO attainment, training
+/// allocated GPU-s and goodput, fleet occupancy and elastic jobs completed.
 pub fn autoscaling_or_serving(name: &str) -> Option<Option<Better>> {
     let field = |rest: &str| rest.rsplit('.').next().unwrap_or(rest).to_string();
     if let Some(rest) = name.strip_prefix("autoscaling.") {
@@ -245,6 +246,13 @@ pub fn autoscaling_or_serving(name: &str) -> Option<Option<Better>> {
             "cost" | "node_hours" | "gpu_hours_provisioned" | "pending_for_capacity_job_s" => {
                 Some(Better::Lower)
             }
+            _ => None,
+        });
+    }
+    if let Some(rest) = name.strip_prefix("elastic.") {
+        return Some(match field(rest).as_str() {
+            "gpu_hours" | "reallocations" | "pauses" => Some(Better::Lower),
+            "completed" => Some(Better::Higher),
             _ => None,
         });
     }
@@ -570,6 +578,9 @@ mod tests {
     #[test]
     fn autoscaling_and_serving_figures_have_directions_and_read_by_name() {
         assert_eq!(better("autoscaling.cost"), Some(Better::Lower));
+        assert_eq!(better("elastic.gpu_hours"), Some(Better::Lower));
+        assert_eq!(better("elastic.completed"), Some(Better::Higher));
+        assert_eq!(better("elastic.rounds"), None);
         assert_eq!(
             better("autoscaling.groups.philly/burst.node_hours"),
             Some(Better::Lower)
