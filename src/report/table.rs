@@ -80,25 +80,17 @@ pub fn render(s: &Summary) -> String {
         }
     }
     if let Some(e) = &s.elastic {
+        // Round allocators count rounds, reallocations and pauses; sizing policies plans
+        // and resizes.
+        let (rounds, changes, pauses) = if e.round_s.is_some() {
+            ("rounds", "reallocations", format!(", {} pauses", e.pauses))
+        } else {
+            ("plans", "resizes", String::new())
+        };
         let _ = writeln!(
             out,
-            "elastic  {} jobs, {} completed; {} {}, {} {}{}; {:.1} GPU-h held (restart delays included)",
-            e.jobs,
-            e.completed,
-            e.rounds,
-            if e.round_s.is_some() { "rounds" } else { "plans" },
-            e.reallocations,
-            if e.round_s.is_some() {
-                "reallocations"
-            } else {
-                "resizes"
-            },
-            if e.round_s.is_some() {
-                format!(", {} pauses", e.pauses)
-            } else {
-                String::new()
-            },
-            e.gpu_hours
+            "elastic  {} jobs, {} completed; {} {rounds}, {} {changes}{pauses}; {:.1} GPU-h held (restart delays included)",
+            e.jobs, e.completed, e.rounds, e.reallocations, e.gpu_hours
         );
     }
     let j = &s.jobs;

@@ -161,10 +161,11 @@ impl ThroughputModel {
                 lo
             }
             ThroughputModel::Table { .. } => {
-                let mut best = min;
-                for n in min..=max {
-                    if self.rate_milli(n) > self.rate_milli(best) {
-                        best = n;
+                let (mut best, mut best_rate) = (min, self.rate_milli(min));
+                for n in min + 1..=max {
+                    let rate = self.rate_milli(n);
+                    if rate > best_rate {
+                        (best, best_rate) = (n, rate);
                     }
                 }
                 best
